@@ -1,0 +1,297 @@
+// Package db is sked's storage contract: the job and run types, their states,
+// the Store interface every backend implements, the parameters of its methods
+// and the errors callers branch on. It imports only the standard library;
+// db/sqlite (and later db/postgres) implement it, and handlers and worker use
+// it without knowing which backend they hold.
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Errors returned by every Store. Backends translate driver errors into these
+// at their edge; nothing above db/ sees sql.ErrNoRows or a driver code.
+var (
+	// ErrNotFound is returned when the named job does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict is returned when the job's state forbids the change: a
+	// cancel or pause of a job a worker holds, a retry of a job that is not
+	// dead. The returned error is a *ConflictError naming the state (and the
+	// run, when a worker holds the job).
+	ErrConflict = errors.New("conflict")
+	// ErrStale is returned by heartbeat and finish when the caller's lease
+	// generation no longer holds the job: the lease expired and was reaped,
+	// or another worker claimed it since. Nothing was changed.
+	ErrStale = errors.New("stale lease generation")
+	// ErrInvalid is returned, wrapped in a *ValidationError, for bad input.
+	ErrInvalid = errors.New("invalid input")
+)
+
+// ConflictError says why a change was refused. It unwraps to ErrConflict.
+type ConflictError struct {
+	State JobState // the job's state when the change was refused
+	Run   *Run     // the live run, when a worker holds the job
+	Msg   string   // what was refused, for a person
+}
+
+func (e *ConflictError) Error() string { return e.Msg }
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// ValidationError is bad input in one field. It unwraps to ErrInvalid.
+type ValidationError struct {
+	Field string // wire name of the field, e.g. "schedule"
+	Msg   string // what is wrong and how to fix it
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Msg }
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+// JobState is where a job is in its lifecycle.
+type JobState string
+
+// Job states. ready jobs wait for next_run_at; running jobs are leased to a
+// worker; done, dead and cancelled are final for one-off jobs (a recurring job
+// goes back to ready after each firing and only ends when cancelled).
+const (
+	StateReady     JobState = "ready"
+	StateRunning   JobState = "running"
+	StateDone      JobState = "done"
+	StateDead      JobState = "dead"
+	StateCancelled JobState = "cancelled"
+	StatePaused    JobState = "paused"
+)
+
+// Outcome is how a run ended.
+type Outcome string
+
+// Run outcomes. OutcomeReleased is sked's addition to DESIGN.md's list: the
+// run was handed back unfinished at a graceful shutdown and does not count as
+// an attempt.
+const (
+	OutcomeRunning      Outcome = "running"
+	OutcomeSucceeded    Outcome = "succeeded"
+	OutcomeFailed       Outcome = "failed"
+	OutcomeTimedOut     Outcome = "timed_out"
+	OutcomeLeaseExpired Outcome = "lease_expired"
+	OutcomeCancelled    Outcome = "cancelled"
+	OutcomeMissed       Outcome = "missed"
+	OutcomeReleased     Outcome = "released"
+)
+
+// Overlap policies of a recurring job: what happens to slots that pass while
+// a firing is still running.
+const (
+	OverlapSkip     = "skip"      // passed slots are recorded missed (default)
+	OverlapQueueOne = "queue_one" // one run right after the current one ends
+)
+
+// Misfire policies of a recurring job: what happens to slots that passed
+// while nothing could run them (the server was down).
+const (
+	MisfireRunOnce = "run_once" // one catch-up run, the rest missed (default)
+	MisfireSkip    = "skip"     // all passed slots missed; resume at the next
+	MisfireRunAll  = "run_all"  // every slot inside the catch-up window runs
+)
+
+// Reasons recorded on missed runs.
+const (
+	MissedOverlap   = "overlap"
+	MissedDowntime  = "downtime"
+	MissedPaused    = "paused"
+	MissedClockStep = "clock_step"
+)
+
+// Job is one row of the jobs table: a one-off job or a recurring schedule.
+type Job struct {
+	ID              string          `json:"jobId"`
+	Type            string          `json:"type"`
+	Payload         json.RawMessage `json:"payload"`
+	Schedule        string          `json:"schedule,omitempty"` // empty for one-off jobs
+	Timezone        string          `json:"timezone,omitempty"`
+	State           JobState        `json:"state"`
+	NextRunAt       *time.Time      `json:"nextRunAt,omitempty"` // nil when not waiting
+	Slot            *time.Time      `json:"slot,omitempty"`      // nominal slot of the current firing
+	Attempt         int             `json:"attempt"`
+	MaxAttempts     int             `json:"maxAttempts"`
+	LeaseOwner      string          `json:"leaseOwner,omitempty"`
+	LeaseUntil      *time.Time      `json:"leaseUntil,omitempty"`
+	LeaseGeneration int64           `json:"leaseGeneration"`
+	IdempotencyKey  string          `json:"idempotencyKey,omitempty"`
+	Overlap         string          `json:"overlap,omitempty"`
+	Misfire         string          `json:"misfire,omitempty"`
+	Timeout         Duration        `json:"timeout"`
+	Backoff         Duration        `json:"backoff"`
+	Jitter          Duration        `json:"jitter,omitempty"`
+	CancelRequested bool            `json:"cancelRequested,omitempty"`
+	MissedSlots     int64           `json:"missedSlots"`
+	LastError       string          `json:"lastError,omitempty"`
+	CreatedAt       time.Time       `json:"createdAt"`
+	UpdatedAt       time.Time       `json:"updatedAt"`
+}
+
+// Recurring reports whether the job has a schedule.
+func (j *Job) Recurring() bool { return j.Schedule != "" }
+
+// Run is one row of the runs table: one execution of a job, or one recurring
+// slot that did not run (Outcome missed, with Reason).
+type Run struct {
+	ID         int64      `json:"runId"`
+	JobID      string     `json:"jobId"`
+	Slot       *time.Time `json:"slot,omitempty"`
+	Attempt    int        `json:"attempt"`
+	Generation int64      `json:"generation"`
+	WorkerID   string     `json:"workerId,omitempty"`
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	Outcome    Outcome    `json:"outcome"`
+	Error      string     `json:"error,omitempty"`
+	Reason     string     `json:"reason,omitempty"` // why a slot was missed
+	GaveUp     bool       `json:"gaveUp,omitempty"` // the firing's attempts are spent
+	Output     string     `json:"output,omitempty"` // bounded tail
+}
+
+// Claim is a job leased to a worker, with the run row written for it.
+type Claim struct {
+	Job   Job
+	RunID int64
+}
+
+// JobCreateParams describes a new job. The caller has validated it
+// (handlers use Validate); times are absolute.
+type JobCreateParams struct {
+	Type           string
+	Payload        json.RawMessage
+	RunAt          time.Time // one-off: when it is due (zero: now)
+	Schedule       string    // recurring: cron expression
+	Timezone       string
+	MaxAttempts    int
+	Timeout        time.Duration
+	Backoff        time.Duration
+	Jitter         time.Duration
+	IdempotencyKey string
+	Overlap        string
+	Misfire        string
+}
+
+// JobListParams filters and pages GET /jobs. Jobs come newest first; Cursor
+// is the NextCursor of the previous page.
+type JobListParams struct {
+	State  JobState
+	Type   string
+	Limit  int
+	Cursor string
+}
+
+// RunListParams pages a job's runs, newest first.
+type RunListParams struct {
+	JobID  string
+	Limit  int
+	Cursor int64 // runs with an id below this; 0 for the first page
+}
+
+// RunClaimParams asks for up to Max due jobs of Types for WorkerID.
+type RunClaimParams struct {
+	WorkerID string
+	Types    []string // empty: any type
+	Max      int
+	Lease    time.Duration
+}
+
+// RunHeartbeatParams extends a lease held with Generation.
+type RunHeartbeatParams struct {
+	JobID      string
+	Generation int64
+	Lease      time.Duration
+}
+
+// Heartbeat is the answer to a renewed lease.
+type Heartbeat struct {
+	LeaseUntil      time.Time
+	CancelRequested bool // someone asked the running handler to stop
+}
+
+// RunFinishParams records how the run leased with Generation ended.
+type RunFinishParams struct {
+	JobID      string
+	Generation int64
+	Outcome    Outcome // succeeded, failed, timed_out, cancelled or released
+	Error      string
+	Retryable  bool   // for failed and timed_out: may another attempt help?
+	Output     string // bounded tail of the handler's output
+}
+
+// Store keeps jobs and runs. Every method is one atomic unit. The store owns
+// the clock: leases and due times come from Store.Now, never from a caller.
+type Store interface {
+	// Now is the store's clock.
+	Now() time.Time
+
+	// JobCreate inserts a job. When p.IdempotencyKey names an existing job it
+	// returns that job and created=false, and changes nothing.
+	JobCreate(ctx context.Context, p JobCreateParams) (job Job, created bool, err error)
+	// JobGet returns ErrNotFound if the job does not exist.
+	JobGet(ctx context.Context, id string) (Job, error)
+	// JobList returns a page of jobs and the cursor of the next ("" at the end).
+	JobList(ctx context.Context, p JobListParams) (jobs []Job, next string, err error)
+	// JobCancel stops a job that no worker holds: ready, paused or dead jobs
+	// become cancelled; cancelling a cancelled job is a no-op. It returns a
+	// *ConflictError (with the live run) when a worker holds the job or it is
+	// done, and ErrNotFound if it does not exist. Cancel and claim race
+	// atomically: exactly one wins.
+	JobCancel(ctx context.Context, id string) (Job, error)
+	// JobPause moves a ready job to paused (paused is a no-op); a
+	// *ConflictError otherwise.
+	JobPause(ctx context.Context, id string) (Job, error)
+	// JobResume moves a paused job back to ready. A recurring job resumes at
+	// its next future slot; the slots that passed are recorded missed
+	// (reason paused). Resuming a ready job is a no-op; a *ConflictError
+	// otherwise.
+	JobResume(ctx context.Context, id string) (Job, error)
+	// JobRetry moves a dead job back to ready, due now, with its attempts
+	// reset; a *ConflictError for any other state.
+	JobRetry(ctx context.Context, id string) (Job, error)
+	// JobRequestCancelRun marks a running job so that its next heartbeat
+	// tells the handler to stop; a *ConflictError if the job is not running.
+	JobRequestCancelRun(ctx context.Context, id string) (Job, error)
+	// JobNextDue returns when the earliest ready job of types (any, if empty)
+	// is due, and false when none is waiting.
+	JobNextDue(ctx context.Context, types []string) (time.Time, bool, error)
+
+	// RunList returns a page of the job's runs, newest first, and the cursor
+	// of the next page (0 at the end); ErrNotFound if the job does not exist.
+	RunList(ctx context.Context, p RunListParams) (runs []Run, next int64, err error)
+	// RunClaim leases up to p.Max due jobs of p.Types to p.WorkerID in one
+	// statement and writes their run rows in the same transaction. It returns
+	// no jobs, not an error, when none are due.
+	RunClaim(ctx context.Context, p RunClaimParams) ([]Claim, error)
+	// RunHeartbeat extends the lease; ErrStale if p.Generation no longer
+	// holds the job.
+	RunHeartbeat(ctx context.Context, p RunHeartbeatParams) (Heartbeat, error)
+	// RunFinish closes the run and moves the job on: done, retry with
+	// backoff, dead, cancelled, back to ready (released), or the next slot
+	// of a recurring job. ErrStale if p.Generation no longer holds the job;
+	// nothing is changed then.
+	RunFinish(ctx context.Context, p RunFinishParams) (Job, error)
+	// RunReapExpired returns jobs whose lease ran out to ready (or dead when
+	// their attempts are spent) and closes their runs as lease_expired. It
+	// returns how many it reaped.
+	RunReapExpired(ctx context.Context) (int, error)
+
+	// Close releases the store's connections.
+	Close() error
+}
+
+// Defaults applied by stores and handlers when a job does not say.
+const (
+	DefaultMaxAttempts = 5
+	DefaultTimeout     = time.Hour
+	DefaultBackoff     = time.Second
+	DefaultLease       = 30 * time.Second
+	// MaxBackoff caps the exponential backoff between attempts.
+	MaxBackoff = time.Hour
+	// OutputTailBytes bounds the output kept in a run.
+	OutputTailBytes = 4096
+)

@@ -1,0 +1,824 @@
+// Package dbtest is the conformance suite every db.Store backend runs: the
+// lifecycle, fencing, cancel races, idempotency, recurrence and misfire, all
+// against a real database and a clock the test moves.
+package dbtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// Clock is a settable clock for a store under test. It is safe for
+// concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time // guarded by mu
+}
+
+// NewClock returns a clock stopped at t.
+func NewClock(t time.Time) *Clock { return &Clock{now: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// OpenFunc opens a fresh, empty store whose clock is now and whose backoff
+// jitter draws rnd.
+type OpenFunc func(t *testing.T, now func() time.Time, rnd func() float64) db.Store
+
+// Start is the instant every suite clock starts at: a Monday, 12:00 UTC.
+var Start = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+
+// Run runs the whole suite against the backend that open creates.
+func Run(t *testing.T, open OpenFunc) {
+	for name, fn := range map[string]func(*testing.T, *fixture){
+		"JobCreate":           testJobCreate,
+		"JobCreateIdempotent": testJobCreateIdempotent,
+		"JobList":             testJobList,
+		"RunClaim":            testRunClaim,
+		"RunClaimTypes":       testRunClaimTypes,
+		"RunClaimRace":        testRunClaimRace,
+		"RunHeartbeat":        testRunHeartbeat,
+		"RunFinishStale":      testRunFinishStale,
+		"RetryThenDead":       testRetryThenDead,
+		"PermanentFailure":    testPermanentFailure,
+		"Reaper":              testReaper,
+		"Released":            testReleased,
+		"Cancel":              testCancel,
+		"CancelClaimRace":     testCancelClaimRace,
+		"CancelRun":           testCancelRun,
+		"PauseResume":         testPauseResume,
+		"Recurring":           testRecurring,
+		"RecurringGaveUp":     testRecurringGaveUp,
+		"Overlap":             testOverlap,
+		"Misfire":             testMisfire,
+		"Jitter":              testJitter,
+		"RunList":             testRunList,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clock := NewClock(Start)
+			rnd := func() float64 { return 0.5 }
+			fn(t, &fixture{T: t, Store: open(t, clock.Now, rnd), Clock: clock, ctx: context.Background()})
+		})
+	}
+}
+
+type fixture struct {
+	*testing.T
+	Store db.Store
+	Clock *Clock
+	ctx   context.Context
+}
+
+// create inserts a job, failing the test on error.
+func (f *fixture) create(p db.JobCreateParams) db.Job {
+	f.Helper()
+	if p.Type == "" {
+		p.Type = "noop"
+	}
+	j, created, err := f.Store.JobCreate(f.ctx, p)
+	if err != nil {
+		f.Fatalf("JobCreate(%+v): %v", p, err)
+	}
+	if !created {
+		f.Fatalf("JobCreate(%+v): created = false", p)
+	}
+	return j
+}
+
+func (f *fixture) claim(worker string, max int) []db.Claim {
+	f.Helper()
+	return f.claimLease(worker, max, 30*time.Second)
+}
+
+func (f *fixture) claimLease(worker string, max int, lease time.Duration) []db.Claim {
+	f.Helper()
+	c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: worker, Max: max, Lease: lease})
+	if err != nil {
+		f.Fatalf("RunClaim: %v", err)
+	}
+	return c
+}
+
+func (f *fixture) claimOne(worker string) db.Claim {
+	f.Helper()
+	c := f.claim(worker, 1)
+	if len(c) != 1 {
+		f.Fatalf("RunClaim: got %d claims, want 1", len(c))
+	}
+	return c[0]
+}
+
+func (f *fixture) finish(c db.Claim, outcome db.Outcome, retryable bool) db.Job {
+	f.Helper()
+	j, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: c.Job.ID, Generation: c.Job.LeaseGeneration,
+		Outcome: outcome, Retryable: retryable, Error: errorFor(outcome)})
+	if err != nil {
+		f.Fatalf("RunFinish(%s, gen %d, %s): %v", c.Job.ID, c.Job.LeaseGeneration, outcome, err)
+	}
+	return j
+}
+
+func errorFor(o db.Outcome) string {
+	if o == db.OutcomeSucceeded {
+		return ""
+	}
+	return "boom"
+}
+
+func (f *fixture) get(id string) db.Job {
+	f.Helper()
+	j, err := f.Store.JobGet(f.ctx, id)
+	if err != nil {
+		f.Fatalf("JobGet(%s): %v", id, err)
+	}
+	return j
+}
+
+func (f *fixture) runs(id string) []db.Run {
+	f.Helper()
+	var all []db.Run
+	var cursor int64
+	for {
+		page, next, err := f.Store.RunList(f.ctx, db.RunListParams{JobID: id, Limit: 500, Cursor: cursor})
+		if err != nil {
+			f.Fatalf("RunList(%s): %v", id, err)
+		}
+		all = append(all, page...)
+		if next == 0 {
+			return all
+		}
+		cursor = next
+	}
+}
+
+// outcomes counts a job's runs by outcome (and missed runs by reason, as
+// "missed:reason").
+func (f *fixture) outcomes(id string) map[string]int {
+	f.Helper()
+	m := map[string]int{}
+	for _, r := range f.runs(id) {
+		k := string(r.Outcome)
+		if r.Outcome == db.OutcomeMissed {
+			k += ":" + r.Reason
+		}
+		m[k]++
+	}
+	return m
+}
+
+func wantState(t *testing.T, j db.Job, want db.JobState) {
+	t.Helper()
+	if j.State != want {
+		t.Fatalf("job %s state = %s, want %s", j.ID, j.State, want)
+	}
+}
+
+func wantTime(t *testing.T, what string, got *time.Time, want time.Time) {
+	t.Helper()
+	if got == nil || !got.Equal(want) {
+		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+func wantCounts(t *testing.T, got, want map[string]int) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("runs by outcome = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("runs by outcome = %v, want %v", got, want)
+		}
+	}
+}
+
+func testJobCreate(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Type: "http", Payload: json.RawMessage(`{"url":"http://x"}`)})
+	wantState(t, j, db.StateReady)
+	wantTime(t, "nextRunAt", j.NextRunAt, Start)
+	if j.MaxAttempts != db.DefaultMaxAttempts || j.Timeout != db.Duration(db.DefaultTimeout) {
+		t.Fatalf("defaults: maxAttempts %d timeout %v", j.MaxAttempts, j.Timeout)
+	}
+	got := f.get(j.ID)
+	if string(got.Payload) != `{"url":"http://x"}` || got.Type != "http" {
+		t.Fatalf("JobGet = %+v", got)
+	}
+	at := Start.Add(time.Hour)
+	j = f.create(db.JobCreateParams{RunAt: at, MaxAttempts: 2})
+	wantTime(t, "nextRunAt", j.NextRunAt, at)
+	if _, err := f.Store.JobGet(f.ctx, "nope"); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("JobGet(unknown) err = %v, want ErrNotFound", err)
+	}
+	j = f.create(db.JobCreateParams{Schedule: "0 * * * *", Timezone: "Europe/London"})
+	wantTime(t, "slot", j.Slot, Start.Add(time.Hour))
+	if _, _, err := f.Store.JobCreate(f.ctx, db.JobCreateParams{Type: "x", Schedule: "nope"}); !errors.Is(err, db.ErrInvalid) {
+		t.Fatalf("bad schedule err = %v, want ErrInvalid", err)
+	}
+}
+
+func testJobCreateIdempotent(t *testing.T, f *fixture) {
+	first := f.create(db.JobCreateParams{IdempotencyKey: "k1", Payload: json.RawMessage(`{"n":1}`)})
+	again, created, err := f.Store.JobCreate(f.ctx, db.JobCreateParams{Type: "noop", IdempotencyKey: "k1", Payload: json.RawMessage(`{"n":2}`)})
+	if err != nil || created {
+		t.Fatalf("second create: created=%v err=%v, want false, nil", created, err)
+	}
+	if again.ID != first.ID || string(again.Payload) != `{"n":1}` {
+		t.Fatalf("second create returned %s %s, want the first job %s", again.ID, again.Payload, first.ID)
+	}
+	jobs, _, err := f.Store.JobList(f.ctx, db.JobListParams{})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("JobList: %d jobs, err %v; want 1", len(jobs), err)
+	}
+}
+
+func testJobList(t *testing.T, f *fixture) {
+	for i := range 7 {
+		typ := "a"
+		if i%2 == 1 {
+			typ = "b"
+		}
+		f.create(db.JobCreateParams{Type: typ})
+		f.Clock.Advance(time.Millisecond)
+	}
+	seen := map[string]bool{}
+	cursor, pages := "", 0
+	for {
+		jobs, next, err := f.Store.JobList(f.ctx, db.JobListParams{Limit: 3, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for i, j := range jobs {
+			if seen[j.ID] {
+				t.Fatalf("job %s on two pages", j.ID)
+			}
+			seen[j.ID] = true
+			if i > 0 && jobs[i-1].ID < j.ID {
+				t.Fatalf("page not newest first")
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(seen) != 7 || pages != 3 {
+		t.Fatalf("paged %d jobs over %d pages, want 7 over 3", len(seen), pages)
+	}
+	b, _, _ := f.Store.JobList(f.ctx, db.JobListParams{Type: "b"})
+	if len(b) != 3 {
+		t.Fatalf("type b: %d jobs, want 3", len(b))
+	}
+	f.claim("w", 1)
+	running, _, _ := f.Store.JobList(f.ctx, db.JobListParams{State: db.StateRunning})
+	if len(running) != 1 {
+		t.Fatalf("state running: %d jobs, want 1", len(running))
+	}
+}
+
+func testRunClaim(t *testing.T, f *fixture) {
+	due := f.create(db.JobCreateParams{})
+	f.create(db.JobCreateParams{RunAt: Start.Add(time.Minute)})
+	claims := f.claim("w1", 10)
+	if len(claims) != 1 || claims[0].Job.ID != due.ID {
+		t.Fatalf("claimed %d jobs, want only the due one", len(claims))
+	}
+	c := claims[0]
+	if c.Job.State != db.StateRunning || c.Job.LeaseGeneration != 1 || c.Job.Attempt != 1 || c.Job.LeaseOwner != "w1" {
+		t.Fatalf("claimed job = %+v", c.Job)
+	}
+	wantTime(t, "leaseUntil", c.Job.LeaseUntil, Start.Add(30*time.Second))
+	if again := f.claim("w2", 10); len(again) != 0 {
+		t.Fatalf("a held job was claimed again by w2")
+	}
+	runs := f.runs(due.ID)
+	if len(runs) != 1 || runs[0].ID != c.RunID || runs[0].Outcome != db.OutcomeRunning || runs[0].WorkerID != "w1" || runs[0].Generation != 1 {
+		t.Fatalf("runs = %+v", runs)
+	}
+	f.Clock.Advance(time.Minute)
+	if got := f.claim("w1", 10); len(got) != 1 {
+		t.Fatalf("future job not claimed once due")
+	}
+	for range 5 {
+		f.create(db.JobCreateParams{})
+	}
+	if got := f.claim("w1", 3); len(got) != 3 {
+		t.Fatalf("batch claim got %d, want max 3", len(got))
+	}
+	if next, ok, err := f.Store.JobNextDue(f.ctx, nil); err != nil || !ok || !next.Equal(f.Clock.Now()) {
+		t.Fatalf("JobNextDue = %v %v %v", next, ok, err)
+	}
+}
+
+func testRunClaimTypes(t *testing.T, f *fixture) {
+	f.create(db.JobCreateParams{Type: "a"})
+	b := f.create(db.JobCreateParams{Type: "b", RunAt: Start.Add(time.Second)})
+	c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"b", "c"}, Max: 5})
+	if err != nil || len(c) != 0 {
+		t.Fatalf("claim of b before due: %v %v", c, err)
+	}
+	next, ok, err := f.Store.JobNextDue(f.ctx, []string{"b"})
+	if err != nil || !ok || !next.Equal(*b.NextRunAt) {
+		t.Fatalf("JobNextDue(b) = %v %v %v, want %v", next, ok, err, b.NextRunAt)
+	}
+	f.Clock.Advance(time.Second)
+	c, err = f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"b", "c"}, Max: 5})
+	if err != nil || len(c) != 1 || c[0].Job.ID != b.ID {
+		t.Fatalf("claim of types b,c: %v %v", c, err)
+	}
+	if _, ok, _ := f.Store.JobNextDue(f.ctx, []string{"zzz"}); ok {
+		t.Fatalf("JobNextDue of an unused type says a job waits")
+	}
+}
+
+// testRunClaimRace has many workers claim the same due jobs at once: each job
+// is claimed exactly once.
+func testRunClaimRace(t *testing.T, f *fixture) {
+	const jobs, workers = 200, 8
+	for range jobs {
+		f.create(db.JobCreateParams{})
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: string(rune('a' + w)), Max: 7})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(c) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, cl := range c {
+					seen[cl.Job.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != jobs {
+		t.Fatalf("claimed %d distinct jobs, want %d", len(seen), jobs)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("job %s claimed %d times", id, n)
+		}
+	}
+}
+
+func testRunHeartbeat(t *testing.T, f *fixture) {
+	f.create(db.JobCreateParams{})
+	c := f.claimOne("w")
+	f.Clock.Advance(20 * time.Second)
+	hb, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: 1, Lease: 30 * time.Second})
+	if err != nil || !hb.LeaseUntil.Equal(f.Clock.Now().Add(30*time.Second)) || hb.CancelRequested {
+		t.Fatalf("heartbeat = %+v, %v", hb, err)
+	}
+	if _, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: 2}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("heartbeat with a wrong generation: err = %v, want ErrStale", err)
+	}
+	// The extended lease keeps the reaper away past the first lease's end.
+	f.Clock.Advance(20 * time.Second)
+	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 0 {
+		t.Fatalf("reaped %d (%v) while the lease was renewed", n, err)
+	}
+	// A lease that ran out cannot be renewed, even before the reaper runs.
+	f.Clock.Advance(31 * time.Second)
+	if _, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: 1}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("heartbeat after expiry: err = %v, want ErrStale", err)
+	}
+}
+
+func testRunFinishStale(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{})
+	c := f.claimOne("w")
+	_, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration + 1, Outcome: db.OutcomeSucceeded})
+	if !errors.Is(err, db.ErrStale) {
+		t.Fatalf("finish with a future generation: err = %v, want ErrStale", err)
+	}
+	wantState(t, f.get(j.ID), db.StateRunning)
+	done := f.finish(c, db.OutcomeSucceeded, false)
+	wantState(t, done, db.StateDone)
+	if done.NextRunAt != nil || done.LeaseOwner != "" {
+		t.Fatalf("done job keeps nextRunAt %v owner %q", done.NextRunAt, done.LeaseOwner)
+	}
+	_, err = f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeFailed})
+	if !errors.Is(err, db.ErrStale) {
+		t.Fatalf("second finish: err = %v, want ErrStale", err)
+	}
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"succeeded": 1})
+}
+
+func testRetryThenDead(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 3, Backoff: 10 * time.Second})
+	// rnd is 0.5: the wait is 3/4 of base·2^(attempt-1).
+	for attempt, wait := range []time.Duration{7500 * time.Millisecond, 15 * time.Second} {
+		c := f.claimOne("w")
+		if c.Job.Attempt != attempt+1 {
+			t.Fatalf("attempt = %d, want %d", c.Job.Attempt, attempt+1)
+		}
+		got := f.finish(c, db.OutcomeFailed, true)
+		wantState(t, got, db.StateReady)
+		wantTime(t, "retry at", got.NextRunAt, f.Clock.Now().Add(wait))
+		if got.LastError != "boom" {
+			t.Fatalf("lastError = %q", got.LastError)
+		}
+		if len(f.claim("w", 1)) != 0 {
+			t.Fatalf("claimed during backoff")
+		}
+		f.Clock.Advance(wait)
+	}
+	c := f.claimOne("w")
+	wantState(t, f.finish(c, db.OutcomeTimedOut, true), db.StateDead)
+	runs := f.runs(j.ID)
+	if !runs[0].GaveUp || runs[0].Outcome != db.OutcomeTimedOut {
+		t.Fatalf("last run = %+v, want timed_out and gave up", runs[0])
+	}
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"failed": 2, "timed_out": 1})
+	retried, err := f.Store.JobRetry(f.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, retried, db.StateReady)
+	if retried.Attempt != 0 {
+		t.Fatalf("retried attempt = %d", retried.Attempt)
+	}
+	if c := f.claimOne("w"); c.Job.Attempt != 1 {
+		t.Fatalf("attempt after retry = %d", c.Job.Attempt)
+	}
+	if _, err := f.Store.JobRetry(f.ctx, j.ID); !errors.Is(err, db.ErrConflict) {
+		t.Fatalf("retry of a running job: err = %v, want ErrConflict", err)
+	}
+}
+
+func testPermanentFailure(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 5})
+	wantState(t, f.finish(f.claimOne("w"), db.OutcomeFailed, false), db.StateDead)
+	dead, _, _ := f.Store.JobList(f.ctx, db.JobListParams{State: db.StateDead})
+	if len(dead) != 1 || dead[0].ID != j.ID {
+		t.Fatalf("dead list = %v", dead)
+	}
+}
+
+func testReaper(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 2, Backoff: time.Second})
+	first := f.claimOne("w1")
+	f.Clock.Advance(30 * time.Second)
+	if n, _ := f.Store.RunReapExpired(f.ctx); n != 0 {
+		t.Fatalf("reaped a lease at its last instant")
+	}
+	f.Clock.Advance(time.Millisecond)
+	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 1 {
+		t.Fatalf("reaped %d, %v; want 1", n, err)
+	}
+	wantState(t, f.get(j.ID), db.StateReady)
+	f.Clock.Advance(time.Second)
+	second := f.claimOne("w2")
+	if second.Job.LeaseGeneration != first.Job.LeaseGeneration+1 {
+		t.Fatalf("generation %d after %d", second.Job.LeaseGeneration, first.Job.LeaseGeneration)
+	}
+	// The first worker wakes up: everything it writes is refused.
+	if _, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: j.ID, Generation: first.Job.LeaseGeneration}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("stale heartbeat: %v", err)
+	}
+	if _, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: first.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("stale finish: %v", err)
+	}
+	wantState(t, f.get(j.ID), db.StateRunning)
+	// The second lease expires too: attempts are spent, the job is dead.
+	f.Clock.Advance(31 * time.Second)
+	if n, _ := f.Store.RunReapExpired(f.ctx); n != 1 {
+		t.Fatalf("second reap: %d", n)
+	}
+	wantState(t, f.get(j.ID), db.StateDead)
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"lease_expired": 2})
+}
+
+func testReleased(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 1})
+	got := f.finish(f.claimOne("w"), db.OutcomeReleased, false)
+	wantState(t, got, db.StateReady)
+	if got.Attempt != 0 {
+		t.Fatalf("a released run counted as an attempt: %d", got.Attempt)
+	}
+	wantState(t, f.finish(f.claimOne("w"), db.OutcomeSucceeded, false), db.StateDone)
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"released": 1, "succeeded": 1})
+}
+
+func testCancel(t *testing.T, f *fixture) {
+	ready := f.create(db.JobCreateParams{})
+	got, err := f.Store.JobCancel(f.ctx, ready.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, got, db.StateCancelled)
+	if len(f.claim("w", 5)) != 0 {
+		t.Fatalf("cancelled job claimed")
+	}
+	if _, err := f.Store.JobCancel(f.ctx, ready.ID); err != nil {
+		t.Fatalf("cancel of a cancelled job: %v", err)
+	}
+	if _, err := f.Store.JobCancel(f.ctx, "nope"); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("cancel of unknown: %v", err)
+	}
+	held := f.create(db.JobCreateParams{})
+	c := f.claimOne("w9")
+	_, err = f.Store.JobCancel(f.ctx, held.ID)
+	var conflict *db.ConflictError
+	if !errors.As(err, &conflict) || conflict.Run == nil || conflict.Run.ID != c.RunID || conflict.Run.WorkerID != "w9" {
+		t.Fatalf("cancel of a held job: err = %v, want a conflict naming run %d", err, c.RunID)
+	}
+	wantState(t, f.get(held.ID), db.StateRunning)
+	f.finish(c, db.OutcomeSucceeded, false)
+	if _, err := f.Store.JobCancel(f.ctx, held.ID); !errors.Is(err, db.ErrConflict) {
+		t.Fatalf("cancel of a done job: %v", err)
+	}
+}
+
+// testCancelClaimRace races cancels against claims on the same due jobs:
+// every job ends either cancelled and never run, or claimed with its cancel
+// refused; never both, never neither.
+func testCancelClaimRace(t *testing.T, f *fixture) {
+	const n = 100
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = f.create(db.JobCreateParams{}).ID
+	}
+	var (
+		mu        sync.Mutex
+		claimed   = map[string]bool{}
+		cancelled = map[string]bool{}
+		refused   = map[string]bool{}
+		wg        sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			for range n {
+				c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: string(rune('a' + w)), Max: 3})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, cl := range c {
+					claimed[cl.Job.ID] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for k := range 4 {
+		wg.Go(func() {
+			for i := k; i < n; i += 4 {
+				_, err := f.Store.JobCancel(f.ctx, ids[i])
+				mu.Lock()
+				switch {
+				case err == nil:
+					cancelled[ids[i]] = true
+				case errors.Is(err, db.ErrConflict):
+					refused[ids[i]] = true
+				default:
+					t.Error(err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	f.claim("late", n) // whatever no racer took
+	for _, id := range ids {
+		j := f.get(id)
+		switch {
+		case cancelled[id] && (claimed[id] || j.State != db.StateCancelled || len(f.runs(id)) != 0):
+			t.Fatalf("job %s: cancel won but claimed=%v state=%s runs=%d", id, claimed[id], j.State, len(f.runs(id)))
+		case refused[id] && j.State != db.StateRunning:
+			t.Fatalf("job %s: cancel refused but state %s", id, j.State)
+		case !cancelled[id] && !refused[id]:
+			t.Fatalf("job %s: cancel neither won nor was refused", id)
+		}
+	}
+}
+
+func testCancelRun(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{})
+	if _, err := f.Store.JobRequestCancelRun(f.ctx, j.ID); !errors.Is(err, db.ErrConflict) {
+		t.Fatalf("cancel-run of a ready job: %v", err)
+	}
+	c := f.claimOne("w")
+	if _, err := f.Store.JobRequestCancelRun(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	hb, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: j.ID, Generation: c.Job.LeaseGeneration})
+	if err != nil || !hb.CancelRequested {
+		t.Fatalf("heartbeat after cancel-run = %+v %v, want CancelRequested", hb, err)
+	}
+	wantState(t, f.finish(c, db.OutcomeCancelled, false), db.StateCancelled)
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"cancelled": 1})
+}
+
+func testPauseResume(t *testing.T, f *fixture) {
+	one := f.create(db.JobCreateParams{})
+	if _, err := f.Store.JobPause(f.ctx, one.ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.claim("w", 5)) != 0 {
+		t.Fatalf("paused job claimed")
+	}
+	if _, err := f.Store.JobResume(f.ctx, one.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.claimOne("w")
+	if _, err := f.Store.JobPause(f.ctx, one.ID); !errors.Is(err, db.ErrConflict) {
+		t.Fatalf("pause of a running job: %v", err)
+	}
+
+	// A schedule paused over three of its slots resumes at the next one and
+	// records the three as missed (paused).
+	rec := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	if _, err := f.Store.JobPause(f.ctx, rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Advance(3*time.Hour + 30*time.Minute)
+	got, err := f.Store.JobResume(f.ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, got, db.StateReady)
+	wantTime(t, "slot after resume", got.Slot, Start.Add(4*time.Hour))
+	wantCounts(t, f.outcomes(rec.ID), map[string]int{"missed:paused": 3})
+	if got.MissedSlots != 3 {
+		t.Fatalf("missedSlots = %d, want 3", got.MissedSlots)
+	}
+}
+
+func testRecurring(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "*/15 * * * *"})
+	wantTime(t, "first slot", j.Slot, Start.Add(15*time.Minute))
+	for i := 1; i <= 3; i++ {
+		slot := Start.Add(time.Duration(i) * 15 * time.Minute)
+		f.Clock.Set(slot.Add(time.Second)) // a little late
+		c := f.claimLease("w", 1, time.Hour)[0]
+		wantTime(t, "claimed slot", c.Job.Slot, slot)
+		f.Clock.Advance(10 * time.Minute) // a slow run: the next slot does not drift
+		got := f.finish(c, db.OutcomeSucceeded, false)
+		wantState(t, got, db.StateReady)
+		wantTime(t, "next slot", got.Slot, slot.Add(15*time.Minute))
+		wantTime(t, "next due", got.NextRunAt, slot.Add(15*time.Minute))
+	}
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"succeeded": 3})
+
+	// @every counts elapsed time from the slot.
+	e := f.create(db.JobCreateParams{Schedule: "@every 90s"})
+	first := *e.Slot
+	f.Clock.Set(first)
+	got := f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	wantTime(t, "@every next", got.Slot, first.Add(90*time.Second))
+}
+
+func testRecurringGaveUp(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", MaxAttempts: 2, Backoff: time.Second})
+	f.Clock.Set(Start.Add(time.Hour))
+	f.finish(f.claimOne("w"), db.OutcomeFailed, true)
+	f.Clock.Advance(time.Second)
+	got := f.finish(f.claimOne("w"), db.OutcomeFailed, true)
+	wantState(t, got, db.StateReady) // the schedule lives on
+	wantTime(t, "next slot", got.Slot, Start.Add(2*time.Hour))
+	if got.Attempt != 0 {
+		t.Fatalf("attempt = %d after moving to the next slot", got.Attempt)
+	}
+	runs := f.runs(j.ID)
+	if !runs[0].GaveUp || runs[1].GaveUp {
+		t.Fatalf("gaveUp marks = %v, %v; want the last run only", runs[0].GaveUp, runs[1].GaveUp)
+	}
+}
+
+func testOverlap(t *testing.T, f *fixture) {
+	skip := f.create(db.JobCreateParams{Type: "s", Schedule: "*/10 * * * *"})
+	queue := f.create(db.JobCreateParams{Type: "q", Schedule: "*/10 * * * *", Overlap: db.OverlapQueueOne})
+	f.Clock.Set(Start.Add(10 * time.Minute))
+	cs, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Max: 2, Lease: time.Hour})
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("claimed %d, %v", len(cs), err)
+	}
+	// Both run 35 minutes: the slots at :20, :30 and :40 pass meanwhile.
+	f.Clock.Advance(35 * time.Minute)
+	for _, c := range cs {
+		got := f.finish(c, db.OutcomeSucceeded, false)
+		switch c.Job.ID {
+		case skip.ID:
+			wantTime(t, "skip: next slot", got.Slot, Start.Add(50*time.Minute))
+			wantCounts(t, f.outcomes(skip.ID), map[string]int{"succeeded": 1, "missed:overlap": 3})
+		case queue.ID:
+			wantTime(t, "queue_one: next slot", got.Slot, Start.Add(40*time.Minute))
+			wantCounts(t, f.outcomes(queue.ID), map[string]int{"succeeded": 1, "missed:overlap": 2})
+		}
+	}
+	// queue_one runs the latest passed slot at once, then resumes the grid.
+	c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"q"}, Max: 1})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("queued run not claimable: %d, %v", len(c), err)
+	}
+	wantTime(t, "queued slot", c[0].Job.Slot, Start.Add(40*time.Minute))
+	wantTime(t, "after queued run", f.finish(c[0], db.OutcomeSucceeded, false).Slot, Start.Add(50*time.Minute))
+}
+
+func testMisfire(t *testing.T, f *fixture) {
+	type tc struct {
+		misfire  string
+		down     time.Duration // after the first slot at 13:00
+		slot     time.Time     // the slot that runs
+		claimed  bool
+		missed   int
+		nextSlot time.Time // after that run (or when nothing ran)
+	}
+	for _, c := range []tc{
+		{db.MisfireRunOnce, 5*time.Hour + 30*time.Minute, Start.Add(6 * time.Hour), true, 5, Start.Add(7 * time.Hour)},
+		{db.MisfireSkip, 5*time.Hour + 30*time.Minute, time.Time{}, false, 6, Start.Add(7 * time.Hour)},
+		{db.MisfireSkip, 5*time.Hour + 30*time.Second, Start.Add(6 * time.Hour), true, 5, Start.Add(7 * time.Hour)},
+		{db.MisfireRunAll, 5*time.Hour + 30*time.Minute, Start.Add(time.Hour), true, 0, Start.Add(2 * time.Hour)},
+	} {
+		j := f.create(db.JobCreateParams{Type: c.misfire, Schedule: "0 * * * *", Misfire: c.misfire})
+		f.Clock.Set(Start.Add(time.Hour + c.down))
+		got, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{c.misfire}, Max: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(got) == 1) != c.claimed {
+			t.Fatalf("%s down %v: claimed %d", c.misfire, c.down, len(got))
+		}
+		var after db.Job
+		if c.claimed {
+			wantTime(t, c.misfire+" slot run", got[0].Job.Slot, c.slot)
+			after = f.finish(got[0], db.OutcomeSucceeded, false)
+		} else {
+			after = f.get(j.ID)
+		}
+		wantTime(t, c.misfire+" next slot", after.Slot, c.nextSlot)
+		counts := f.outcomes(j.ID)
+		if counts["missed:downtime"] != c.missed || after.MissedSlots != int64(c.missed) {
+			t.Fatalf("%s down %v: missed rows %v, missedSlots %d; want %d", c.misfire, c.down, counts, after.MissedSlots, c.missed)
+		}
+		f.Clock.Set(Start)
+	}
+}
+
+func testJitter(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", Jitter: 10 * time.Minute})
+	off := j.NextRunAt.Sub(*j.Slot)
+	if off < 0 || off >= 10*time.Minute {
+		t.Fatalf("offset %v outside [0, 10m)", off)
+	}
+	f.Clock.Set(*j.NextRunAt)
+	got := f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	if got.NextRunAt.Sub(*got.Slot) != off {
+		t.Fatalf("offset changed from %v to %v", off, got.NextRunAt.Sub(*got.Slot))
+	}
+}
+
+func testRunList(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 10, Backoff: time.Millisecond})
+	for range 5 {
+		f.finish(f.claimOne("w"), db.OutcomeFailed, true)
+		f.Clock.Advance(time.Second)
+	}
+	page, next, err := f.Store.RunList(f.ctx, db.RunListParams{JobID: j.ID, Limit: 2})
+	if err != nil || len(page) != 2 || next == 0 || page[0].Attempt != 5 {
+		t.Fatalf("first page = %d runs, next %d, err %v", len(page), next, err)
+	}
+	if got := f.runs(j.ID); len(got) != 5 {
+		t.Fatalf("all runs = %d", len(got))
+	}
+	if _, _, err := f.Store.RunList(f.ctx, db.RunListParams{JobID: "nope"}); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("runs of unknown job: %v", err)
+	}
+}

@@ -1,0 +1,349 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/lifecycle"
+	"github.com/sked-dev/sked/schedule"
+)
+
+// jobColumns is the column list every job query selects, in scanJob's order.
+const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, slot,
+	attempt, max_attempts, lease_owner, lease_until, lease_generation,
+	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
+	cancel_requested, missed_slots, last_error, created_at, updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanJob(row scanner) (db.Job, error) {
+	var (
+		j                              db.Job
+		payload                        string
+		sched, owner, key, lastErr     sql.NullString
+		next, slot, until              sql.NullString
+		created, updated               string
+		timeoutMS, backoffMS, jitterMS int64
+		cancelReq                      int
+	)
+	err := row.Scan(&j.ID, &j.Type, &payload, &sched, &j.Timezone, &j.State, &next, &slot,
+		&j.Attempt, &j.MaxAttempts, &owner, &until, &j.LeaseGeneration,
+		&key, &j.Overlap, &j.Misfire, &timeoutMS, &backoffMS, &jitterMS,
+		&cancelReq, &j.MissedSlots, &lastErr, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return db.Job{}, db.ErrNotFound
+	}
+	if err != nil {
+		return db.Job{}, fmt.Errorf("scan job: %w", err)
+	}
+	j.Payload = []byte(payload)
+	j.Schedule, j.LeaseOwner, j.IdempotencyKey, j.LastError = sched.String, owner.String, key.String, lastErr.String
+	j.Timeout = db.Duration(time.Duration(timeoutMS) * time.Millisecond)
+	j.Backoff = db.Duration(time.Duration(backoffMS) * time.Millisecond)
+	j.Jitter = db.Duration(time.Duration(jitterMS) * time.Millisecond)
+	j.CancelRequested = cancelReq != 0
+	for _, f := range []struct {
+		dst **time.Time
+		src sql.NullString
+	}{{&j.NextRunAt, next}, {&j.Slot, slot}, {&j.LeaseUntil, until}} {
+		if *f.dst, err = parseTime(f.src); err != nil {
+			return db.Job{}, err
+		}
+	}
+	for _, f := range []struct {
+		dst *time.Time
+		src string
+	}{{&j.CreatedAt, created}, {&j.UpdatedAt, updated}} {
+		t, err := parseTime(sql.NullString{String: f.src, Valid: true})
+		if err != nil {
+			return db.Job{}, err
+		}
+		*f.dst = *t
+	}
+	return j, nil
+}
+
+// JobCreate inserts a job; see db.Store.
+func (s *Store) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error) {
+	now := s.Now()
+	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
+	slot := p.RunAt
+	if p.Schedule != "" {
+		sched, err := schedule.Parse(p.Schedule, p.Timezone)
+		if err != nil {
+			return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: err.Error()}
+		}
+		slot = sched.Next(now)
+		if slot.IsZero() {
+			return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
+		}
+	}
+	if slot.IsZero() {
+		slot = now
+	}
+	due := lifecycle.DueAt(id, slot, p.Jitter)
+	var job db.Job
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		row := tx.QueryRowContext(ctx, `
+			INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
+				max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
+				created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (idempotency_key) DO NOTHING
+			RETURNING `+jobColumns,
+			id, p.Type, string(orEmptyObject(p.Payload)), nullString(p.Schedule), cmpOr(p.Timezone, "UTC"),
+			fmtTime(due), fmtTime(slot), cmpOr(p.MaxAttempts, db.DefaultMaxAttempts), nullString(p.IdempotencyKey),
+			cmpOr(p.Overlap, db.OverlapSkip), cmpOr(p.Misfire, db.MisfireRunOnce),
+			cmpOr(p.Timeout, db.DefaultTimeout).Milliseconds(), cmpOr(p.Backoff, db.DefaultBackoff).Milliseconds(),
+			p.Jitter.Milliseconds(), fmtTime(now), fmtTime(now))
+		var err error
+		job, err = scanJob(row)
+		return err
+	})
+	if err == nil {
+		return job, true, nil
+	}
+	if !errors.Is(err, db.ErrNotFound) {
+		return db.Job{}, false, fmt.Errorf("create job: %w", err)
+	}
+	// The idempotency key is taken: return the first job.
+	job, err = scanJob(s.write.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ?`, p.IdempotencyKey))
+	if err != nil {
+		return db.Job{}, false, fmt.Errorf("get job by idempotency key: %w", err)
+	}
+	return job, false, nil
+}
+
+func orEmptyObject(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("{}")
+	}
+	return b
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// JobGet returns a job; see db.Store.
+func (s *Store) JobGet(ctx context.Context, id string) (db.Job, error) {
+	j, err := scanJob(s.read.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return db.Job{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return j, err
+}
+
+// JobList returns a page of jobs, newest first; see db.Store.
+func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, string, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if p.State != "" {
+		where, args = append(where, "state = ?"), append(args, p.State)
+	}
+	if p.Type != "" {
+		where, args = append(where, "type = ?"), append(args, p.Type)
+	}
+	if p.Cursor != "" {
+		where, args = append(where, "id < ?"), append(args, p.Cursor)
+	}
+	q := `SELECT ` + jobColumns + ` FROM jobs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := cmpOr(p.Limit, 50)
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list jobs: %w", err)
+	}
+	defer rows.Close()
+	jobs := []db.Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list jobs: %w", err)
+	}
+	next := ""
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+		next = jobs[limit-1].ID
+	}
+	return jobs, next, nil
+}
+
+// JobCancel cancels a job no worker holds; see db.Store.
+func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "cancel", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
+		switch j.State {
+		case db.StateCancelled:
+			return j, nil
+		case db.StateReady, db.StatePaused, db.StateDead:
+			return updateJobState(ctx, tx, j, db.StateCancelled, nil, now)
+		case db.StateRunning:
+			run, err := liveRun(ctx, tx, j)
+			if err != nil {
+				return db.Job{}, err
+			}
+			return db.Job{}, &db.ConflictError{State: j.State, Run: run, Msg: fmt.Sprintf(
+				"job %s is running on worker %s (run %d, attempt %d); it cannot be cancelled now: ask the handler to stop with POST /jobs/%s/cancel-run",
+				j.ID, j.LeaseOwner, run.ID, j.Attempt, j.ID)}
+		default:
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is already %s", j.ID, j.State)}
+		}
+	})
+}
+
+// JobPause pauses a ready job; see db.Store.
+func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "pause", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
+		switch j.State {
+		case db.StatePaused:
+			return j, nil
+		case db.StateReady:
+			return updateJobState(ctx, tx, j, db.StatePaused, j.NextRunAt, now)
+		default:
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be paused", j.ID, j.State)}
+		}
+	})
+}
+
+// JobResume resumes a paused job; see db.Store.
+func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "resume", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
+		switch j.State {
+		case db.StateReady:
+			return j, nil
+		case db.StatePaused:
+		default:
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a paused job can be resumed", j.ID, j.State)}
+		}
+		if !j.Recurring() {
+			return updateJobState(ctx, tx, j, db.StateReady, j.NextRunAt, now)
+		}
+		sched, err := schedule.Parse(j.Schedule, j.Timezone)
+		if err != nil {
+			return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+		}
+		slot, missed := lifecycle.Resumed(sched, *j.Slot, now)
+		if err := insertMissed(ctx, tx, j.ID, missed, now); err != nil {
+			return db.Job{}, err
+		}
+		due := lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter))
+		return scanJob(tx.QueryRowContext(ctx, `
+			UPDATE jobs SET state = 'ready', slot = ?, next_run_at = ?, attempt = 0,
+				missed_slots = missed_slots + ?, updated_at = ?
+			WHERE id = ? RETURNING `+jobColumns,
+			fmtTime(slot), fmtTime(due), missed.Total, fmtTime(now), j.ID))
+	})
+}
+
+// JobRetry puts a dead job back to ready; see db.Store.
+func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "retry", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
+		if j.State != db.StateDead {
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a dead job can be retried", j.ID, j.State)}
+		}
+		return scanJob(tx.QueryRowContext(ctx, `
+			UPDATE jobs SET state = 'ready', next_run_at = ?, attempt = 0, updated_at = ?
+			WHERE id = ? RETURNING `+jobColumns,
+			fmtTime(now), fmtTime(now), j.ID))
+	})
+}
+
+// JobRequestCancelRun marks a running job for cooperative cancellation; see
+// db.Store.
+func (s *Store) JobRequestCancelRun(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "request cancel", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
+		if j.State != db.StateRunning {
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a running job can be asked to stop", j.ID, j.State)}
+		}
+		return scanJob(tx.QueryRowContext(ctx, `
+			UPDATE jobs SET cancel_requested = 1, updated_at = ?
+			WHERE id = ? AND lease_generation = ? RETURNING `+jobColumns,
+			fmtTime(now), j.ID, j.LeaseGeneration))
+	})
+}
+
+// JobNextDue returns when the earliest ready job of types is due; see
+// db.Store. It reads the jobs_ready index only.
+func (s *Store) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
+	q, args := `SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready'`, []any{}
+	if len(types) > 0 {
+		q += ` AND type IN (` + placeholders(len(types)) + `)`
+		for _, t := range types {
+			args = append(args, t)
+		}
+	}
+	var next sql.NullString
+	err := s.read.QueryRowContext(ctx, q+` ORDER BY next_run_at LIMIT 1`, args...).Scan(&next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+	}
+	t, err := parseTime(next)
+	if err != nil || t == nil {
+		return time.Time{}, false, err
+	}
+	return *t, true, nil
+}
+
+// transition reads job id inside a write transaction and applies fn, which
+// returns the job as it leaves it.
+func (s *Store) transition(ctx context.Context, id, what string, fn func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error)) (db.Job, error) {
+	var out db.Job
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+		if err != nil {
+			return err
+		}
+		out, err = fn(tx, j, s.Now())
+		return err
+	})
+	if err != nil {
+		var conflict *db.ConflictError
+		if errors.Is(err, db.ErrNotFound) || errors.As(err, &conflict) {
+			return db.Job{}, err
+		}
+		return db.Job{}, fmt.Errorf("%s job %s: %w", what, id, err)
+	}
+	return out, nil
+}
+
+// updateJobState moves a job no worker holds to state. The WHERE names the
+// state read in the same transaction.
+func updateJobState(ctx context.Context, tx *sql.Tx, j db.Job, state db.JobState, next *time.Time, now time.Time) (db.Job, error) {
+	var nextArg any
+	if next != nil && state != db.StateCancelled {
+		nextArg = fmtTime(*next)
+	}
+	return scanJob(tx.QueryRowContext(ctx, `
+		UPDATE jobs SET state = ?, next_run_at = ?, updated_at = ?
+		WHERE id = ? AND state = ? RETURNING `+jobColumns,
+		state, nextArg, fmtTime(now), j.ID, j.State))
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

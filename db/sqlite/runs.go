@@ -1,0 +1,348 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/lifecycle"
+	"github.com/sked-dev/sked/schedule"
+)
+
+const runColumns = `id, job_id, slot, attempt, generation, worker_id, started_at,
+	finished_at, outcome, error, reason, gave_up, output`
+
+func scanRun(row scanner) (db.Run, error) {
+	var (
+		r                               db.Run
+		slot, worker, started, finished sql.NullString
+		errText, reason, output         sql.NullString
+		gaveUp                          int
+	)
+	err := row.Scan(&r.ID, &r.JobID, &slot, &r.Attempt, &r.Generation, &worker, &started,
+		&finished, &r.Outcome, &errText, &reason, &gaveUp, &output)
+	if errors.Is(err, sql.ErrNoRows) {
+		return db.Run{}, db.ErrNotFound
+	}
+	if err != nil {
+		return db.Run{}, fmt.Errorf("scan run: %w", err)
+	}
+	r.WorkerID, r.Error, r.Reason, r.Output, r.GaveUp = worker.String, errText.String, reason.String, output.String, gaveUp != 0
+	for _, f := range []struct {
+		dst **time.Time
+		src sql.NullString
+	}{{&r.Slot, slot}, {&r.StartedAt, started}, {&r.FinishedAt, finished}} {
+		if *f.dst, err = parseTime(f.src); err != nil {
+			return db.Run{}, err
+		}
+	}
+	return r, nil
+}
+
+// RunList returns a page of a job's runs, newest first; see db.Store.
+func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int64, error) {
+	var one int
+	err := s.read.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, p.JobID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, db.ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("list runs of %s: %w", p.JobID, err)
+	}
+	limit, cursor := cmpOr(p.Limit, 50), p.Cursor
+	if cursor <= 0 {
+		cursor = 1<<63 - 1
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
+		WHERE job_id = ? AND id < ? ORDER BY id DESC LIMIT ?`, p.JobID, cursor, limit+1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list runs of %s: %w", p.JobID, err)
+	}
+	defer rows.Close()
+	runs := []db.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list runs of %s: %w", p.JobID, err)
+	}
+	var next int64
+	if len(runs) > limit {
+		runs = runs[:limit]
+		next = runs[limit-1].ID
+	}
+	return runs, next, nil
+}
+
+// RunClaim leases due jobs in one UPDATE … RETURNING and writes their runs in
+// the same transaction; see db.Store.
+func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	if p.Max <= 0 {
+		return nil, nil
+	}
+	var claims []db.Claim
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		now := s.Now()
+		until := now.Add(cmpOr(p.Lease, db.DefaultLease))
+		q := `UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?,
+				lease_generation = lease_generation + 1, attempt = attempt + 1,
+				cancel_requested = 0, updated_at = ?
+			WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?`
+		args := []any{p.WorkerID, fmtTime(until), fmtTime(now), fmtTime(now)}
+		if len(p.Types) > 0 {
+			q += ` AND type IN (` + placeholders(len(p.Types)) + `)`
+			for _, t := range p.Types {
+				args = append(args, t)
+			}
+		}
+		q += ` ORDER BY next_run_at LIMIT ?) RETURNING ` + jobColumns
+		args = append(args, p.Max)
+		jobs, err := queryJobs(ctx, tx, q, args...)
+		if err != nil {
+			return err
+		}
+		sort.Slice(jobs, func(a, b int) bool { return jobs[a].NextRunAt.Before(*jobs[b].NextRunAt) })
+		for _, j := range jobs {
+			run, ok, err := s.startFiring(ctx, tx, j, now)
+			if err != nil {
+				return err
+			}
+			if ok {
+				claims = append(claims, db.Claim{Job: run, RunID: 0})
+			}
+		}
+		for i := range claims {
+			j := &claims[i].Job
+			err := tx.QueryRowContext(ctx, `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome)
+				VALUES (?, ?, ?, ?, ?, ?, 'running') RETURNING id`,
+				j.ID, nullTime(deref(j.Slot)), j.Attempt, j.LeaseGeneration, p.WorkerID, fmtTime(now)).Scan(&claims[i].RunID)
+			if err != nil {
+				return fmt.Errorf("insert run of %s: %w", j.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	return claims, nil
+}
+
+// startFiring applies the misfire policy to a just-claimed recurring job. It
+// returns the job as it will run, or ok=false when the policy runs nothing
+// now and the claim was undone.
+func (s *Store) startFiring(ctx context.Context, tx *sql.Tx, j db.Job, now time.Time) (db.Job, bool, error) {
+	if !j.Recurring() {
+		return j, true, nil
+	}
+	sched, err := schedule.Parse(j.Schedule, j.Timezone)
+	if err != nil {
+		return db.Job{}, false, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+	}
+	f := lifecycle.Claimed(sched, j.Misfire, *j.Slot, now, s.MisfireGrace, s.CatchUpWindow)
+	if f.Slot.Equal(*j.Slot) && f.Run {
+		return j, true, nil
+	}
+	if err := insertMissed(ctx, tx, j.ID, f.Missed, now); err != nil {
+		return db.Job{}, false, err
+	}
+	if !f.Run {
+		_, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL,
+				attempt = 0, slot = ?, next_run_at = ?, missed_slots = missed_slots + ?
+			WHERE id = ? AND lease_generation = ?`,
+			fmtTime(f.Slot), fmtTime(lifecycle.DueAt(j.ID, f.Slot, time.Duration(j.Jitter))), f.Missed.Total, j.ID, j.LeaseGeneration)
+		if err != nil {
+			return db.Job{}, false, fmt.Errorf("skip misfired job %s: %w", j.ID, err)
+		}
+		return db.Job{}, false, nil
+	}
+	j, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET slot = ?, attempt = 1, missed_slots = missed_slots + ?
+		WHERE id = ? AND lease_generation = ? RETURNING `+jobColumns,
+		fmtTime(f.Slot), f.Missed.Total, j.ID, j.LeaseGeneration))
+	if err != nil {
+		return db.Job{}, false, fmt.Errorf("move misfired job %s to slot %s: %w", j.ID, f.Slot, err)
+	}
+	return j, true, nil
+}
+
+// RunHeartbeat extends a live lease; see db.Store.
+func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
+	now := s.Now()
+	until := now.Add(cmpOr(p.Lease, db.DefaultLease))
+	var cancel int
+	err := s.write.QueryRowContext(ctx, `UPDATE jobs SET lease_until = ?
+		WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?
+		RETURNING cancel_requested`,
+		fmtTime(until), p.JobID, p.Generation, fmtTime(now)).Scan(&cancel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return db.Heartbeat{}, db.ErrStale
+	}
+	if err != nil {
+		return db.Heartbeat{}, fmt.Errorf("heartbeat %s/%d: %w", p.JobID, p.Generation, err)
+	}
+	return db.Heartbeat{LeaseUntil: until, CancelRequested: cancel != 0}, nil
+}
+
+// RunFinish records a run's end under its lease; see db.Store.
+func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
+	var out db.Job
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		now := s.Now()
+		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs
+			WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?`,
+			p.JobID, p.Generation, fmtTime(now)))
+		if errors.Is(err, db.ErrNotFound) {
+			return db.ErrStale
+		}
+		if err != nil {
+			return err
+		}
+		out, err = s.finish(ctx, tx, j, p, now)
+		return err
+	})
+	if errors.Is(err, db.ErrStale) {
+		return db.Job{}, err
+	}
+	if err != nil {
+		return db.Job{}, fmt.Errorf("finish run %s/%d: %w", p.JobID, p.Generation, err)
+	}
+	return out, nil
+}
+
+// RunReapExpired returns expired leases; see db.Store.
+func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
+	n := 0
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		now := s.Now()
+		jobs, err := queryJobs(ctx, tx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_running
+			WHERE state = 'running' AND lease_until < ? ORDER BY lease_until LIMIT 500`, fmtTime(now))
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			_, err := s.finish(ctx, tx, j, db.RunFinishParams{
+				JobID: j.ID, Generation: j.LeaseGeneration, Outcome: db.OutcomeLeaseExpired, Retryable: true,
+				Error: fmt.Sprintf("lease expired at %s: worker %s stopped heartbeating", fmtTime(*j.LeaseUntil), j.LeaseOwner),
+			}, now)
+			if err != nil {
+				return err
+			}
+		}
+		n = len(jobs)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reap expired leases: %w", err)
+	}
+	return n, nil
+}
+
+// finish closes the run of j's current lease and moves j on, inside tx. Both
+// writes are fenced by the lease generation read in the same transaction.
+func (s *Store) finish(ctx context.Context, tx *sql.Tx, j db.Job, p db.RunFinishParams, now time.Time) (db.Job, error) {
+	var startedAt sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT started_at FROM runs WHERE job_id = ? AND generation = ? AND outcome = 'running'`,
+		j.ID, j.LeaseGeneration).Scan(&startedAt)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return db.Job{}, fmt.Errorf("read run: %w", err)
+	}
+	claimedAt := now
+	if t, _ := parseTime(startedAt); t != nil {
+		claimedAt = *t
+	}
+	var sched *schedule.Schedule
+	if j.Recurring() {
+		if sched, err = schedule.Parse(j.Schedule, j.Timezone); err != nil {
+			return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+		}
+	}
+	r := lifecycle.Finished(&j, sched, p, claimedAt, now, s.RandFunc)
+	if err := insertMissed(ctx, tx, j.ID, r.Missed, now); err != nil {
+		return db.Job{}, err
+	}
+	out, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, slot = ?, next_run_at = ?, attempt = ?,
+			last_error = ?, lease_owner = NULL, lease_until = NULL, cancel_requested = 0,
+			missed_slots = missed_slots + ?, updated_at = ?
+		WHERE id = ? AND lease_generation = ? AND state = 'running' RETURNING `+jobColumns,
+		r.State, nullTime(r.Slot), nullTime(r.NextRunAt), r.Attempt, nullString(r.LastError),
+		r.Missed.Total, fmtTime(now), j.ID, j.LeaseGeneration))
+	if err != nil {
+		return db.Job{}, fmt.Errorf("update job: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE runs SET outcome = ?, error = ?, output = ?, finished_at = ?, gave_up = ?
+		WHERE job_id = ? AND generation = ? AND outcome = 'running'`,
+		p.Outcome, nullString(p.Error), nullString(tail(p.Output)), fmtTime(now), r.GaveUp, j.ID, j.LeaseGeneration)
+	if err != nil {
+		return db.Job{}, fmt.Errorf("close run: %w", err)
+	}
+	return out, nil
+}
+
+// liveRun is the run of j's current lease.
+func liveRun(ctx context.Context, tx *sql.Tx, j db.Job) (*db.Run, error) {
+	r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE job_id = ? AND generation = ?`,
+		j.ID, j.LeaseGeneration))
+	if err != nil {
+		return nil, fmt.Errorf("read live run of %s: %w", j.ID, err)
+	}
+	return &r, nil
+}
+
+// insertMissed writes one missed run per listed slot.
+func insertMissed(ctx context.Context, tx *sql.Tx, jobID string, m lifecycle.Missed, now time.Time) error {
+	if len(m.Slots) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO runs (job_id, slot, attempt, generation, finished_at, outcome, reason)
+		VALUES (?, ?, 0, 0, ?, 'missed', ?)`)
+	if err != nil {
+		return fmt.Errorf("prepare missed runs: %w", err)
+	}
+	defer stmt.Close()
+	for _, slot := range m.Slots {
+		if _, err := stmt.ExecContext(ctx, jobID, fmtTime(slot), fmtTime(now), m.Reason); err != nil {
+			return fmt.Errorf("insert missed run of %s: %w", jobID, err)
+		}
+	}
+	return nil
+}
+
+func queryJobs(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]db.Job, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var jobs []db.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
+// tail keeps the last db.OutputTailBytes of s.
+func tail(s string) string {
+	if len(s) > db.OutputTailBytes {
+		return s[len(s)-db.OutputTailBytes:]
+	}
+	return s
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}

@@ -1,0 +1,62 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// FuzzJobCreateParams feeds arbitrary bodies through the decoding and
+// validation of POST /jobs. Properties: nothing panics; every refusal is a
+// 4xx problem; every acceptance satisfies what the store relies on.
+func FuzzJobCreateParams(f *testing.F) {
+	for _, seed := range []string{
+		`{"type": "noop"}`, // minimal
+		`{"type": "http", "payload": {"url": "https://example.com"}, "runAt": "2026-12-01T09:00:00Z", "maxAttempts": 3, "timeout": "30s"}`,
+		`{"type": "r", "schedule": "0 9 * * *", "timezone": "Europe/Berlin", "overlap": "queue_one", "misfire": "run_all", "jitter": "5s"}`,
+		`{"type": "r", "schedule": "TZ=UTC 0 * * * *"}`, // robfig v3.0.1 panics on TZ= specs
+		`{"type": "r", "schedule": "@every -1s"}`,
+		`{"type": "x", "maxAttempts": 1e400}`, // number out of range
+		`{"type": "x", "timeout": "-9223372036854775808ns"}`,
+		`{"type": "x", "payload": null, "runAt": null, "timeout": null}`,
+		`{"type": "x"} trailing`,
+		`[`, ``, `null`, `"str"`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		h := &handler{maxBodyBytes: DefaultMaxBodyBytes}
+		r := httptest.NewRequest(http.MethodPost, "/jobs", strings.NewReader(body))
+		var req jobCreateRequest
+		err := h.decodeBody(httptest.NewRecorder(), r, &req)
+		var p db.JobCreateParams
+		if err == nil {
+			p, err = jobCreateParams(&req, nil)
+		}
+		if err != nil {
+			if s := problemFor(err).Status; s < 400 || s >= 500 {
+				t.Fatalf("refusal %v answers %d, want a 4xx", err, s)
+			}
+			return
+		}
+		if p.Type == "" || len(p.Type) > maxTypeLen || strings.IndexFunc(p.Type, func(c rune) bool { return !isTypeChar(c) }) >= 0 {
+			t.Errorf("accepted type %q", p.Type)
+		}
+		if !json.Valid(p.Payload) {
+			t.Errorf("accepted payload %q is not JSON", p.Payload)
+		}
+		if p.MaxAttempts < 1 || p.Timeout <= 0 || p.Backoff <= 0 || p.Jitter < 0 {
+			t.Errorf("accepted maxAttempts %d timeout %v backoff %v jitter %v", p.MaxAttempts, p.Timeout, p.Backoff, p.Jitter)
+		}
+		if p.Schedule != "" && !p.RunAt.IsZero() {
+			t.Errorf("accepted both schedule %q and runAt %v", p.Schedule, p.RunAt)
+		}
+		if p.Schedule == "" && (p.Overlap != "" || p.Misfire != "") {
+			t.Errorf("accepted overlap %q misfire %q without a schedule", p.Overlap, p.Misfire)
+		}
+	})
+}

@@ -1,0 +1,145 @@
+// Package handlers is sked's HTTP API: the routes of DESIGN.md "HTTP API" on a
+// chi router, over any db.Store. Every error answers as RFC 9457
+// problem+json from one writer (problem.go); every other response is JSON.
+// Request bodies are validated completely before the store is called, so a
+// rejected request stores nothing.
+package handlers
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// DefaultMaxBodyBytes bounds a request body when Config.MaxBodyBytes is zero.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Page sizes of the list endpoints.
+const (
+	DefaultPageLimit = 50
+	MaxPageLimit     = 500
+)
+
+// Config is what New needs. Zero values mean the defaults stated per field.
+type Config struct {
+	// Store keeps the jobs and runs. Required.
+	Store db.Store
+	// Wake is called after a job is created (201), resumed or retried, so
+	// the dispatcher claims it without waiting for its next poll. It must
+	// not block. May be nil.
+	Wake func()
+	// ValidatePayload checks the payload of a job kind (http, exec, …) and
+	// returns a *db.ValidationError naming the bad field. Any other error is
+	// reported as a problem with the payload field. May be nil.
+	ValidatePayload func(typ string, payload json.RawMessage) error
+	// DisabledTypes maps a job type to the reason it cannot be created, e.g.
+	// "exec" -> "exec jobs are off; start sked serve with --enable-exec".
+	// Creating one answers 422 with that reason.
+	DisabledTypes map[string]string
+	// MaxBodyBytes bounds a request body; bigger bodies answer 413. Zero
+	// means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Logger receives the errors that end in a 5xx. Nil discards.
+	Logger *slog.Logger
+}
+
+// handler holds the configuration shared by the route handlers. Immutable
+// after New.
+type handler struct {
+	store           db.Store
+	wake            func() // never nil
+	validatePayload func(string, json.RawMessage) error
+	disabledTypes   map[string]string
+	maxBodyBytes    int64
+	logger          *slog.Logger // never nil
+}
+
+// New returns the API as a chi router with every route of DESIGN.md "HTTP
+// API" that this package serves. It panics if cfg.Store is nil.
+func New(cfg Config) http.Handler {
+	if cfg.Store == nil {
+		panic("handlers: Config.Store cannot be nil")
+	}
+	h := &handler{
+		store:           cfg.Store,
+		wake:            cfg.Wake,
+		validatePayload: cfg.ValidatePayload,
+		disabledTypes:   cfg.DisabledTypes,
+		maxBodyBytes:    cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		logger:          cfg.Logger,
+	}
+	if h.wake == nil {
+		h.wake = func() {}
+	}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	r := chi.NewRouter()
+	h.routes(r)
+	return r
+}
+
+// routes registers every route on r.
+func (h *handler) routes(r chi.Router) {
+	r.Use(h.recoverer)
+	r.NotFound(h.handleNotFound)
+	r.MethodNotAllowed(h.handleMethodNotAllowed(r))
+
+	r.Post("/jobs", h.handleJobCreate)
+	r.Get("/jobs", h.handleJobList)
+	r.Get("/jobs/{id}", h.handleJobGet)
+	r.Delete("/jobs/{id}", h.handleJobDelete)
+	r.Post("/jobs/{id}/pause", h.handleJobPause)
+	r.Post("/jobs/{id}/resume", h.handleJobResume)
+	r.Post("/jobs/{id}/retry", h.handleJobRetry)
+	r.Post("/jobs/{id}/cancel-run", h.handleJobCancelRun)
+
+	r.Get("/jobs/{id}/runs", h.handleRunList)
+}
+
+// writeJSON answers status with v as JSON. v is encoded before anything is
+// written, so an encoding failure still answers a 500 problem.
+func (h *handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// recoverer turns a panic in a handler into a logged 500 problem instead of a
+// dropped connection. http.ErrAbortHandler keeps its meaning.
+func (h *handler) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.logger.ErrorContext(r.Context(), "panic in http handler",
+				"method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			h.writeProblem(w, problem{
+				Type:   "about:blank",
+				Title:  http.StatusText(http.StatusInternalServerError),
+				Status: http.StatusInternalServerError,
+				Detail: internalDetail,
+			})
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,733 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+)
+
+// testNow is the store's clock in every test: jobs created without runAt are
+// due at testNow, and a claim at testNow finds them.
+var testNow = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// testEnv is an API server on a real, fresh SQLite store.
+type testEnv struct {
+	t     *testing.T
+	store *sqlite.Store
+	srv   *httptest.Server
+	wakes atomic.Int64
+}
+
+// newTestEnv starts the API; configure may adjust the Config first.
+func newTestEnv(t *testing.T, configure func(*Config)) *testEnv {
+	t.Helper()
+	e := &testEnv{t: t, store: sqlitetest.Open(t)}
+	e.store.NowFunc = func() time.Time { return testNow }
+	cfg := Config{Store: e.store, Wake: func() { e.wakes.Add(1) }}
+	if configure != nil {
+		configure(&cfg)
+	}
+	e.srv = httptest.NewServer(New(cfg))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// response is a finished HTTP exchange.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends method path with body (no body if empty) and extra headers given
+// as name, value pairs. A body is sent as application/json unless the
+// headers set Content-Type.
+func (e *testEnv) do(method, path, body string, headers ...string) response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return response{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// decode unmarshals the response body into v.
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// wantStatus fails the test unless the response has status.
+func (r response) wantStatus(t *testing.T, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status: got %d, want %d; body %s", r.status, status, r.body)
+	}
+}
+
+// wantProblem checks that r is a problem+json with status whose detail
+// contains detail, and returns it.
+func (r response) wantProblem(t *testing.T, status int, detail string) problem {
+	t.Helper()
+	r.wantStatus(t, status)
+	if got := r.header.Get("Content-Type"); got != "application/problem+json" {
+		t.Errorf("Content-Type: got %q, want application/problem+json", got)
+	}
+	var p problem
+	r.decode(t, &p)
+	if p.Status != status || p.Title != http.StatusText(status) || p.Type != "about:blank" {
+		t.Errorf("problem: got type %q title %q status %d, want about:blank %q %d", p.Type, p.Title, p.Status, http.StatusText(status), status)
+	}
+	if !strings.Contains(p.Detail, detail) {
+		t.Errorf("detail: got %q, want it to contain %q", p.Detail, detail)
+	}
+	return p
+}
+
+// create posts body to /jobs and wants status (201 or 200).
+func (e *testEnv) create(body string, status int, headers ...string) db.Job {
+	e.t.Helper()
+	res := e.do(http.MethodPost, "/jobs", body, headers...)
+	res.wantStatus(e.t, status)
+	if got := res.header.Get("Content-Type"); got != "application/json" {
+		e.t.Errorf("Content-Type: got %q, want application/json", got)
+	}
+	var j db.Job
+	res.decode(e.t, &j)
+	return j
+}
+
+// list returns the jobs of GET /jobs?query.
+func (e *testEnv) list(query string) jobListResponse {
+	e.t.Helper()
+	res := e.do(http.MethodGet, "/jobs?"+query, "")
+	res.wantStatus(e.t, http.StatusOK)
+	var l jobListResponse
+	res.decode(e.t, &l)
+	return l
+}
+
+// claim leases every due job to worker w1, as the dispatcher would.
+func (e *testEnv) claim() []db.Claim {
+	e.t.Helper()
+	claims, err := e.store.RunClaim(context.Background(), db.RunClaimParams{WorkerID: "w1", Max: 10, Lease: time.Minute})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return claims
+}
+
+func TestHandler_JobCreate(t *testing.T) {
+	t.Parallel()
+
+	t.Run("OneOff", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		res := e.do(http.MethodPost, "/jobs", `{"type": "http", "payload": {"url": "https://example.com"},
+			"runAt": "2026-12-01T09:00:00+01:00", "maxAttempts": 3, "timeout": "30s", "backoff": "2s"}`)
+		res.wantStatus(t, http.StatusCreated)
+		var j db.Job
+		res.decode(t, &j)
+		if j.ID == "" || j.Type != "http" || j.State != db.StateReady || j.MaxAttempts != 3 {
+			t.Errorf("job: got %+v", j)
+		}
+		if string(j.Payload) != `{"url":"https://example.com"}` {
+			t.Errorf("payload: got %s", j.Payload)
+		}
+		if want := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC); j.NextRunAt == nil || !j.NextRunAt.Equal(want) {
+			t.Errorf("nextRunAt: got %v, want %v", j.NextRunAt, want)
+		}
+		if j.Timeout != db.Duration(30*time.Second) || j.Backoff != db.Duration(2*time.Second) {
+			t.Errorf("timeout, backoff: got %v, %v", j.Timeout, j.Backoff)
+		}
+		if got, want := res.header.Get("Location"), "/jobs/"+j.ID; got != want {
+			t.Errorf("Location: got %q, want %q", got, want)
+		}
+		if got := e.wakes.Load(); got != 1 {
+			t.Errorf("wakes: got %d, want 1", got)
+		}
+		// The wire form uses duration strings.
+		var raw map[string]any
+		res.decode(t, &raw)
+		if raw["timeout"] != "30s" {
+			t.Errorf("wire timeout: got %v, want \"30s\"", raw["timeout"])
+		}
+	})
+
+	t.Run("Defaults", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		j := e.create(`{"type": "noop"}`, http.StatusCreated)
+		if string(j.Payload) != `{}` {
+			t.Errorf("payload: got %s, want {}", j.Payload)
+		}
+		if j.MaxAttempts != db.DefaultMaxAttempts || j.Timeout != db.Duration(db.DefaultTimeout) || j.Backoff != db.Duration(db.DefaultBackoff) {
+			t.Errorf("defaults: got maxAttempts %d timeout %v backoff %v", j.MaxAttempts, j.Timeout, j.Backoff)
+		}
+		if j.NextRunAt == nil || !j.NextRunAt.Equal(testNow) {
+			t.Errorf("nextRunAt: got %v, want now (%v)", j.NextRunAt, testNow)
+		}
+	})
+
+	t.Run("Recurring", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		j := e.create(`{"type": "report", "schedule": "0 9 * * *", "timezone": "Europe/Berlin",
+			"overlap": "queue_one", "misfire": "skip", "jitter": "10s"}`, http.StatusCreated)
+		if j.Schedule != "0 9 * * *" || j.Timezone != "Europe/Berlin" || j.Overlap != db.OverlapQueueOne || j.Misfire != db.MisfireSkip {
+			t.Errorf("job: got %+v", j)
+		}
+		if j.Jitter != db.Duration(10*time.Second) {
+			t.Errorf("jitter: got %v, want 10s", j.Jitter)
+		}
+		// 09:00 in Berlin on 2 March 2026 (CET, UTC+1), after testNow.
+		want := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
+		if j.Slot == nil || !j.Slot.Equal(want) {
+			t.Errorf("slot: got %v, want %v", j.Slot, want)
+		}
+	})
+
+	t.Run("RecurringDefaults", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		j := e.create(`{"type": "tick", "schedule": "@every 90s"}`, http.StatusCreated)
+		if j.Timezone != "UTC" || j.Overlap != db.OverlapSkip || j.Misfire != db.MisfireRunOnce {
+			t.Errorf("job: got timezone %q overlap %q misfire %q", j.Timezone, j.Overlap, j.Misfire)
+		}
+	})
+
+	t.Run("IdempotencyKeyInBody", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		first := e.create(`{"type": "noop", "idempotencyKey": "k1"}`, http.StatusCreated)
+		second := e.create(`{"type": "noop", "idempotencyKey": "k1"}`, http.StatusOK)
+		if first.ID != second.ID || second.IdempotencyKey != "k1" {
+			t.Errorf("second create: got job %s key %q, want job %s key k1", second.ID, second.IdempotencyKey, first.ID)
+		}
+		if l := e.list(""); len(l.Jobs) != 1 {
+			t.Errorf("jobs: got %d, want 1", len(l.Jobs))
+		}
+		if got := e.wakes.Load(); got != 1 {
+			t.Errorf("wakes: got %d, want 1 (the 200 does not wake)", got)
+		}
+	})
+
+	t.Run("IdempotencyKeyHeader", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		first := e.create(`{"type": "noop"}`, http.StatusCreated, "Idempotency-Key", "k2")
+		// The structured-field form of the header names the same key, and so
+		// does the body.
+		second := e.create(`{"type": "noop"}`, http.StatusOK, "Idempotency-Key", `"k2"`)
+		third := e.create(`{"type": "noop", "idempotencyKey": "k2"}`, http.StatusOK, "Idempotency-Key", "k2")
+		if first.IdempotencyKey != "k2" || second.ID != first.ID || third.ID != first.ID {
+			t.Errorf("ids: got %s, %s, %s (key %q), want one job with key k2", first.ID, second.ID, third.ID, first.IdempotencyKey)
+		}
+		if l := e.list(""); len(l.Jobs) != 1 {
+			t.Errorf("jobs: got %d, want 1", len(l.Jobs))
+		}
+	})
+}
+
+func TestHandler_JobCreate_BadInput(t *testing.T) {
+	t.Parallel()
+	long := `{"type": "noop", "payload": {"data": "` + strings.Repeat("x", 600) + `"}}`
+	tests := []struct {
+		name    string
+		body    string
+		headers []string
+		status  int
+		detail  string
+		field   string
+	}{
+		{"MalformedJSON", `{"type": "noop",}`, nil, 400, "request body is not valid JSON: invalid character '}' looking for beginning of object key string at offset 17", ""},
+		{"TruncatedJSON", `{"type": "noop"`, nil, 400, "request body is not valid JSON", ""},
+		{"EmptyBody", ``, []string{"Content-Type", "application/json"}, 400, "request body is empty", ""},
+		{"NotAnObject", `["noop"]`, nil, 400, "request body must be a JSON object, not an array", ""},
+		{"TrailingData", `{"type": "noop"} {"type": "noop"}`, nil, 400, "data after the JSON object", ""},
+		{"UnknownField", `{"type": "noop", "foo": 1}`, nil, 422, `unknown field "foo"; allowed fields are type, payload, runAt, schedule, timezone, maxAttempts, timeout, backoff, jitter, idempotencyKey, overlap, misfire`, "foo"},
+		{"WrongTypeMaxAttempts", `{"type": "noop", "maxAttempts": "3"}`, nil, 422, "field maxAttempts must be a number, not a string", "maxAttempts"},
+		{"FractionalMaxAttempts", `{"type": "noop", "maxAttempts": 1.5}`, nil, 422, "field maxAttempts must be a whole number, not 1.5", "maxAttempts"},
+		{"WrongTypeType", `{"type": 7}`, nil, 422, "field type must be a string, not a number", "type"},
+		{"MissingType", `{"payload": {}}`, nil, 422, "type is required", "type"},
+		{"BadTypeChars", `{"type": "no op"}`, nil, 422, "may contain only letters, digits", "type"},
+		{"LongType", `{"type": "` + strings.Repeat("a", 101) + `"}`, nil, 422, "at most 100", "type"},
+		{"BadCron", `{"type": "noop", "schedule": "61 * * * *"}`, nil, 422, "is not a cron expression", "schedule"},
+		{"NeverFires", `{"type": "noop", "schedule": "0 0 30 2 *"}`, nil, 422, "never fires", "schedule"},
+		{"BadTimezone", `{"type": "noop", "schedule": "@hourly", "timezone": "Mars/Olympus"}`, nil, 422, `timezone "Mars/Olympus" is not an IANA time zone`, "timezone"},
+		{"BadTimezoneOneOff", `{"type": "noop", "timezone": "Nowhere"}`, nil, 422, `timezone "Nowhere"`, "timezone"},
+		{"LocalTimezone", `{"type": "noop", "timezone": "Local"}`, nil, 422, `timezone "Local"`, "timezone"},
+		{"RunAtNotRFC3339", `{"type": "noop", "runAt": "tomorrow"}`, nil, 422, `runAt "tomorrow" is not an RFC 3339 time such as "2026-12-01T09:00:00Z"`, "runAt"},
+		{"RunAtNoZone", `{"type": "noop", "runAt": "2026-12-01T09:00:00"}`, nil, 422, "is not an RFC 3339 time", "runAt"},
+		{"RunAtAndSchedule", `{"type": "noop", "runAt": "2026-12-01T09:00:00Z", "schedule": "@hourly"}`, nil, 422, "runAt and schedule cannot be used together", "runAt"},
+		{"MaxAttemptsZero", `{"type": "noop", "maxAttempts": 0}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},
+		{"MaxAttemptsNegative", `{"type": "noop", "maxAttempts": -1}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},
+		{"TooLarge", long, nil, 413, "larger than the limit of 512 bytes", ""},
+		{"BadOverlap", `{"type": "noop", "schedule": "@hourly", "overlap": "always"}`, nil, 422, `overlap "always" is not a policy`, "overlap"},
+		{"BadMisfire", `{"type": "noop", "schedule": "@hourly", "misfire": "later"}`, nil, 422, `misfire "later" is not a policy`, "misfire"},
+		{"OverlapWithoutSchedule", `{"type": "noop", "overlap": "skip"}`, nil, 422, "overlap applies only to recurring jobs", "overlap"},
+		{"MisfireWithoutSchedule", `{"type": "noop", "misfire": "run_all"}`, nil, 422, "misfire applies only to recurring jobs", "misfire"},
+		{"NegativeTimeout", `{"type": "noop", "timeout": "-5s"}`, nil, 422, "timeout must not be negative", "timeout"},
+		{"ZeroTimeout", `{"type": "noop", "timeout": "0s"}`, nil, 422, "timeout must be greater than zero", "timeout"},
+		{"NegativeJitter", `{"type": "noop", "jitter": "-1m"}`, nil, 422, "jitter must not be negative", "jitter"},
+		{"TimeoutNotDuration", `{"type": "noop", "timeout": "soon"}`, nil, 422, `timeout: "soon" is not a duration`, "timeout"},
+		{"TimeoutNumber", `{"type": "noop", "timeout": 30}`, nil, 422, "timeout: a duration is a string", "timeout"},
+		{"DisabledType", `{"type": "exec", "payload": {"command": ["true"]}}`, nil, 422, "exec jobs are off; start sked serve with --enable-exec", "type"},
+		{"PayloadRejected", `{"type": "http", "payload": {}}`, nil, 422, "payload.url: url is required", "payload.url"},
+		{"PayloadPlainError", `{"type": "fussy"}`, nil, 422, "payload: not fussy enough", "payload"},
+		{"KeysDiffer", `{"type": "noop", "idempotencyKey": "a"}`, []string{"Idempotency-Key", "b"}, 422, `idempotencyKey "a" in the body and the Idempotency-Key header "b" differ`, "idempotencyKey"},
+		{"EmptyKeyHeader", `{"type": "noop"}`, []string{"Idempotency-Key", `""`}, 422, "Idempotency-Key header is empty", "idempotencyKey"},
+		{"LongKey", `{"type": "noop", "idempotencyKey": "` + strings.Repeat("k", 256) + `"}`, nil, 422, "at most 255", "idempotencyKey"},
+		{"NotJSONContentType", `type=noop`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "send application/json", ""},
+	}
+	e := newTestEnv(t, func(c *Config) {
+		c.MaxBodyBytes = 512
+		c.DisabledTypes = map[string]string{"exec": "exec jobs are off; start sked serve with --enable-exec"}
+		c.ValidatePayload = func(typ string, payload json.RawMessage) error {
+			switch typ {
+			case "http":
+				var p struct{ URL string }
+				if err := json.Unmarshal(payload, &p); err != nil || p.URL == "" {
+					return &db.ValidationError{Field: "payload.url", Msg: "url is required"}
+				}
+			case "fussy":
+				return errors.New("not fussy enough")
+			}
+			return nil
+		}
+	})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := e.do(http.MethodPost, "/jobs", tt.body, tt.headers...)
+			p := res.wantProblem(t, tt.status, tt.detail)
+			if p.Field != tt.field {
+				t.Errorf("field: got %q, want %q", p.Field, tt.field)
+			}
+			if l := e.list(""); len(l.Jobs) != 0 {
+				t.Errorf("jobs after a rejected create: got %d, want 0", len(l.Jobs))
+			}
+		})
+	}
+	if got := e.wakes.Load(); got != 0 {
+		t.Errorf("wakes: got %d, want 0", got)
+	}
+}
+
+func TestHandler_JobCreate_ContentTypeWithCharset(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	e.create(`{"type": "noop"}`, http.StatusCreated, "Content-Type", "application/json; charset=utf-8")
+}
+
+func TestHandler_JobGet(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "noop", "payload": [1, 2]}`, http.StatusCreated)
+
+	res := e.do(http.MethodGet, "/jobs/"+j.ID, "")
+	res.wantStatus(t, http.StatusOK)
+	var got db.Job
+	res.decode(t, &got)
+	if got.ID != j.ID || string(got.Payload) != `[1,2]` {
+		t.Errorf("job: got %s %s, want %s [1,2]", got.ID, got.Payload, j.ID)
+	}
+
+	e.do(http.MethodGet, "/jobs/nope", "").wantProblem(t, http.StatusNotFound, `job "nope" does not exist`)
+}
+
+func TestHandler_JobList(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	var ids []string
+	for i := range 7 {
+		typ := "a"
+		if i%2 == 1 {
+			typ = "b"
+		}
+		ids = append(ids, e.create(`{"type": "`+typ+`"}`, http.StatusCreated).ID)
+	}
+	paused := ids[0]
+	e.do(http.MethodPost, "/jobs/"+paused+"/pause", "").wantStatus(t, http.StatusOK)
+
+	t.Run("Empty", func(t *testing.T) {
+		res := e.do(http.MethodGet, "/jobs?type=none", "")
+		res.wantStatus(t, http.StatusOK)
+		if got := strings.TrimSpace(string(res.body)); got != `{"jobs":[]}` {
+			t.Errorf("body: got %s, want {\"jobs\":[]}", got)
+		}
+	})
+
+	t.Run("FilterType", func(t *testing.T) {
+		l := e.list("type=b")
+		if len(l.Jobs) != 3 || l.NextCursor != "" {
+			t.Fatalf("jobs of type b: got %d (next %q), want 3 and no cursor", len(l.Jobs), l.NextCursor)
+		}
+		for _, j := range l.Jobs {
+			if j.Type != "b" {
+				t.Errorf("job %s: got type %q, want b", j.ID, j.Type)
+			}
+		}
+	})
+
+	t.Run("FilterState", func(t *testing.T) {
+		l := e.list("state=paused")
+		if len(l.Jobs) != 1 || l.Jobs[0].ID != paused {
+			t.Errorf("paused jobs: got %v, want [%s]", l.Jobs, paused)
+		}
+		if l := e.list("state=ready&type=a"); len(l.Jobs) != 3 {
+			t.Errorf("ready jobs of type a: got %d, want 3", len(l.Jobs))
+		}
+	})
+
+	t.Run("Paging", func(t *testing.T) {
+		seen := map[string]bool{}
+		var sizes []int
+		cursor := ""
+		for range 10 {
+			l := e.list("limit=3&cursor=" + cursor)
+			sizes = append(sizes, len(l.Jobs))
+			for _, j := range l.Jobs {
+				if seen[j.ID] {
+					t.Errorf("job %s on two pages", j.ID)
+				}
+				seen[j.ID] = true
+			}
+			if cursor = l.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if len(sizes) != 3 || sizes[0] != 3 || sizes[1] != 3 || sizes[2] != 1 {
+			t.Errorf("page sizes: got %v, want [3 3 1]", sizes)
+		}
+		if len(seen) != 7 {
+			t.Errorf("jobs seen: got %d, want 7", len(seen))
+		}
+	})
+
+	t.Run("BadQuery", func(t *testing.T) {
+		for _, tt := range []struct{ query, detail, field string }{
+			{"limit=0", `limit "0" must be a whole number from 1 to 500`, "limit"},
+			{"limit=501", `limit "501" must be a whole number from 1 to 500`, "limit"},
+			{"limit=ten", `limit "ten"`, "limit"},
+			{"state=sleeping", `state "sleeping" is not a job state`, "state"},
+			{"status=ready", `unknown query parameter "status"`, "status"},
+			{"state=ready&state=dead", `given 2 times`, "state"},
+		} {
+			p := e.do(http.MethodGet, "/jobs?"+tt.query, "").wantProblem(t, http.StatusBadRequest, tt.detail)
+			if p.Field != tt.field {
+				t.Errorf("%s: field: got %q, want %q", tt.query, p.Field, tt.field)
+			}
+		}
+	})
+}
+
+func TestHandler_JobDelete(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Ready", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		j := e.create(`{"type": "noop"}`, http.StatusCreated)
+		res := e.do(http.MethodDelete, "/jobs/"+j.ID, "")
+		res.wantStatus(t, http.StatusNoContent)
+		if len(res.body) != 0 {
+			t.Errorf("body: got %q, want none", res.body)
+		}
+		var got db.Job
+		e.do(http.MethodGet, "/jobs/"+j.ID, "").decode(t, &got)
+		if got.State != db.StateCancelled {
+			t.Errorf("state: got %q, want cancelled", got.State)
+		}
+		// Cancelling again is a no-op, not an error.
+		e.do(http.MethodDelete, "/jobs/"+j.ID, "").wantStatus(t, http.StatusNoContent)
+	})
+
+	t.Run("Unknown", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		e.do(http.MethodDelete, "/jobs/nope", "").wantProblem(t, http.StatusNotFound, `job "nope" does not exist`)
+	})
+
+	t.Run("Running", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		j := e.create(`{"type": "noop"}`, http.StatusCreated)
+		claims := e.claim()
+		if len(claims) != 1 {
+			t.Fatalf("claims: got %d, want 1", len(claims))
+		}
+		p := e.do(http.MethodDelete, "/jobs/"+j.ID, "").wantProblem(t, http.StatusConflict,
+			"job "+j.ID+" is running on worker w1 (run ")
+		if !strings.Contains(p.Detail, "it cannot be cancelled — ask the handler to stop with POST /jobs/"+j.ID+"/cancel-run") {
+			t.Errorf("detail: got %q, want the cancel-run hint", p.Detail)
+		}
+		if p.State != db.StateRunning || p.Run == nil || p.Run.ID != claims[0].RunID || p.Run.WorkerID != "w1" {
+			t.Errorf("problem members: got state %q run %+v, want running and run %d of w1", p.State, p.Run, claims[0].RunID)
+		}
+		var got db.Job
+		e.do(http.MethodGet, "/jobs/"+j.ID, "").decode(t, &got)
+		if got.State != db.StateRunning {
+			t.Errorf("state after the refused cancel: got %q, want running", got.State)
+		}
+	})
+
+	t.Run("Done", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		j := e.create(`{"type": "noop"}`, http.StatusCreated)
+		c := e.claim()[0]
+		if _, err := e.store.RunFinish(context.Background(), db.RunFinishParams{
+			JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		p := e.do(http.MethodDelete, "/jobs/"+j.ID, "").wantProblem(t, http.StatusConflict, "job "+j.ID+" is done; it cannot be cancelled")
+		if p.State != db.StateDone {
+			t.Errorf("state member: got %q, want done", p.State)
+		}
+	})
+}
+
+func TestHandler_RunList(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "noop", "maxAttempts": 5, "backoff": "1s"}`, http.StatusCreated)
+
+	res := e.do(http.MethodGet, "/jobs/"+j.ID+"/runs", "")
+	res.wantStatus(t, http.StatusOK)
+	if got := strings.TrimSpace(string(res.body)); got != "[]" {
+		t.Errorf("runs before any claim: got %s, want []", got)
+	}
+
+	// Three attempts: two fail, the third is still running. Each retry is due
+	// after its backoff, so the clock moves past it.
+	var runIDs []int64
+	clock := testNow
+	for i := range 3 {
+		e.store.NowFunc = func() time.Time { return clock }
+		claims := e.claim()
+		if len(claims) != 1 {
+			t.Fatalf("attempt %d: claims: got %d, want 1", i+1, len(claims))
+		}
+		runIDs = append(runIDs, claims[0].RunID)
+		if i < 2 {
+			if _, err := e.store.RunFinish(context.Background(), db.RunFinishParams{
+				JobID: j.ID, Generation: claims[0].Job.LeaseGeneration, Outcome: db.OutcomeFailed,
+				Error: "boom", Retryable: true,
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock = clock.Add(time.Hour)
+	}
+
+	res = e.do(http.MethodGet, "/jobs/"+j.ID+"/runs", "")
+	res.wantStatus(t, http.StatusOK)
+	if got := res.header.Get("Content-Type"); got != "application/json" {
+		t.Errorf("Content-Type: got %q", got)
+	}
+	var runs []db.Run
+	res.decode(t, &runs)
+	if len(runs) != 3 {
+		t.Fatalf("runs: got %d, want 3", len(runs))
+	}
+	if runs[0].ID != runIDs[2] || runs[2].ID != runIDs[0] {
+		t.Errorf("order: got %d..%d, want newest (%d) first", runs[0].ID, runs[2].ID, runIDs[2])
+	}
+	if runs[2].Outcome != db.OutcomeFailed || runs[2].Error != "boom" || runs[2].Attempt != 1 || runs[2].WorkerID != "w1" || runs[2].FinishedAt == nil {
+		t.Errorf("first run: got %+v", runs[2])
+	}
+	if runs[0].Outcome != db.OutcomeRunning || runs[0].Attempt != 3 {
+		t.Errorf("live run: got %+v", runs[0])
+	}
+	if res.header.Get("Sked-Next-Cursor") != "" || res.header.Get("Link") != "" {
+		t.Errorf("paging headers on the only page: got %q, %q", res.header.Get("Sked-Next-Cursor"), res.header.Get("Link"))
+	}
+
+	t.Run("Paging", func(t *testing.T) {
+		res := e.do(http.MethodGet, "/jobs/"+j.ID+"/runs?limit=2", "")
+		res.wantStatus(t, http.StatusOK)
+		var page []db.Run
+		res.decode(t, &page)
+		next := res.header.Get("Sked-Next-Cursor")
+		if len(page) != 2 || next == "" {
+			t.Fatalf("first page: got %d runs, cursor %q; want 2 and a cursor", len(page), next)
+		}
+		wantLink := "</jobs/" + j.ID + "/runs?cursor=" + next + "&limit=2>; rel=\"next\""
+		if got := res.header.Get("Link"); got != wantLink {
+			t.Errorf("Link: got %q, want %q", got, wantLink)
+		}
+		res = e.do(http.MethodGet, "/jobs/"+j.ID+"/runs?limit=2&cursor="+next, "")
+		res.wantStatus(t, http.StatusOK)
+		res.decode(t, &page)
+		if len(page) != 1 || page[0].ID != runIDs[0] || res.header.Get("Sked-Next-Cursor") != "" {
+			t.Errorf("second page: got %+v (cursor %q), want run %d alone", page, res.header.Get("Sked-Next-Cursor"), runIDs[0])
+		}
+	})
+
+	t.Run("Errors", func(t *testing.T) {
+		e.do(http.MethodGet, "/jobs/nope/runs", "").wantProblem(t, http.StatusNotFound, `job "nope" does not exist`)
+		e.do(http.MethodGet, "/jobs/"+j.ID+"/runs?cursor=x", "").wantProblem(t, http.StatusBadRequest, `cursor "x"`)
+		e.do(http.MethodGet, "/jobs/"+j.ID+"/runs?limit=1000", "").wantProblem(t, http.StatusBadRequest, "from 1 to 500")
+	})
+}
+
+func TestHandler_JobActions(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	post := func(id, action string) response {
+		t.Helper()
+		return e.do(http.MethodPost, "/jobs/"+id+"/"+action, "")
+	}
+	state := func(res response) db.JobState {
+		t.Helper()
+		res.wantStatus(t, http.StatusOK)
+		var j db.Job
+		res.decode(t, &j)
+		return j.State
+	}
+
+	j := e.create(`{"type": "noop", "maxAttempts": 1}`, http.StatusCreated)
+	if got := state(post(j.ID, "pause")); got != db.StatePaused {
+		t.Errorf("pause: got %q, want paused", got)
+	}
+	if got := state(post(j.ID, "pause")); got != db.StatePaused {
+		t.Errorf("pause again: got %q, want paused", got)
+	}
+	post(j.ID, "retry").wantProblem(t, http.StatusConflict, "job "+j.ID+" is paused; it cannot be retried (only dead jobs can be retried)")
+	post(j.ID, "cancel-run").wantProblem(t, http.StatusConflict, "only a running job has a run to stop")
+
+	wakes := e.wakes.Load()
+	if got := state(post(j.ID, "resume")); got != db.StateReady {
+		t.Errorf("resume: got %q, want ready", got)
+	}
+	if got := e.wakes.Load(); got != wakes+1 {
+		t.Errorf("wakes after resume: got %d, want %d", got, wakes+1)
+	}
+
+	// Claimed: pause is refused, cancel-run is accepted.
+	c := e.claim()[0]
+	// db.ErrConflict promises the run when a worker holds the job; the
+	// SQLite store names it on cancel only, so the detail here may lack it.
+	p := post(j.ID, "pause").wantProblem(t, http.StatusConflict, "it cannot be paused — pause it after the run ends")
+	if p.State != db.StateRunning {
+		t.Errorf("pause of a running job: got state %q, want running", p.State)
+	}
+	res := post(j.ID, "cancel-run")
+	res.wantStatus(t, http.StatusOK)
+	var got db.Job
+	res.decode(t, &got)
+	if !got.CancelRequested {
+		t.Errorf("cancel-run: cancelRequested false")
+	}
+
+	// Its only attempt fails: dead, then retried back to ready.
+	if _, err := e.store.RunFinish(context.Background(), db.RunFinishParams{
+		JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeFailed, Error: "boom", Retryable: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	post(j.ID, "resume").wantProblem(t, http.StatusConflict, "is dead; it cannot be resumed (only paused jobs can be resumed)")
+	wakes = e.wakes.Load()
+	if got := state(post(j.ID, "retry")); got != db.StateReady {
+		t.Errorf("retry: got %q, want ready", got)
+	}
+	if got := e.wakes.Load(); got != wakes+1 {
+		t.Errorf("wakes after retry: got %d, want %d", got, wakes+1)
+	}
+
+	for _, action := range []string{"pause", "resume", "retry", "cancel-run"} {
+		post("nope", action).wantProblem(t, http.StatusNotFound, `job "nope" does not exist`)
+	}
+}
+
+func TestHandler_Routing(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	e.do(http.MethodGet, "/nope", "").wantProblem(t, http.StatusNotFound, "no such endpoint: GET /nope")
+	e.do(http.MethodGet, "/jobs/x/nope", "").wantProblem(t, http.StatusNotFound, "no such endpoint")
+
+	res := e.do(http.MethodPut, "/jobs", "")
+	res.wantProblem(t, http.StatusMethodNotAllowed, "PUT is not allowed on /jobs; use GET or POST")
+	if got := res.header.Get("Allow"); got != "GET, POST" {
+		t.Errorf("Allow: got %q, want \"GET, POST\"", got)
+	}
+	res = e.do(http.MethodGet, "/jobs/x/pause", "")
+	res.wantProblem(t, http.StatusMethodNotAllowed, "use POST")
+}
+
+func TestHandler_Error(t *testing.T) {
+	t.Parallel()
+	var logged strings.Builder
+	h := &handler{logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	conflict := &db.ConflictError{State: db.StateDone, Msg: "job j is already done"}
+	tests := []struct {
+		name   string
+		err    error
+		status int
+		detail string
+		field  string
+	}{
+		{"Validation", &db.ValidationError{Field: "payload.url", Msg: "url is required"}, 422, "payload.url: url is required", "payload.url"},
+		{"ValidationNamingItsField", &db.ValidationError{Field: "maxAttempts", Msg: "maxAttempts must be at least 1"}, 422, "maxAttempts must be at least 1", "maxAttempts"},
+		{"Invalid", fmt.Errorf("check: %w", db.ErrInvalid), 422, "check: invalid input", ""},
+		{"NotFound", fmt.Errorf("get job x: %w", db.ErrNotFound), 404, "get job x: not found", ""},
+		{"Conflict", fmt.Errorf("cancel: %w", conflict), 409, "job j is already done", ""},
+		{"Stale", db.ErrStale, 409, "stale lease generation", ""},
+		{"Internal", errors.New("disk on fire"), 500, internalDetail, ""},
+		{"InternalKeepsGenericDetail", &detailError{err: errors.New("disk on fire"), detail: "secret"}, 500, internalDetail, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logged.Reset()
+			w := httptest.NewRecorder()
+			h.error(w, httptest.NewRequest(http.MethodGet, "/jobs/x", nil), tt.err)
+			res := response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+			p := res.wantProblem(t, tt.status, tt.detail)
+			if p.Field != tt.field {
+				t.Errorf("field: got %q, want %q", p.Field, tt.field)
+			}
+			if tt.status == 409 && errors.Is(tt.err, db.ErrConflict) && p.State != db.StateDone {
+				t.Errorf("state member: got %q, want done", p.State)
+			}
+			// Only 5xx are logged, with the real error.
+			if gotLog := logged.String(); (tt.status >= 500) != strings.Contains(gotLog, "disk on fire") {
+				t.Errorf("log: got %q", gotLog)
+			}
+		})
+	}
+}

@@ -1,0 +1,148 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// internalDetail is all a client learns of a 5xx; the error itself is logged.
+const internalDetail = "internal error; see the server log"
+
+// problem is an RFC 9457 problem details document. Type is "about:blank", so
+// Title is the status text. Field, State and Run are sked's extension members.
+type problem struct {
+	Type   string      `json:"type"`
+	Title  string      `json:"title"`
+	Status int         `json:"status"`
+	Detail string      `json:"detail"`
+	Field  string      `json:"field,omitempty"` // wire name of the bad input
+	State  db.JobState `json:"state,omitempty"` // the job's state, on a conflict
+	Run    *db.Run     `json:"run,omitempty"`   // the live run, when a worker holds the job
+}
+
+// requestError is a fault in the HTTP request itself (body, headers, query
+// string) rather than in the job it describes: 400, 413 or 415.
+type requestError struct {
+	Status int
+	Field  string // query parameter or body field, when one is to blame
+	Msg    string
+}
+
+func (e *requestError) Error() string { return e.Msg }
+
+// detailError keeps err's status and members but gives the client detail
+// instead of err's own message, e.g. to name the job and what to do instead.
+// Its Error is err's, so a log shows the original.
+type detailError struct {
+	err    error
+	detail string
+}
+
+func (e *detailError) Error() string { return e.err.Error() }
+func (e *detailError) Unwrap() error { return e.err }
+
+// problemFor maps err to its problem. It is the one place that decides
+// statuses: bad input 422 (400/413/415 for the request itself), ErrNotFound
+// 404, ErrConflict and ErrStale 409, anything else 500 with a generic detail.
+func problemFor(err error) problem {
+	p := problem{Type: "about:blank"}
+	var (
+		reqErr *requestError
+		valErr *db.ValidationError
+		conErr *db.ConflictError
+	)
+	switch {
+	case errors.As(err, &reqErr):
+		p.Status, p.Field, p.Detail = reqErr.Status, reqErr.Field, reqErr.Msg
+	case errors.As(err, &valErr):
+		p.Status, p.Field, p.Detail = http.StatusUnprocessableEntity, valErr.Field, validationDetail(valErr)
+	case errors.Is(err, db.ErrInvalid):
+		p.Status, p.Detail = http.StatusUnprocessableEntity, err.Error()
+	case errors.Is(err, db.ErrNotFound):
+		p.Status, p.Detail = http.StatusNotFound, err.Error()
+	case errors.As(err, &conErr):
+		p.Status, p.State, p.Run, p.Detail = http.StatusConflict, conErr.State, conErr.Run, conErr.Msg
+	case errors.Is(err, db.ErrConflict), errors.Is(err, db.ErrStale):
+		p.Status, p.Detail = http.StatusConflict, err.Error()
+	default:
+		p.Status, p.Detail = http.StatusInternalServerError, internalDetail
+	}
+	var d *detailError
+	if p.Status < 500 && errors.As(err, &d) {
+		p.Detail = d.detail
+	}
+	if p.Detail == "" {
+		p.Detail = http.StatusText(p.Status)
+	}
+	p.Title = http.StatusText(p.Status)
+	return p
+}
+
+// validationDetail is the sentence a client reads for e. Messages written in
+// this package name their field already; a bare message from elsewhere (a
+// payload validator) gets the field in front.
+func validationDetail(e *db.ValidationError) string {
+	if e.Field == "" || strings.Contains(e.Msg, e.Field) {
+		return e.Msg
+	}
+	return e.Error()
+}
+
+// error answers err as a problem. This is where a request's error stops:
+// 5xx are logged with the real error, 4xx are the client's and are not.
+func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	if p.Status >= 500 {
+		h.logger.ErrorContext(r.Context(), "http request failed",
+			"method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
+	}
+	h.writeProblem(w, p)
+}
+
+// writeProblem writes p as application/problem+json.
+func (h *handler) writeProblem(w http.ResponseWriter, p problem) {
+	b, err := json.Marshal(p)
+	if err != nil { // only a Run could fail to encode, and it cannot
+		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"` + internalDetail + `"}`)
+		p.Status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// handleNotFound answers a path that no route serves.
+func (h *handler) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	h.error(w, r, &requestError{
+		Status: http.StatusNotFound,
+		Msg:    "no such endpoint: " + r.Method + " " + r.URL.Path,
+	})
+}
+
+// handleMethodNotAllowed answers a known path asked with a method it does not
+// serve, naming in Allow and in the detail the methods it does.
+func (h *handler) handleMethodNotAllowed(routes chi.Routes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var allowed []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
+				allowed = append(allowed, m)
+			}
+		}
+		msg := r.Method + " is not allowed on " + r.URL.Path
+		if len(allowed) > 0 {
+			slices.Sort(allowed)
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			msg += "; use " + strings.Join(allowed, " or ")
+		}
+		h.error(w, r, &requestError{Status: http.StatusMethodNotAllowed, Msg: msg})
+	}
+}

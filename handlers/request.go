@@ -1,0 +1,215 @@
+package handlers
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// decodeBody reads r's body, at most h.maxBodyBytes of it, as the single
+// JSON object v. Unknown fields, wrong types, trailing data and anything that
+// is not JSON are refused with an error that says which field and how to fix
+// it: 400 when the body is not a JSON object at all, 422 (a
+// *db.ValidationError) for a field, 413 when it is too big and 415 when the
+// Content-Type says it is not JSON.
+func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return &requestError{
+				Status: http.StatusUnsupportedMediaType,
+				Msg:    fmt.Sprintf("Content-Type %q is not supported; send application/json", ct),
+			}
+		}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, h.maxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err, v)
+	}
+	// One object and nothing after it but white space.
+	var extra json.RawMessage
+	switch err := dec.Decode(&extra); {
+	case err == io.EOF:
+		return nil
+	case isMaxBytes(err):
+		return decodeError(err, v)
+	default:
+		return &requestError{
+			Status: http.StatusBadRequest,
+			Msg:    fmt.Sprintf("request body has data after the JSON object at offset %d; send one JSON object", dec.InputOffset()),
+		}
+	}
+}
+
+func isMaxBytes(err error) bool {
+	var e *http.MaxBytesError
+	return errors.As(err, &e)
+}
+
+// decodeError turns an error of json.Decoder decoding into v into a problem a
+// person can act on.
+func decodeError(err error, v any) error {
+	var (
+		maxErr  *http.MaxBytesError
+		synErr  *json.SyntaxError
+		typeErr *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &maxErr):
+		return &requestError{
+			Status: http.StatusRequestEntityTooLarge,
+			Msg:    fmt.Sprintf("request body is larger than the limit of %d bytes", maxErr.Limit),
+		}
+	case errors.Is(err, io.EOF):
+		return &requestError{Status: http.StatusBadRequest, Msg: "request body is empty; send a JSON object"}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &requestError{Status: http.StatusBadRequest, Msg: "request body is not valid JSON: it ends before the JSON object is complete"}
+	case errors.As(err, &synErr):
+		return &requestError{
+			Status: http.StatusBadRequest,
+			Msg:    fmt.Sprintf("request body is not valid JSON: %s at offset %d", synErr.Error(), synErr.Offset),
+		}
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return &requestError{
+				Status: http.StatusBadRequest,
+				Msg:    fmt.Sprintf("request body must be a JSON object, not %s", jsonKind(typeErr.Value)),
+			}
+		}
+		return &db.ValidationError{
+			Field: typeErr.Field,
+			Msg:   fmt.Sprintf("field %s must be %s, not %s", typeErr.Field, goKind(typeErr), jsonKind(typeErr.Value)),
+		}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return &db.ValidationError{
+			Field: name,
+			Msg:   fmt.Sprintf("unknown field %q; allowed fields are %s", name, strings.Join(jsonFields(v), ", ")),
+		}
+	default:
+		return &requestError{Status: http.StatusBadRequest, Msg: "request body could not be read: " + err.Error()}
+	}
+}
+
+// jsonKind names the JSON value json.UnmarshalTypeError.Value describes.
+func jsonKind(value string) string {
+	switch value {
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "array":
+		return "an array"
+	case "object":
+		return "an object"
+	}
+	return strings.TrimPrefix(value, "number ") // "number 1.5": the number itself
+}
+
+// goKind names the JSON value the field wants.
+func goKind(e *json.UnmarshalTypeError) string {
+	t := e.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if strings.HasPrefix(e.Value, "number") {
+			return "a whole number"
+		}
+		return "a number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+// jsonFields lists the JSON names of the fields of the struct v points to, in
+// declaration order.
+func jsonFields(v any) []string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		names = append(names, cmp.Or(name, f.Name))
+	}
+	return names
+}
+
+// queryParams returns r's query parameters, refusing (400) any not in
+// allowed and any given twice, so that a typo such as ?status=ready is an
+// error rather than an unfiltered answer.
+func queryParams(r *http.Request, allowed ...string) (map[string]string, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, &requestError{Status: http.StatusBadRequest, Msg: "query string is malformed: " + err.Error()}
+	}
+	out := make(map[string]string, len(q))
+	for name, vals := range q {
+		known := false
+		for _, a := range allowed {
+			known = known || a == name
+		}
+		if !known {
+			return nil, &requestError{
+				Status: http.StatusBadRequest, Field: name,
+				Msg: fmt.Sprintf("unknown query parameter %q; allowed are %s", name, strings.Join(allowed, ", ")),
+			}
+		}
+		if len(vals) > 1 {
+			return nil, &requestError{
+				Status: http.StatusBadRequest, Field: name,
+				Msg: fmt.Sprintf("query parameter %q is given %d times; give it once", name, len(vals)),
+			}
+		}
+		out[name] = vals[0]
+	}
+	return out, nil
+}
+
+// parseLimit reads a page size: DefaultPageLimit when s is empty, else a
+// whole number from 1 to MaxPageLimit.
+func parseLimit(s string) (int, error) {
+	if s == "" {
+		return DefaultPageLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxPageLimit {
+		return 0, &requestError{
+			Status: http.StatusBadRequest, Field: "limit",
+			Msg: fmt.Sprintf("limit %q must be a whole number from 1 to %d", s, MaxPageLimit),
+		}
+	}
+	return n, nil
+}

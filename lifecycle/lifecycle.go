@@ -1,0 +1,210 @@
+// Package lifecycle decides, as pure functions, what a store writes when a
+// job is claimed, when its run ends and when a paused schedule resumes:
+// retries with backoff, dead, the next slot of a recurring job, and the
+// misfire and overlap policies with the slots they record as missed. Every
+// backend applies the same decisions; none of them reads a clock.
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/schedule"
+)
+
+// MaxMissedRows bounds the missed rows written for one event (a night of
+// downtime under "@every 1s" is 30,000 slots); Missed.Total still counts all.
+const MaxMissedRows = 10000
+
+// Missed is the slots an event passed over without running them.
+type Missed struct {
+	Slots  []time.Time // the earliest of them, at most MaxMissedRows
+	Total  int64       // how many in all
+	Reason string      // db.Missed*
+}
+
+// Firing is what a just-claimed recurring job does.
+type Firing struct {
+	// Run is false when the misfire policy runs nothing now: the claim is
+	// undone and the job waits for Slot.
+	Run  bool
+	Slot time.Time // the slot to run, or to wait for
+	// Missed is what the policy passed over, reason downtime.
+	Missed Missed
+}
+
+// Claimed applies the misfire policy to a recurring job claimed at now for
+// its current slot. A slot that is late but whose successor is not yet due
+// simply runs (late, not lost); only when later slots have passed too does
+// the policy decide: run_once runs the latest of them, skip runs the latest
+// only if it is within grace, run_all runs them in order from the oldest
+// inside the catch-up window.
+func Claimed(s *schedule.Schedule, misfire string, slot, now time.Time, grace, window time.Duration) Firing {
+	next := s.Next(slot)
+	if next.IsZero() || next.After(now) {
+		return Firing{Run: true, Slot: slot}
+	}
+	latest := latestAtOrBefore(s, slot, now)
+	switch misfire {
+	case db.MisfireSkip:
+		if now.Sub(latest) <= grace {
+			return Firing{Run: true, Slot: latest, Missed: span(s, slot, latest, db.MissedDowntime)}
+		}
+		return Firing{Run: false, Slot: s.Next(latest), Missed: span(s, slot, latest.Add(time.Nanosecond), db.MissedDowntime)}
+	case db.MisfireRunAll:
+		first := slot
+		if cutoff := now.Add(-window); first.Before(cutoff) {
+			first = firstAtOrAfter(s, slot, cutoff)
+		}
+		return Firing{Run: true, Slot: first, Missed: span(s, slot, first, db.MissedDowntime)}
+	default: // db.MisfireRunOnce
+		return Firing{Run: true, Slot: latest, Missed: span(s, slot, latest, db.MissedDowntime)}
+	}
+}
+
+// Result is how a job moves on after a run ends.
+type Result struct {
+	State     db.JobState
+	Slot      time.Time // the slot of the next firing (unchanged on retry)
+	NextRunAt time.Time // zero in final states
+	Attempt   int
+	LastError string
+	GaveUp    bool // the firing's attempts are spent (recorded on the run)
+	Missed    Missed
+}
+
+// Finished decides what a job does after the run claimed at claimedAt ended
+// at now with p.Outcome. s is nil for one-off jobs. rnd draws the backoff
+// jitter.
+func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, now time.Time, rnd func() float64) Result {
+	slot := deref(j.Slot)
+	switch p.Outcome {
+	case db.OutcomeReleased:
+		// Handed back at shutdown: not the job's fault, not an attempt.
+		return Result{State: db.StateReady, Slot: slot, NextRunAt: now, Attempt: max(j.Attempt-1, 0), LastError: j.LastError}
+	case db.OutcomeSucceeded:
+		if s == nil {
+			return Result{State: db.StateDone, Slot: slot, Attempt: j.Attempt}
+		}
+		return nextFiring(j, s, slot, claimedAt, now, "")
+	case db.OutcomeCancelled:
+		if s == nil {
+			return Result{State: db.StateCancelled, Slot: slot, Attempt: j.Attempt, LastError: p.Error}
+		}
+		return nextFiring(j, s, slot, claimedAt, now, p.Error)
+	}
+	// failed, timed_out, lease_expired
+	if p.Retryable && j.Attempt < j.MaxAttempts {
+		wait := db.Backoff(j.Attempt, time.Duration(j.Backoff), rnd)
+		return Result{State: db.StateReady, Slot: slot, NextRunAt: now.Add(wait), Attempt: j.Attempt, LastError: p.Error}
+	}
+	if s == nil {
+		return Result{State: db.StateDead, Slot: slot, Attempt: j.Attempt, LastError: p.Error, GaveUp: true}
+	}
+	r := nextFiring(j, s, slot, claimedAt, now, p.Error)
+	r.GaveUp = true
+	return r
+}
+
+// nextFiring moves a recurring job from the firing at slot to its next slot,
+// computed from the slot and never from the finish time, applying the
+// overlap policy to slots that passed while it ran.
+func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time, lastErr string) Result {
+	next := s.Next(slot)
+	r := Result{State: db.StateReady, Slot: next, LastError: lastErr}
+	switch {
+	case next.IsZero():
+		// The schedule never fires again.
+		return Result{State: db.StateDone, Slot: slot, LastError: lastErr}
+	case next.After(now):
+	case j.Misfire == db.MisfireRunAll && !next.After(claimedAt):
+		// A run_all catch-up: the next missed slot runs right away.
+	default:
+		latest := latestAtOrBefore(s, next, now)
+		if j.Overlap == db.OverlapQueueOne {
+			r.Slot = latest
+			r.Missed = span(s, next, latest, db.MissedOverlap)
+		} else {
+			r.Slot = s.Next(latest)
+			r.Missed = span(s, next, latest.Add(time.Nanosecond), db.MissedOverlap)
+		}
+	}
+	r.NextRunAt = DueAt(j.ID, r.Slot, time.Duration(j.Jitter))
+	return r
+}
+
+// Resumed is where a paused recurring job resumes at now: the first slot
+// after now, with the slots from its old slot up to now recorded missed
+// (reason paused). A slot still in the future is kept.
+func Resumed(s *schedule.Schedule, slot, now time.Time) (time.Time, Missed) {
+	if slot.After(now) {
+		return slot, Missed{}
+	}
+	latest := latestAtOrBefore(s, slot, now)
+	return s.Next(latest), span(s, slot, latest.Add(time.Nanosecond), db.MissedPaused)
+}
+
+// DueAt is when a job's slot is due: the slot plus the job's fixed offset
+// inside its jitter, so that top-of-the-hour schedules spread out.
+func DueAt(jobID string, slot time.Time, jitter time.Duration) time.Time {
+	return slot.Add(schedule.Offset(jobID, jitter))
+}
+
+// span lists the slots from first (included) up to end (excluded), first
+// being on the schedule's grid.
+func span(s *schedule.Schedule, first, end time.Time, reason string) Missed {
+	if !first.Before(end) {
+		return Missed{}
+	}
+	rest, n := s.Slots(first, end.Add(-time.Nanosecond), MaxMissedRows-1)
+	return Missed{Slots: append([]time.Time{first}, rest...), Total: int64(n) + 1, Reason: reason}
+}
+
+// latestAtOrBefore is the last slot at or before now, starting from first
+// (on the grid, at or before now).
+func latestAtOrBefore(s *schedule.Schedule, first, now time.Time) time.Time {
+	if s.Every() {
+		d := s.Next(first).Sub(first)
+		return first.Add(now.Sub(first) / d * d)
+	}
+	// Look back over growing windows for a slot near now, then walk to the
+	// last one; this stays cheap however long ago first was.
+	for _, w := range []time.Duration{time.Second, time.Minute, time.Hour, 24 * time.Hour, 32 * 24 * time.Hour, 367 * 24 * time.Hour} {
+		c := s.Next(now.Add(-w))
+		if c.IsZero() || c.After(now) || c.Before(first) {
+			continue
+		}
+		for {
+			n := s.Next(c)
+			if n.IsZero() || n.After(now) {
+				return c
+			}
+			c = n
+		}
+	}
+	c := first
+	for {
+		n := s.Next(c)
+		if n.IsZero() || n.After(now) {
+			return c
+		}
+		c = n
+	}
+}
+
+// firstAtOrAfter is the first slot at or after t, on the grid of first.
+func firstAtOrAfter(s *schedule.Schedule, first, t time.Time) time.Time {
+	if s.Every() {
+		d := s.Next(first).Sub(first)
+		k := (t.Sub(first) + d - 1) / d
+		return first.Add(k * d)
+	}
+	return s.Next(t.Add(-time.Nanosecond))
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}

@@ -1,0 +1,314 @@
+// Package schedule is sked's cron math: it parses schedules, validates
+// timezones and computes fire times with sked's stated DST policy. It is pure:
+// no I/O and no clock of its own.
+//
+// # Syntax
+//
+// A spec is a cron expression of 5 fields (minute hour day-of-month month
+// day-of-week), or 6 with a leading seconds field, or a descriptor: @yearly
+// (@annually), @monthly, @weekly, @daily (@midnight), @hourly, or "@every D"
+// with D a Go duration of at least 1s ("@every 90s", "@every 1h30m"). Field
+// syntax and the day-of-month/day-of-week rule are those of
+// github.com/robfig/cron/v3. The timezone is a separate IANA name; a TZ= or
+// CRON_TZ= prefix in the spec is rejected.
+//
+// # Time and DST
+//
+// Cron expressions name wall-clock times in the schedule's timezone. Where
+// the wall clock jumps or repeats, sked's policy is:
+//
+//   - A slot inside a spring-forward gap fires at the first instant after the
+//     gap; it is not skipped. "30 2 * * *" in America/New_York fires on
+//     2026-03-08 at 03:00 EDT (07:00Z).
+//   - A slot inside a fall-back repeat fires once, at its first occurrence.
+//     "30 1 * * *" in America/New_York fires on 2026-11-01 at 01:30 EDT
+//     (05:30Z) and not again at 01:30 EST; "0 * * * *" fires 00:00 EDT,
+//     01:00 EDT, then 02:00 EST.
+//   - A wall clock that steps backwards never fires a slot twice.
+//   - @every schedules count elapsed time, whole seconds, unaffected by DST.
+//
+// Every instant returned is in UTC. Computation is done in "naive wall-clock
+// space" (the wall clock written as a UTC time), where robfig's own Next is
+// free of DST effects, and the result is mapped back to an instant with the
+// rules above. robfig's Next in a DST zone skips gap slots, which is why it
+// is not used directly.
+package schedule
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// MaxSlotCount caps how many slots of a cron (non-@every) schedule Slots
+// counts; a larger count is reported as MaxSlotCount.
+const MaxSlotCount = 1_000_000
+
+// maxNextSteps bounds the loop in Next that steps over wall-clock times
+// already passed in a fall-back repeat; each step is one naive slot.
+const maxNextSteps = 100_000
+
+// maxHorizons bounds how many five-year windows Next searches before it
+// reports that no slot exists.
+const maxHorizons = 4
+
+// parser accepts 5 fields, an optional leading seconds field and
+// descriptors, as documented in the package comment.
+var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// probe is a fixed naive start used by Parse to reject cron specs that never
+// fire (e.g. "0 0 30 2 *"): robfig searches five years ahead, which from
+// 2000 includes a 29 February, so only impossible dates fail. A fixed time
+// keeps Parse independent of the clock.
+var probe = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Schedule is a parsed schedule in a timezone. It is immutable and safe for
+// concurrent use. Create it with Parse.
+type Schedule struct {
+	// spec is the cron schedule, nil for @every. Its Location is always UTC:
+	// it is evaluated on naive wall-clock times (see the package comment).
+	spec *cron.SpecSchedule
+	// every is the @every interval in whole seconds, 0 for cron specs.
+	every time.Duration
+	// loc is the schedule's timezone. Never nil.
+	loc *time.Location
+}
+
+// Parse parses spec (5 fields, optional leading seconds field, descriptors
+// such as @hourly and @every 90s) in the IANA zone tz ("" means UTC). The
+// error is written for a person and says how to fix the input. Parse never
+// panics. It rejects a TZ= or CRON_TZ= prefix (the zone belongs in tz),
+// @every intervals below 1s, and cron specs that can never fire, such as
+// "0 0 30 2 *". An @every interval is truncated to whole seconds.
+func Parse(spec, tz string) (s *Schedule, err error) {
+	loc, err := loadLocation(tz)
+	if err != nil {
+		return nil, err
+	}
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, errors.New(`the schedule is empty: give a cron expression such as "0 * * * *", a descriptor such as @hourly, or "@every 90s"`)
+	}
+	if u := strings.ToUpper(spec); strings.HasPrefix(u, "TZ=") || strings.HasPrefix(u, "CRON_TZ=") {
+		return nil, fmt.Errorf(`%q: a TZ= or CRON_TZ= prefix is not accepted; put the zone in the separate "timezone" field (e.g. schedule "0 9 * * *", timezone "Europe/London")`, spec)
+	}
+	if strings.HasPrefix(spec, "@every") {
+		return parseEvery(spec, loc)
+	}
+
+	cs, err := parseCron(spec)
+	if err != nil {
+		return nil, fmt.Errorf(`%q is not a cron expression: expected 5 fields (minute hour day-of-month month day-of-week), an optional leading seconds field, or a descriptor such as @hourly or "@every 90s": %v`, spec, err)
+	}
+	ss, ok := cs.(*cron.SpecSchedule)
+	if !ok {
+		// Only @every yields another type, and it is handled above.
+		return nil, fmt.Errorf("%q: unsupported schedule type %T", spec, cs)
+	}
+	// The parser sets the location to time.Local; evaluate in naive space.
+	ss.Location = time.UTC
+	if ss.Next(probe).IsZero() {
+		return nil, fmt.Errorf(`%q never fires: no month it names has that day of the month (e.g. 30 February); check the day-of-month and month fields`, spec)
+	}
+	return &Schedule{spec: ss, loc: loc}, nil
+}
+
+// parseCron calls robfig's parser, turning its panics (v3.0.1 panics on
+// input such as "TZ=UTC") into errors.
+func parseCron(spec string) (s cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("unparsable: %v", r)
+		}
+	}()
+	return parser.Parse(spec)
+}
+
+// parseEvery parses "@every D". robfig would silently raise D below 1s to 1s
+// and accept negative D; sked rejects both.
+func parseEvery(spec string, loc *time.Location) (*Schedule, error) {
+	const hint = `give a duration of at least 1s, such as "@every 90s" or "@every 1h30m"`
+	arg, ok := strings.CutPrefix(spec, "@every")
+	if !ok || (arg != "" && arg[0] != ' ' && arg[0] != '\t') {
+		return nil, fmt.Errorf("%q is not a schedule: @every must be followed by a space and a duration; %s", spec, hint)
+	}
+	arg = strings.TrimSpace(arg)
+	if arg == "" {
+		return nil, fmt.Errorf("%q has no duration: %s", spec, hint)
+	}
+	d, err := time.ParseDuration(arg)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %q is not a duration (units: s, m, h): %s", spec, arg, hint)
+	}
+	if d < time.Second {
+		return nil, fmt.Errorf("%q: the interval %v is below 1s: %s", spec, d, hint)
+	}
+	return &Schedule{every: cron.Every(d).Delay, loc: loc}, nil
+}
+
+// loadLocation resolves an IANA zone name; "" and "UTC" are UTC. "Local" is
+// refused: a schedule must not depend on the server's zone.
+func loadLocation(tz string) (*time.Location, error) {
+	if tz == "" {
+		return time.UTC, nil
+	}
+	if tz == "Local" {
+		return nil, fmt.Errorf(`"Local" is not accepted as a timezone: name the zone, such as "Europe/London" or "America/New_York"`)
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf(`%q is not an IANA timezone, such as "Europe/London" or "America/New_York"`, tz)
+	}
+	return loc, nil
+}
+
+// Every reports whether s is an @every (elapsed-time) schedule.
+func (s *Schedule) Every() bool { return s.every > 0 }
+
+// Location returns the schedule's timezone (UTC when none was given). For
+// @every schedules it has no effect on fire times.
+func (s *Schedule) Location() *time.Location { return s.loc }
+
+// Next returns the first slot strictly after t, in UTC, following the DST
+// policy of the package comment. For @every D it is t+D, rounded down to the
+// whole second. It returns the zero time when no slot exists within twenty
+// years of t, which after Parse happens only near the end of the calendar.
+func (s *Schedule) Next(t time.Time) time.Time {
+	if s.every > 0 {
+		return cron.ConstantDelaySchedule{Delay: s.every}.Next(t).UTC()
+	}
+	naive := toNaive(t, s.loc)
+	horizons := 0
+	for range maxNextSteps {
+		w := s.spec.Next(naive)
+		if w.IsZero() {
+			// robfig gives up five years ahead; "0 0 29 2 *" may be eight
+			// years away (2096 to 2104). Search on from where it stopped.
+			if horizons++; horizons > maxHorizons {
+				return time.Time{}
+			}
+			naive = time.Date(naive.Year()+5, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Nanosecond)
+			continue
+		}
+		if r := s.resolve(w); r.After(t) {
+			return r.UTC()
+		}
+		// w's first occurrence is not after t: t lies in the second pass of
+		// a fall-back repeat and w was already fired. Jump to the end of the
+		// repeat, or step one naive slot when that does not help.
+		naive = w
+		if start, _ := t.In(s.loc).ZoneBounds(); !start.IsZero() {
+			if end := toNaive(start.Add(-time.Nanosecond), s.loc); end.After(w) {
+				naive = end
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// toNaive returns t's wall clock in loc written as a UTC time.
+func toNaive(t time.Time, loc *time.Location) time.Time {
+	t = t.In(loc)
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+}
+
+// sameWall reports whether instant t shows wall clock w (naive) in its own
+// location.
+func sameWall(t, w time.Time) bool {
+	y, mo, d := t.Date()
+	h, mi, sec := t.Clock()
+	wy, wmo, wd := w.Date()
+	wh, wmi, wsec := w.Clock()
+	return y == wy && mo == wmo && d == wd && h == wh && mi == wmi && sec == wsec && t.Nanosecond() == w.Nanosecond()
+}
+
+// resolve maps naive wall time w to an instant in s.loc: the earliest instant
+// that shows w, or, when w does not exist (a gap), the first instant after
+// the gap.
+func (s *Schedule) resolve(w time.Time) time.Time {
+	r := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), s.loc)
+	start, end := r.ZoneBounds()
+	if !sameWall(r, w) {
+		// A gap. time.Date normalised w with one of the two offsets around
+		// it: if r shows a later wall than w it lies past the transition,
+		// which is r's zone start; otherwise it lies before, and the
+		// transition is r's zone end.
+		if toNaive(r, s.loc).After(w) {
+			if !start.IsZero() {
+				return start
+			}
+		} else if !end.IsZero() {
+			return end
+		}
+		return r // no transition recorded; cannot happen for a real gap
+	}
+	// w exists; it may exist twice (fall-back). time.Date does not promise
+	// which instant it returns, so try the offset of the preceding zone and
+	// keep the earliest instant that shows w.
+	best := r
+	if !start.IsZero() {
+		_, prev := start.Add(-time.Nanosecond).In(s.loc).Zone()
+		_, cur := r.Zone()
+		if c := r.Add(time.Duration(cur-prev) * time.Second); c.Before(best) && sameWall(c.In(s.loc), w) {
+			best = c
+		}
+	}
+	return best
+}
+
+// Slots returns the slots in (after, until]: the earliest max of them (none
+// when max <= 0) in ascending order, in UTC, and total, how many there are in
+// all. For @every schedules total is exact, by arithmetic; for cron specs it
+// is counted by iteration, capped at MaxSlotCount.
+func (s *Schedule) Slots(after, until time.Time, max int) (slots []time.Time, total int) {
+	if !until.After(after) {
+		return nil, 0
+	}
+	if s.every > 0 {
+		first := s.Next(after) // whole second
+		if first.After(until) {
+			return nil, 0
+		}
+		// first has no sub-second part and every is whole seconds, so the
+		// count needs only whole seconds of until.
+		n := (until.Unix()-first.Unix())/int64(s.every/time.Second) + 1
+		if n > math.MaxInt {
+			n = math.MaxInt
+		}
+		total = int(n)
+		if k := min(max, total); k > 0 {
+			slots = make([]time.Time, k)
+			for i := range slots {
+				slots[i] = first.Add(time.Duration(i) * s.every)
+			}
+		}
+		return slots, total
+	}
+	for t := after; total < MaxSlotCount; total++ {
+		t = s.Next(t)
+		if t.IsZero() || t.After(until) {
+			break
+		}
+		if len(slots) < max {
+			slots = append(slots, t)
+		}
+	}
+	return slots, total
+}
+
+// Offset returns a deterministic per-job offset in [0, jitter), taken from
+// the FNV-1a hash of jobID, so that jobs sharing a schedule do not all fire
+// in the same instant. It is 0 when jitter <= 0.
+func Offset(jobID string, jitter time.Duration) time.Duration {
+	if jitter <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(jobID))
+	return time.Duration(h.Sum64() % uint64(jitter))
+}

@@ -1,0 +1,408 @@
+package schedule
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// utc parses an RFC 3339 instant; the tests state expectations in UTC.
+func utc(t *testing.T, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.UTC()
+}
+
+func mustParse(t *testing.T, spec, tz string) *Schedule {
+	t.Helper()
+	s, err := Parse(spec, tz)
+	if err != nil {
+		t.Fatalf("Parse(%q, %q): %v", spec, tz, err)
+	}
+	return s
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name, spec, tz string
+		every          bool
+		after, next    string // optional check of Next
+	}{
+		{"FiveFields", "*/5 * * * *", "", false, "2026-01-01T00:01:00Z", "2026-01-01T00:05:00Z"},
+		{"SixFieldsWithSeconds", "30 */5 * * * *", "", false, "2026-01-01T00:00:30Z", "2026-01-01T00:05:30Z"},
+		{"Hourly", "@hourly", "", false, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z"},
+		{"Daily", "@daily", "Europe/London", false, "2026-07-01T12:00:00Z", "2026-07-01T23:00:00Z"},
+		{"Every90s", "@every 90s", "", true, "2026-01-01T00:00:00.5Z", "2026-01-01T00:01:30Z"},
+		{"EveryTruncatedToSeconds", "@every 1500ms", "", true, "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z"},
+		{"SurroundingSpace", "  0 9 * * 1-5 ", "America/New_York", false, "2026-01-02T15:00:00Z", "2026-01-05T14:00:00Z"},
+		{"Leap29Feb", "0 0 29 2 *", "", false, "2026-01-01T00:00:00Z", "2028-02-29T00:00:00Z"},
+		{"Leap29FebAcross2100", "0 0 29 2 *", "", false, "2096-03-01T00:00:00Z", "2104-02-29T00:00:00Z"},
+		{"DomOrDow", "0 0 30 2 mon", "", false, "2026-02-01T00:00:00Z", "2026-02-02T00:00:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParse(t, tt.spec, tt.tz)
+			if got, want := s.Every(), tt.every; got != want {
+				t.Errorf("Every() = %v, want %v", got, want)
+			}
+			wantLoc := tt.tz
+			if wantLoc == "" {
+				wantLoc = "UTC"
+			}
+			if got, want := s.Location().String(), wantLoc; got != want {
+				t.Errorf("Location() = %v, want %v", got, want)
+			}
+			if got, want := s.Next(utc(t, tt.after)), utc(t, tt.next); !got.Equal(want) {
+				t.Errorf("Next(%s) = %v, want %v", tt.after, got, want)
+			}
+		})
+	}
+}
+
+func TestParse_Errors(t *testing.T) {
+	tests := []struct {
+		name, spec, tz string
+		want           string // substring of the error
+	}{
+		{"Empty", "", "", "empty"},
+		{"Blank", "   ", "", "empty"},
+		{"FourFields", "*/5 * * * ", "", `"*/5 * * *" is not a cron expression: expected 5 fields (minute hour day-of-month month day-of-week), an optional leading seconds field, or a descriptor such as @hourly or "@every 90s"`},
+		{"SevenFields", "* * * * * * *", "", "is not a cron expression"},
+		{"MinuteOutOfRange", "60 * * * *", "", "is not a cron expression"},
+		{"HourOutOfRange", "0 24 * * *", "", "is not a cron expression"},
+		{"DomZero", "0 0 0 * *", "", "is not a cron expression"},
+		{"MonthOutOfRange", "0 0 1 13 *", "", "is not a cron expression"},
+		{"DowOutOfRange", "0 0 * * 8", "", "is not a cron expression"},
+		{"StepZero", "*/0 * * * *", "", "is not a cron expression"},
+		{"BackwardRange", "5-1 * * * *", "", "is not a cron expression"},
+		{"BadName", "0 0 * foo *", "", "is not a cron expression"},
+		{"Garbage", "every day at noon", "", "is not a cron expression"},
+		{"UnknownDescriptor", "@fortnightly", "", "is not a cron expression"},
+		{"TZPrefixAlone", "TZ=", "", `separate "timezone" field`},
+		{"TZPrefix", "TZ=UTC", "", `separate "timezone" field`},
+		{"TZPrefixWithSpec", "TZ=UTC 0 * * * *", "", `separate "timezone" field`},
+		{"CronTZPrefix", "CRON_TZ=Europe/London 0 * * * *", "", `separate "timezone" field`},
+		{"LowerCaseTZPrefix", "tz=UTC 0 * * * *", "", `separate "timezone" field`},
+		{"BadTimezone", "0 * * * *", "Europe/Lodnon", `"Europe/Lodnon" is not an IANA timezone, such as "Europe/London" or "America/New_York"`},
+		{"LocalTimezone", "0 * * * *", "Local", "name the zone"},
+		{"EveryZero", "@every 0s", "", "below 1s"},
+		{"EveryNegative", "@every -1s", "", "below 1s"},
+		{"EverySubSecond", "@every 500ms", "", "below 1s"},
+		{"EveryMissing", "@every", "", "no duration"},
+		{"EveryNoSpace", "@every90s", "", "followed by a space"},
+		{"EveryBadDuration", "@every ninety", "", "not a duration"},
+		{"NeverFires30Feb", "0 0 30 2 *", "", "never fires"},
+		{"NeverFires31Apr", "0 0 31 4,6,9,11 *", "", "never fires"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse(tt.spec, tt.tz)
+			if err == nil {
+				t.Fatalf("Parse(%q, %q) = %+v, want error", tt.spec, tt.tz, s)
+			}
+			if got, want := err.Error(), tt.want; !strings.Contains(got, want) {
+				t.Errorf("error = %q, want it to contain %q", got, want)
+			}
+		})
+	}
+}
+
+// TestSchedule_Next_DST checks the DST policy of the package comment. The
+// transitions were read from Go's tzdata (2026):
+//
+//	Europe/London       2026-03-29 01:00Z GMT→BST (01:00→02:00); 2026-10-25 01:00Z BST→GMT (02:00→01:00)
+//	America/New_York    2026-03-08 07:00Z EST→EDT (02:00→03:00); 2026-11-01 06:00Z EDT→EST (02:00→01:00)
+//	Australia/Lord_Howe 2026-10-03 15:30Z +1030→+11 (02:00→02:30); 2026-04-04 15:00Z +11→+1030 (02:00→01:30)
+func TestSchedule_Next_DST(t *testing.T) {
+	tests := []struct {
+		name, spec, tz string
+		after, until   string
+		want           []string
+	}{
+		{
+			name: "NewYorkDailyInGapFiresAfterGap", spec: "30 2 * * *", tz: "America/New_York",
+			after: "2026-03-07T12:00:00Z", until: "2026-03-09T12:00:00Z",
+			want: []string{
+				"2026-03-08T07:00:00Z", // 02:30 does not exist: 03:00 EDT, once
+				"2026-03-09T06:30:00Z", // 02:30 EDT
+			},
+		},
+		{
+			name: "NewYorkDailyAroundSpringForward", spec: "30 2 * * *", tz: "America/New_York",
+			after: "2026-03-07T00:00:00Z", until: "2026-03-10T00:00:00Z",
+			want: []string{
+				"2026-03-07T07:30:00Z", // 02:30 EST
+				"2026-03-08T07:00:00Z", // 02:30 does not exist: 03:00 EDT
+				"2026-03-09T06:30:00Z", // 02:30 EDT
+			},
+		},
+		{
+			name: "NewYorkHourlyAcrossSpringForward", spec: "0 * * * *", tz: "America/New_York",
+			after: "2026-03-08T04:30:00Z", until: "2026-03-08T09:00:00Z",
+			want: []string{
+				"2026-03-08T05:00:00Z", // 00:00 EST
+				"2026-03-08T06:00:00Z", // 01:00 EST
+				"2026-03-08T07:00:00Z", // 02:00 is in the gap: 03:00 EDT
+				"2026-03-08T08:00:00Z", // 04:00 EDT
+				"2026-03-08T09:00:00Z", // 05:00 EDT
+			},
+		},
+		{
+			name: "NewYorkHourlyAcrossFallBack", spec: "0 * * * *", tz: "America/New_York",
+			after: "2026-11-01T03:30:00Z", until: "2026-11-01T09:00:00Z",
+			want: []string{
+				"2026-11-01T04:00:00Z", // 00:00 EDT
+				"2026-11-01T05:00:00Z", // 01:00 EDT; 01:00 EST (06:00Z) is not fired again
+				"2026-11-01T07:00:00Z", // 02:00 EST
+				"2026-11-01T08:00:00Z", // 03:00 EST
+				"2026-11-01T09:00:00Z", // 04:00 EST
+			},
+		},
+		{
+			name: "NewYorkDailyInRepeatFiresOnce", spec: "30 1 * * *", tz: "America/New_York",
+			after: "2026-10-31T12:00:00Z", until: "2026-11-02T12:00:00Z",
+			want: []string{
+				"2026-11-01T05:30:00Z", // 01:30 EDT, not again at 01:30 EST (06:30Z)
+				"2026-11-02T06:30:00Z", // 01:30 EST
+			},
+		},
+		{
+			name: "NewYorkQuarterHourlyAcrossFallBack", spec: "*/15 * * * *", tz: "America/New_York",
+			after: "2026-11-01T05:30:00Z", until: "2026-11-01T07:15:00Z",
+			want: []string{
+				"2026-11-01T05:45:00Z", // 01:45 EDT; 01:00–01:45 EST are not fired again
+				"2026-11-01T07:00:00Z", // 02:00 EST
+				"2026-11-01T07:15:00Z",
+			},
+		},
+		{
+			name: "LondonDailyInGapFiresAfterGap", spec: "30 1 * * *", tz: "Europe/London",
+			after: "2026-03-28T12:00:00Z", until: "2026-03-30T12:00:00Z",
+			want: []string{
+				"2026-03-29T01:00:00Z", // 01:30 does not exist: 02:00 BST
+				"2026-03-30T00:30:00Z", // 01:30 BST
+			},
+		},
+		{
+			name: "LondonHourlyAcrossSpringForward", spec: "0 * * * *", tz: "Europe/London",
+			after: "2026-03-28T23:30:00Z", until: "2026-03-29T03:00:00Z",
+			want: []string{
+				"2026-03-29T00:00:00Z", // 00:00 GMT
+				"2026-03-29T01:00:00Z", // 01:00 is in the gap: 02:00 BST (and 02:00 BST itself)
+				"2026-03-29T02:00:00Z", // 03:00 BST
+				"2026-03-29T03:00:00Z", // 04:00 BST
+			},
+		},
+		{
+			name: "LondonHourlyAcrossFallBack", spec: "0 * * * *", tz: "Europe/London",
+			after: "2026-10-24T22:30:00Z", until: "2026-10-25T03:00:00Z",
+			want: []string{
+				"2026-10-24T23:00:00Z", // 00:00 BST
+				"2026-10-25T00:00:00Z", // 01:00 BST; 01:00 GMT (01:00Z) is not fired again
+				"2026-10-25T02:00:00Z", // 02:00 GMT
+				"2026-10-25T03:00:00Z", // 03:00 GMT
+			},
+		},
+		{
+			name: "LondonDailyInRepeatFiresOnce", spec: "30 1 * * *", tz: "Europe/London",
+			after: "2026-10-24T12:00:00Z", until: "2026-10-26T12:00:00Z",
+			want: []string{
+				"2026-10-25T00:30:00Z", // 01:30 BST, not again at 01:30 GMT
+				"2026-10-26T01:30:00Z", // 01:30 GMT
+			},
+		},
+		{
+			name: "LordHoweInGapFiresAfterGap", spec: "15 2 * * *", tz: "Australia/Lord_Howe",
+			after: "2026-10-02T12:00:00Z", until: "2026-10-04T18:00:00Z",
+			want: []string{
+				"2026-10-02T15:45:00Z", // 02:15 +1030
+				"2026-10-03T15:30:00Z", // 02:15 does not exist: 02:30 +11
+				"2026-10-04T15:15:00Z", // 02:15 +11
+			},
+		},
+		{
+			name: "LordHoweHalfHourlyAcrossSpringForward", spec: "*/30 * * * *", tz: "Australia/Lord_Howe",
+			after: "2026-10-03T14:30:00Z", until: "2026-10-03T16:00:00Z",
+			want: []string{
+				"2026-10-03T15:00:00Z", // 01:30 +1030
+				"2026-10-03T15:30:00Z", // 02:00 is in the gap: 02:30 +11 (and 02:30 itself)
+				"2026-10-03T16:00:00Z", // 03:00 +11
+			},
+		},
+		{
+			name: "LordHoweInRepeatFiresOnce", spec: "45 1 * * *", tz: "Australia/Lord_Howe",
+			after: "2026-04-03T12:00:00Z", until: "2026-04-05T18:00:00Z",
+			want: []string{
+				"2026-04-03T14:45:00Z", // 01:45 +11
+				"2026-04-04T14:45:00Z", // 01:45 +11, not again at 01:45 +1030 (15:15Z)
+				"2026-04-05T15:15:00Z", // 01:45 +1030
+			},
+		},
+		{
+			name: "LordHoweHalfHourlyAcrossFallBack", spec: "*/30 * * * *", tz: "Australia/Lord_Howe",
+			after: "2026-04-04T14:00:00Z", until: "2026-04-04T16:00:00Z",
+			want: []string{
+				"2026-04-04T14:30:00Z", // 01:30 +11; 01:30 +1030 (15:00Z) is not fired again
+				"2026-04-04T15:30:00Z", // 02:00 +1030
+				"2026-04-04T16:00:00Z", // 02:30 +1030
+			},
+		},
+		{
+			name: "EveryHourAcrossSpringForward", spec: "@every 1h", tz: "America/New_York",
+			after: "2026-03-08T05:00:00Z", until: "2026-03-08T09:00:00Z",
+			want: []string{
+				"2026-03-08T06:00:00Z",
+				"2026-03-08T07:00:00Z",
+				"2026-03-08T08:00:00Z",
+				"2026-03-08T09:00:00Z",
+			},
+		},
+		{
+			name: "EveryHourAcrossFallBack", spec: "@every 1h", tz: "Europe/London",
+			after: "2026-10-24T23:00:00Z", until: "2026-10-25T03:00:00Z",
+			want: []string{
+				"2026-10-25T00:00:00Z",
+				"2026-10-25T01:00:00Z",
+				"2026-10-25T02:00:00Z",
+				"2026-10-25T03:00:00Z",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParse(t, tt.spec, tt.tz)
+			var want []time.Time
+			for _, w := range tt.want {
+				want = append(want, utc(t, w))
+			}
+			// Walk with Next, as the scheduler does from each slot.
+			var got []time.Time
+			until := utc(t, tt.until)
+			for at := utc(t, tt.after); ; {
+				at = s.Next(at)
+				if at.IsZero() || at.After(until) {
+					break
+				}
+				got = append(got, at)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("slots:\n got %v\nwant %v", got, want)
+			}
+			slots, total := s.Slots(utc(t, tt.after), until, 100)
+			if !slices.Equal(slots, want) || total != len(want) {
+				t.Errorf("Slots = %v, %d\nwant %v, %d", slots, total, want, len(want))
+			}
+		})
+	}
+}
+
+// TestSchedule_Next_InRepeat starts Next inside the second pass of a
+// fall-back repeat: wall times already fired in the first pass are not
+// fired again, and Next is strictly after t.
+func TestSchedule_Next_InRepeat(t *testing.T) {
+	tests := []struct {
+		name, spec, tz, t, want string
+	}{
+		{"QuarterHourly", "*/15 * * * *", "America/New_York", "2026-11-01T06:10:00Z", "2026-11-01T07:00:00Z"},   // 01:10 EST → 02:00 EST
+		{"Secondly", "* * * * * *", "America/New_York", "2026-11-01T06:59:58.5Z", "2026-11-01T07:00:00Z"},       // 01:59:59 already fired in EDT; 02:00:00 EST is new
+		{"SecondlyStart", "* * * * * *", "America/New_York", "2026-11-01T06:00:00Z", "2026-11-01T07:00:00Z"},    // 01:00:00 EST → 02:00:00 EST
+		{"DailyAtRepeat", "30 1 * * *", "America/New_York", "2026-11-01T06:00:00Z", "2026-11-02T06:30:00Z"},     // 01:30 EST is not fired
+		{"AtFirstOccurrence", "30 1 * * *", "America/New_York", "2026-11-01T05:29:59Z", "2026-11-01T05:30:00Z"}, // 01:29:59 EDT → 01:30 EDT
+		{"AtSlot", "30 1 * * *", "America/New_York", "2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"},            // strictly after
+		{"LordHowe", "*/10 * * * *", "Australia/Lord_Howe", "2026-04-04T15:05:00Z", "2026-04-04T15:30:00Z"},     // 01:35 +1030 → 02:00 +1030
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParse(t, tt.spec, tt.tz)
+			if got, want := s.Next(utc(t, tt.t)), utc(t, tt.want); !got.Equal(want) {
+				t.Errorf("Next(%s) = %v, want %v", tt.t, got, want)
+			}
+		})
+	}
+}
+
+func TestSchedule_Slots(t *testing.T) {
+	t0 := utc(t, "2026-01-01T00:00:00Z")
+	tests := []struct {
+		name        string
+		spec        string
+		after, till time.Time
+		max         int
+		wantTotal   int
+		wantSlots   []time.Time // nil: only the length is checked against min(max, total)
+	}{
+		{"EverySecondFor30Days", "@every 1s", t0, t0.AddDate(0, 0, 30), 3, 2_592_000, []time.Time{t0.Add(time.Second), t0.Add(2 * time.Second), t0.Add(3 * time.Second)}},
+		{"EverySecondSubSecondAfter", "@every 1s", t0.Add(500 * time.Millisecond), t0.Add(3 * time.Second), 10, 3, []time.Time{t0.Add(time.Second), t0.Add(2 * time.Second), t0.Add(3 * time.Second)}},
+		{"Every90sNotDivisible", "@every 90s", t0, t0.Add(10 * time.Minute), 100, 6, nil},
+		{"EveryBeyondRange", "@every 1h", t0, t0.Add(59 * time.Minute), 10, 0, nil},
+		{"EveryMinuteForADay", "* * * * *", t0, t0.AddDate(0, 0, 1), 2, 1440, []time.Time{t0.Add(time.Minute), t0.Add(2 * time.Minute)}},
+		{"EveryMinuteMaxZero", "* * * * *", t0, t0.AddDate(0, 0, 1), 0, 1440, nil},
+		{"UntilIsInclusive", "0 * * * *", t0, t0.Add(time.Hour), 10, 1, []time.Time{t0.Add(time.Hour)}},
+		{"AfterIsExclusive", "0 * * * *", t0, t0.Add(59 * time.Minute), 10, 0, nil},
+		{"EmptyRange", "* * * * *", t0, t0, 10, 0, nil},
+		{"BackwardRange", "@every 1s", t0, t0.Add(-time.Hour), 10, 0, nil},
+		{"CronCapped", "* * * * * *", t0, t0.AddDate(0, 0, 30), 1, MaxSlotCount, []time.Time{t0.Add(time.Second)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParse(t, tt.spec, "")
+			slots, total := s.Slots(tt.after, tt.till, tt.max)
+			if got, want := total, tt.wantTotal; got != want {
+				t.Errorf("total = %d, want %d", got, want)
+			}
+			if got, want := len(slots), max(0, min(tt.max, tt.wantTotal)); got != want {
+				t.Errorf("len(slots) = %d, want %d", got, want)
+			}
+			if tt.wantSlots != nil && !slices.Equal(slots, tt.wantSlots) {
+				t.Errorf("slots = %v, want %v", slots, tt.wantSlots)
+			}
+			for i, v := range slots {
+				if !v.After(tt.after) || v.After(tt.till) || (i > 0 && !v.After(slots[i-1])) || v.Location() != time.UTC {
+					t.Errorf("slot %d = %v is out of order or outside (%v, %v]", i, v, tt.after, tt.till)
+				}
+			}
+		})
+	}
+}
+
+func TestOffset(t *testing.T) {
+	for _, jitter := range []time.Duration{time.Nanosecond, time.Second, time.Minute, 7 * time.Hour} {
+		for _, id := range []string{"", "a", "job-1", "01J9Z8K3G7ZC0Y5V0X7W6T2QHN"} {
+			got := Offset(id, jitter)
+			if got < 0 || got >= jitter {
+				t.Errorf("Offset(%q, %v) = %v, want in [0, %v)", id, jitter, got, jitter)
+			}
+			if again := Offset(id, jitter); again != got {
+				t.Errorf("Offset(%q, %v) = %v then %v, want deterministic", id, jitter, got, again)
+			}
+		}
+	}
+	for _, jitter := range []time.Duration{0, -time.Second} {
+		if got, want := Offset("job-1", jitter), time.Duration(0); got != want {
+			t.Errorf("Offset(job-1, %v) = %v, want %v", jitter, got, want)
+		}
+	}
+	// Different ids spread out rather than collide.
+	seen := map[time.Duration]bool{}
+	for i := range 100 {
+		seen[Offset(strings.Repeat("x", i), time.Hour)] = true
+	}
+	if got := len(seen); got < 95 {
+		t.Errorf("100 ids gave %d distinct offsets in an hour, want nearly 100", got)
+	}
+}
+
+// TestParseCron_Panic checks that a panic inside robfig/cron v3.0.1 (it
+// slices past the end of "TZ=UTC") comes back as an error. Parse refuses the
+// prefix before calling robfig, so this calls the wrapper directly.
+func TestParseCron_Panic(t *testing.T) {
+	for _, spec := range []string{"TZ=", "TZ=UTC", "CRON_TZ=UTC"} {
+		if _, err := parseCron(spec); err == nil {
+			t.Errorf("parseCron(%q): got nil error, want one", spec)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package worker
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+)
+
+// nonPublic lists the ranges, beyond what netip.Addr's predicates cover, that
+// are not reachable on the public internet: "this network", carrier-grade
+// NAT, IETF protocol assignments, documentation, benchmarking and reserved
+// space (which holds the limited broadcast address), and their IPv6
+// counterparts. IPv4-compatible IPv6 (::/96) is deprecated and never routed.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("100::/64"),
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("fec0::/10"),
+}
+
+// Prefixes of IPv6 addresses that carry an IPv4 address a gateway forwards
+// to: NAT64 (RFC 6052) in the last four bytes, 6to4 (RFC 3056) in bytes 2-5.
+var (
+	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+)
+
+// PublicAddr reports whether ip may be a target when private targets are
+// refused. It is false for invalid addresses, loopback, private (10/8,
+// 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16, fe80::/10),
+// unspecified, multicast, carrier-grade NAT (100.64/10), 0.0.0.0/8, broadcast
+// and the other reserved and documentation ranges; for IPv4-mapped IPv6
+// addresses (::ffff:a.b.c.d) and for NAT64 and 6to4 addresses it judges the
+// IPv4 address inside. It is true otherwise.
+func PublicAddr(ip netip.Addr) bool {
+	if !ip.IsValid() {
+		return false
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
+		ip.IsMulticast() || ip.IsUnspecified() {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	switch b := ip.As16(); {
+	case nat64Prefix.Contains(ip):
+		return PublicAddr(netip.AddrFrom4([4]byte(b[12:16])))
+	case sixToFour.Contains(ip):
+		return PublicAddr(netip.AddrFrom4([4]byte(b[2:6])))
+	}
+	return true
+}
+
+// PrivateTargetError is the refusal of a connection to an address that
+// PublicAddr rejects, made when sked serve runs without
+// --allow-private-targets. The http kind reports it as a permanent failure.
+type PrivateTargetError struct {
+	Addr netip.Addr // the refused address
+}
+
+func (e *PrivateTargetError) Error() string {
+	return fmt.Sprintf("target %s is loopback/private; start sked serve with --allow-private-targets to allow it", e.Addr)
+}
+
+// guardControl is a net.Dialer Control function that refuses to connect to
+// non-public addresses. It runs after name resolution, once per address
+// actually dialled, so a name that resolves (or re-resolves, as in DNS
+// rebinding) to a private address is refused too, and so is every redirect
+// hop.
+func guardControl(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		host, _, splitErr := net.SplitHostPort(address)
+		if splitErr != nil {
+			return fmt.Errorf("guard %s address %q: %w", network, address, splitErr)
+		}
+		ip, parseErr := netip.ParseAddr(host)
+		if parseErr != nil {
+			return fmt.Errorf("guard %s address %q: %w", network, address, parseErr)
+		}
+		ap = netip.AddrPortFrom(ip, 0)
+	}
+	if !PublicAddr(ap.Addr()) {
+		return &PrivateTargetError{Addr: ap.Addr().Unmap()}
+	}
+	return nil
+}
