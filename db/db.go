@@ -159,8 +159,8 @@ type Claim struct {
 	RunID int64
 }
 
-// JobCreateParams describes a new job. The caller has validated it
-// (handlers use Validate); times are absolute.
+// JobCreateParams describes a new job. The caller (handlers) has validated
+// it; zero values mean the defaults; times are absolute.
 type JobCreateParams struct {
 	Type           string
 	Payload        json.RawMessage

@@ -7,7 +7,6 @@ package handlers
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -44,7 +43,7 @@ type Config struct {
 	// Creating one answers 422 with that reason.
 	DisabledTypes map[string]string
 	// MaxBodyBytes bounds a request body; bigger bodies answer 413. Zero
-	// means DefaultMaxBodyBytes.
+	// (or less) means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Logger receives the errors that end in a 5xx. Nil discards.
 	Logger *slog.Logger
@@ -72,8 +71,11 @@ func New(cfg Config) http.Handler {
 		wake:            cfg.Wake,
 		validatePayload: cfg.ValidatePayload,
 		disabledTypes:   cfg.DisabledTypes,
-		maxBodyBytes:    cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		maxBodyBytes:    cfg.MaxBodyBytes,
 		logger:          cfg.Logger,
+	}
+	if h.maxBodyBytes <= 0 {
+		h.maxBodyBytes = DefaultMaxBodyBytes
 	}
 	if h.wake == nil {
 		h.wake = func() {}

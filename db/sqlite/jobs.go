@@ -49,6 +49,9 @@ func scanJob(row scanner) (db.Job, error) {
 	j.Backoff = db.Duration(time.Duration(backoffMS) * time.Millisecond)
 	j.Jitter = db.Duration(time.Duration(jitterMS) * time.Millisecond)
 	j.CancelRequested = cancelReq != 0
+	if !j.Recurring() {
+		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
+	}
 	for _, f := range []struct {
 		dst **time.Time
 		src sql.NullString

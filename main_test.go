@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// skedBin is the sked binary the process tests run, built once by TestMain.
+var skedBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sked-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	skedBin = filepath.Join(dir, "sked")
+	out, err := exec.Command("go", "build", "-o", skedBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build sked: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// client talks to a sked under test.
+type client struct {
+	t    *testing.T
+	base string
+}
+
+func (c client) do(method, path string, body any) (int, []byte) {
+	c.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, c.base+path, r)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func (c client) create(body any) db.Job {
+	c.t.Helper()
+	code, b := c.do("POST", "/jobs", body)
+	if code != http.StatusCreated {
+		c.t.Fatalf("POST /jobs: %d %s", code, b)
+	}
+	var j db.Job
+	json.Unmarshal(b, &j)
+	return j
+}
+
+func (c client) job(id string) db.Job {
+	c.t.Helper()
+	code, b := c.do("GET", "/jobs/"+id, nil)
+	if code != http.StatusOK {
+		c.t.Fatalf("GET /jobs/%s: %d %s", id, code, b)
+	}
+	var j db.Job
+	json.Unmarshal(b, &j)
+	return j
+}
+
+func (c client) runs(id string) []db.Run {
+	c.t.Helper()
+	_, b := c.do("GET", "/jobs/"+id+"/runs", nil)
+	var r []db.Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		c.t.Fatalf("runs of %s: %v: %s", id, err, b)
+	}
+	return r
+}
+
+// waitFor polls cond every 20 ms for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c client) waitState(id string, state db.JobState) db.Job {
+	c.t.Helper()
+	var j db.Job
+	waitFor(c.t, fmt.Sprintf("job %s to be %s", id, state), func() bool { j = c.job(id); return j.State == state })
+	return j
+}
+
+// TestRun_Serve runs the appliance in-process through run(): an http job
+// fires on time against a local server, a recurring job fires each slot,
+// and cancelling the context shuts it down cleanly.
+func TestRun_Serve(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		hits []http.Header
+	)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits = append(hits, r.Header.Clone())
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	defer target.Close()
+
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--db", filepath.Join(t.TempDir(), "sked.db"), "--addr", addr,
+			"--allow-private-targets", "--log-format", "json"}, func(string) string { return "" }, io.Discard, &syncWriter{w: &logs})
+	}()
+	c := client{t, "http://" + addr}
+	waitFor(t, "the server to listen", func() bool { _, err := net.Dial("tcp", addr); return err == nil })
+
+	j := c.create(map[string]any{"type": "http", "payload": map[string]any{"url": target.URL}})
+	done1 := c.waitState(j.ID, db.StateDone)
+	if r := c.runs(j.ID); len(r) != 1 || r[0].Outcome != db.OutcomeSucceeded || r[0].Output != "ok" {
+		t.Fatalf("runs = %+v", r)
+	}
+	mu.Lock()
+	if len(hits) != 1 || hits[0].Get("Sked-Job-Id") != j.ID || hits[0].Get("Sked-Generation") != "1" {
+		t.Fatalf("target saw %v", hits)
+	}
+	mu.Unlock()
+	if done1.LeaseOwner != "" {
+		t.Fatalf("a done job keeps its lease owner")
+	}
+
+	rec := c.create(map[string]any{"type": "http", "schedule": "@every 1s", "payload": map[string]any{"url": target.URL}})
+	waitFor(t, "two slots of the recurring job", func() bool { return len(c.runs(rec.ID)) >= 2 })
+	runs := c.runs(rec.ID)
+	if !runs[0].Slot.Equal(runs[1].Slot.Add(time.Second)) {
+		t.Fatalf("slots %v and %v are not one second apart", runs[1].Slot, runs[0].Slot)
+	}
+
+	code, _ := c.do("DELETE", "/jobs/"+rec.ID, nil)
+	if code != http.StatusNoContent && code != http.StatusConflict {
+		t.Fatalf("DELETE recurring job: %d", code)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if !strings.Contains(logs.String(), `"msg":"run finished"`) {
+		t.Fatalf("no run outcome logged:\n%s", logs.String())
+	}
+}
+
+// syncWriter serialises writes from the server's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func TestRun_BadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--workers", "0"},
+		{"serve", "--lease", "soon"},
+		{"serve", "--log-format", "xml"},
+		{"serve", "--nope"},
+		{"frobnicate"},
+		{},
+	} {
+		err := run(context.Background(), args, func(string) string { return "" }, io.Discard, io.Discard)
+		if err == nil {
+			t.Errorf("run(%q) succeeded, want an error", args)
+		}
+	}
+	cfg, err := parseServeConfig(nil, func(k string) string {
+		return map[string]string{"SKED_WORKERS": "3", "SKED_ENABLE_EXEC": "true", "SKED_LEASE": "10s"}[k]
+	}, io.Discard)
+	if err != nil || cfg.Workers != 3 || !cfg.EnableExec || cfg.Lease != 10*time.Second || cfg.Addr != "127.0.0.1:8080" || cfg.DB != "sked.db" {
+		t.Fatalf("config from env = %+v, %v", cfg, err)
+	}
+}
+
+// proc is a sked serve process under test.
+type proc struct {
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+}
+
+func startServe(t *testing.T, dbPath, addr string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"serve", "--db", dbPath, "--addr", addr}, extra...)
+	cmd := exec.Command(skedBin, args...)
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = &syncWriter{w: logs}, &syncWriter{w: logs}
+	cmd.Env = append(os.Environ(), "SKED_DB=") // flags win; nothing inherited
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd, logs}
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	waitFor(t, "sked to listen on "+addr, func() bool {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+	return p
+}
+
+// evidence reads the lines the test jobs appended to path.
+func evidence(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// TestServe_Kill9MidRun kills the server with SIGKILL while an exec job
+// runs, starts it again on the same file, and checks that the job runs
+// again once its lease expires and then succeeds: late, not lost.
+func TestServe_Kill9MidRun(t *testing.T) {
+	dir := t.TempDir()
+	dbPath, addr, ev := filepath.Join(dir, "sked.db"), freeAddr(t), filepath.Join(dir, "evidence")
+	p := startServe(t, dbPath, addr, "--enable-exec", "--lease", "1s")
+	c := client{t, "http://" + addr}
+	j := c.create(map[string]any{"type": "exec", "payload": map[string]any{"command": []string{"sh", "-c",
+		`echo "start:$SKED_GENERATION" >> ` + ev + `; sleep 1; echo "end:$SKED_GENERATION" >> ` + ev}}})
+	waitFor(t, "the job to start", func() bool { return len(evidence(t, ev)) == 1 })
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+
+	startServe(t, dbPath, addr, "--enable-exec", "--lease", "1s")
+	done := c.waitState(j.ID, db.StateDone)
+	got := strings.Join(evidence(t, ev), " ")
+	// The killed run's child may outlive sked and finish too; the rerun
+	// holds the next generation either way.
+	if !strings.HasPrefix(got, "start:1") || !strings.Contains(got, "start:2") || !strings.HasSuffix(got, "end:2") {
+		t.Fatalf("evidence = %q, want generation 1 started and generation 2 run to the end", got)
+	}
+	runs := c.runs(j.ID)
+	if len(runs) != 2 || runs[1].Outcome != db.OutcomeLeaseExpired || runs[0].Outcome != db.OutcomeSucceeded {
+		t.Fatalf("runs = %+v, want lease_expired then succeeded", runs)
+	}
+	if done.Attempt != 2 {
+		t.Fatalf("attempt = %d, want 2", done.Attempt)
+	}
+}
+
+// TestServe_SIGTERMDrains sends SIGTERM while a job runs: sked stops
+// claiming, lets the job finish inside the grace period and exits 0.
+func TestServe_SIGTERMDrains(t *testing.T) {
+	dir := t.TempDir()
+	dbPath, addr, ev := filepath.Join(dir, "sked.db"), freeAddr(t), filepath.Join(dir, "evidence")
+	p := startServe(t, dbPath, addr, "--enable-exec", "--grace", "20s")
+	c := client{t, "http://" + addr}
+	j := c.create(map[string]any{"type": "exec", "payload": map[string]any{"command": []string{"sh", "-c",
+		`echo start >> ` + ev + `; sleep 1; echo end >> ` + ev}}})
+	later := c.create(map[string]any{"type": "exec", "runAt": time.Now().Add(time.Hour).Format(time.RFC3339),
+		"payload": map[string]any{"command": []string{"true"}}})
+	waitFor(t, "the job to start", func() bool { return len(evidence(t, ev)) == 1 })
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("sked exited with %v after SIGTERM:\n%s", err, p.logs)
+	}
+	if got := strings.Join(evidence(t, ev), " "); got != "start end" {
+		t.Fatalf("evidence = %q: the running job was not let finish", got)
+	}
+	startServe(t, dbPath, addr, "--enable-exec")
+	if got := c.job(j.ID); got.State != db.StateDone {
+		t.Fatalf("drained job is %s, want done", got.State)
+	}
+	if got := c.job(later.ID); got.State != db.StateReady {
+		t.Fatalf("future job is %s, want ready", got.State)
+	}
+}

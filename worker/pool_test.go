@@ -1,0 +1,213 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/worker"
+)
+
+// startPool runs a pool on store until the test ends and returns it with a
+// function that stops it and waits for Run to return.
+func startPool(t *testing.T, store *sqlite.Store, cfg worker.PoolConfig) (*worker.Pool, func()) {
+	t.Helper()
+	cfg.Store = store
+	cfg.NextDueFunc = store.JobNextDue
+	cfg.NowFunc = store.Now
+	if cfg.MaxIdle == 0 {
+		cfg.MaxIdle = time.Hour // wake-ups and due times must do the work
+	}
+	p := worker.NewPool(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return p, stop
+}
+
+func create(t *testing.T, s db.Store, p db.JobCreateParams) db.Job {
+	t.Helper()
+	j, _, err := s.JobCreate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// waitState polls until the job reaches state; it fails after 10 s.
+func waitState(t *testing.T, s db.Store, id string, state db.JobState) db.Job {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j, err := s.JobGet(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == state {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s is %s, want %s", id, j.State, state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func runs(t *testing.T, s db.Store, id string) []db.Run {
+	t.Helper()
+	r, _, err := s.RunList(context.Background(), db.RunListParams{JobID: id, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestPool_RunsAndRecords(t *testing.T) {
+	s := sqlitetest.Open(t)
+	var got atomic.Value
+	p, _ := startPool(t, s, worker.PoolConfig{Handlers: map[string]worker.HandlerFunc{
+		"greet": func(ctx context.Context, j *worker.Job) error {
+			got.Store(*j)
+			j.Output.Write([]byte("hello"))
+			return nil
+		},
+	}})
+	j := create(t, s, db.JobCreateParams{Type: "greet", IdempotencyKey: "k"})
+	p.Wake()
+	waitState(t, s, j.ID, db.StateDone)
+	seen := got.Load().(worker.Job)
+	if seen.ID != j.ID || seen.Attempt != 1 || seen.Generation != 1 || seen.IdempotencyKey != "k" {
+		t.Fatalf("handler saw %+v", seen)
+	}
+	r := runs(t, s, j.ID)
+	if len(r) != 1 || r[0].Outcome != db.OutcomeSucceeded || r[0].Output != "hello" || r[0].WorkerID != "local" {
+		t.Fatalf("runs = %+v", r)
+	}
+}
+
+// TestPool_SleepsUntilDue has no wake-up and a one-hour idle: only the
+// dispatcher's sleep until the earliest due time can start the job.
+func TestPool_SleepsUntilDue(t *testing.T) {
+	s := sqlitetest.Open(t)
+	j := create(t, s, db.JobCreateParams{Type: "later", RunAt: time.Now().Add(200 * time.Millisecond)})
+	startPool(t, s, worker.PoolConfig{Handlers: map[string]worker.HandlerFunc{
+		"later": func(context.Context, *worker.Job) error { return nil },
+	}})
+	waitState(t, s, j.ID, db.StateDone)
+}
+
+func TestPool_RetryThenDead(t *testing.T) {
+	s := sqlitetest.Open(t)
+	var calls atomic.Int32
+	p, _ := startPool(t, s, worker.PoolConfig{Handlers: map[string]worker.HandlerFunc{
+		"flaky": func(context.Context, *worker.Job) error { calls.Add(1); return errors.New("upstream down") },
+		"bad":   func(context.Context, *worker.Job) error { return worker.Permanent(errors.New("bad payload")) },
+	}})
+	flaky := create(t, s, db.JobCreateParams{Type: "flaky", MaxAttempts: 3, Backoff: 10 * time.Millisecond})
+	bad := create(t, s, db.JobCreateParams{Type: "bad", MaxAttempts: 3})
+	p.Wake()
+	j := waitState(t, s, flaky.ID, db.StateDead)
+	if calls.Load() != 3 || j.LastError != "upstream down" {
+		t.Fatalf("calls = %d, lastError %q", calls.Load(), j.LastError)
+	}
+	waitState(t, s, bad.ID, db.StateDead)
+	if r := runs(t, s, bad.ID); len(r) != 1 || !r[0].GaveUp {
+		t.Fatalf("a permanent failure retried: %+v", r)
+	}
+}
+
+func TestPool_Timeout(t *testing.T) {
+	s := sqlitetest.Open(t)
+	p, _ := startPool(t, s, worker.PoolConfig{Handlers: map[string]worker.HandlerFunc{
+		"slow": func(ctx context.Context, _ *worker.Job) error { <-ctx.Done(); return ctx.Err() },
+	}})
+	j := create(t, s, db.JobCreateParams{Type: "slow", MaxAttempts: 1, Timeout: 50 * time.Millisecond})
+	p.Wake()
+	waitState(t, s, j.ID, db.StateDead)
+	if r := runs(t, s, j.ID); r[0].Outcome != db.OutcomeTimedOut {
+		t.Fatalf("outcome = %s, want timed_out", r[0].Outcome)
+	}
+}
+
+// TestPool_RenewsLease runs a handler for several lease lengths while the
+// reaper runs: the renewals keep the lease, so the run is not reaped.
+func TestPool_RenewsLease(t *testing.T) {
+	s := sqlitetest.Open(t)
+	// Leases stay well above a write's latency under -race.
+	p, _ := startPool(t, s, worker.PoolConfig{Lease: 600 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
+		"long": func(ctx context.Context, _ *worker.Job) error {
+			select {
+			case <-time.After(2 * time.Second):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go (&worker.Reaper{Store: s, Interval: 20 * time.Millisecond}).Run(ctx)
+	j := create(t, s, db.JobCreateParams{Type: "long", MaxAttempts: 1})
+	p.Wake()
+	waitState(t, s, j.ID, db.StateDone)
+	if r := runs(t, s, j.ID); len(r) != 1 || r[0].Outcome != db.OutcomeSucceeded {
+		t.Fatalf("runs = %+v", r)
+	}
+}
+
+func TestPool_CancelRun(t *testing.T) {
+	s := sqlitetest.Open(t)
+	started := make(chan struct{})
+	p, _ := startPool(t, s, worker.PoolConfig{Lease: 600 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
+		"stoppable": func(ctx context.Context, _ *worker.Job) error { close(started); <-ctx.Done(); return ctx.Err() },
+	}})
+	j := create(t, s, db.JobCreateParams{Type: "stoppable"})
+	p.Wake()
+	<-started
+	if _, err := s.JobRequestCancelRun(context.Background(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, j.ID, db.StateCancelled)
+	if r := runs(t, s, j.ID); r[0].Outcome != db.OutcomeCancelled {
+		t.Fatalf("outcome = %s", r[0].Outcome)
+	}
+}
+
+// TestPool_ShutdownReleases stops a pool whose handler outlives the grace
+// period: the job is handed back, ready, without spending an attempt.
+func TestPool_ShutdownReleases(t *testing.T) {
+	s := sqlitetest.Open(t)
+	started := make(chan struct{})
+	var finished atomic.Bool
+	p, stop := startPool(t, s, worker.PoolConfig{Grace: 50 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
+		"stuck": func(ctx context.Context, _ *worker.Job) error { close(started); <-ctx.Done(); return ctx.Err() },
+		"quick": func(ctx context.Context, _ *worker.Job) error {
+			<-started
+			time.Sleep(10 * time.Millisecond)
+			finished.Store(true)
+			return nil
+		},
+	}})
+	stuck := create(t, s, db.JobCreateParams{Type: "stuck", MaxAttempts: 1})
+	quick := create(t, s, db.JobCreateParams{Type: "quick"})
+	p.Wake()
+	<-started
+	stop()
+	j, _ := s.JobGet(context.Background(), stuck.ID)
+	if j.State != db.StateReady || j.Attempt != 0 {
+		t.Fatalf("stuck job after shutdown: %s attempt %d, want ready attempt 0", j.State, j.Attempt)
+	}
+	if r := runs(t, s, stuck.ID); r[0].Outcome != db.OutcomeReleased {
+		t.Fatalf("outcome = %s, want released", r[0].Outcome)
+	}
+	if q, _ := s.JobGet(context.Background(), quick.ID); q.State != db.StateDone || !finished.Load() {
+		t.Fatalf("quick job was not let finish within the grace period: %s", q.State)
+	}
+}

@@ -1,0 +1,51 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// DefaultReapInterval is how often the reaper looks for expired leases.
+const DefaultReapInterval = 2 * time.Second
+
+// Reaper returns jobs whose worker stopped renewing its lease (it died, was
+// paused or lost the network) to ready, or to dead when their attempts are
+// spent.
+type Reaper struct {
+	Store interface {
+		RunReapExpired(ctx context.Context) (int, error)
+	}
+	Interval time.Duration // zero: DefaultReapInterval
+	Logger   *slog.Logger  // nil: discard
+}
+
+// Run reaps every Interval until ctx is done.
+func (r *Reaper) Run(ctx context.Context) error {
+	t := time.NewTicker(cmp.Or(r.Interval, DefaultReapInterval))
+	defer t.Stop()
+	for {
+		r.runOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Reaper) runOnce(ctx context.Context) {
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	n, err := r.Store.RunReapExpired(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		log.Error("reap expired leases", "err", err)
+	case n > 0:
+		log.Warn("reaped expired leases", "jobs", n)
+	}
+}
