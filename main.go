@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -20,11 +18,9 @@ import (
 	"time"
 	_ "time/tzdata" // IANA zones for schedules, even on a machine without them
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite"
-	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/worker"
 )
 
@@ -167,82 +163,15 @@ func boolFlags(args []string, names ...string) []string {
 	return out
 }
 
-// serve runs the appliance until ctx is done, then shuts down in reverse
-// order: stop taking requests, stop claiming, let running jobs finish within
-// the grace period and hand back the rest, close the store.
+// serve runs the appliance until ctx is done.
 func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	var logHandler slog.Handler = slog.NewTextHandler(stderr, nil)
 	if cfg.LogFormat == "json" {
 		logHandler = slog.NewJSONHandler(stderr, nil)
 	}
-	log := slog.New(logHandler)
-
-	store, err := sqlite.Open(ctx, cfg.DB)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-
-	kinds := map[string]worker.HandlerFunc{
-		"http": worker.HTTP(worker.HTTPConfig{AllowPrivate: cfg.AllowPrivateTargets, Secret: cfg.HTTPSecret}),
-	}
-	disabled := map[string]string{}
-	if cfg.EnableExec {
-		kinds["exec"] = worker.Exec()
-	} else {
-		disabled["exec"] = "exec jobs run commands on this machine and are off; start sked serve with --enable-exec to allow them"
-	}
-	hostname, _ := os.Hostname()
-	pool := worker.NewPool(worker.PoolConfig{
-		Store: store, Handlers: kinds, WorkerID: hostname + "/" + strconv.Itoa(os.Getpid()),
-		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
-		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log,
-	})
-	reaper := &worker.Reaper{Store: store, Logger: log}
-
-	srv := &http.Server{
-		Handler: handlers.New(handlers.Config{
-			Store: store, Wake: pool.Wake, ValidatePayload: worker.ValidatePayload,
-			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBody, Logger: log,
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(logHandler, slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	log.Info("sked serving", "addr", ln.Addr().String(), "db", cfg.DB, "workers", cfg.Workers,
-		"types", strings.Join(pool.Types(), ","), "version", version)
-
-	// Background services outlive the request context so that shutdown can
-	// order them.
-	svcCtx, stopServices := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServices()
-	var services errgroup.Group
-	services.Go(func() error { return pool.Run(svcCtx) })
-	services.Go(func() error { return reaper.Run(svcCtx) })
-
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err = <-serveErr:
-		err = fmt.Errorf("serve http: %w", err)
-	case <-ctx.Done():
-		log.Info("shutting down", "grace", cfg.Grace)
-	}
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if serr := srv.Shutdown(shutCtx); serr != nil {
-		log.Warn("http shutdown", "err", serr)
-	}
-	stopServices()
-	if werr := services.Wait(); werr != nil {
-		err = errors.Join(err, werr)
-	}
-	log.Info("stopped")
-	return err
+	return server.New(server.Config{
+		DB: cfg.DB, Addr: cfg.Addr, Workers: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
+		EnableExec: cfg.EnableExec, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
+		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), Version: version,
+	}).Run(ctx)
 }

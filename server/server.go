@@ -1,0 +1,147 @@
+// Package server wires sked together: it opens the store, builds the HTTP
+// API, the dispatcher pool and the reaper, serves until its context ends and
+// shuts them down in order. `sked serve` is a thin layer of flags over it, and
+// a Go program embeds sked by creating a Server, registering its own
+// handlers with Handle and calling Run.
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/worker"
+)
+
+// Config is what a Server runs with. Zero values mean the defaults of
+// DESIGN.md.
+type Config struct {
+	DB                  string        // SQLite file; default "sked.db"
+	Addr                string        // listen address; default "127.0.0.1:8080"
+	Listener            net.Listener  // if set, serve on it instead of listening on Addr
+	Workers             int           // jobs run at once by this process; default worker.DefaultSlots
+	Lease               time.Duration // default db.DefaultLease
+	Grace               time.Duration // shutdown wait for running jobs; default worker.DefaultGrace
+	EnableExec          bool          // run jobs of type exec
+	AllowPrivateTargets bool          // let http jobs call loopback and private addresses
+	HTTPSecret          string        // sign http jobs' requests
+	MaxBodyBytes        int64         // default 1 MiB
+	Logger              *slog.Logger  // nil: discard
+	Version             string
+}
+
+// Server is one sked process: API, dispatcher, workers and reaper.
+type Server struct {
+	cfg      Config
+	handlers map[string]worker.HandlerFunc
+}
+
+// New returns a server for cfg with the built-in kinds registered (http,
+// and exec when enabled).
+func New(cfg Config) *Server {
+	cfg.DB = cmp.Or(cfg.DB, "sked.db")
+	cfg.Addr = cmp.Or(cfg.Addr, "127.0.0.1:8080")
+	cfg.Workers = cmp.Or(cfg.Workers, worker.DefaultSlots)
+	cfg.Lease = cmp.Or(cfg.Lease, db.DefaultLease)
+	cfg.Grace = cmp.Or(cfg.Grace, worker.DefaultGrace)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{cfg: cfg, handlers: map[string]worker.HandlerFunc{
+		"http": worker.HTTP(worker.HTTPConfig{AllowPrivate: cfg.AllowPrivateTargets, Secret: cfg.HTTPSecret}),
+	}}
+	if cfg.EnableExec {
+		s.handlers["exec"] = worker.Exec()
+	}
+	return s
+}
+
+// Handle registers h for jobs of type typ, run by this process's pool. Call
+// it before Run; a later registration of the same type replaces the earlier.
+func (s *Server) Handle(typ string, h worker.HandlerFunc) { s.handlers[typ] = h }
+
+// Run opens the store and serves until ctx is done, then shuts down in
+// reverse order: stop taking requests, stop claiming, let running jobs
+// finish within the grace period and hand back the rest, close the store.
+func (s *Server) Run(ctx context.Context) error {
+	cfg, log := s.cfg, s.cfg.Logger
+	store, err := sqlite.Open(ctx, cfg.DB)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	disabled := map[string]string{}
+	if !cfg.EnableExec {
+		disabled["exec"] = "exec jobs run commands on this machine and are off; start sked serve with --enable-exec to allow them"
+	}
+	hostname, _ := os.Hostname()
+	pool := worker.NewPool(worker.PoolConfig{
+		Store: store, Handlers: s.handlers, WorkerID: hostname + "/" + strconv.Itoa(os.Getpid()),
+		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
+		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log,
+	})
+	reaper := &worker.Reaper{Store: store, Logger: log}
+
+	srv := &http.Server{
+		Handler: handlers.New(handlers.Config{
+			Store: store, Wake: pool.Wake, ValidatePayload: worker.ValidatePayload,
+			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		}
+	}
+	log.Info("sked serving", "addr", ln.Addr().String(), "db", cfg.DB, "workers", cfg.Workers,
+		"types", strings.Join(pool.Types(), ","), "version", cfg.Version)
+
+	// Background services outlive the request context so that shutdown can
+	// order them.
+	svcCtx, stopServices := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServices()
+	var services errgroup.Group
+	services.Go(func() error { return pool.Run(svcCtx) })
+	services.Go(func() error { return reaper.Run(svcCtx) })
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err = <-serveErr:
+		err = fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+		log.Info("shutting down", "grace", cfg.Grace)
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutCtx); serr != nil {
+		log.Warn("http shutdown", "err", serr)
+	}
+	stopServices()
+	if werr := services.Wait(); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	log.Info("stopped")
+	return err
+}
