@@ -1,0 +1,35 @@
+package db
+
+import (
+	"context"
+	"time"
+)
+
+// Stats is what the database says about the queue at one instant, for
+// metrics. Every count covers the jobs present in the database.
+type Stats struct {
+	// ReadyOldestDue is the due time of the oldest ready job that is due
+	// (next_run_at at or before now); zero when none is.
+	ReadyOldestDue time.Time
+	// DueNextMinute counts the ready jobs due within a minute of now,
+	// including those already overdue: the backlog a worker fleet faces.
+	DueNextMinute int64
+	// JobsByState counts jobs per state; every state is present.
+	JobsByState map[JobState]int64
+	// RunningByType counts running jobs per type; types with none are absent.
+	RunningByType map[string]int64
+	// MissedSlots is the sum of the jobs' missed-slot counters. Retention
+	// never deletes recurring jobs, so it only grows.
+	MissedSlots int64
+}
+
+// StatsReader reads queue statistics. It is apart from Store so that a
+// backend can offer it (and metrics use it) without every Store having to.
+type StatsReader interface {
+	// Stats reads the statistics as of now, the store's clock. It only
+	// reads, through the partial indexes where it can.
+	Stats(ctx context.Context, now time.Time) (Stats, error)
+}
+
+// AllStates lists every job state, in lifecycle order.
+var AllStates = []JobState{StateReady, StateRunning, StateDone, StateDead, StateCancelled, StatePaused}

@@ -1,0 +1,200 @@
+// Package metrics exposes the measures of DESIGN.md "What the operator sees"
+// in the Prometheus text format, on a registry of its own (never the global
+// default one, so that two servers in one process do not collide).
+//
+// Two kinds of measure meet here. Gauges of the queue (oldest ready job, jobs
+// due in the next minute, jobs per state, running per type, dead letters,
+// missed slots) are read from the database at every scrape through
+// db.StatsReader, so they are true whichever process changed the rows.
+// Counters and histograms of what happens (claim and completion latency,
+// start lateness, attempts, stale writes, lease expirations, run outcomes)
+// are observed by Store, a decorator of the store the pool, the reaper and the
+// worker API use.
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// Config is what New needs. Zero values mean the defaults stated per field.
+type Config struct {
+	// Stats is read at every scrape for the queue gauges. Nil leaves them
+	// out.
+	Stats db.StatsReader
+	// NowFunc is the store's clock, which due times are compared with. Nil
+	// means time.Now.
+	NowFunc func() time.Time
+	// Logger receives scrape errors. Nil discards.
+	Logger *slog.Logger
+}
+
+// StatsTimeout bounds how long a scrape waits for the database.
+const StatsTimeout = 5 * time.Second
+
+// Metrics is sked's registry and the collectors observed where things
+// happen. Safe for concurrent use.
+type Metrics struct {
+	reg    *prometheus.Registry
+	logger *slog.Logger
+	now    func() time.Time
+
+	claimSeconds     prometheus.Histogram
+	finishSeconds    prometheus.Histogram
+	startLateness    prometheus.Histogram
+	runAttempts      prometheus.Histogram
+	leaseExpirations prometheus.Counter
+	staleWrites      *prometheus.CounterVec // by write: heartbeat or finish
+	runs             *prometheus.CounterVec // by type and outcome
+}
+
+// latencyBuckets are for store calls: 0.5 ms to about 4 s.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2, 14)
+
+// New returns the metrics of one sked process, with the Go runtime and
+// process collectors registered beside sked's own.
+func New(cfg Config) *Metrics {
+	if cfg.NowFunc == nil {
+		cfg.NowFunc = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Metrics{
+		reg:    prometheus.NewRegistry(),
+		logger: cfg.Logger,
+		now:    cfg.NowFunc,
+		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sked_claim_duration_seconds",
+			Help:    "Time a claim of due jobs took in the store, empty claims included.",
+			Buckets: latencyBuckets,
+		}),
+		finishSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sked_completion_duration_seconds",
+			Help:    "Time recording a run's outcome took in the store.",
+			Buckets: latencyBuckets,
+		}),
+		startLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sked_start_lateness_seconds",
+			Help:    "Start minus due time of each claimed job, observed at claim.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}),
+		runAttempts: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sked_run_attempts",
+			Help:    "Attempt number of each run whose outcome was recorded (released runs excluded).",
+			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 50},
+		}),
+		leaseExpirations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sked_lease_expirations_total",
+			Help: "Runs whose lease expired and were taken back by the reaper.",
+		}),
+		staleWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sked_stale_writes_total",
+			Help: "Heartbeats and completions refused because their lease generation no longer held the job.",
+		}, []string{"write"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sked_runs_total",
+			Help: "Runs whose outcome was recorded, by job type and outcome.",
+		}, []string{"type", "outcome"}),
+	}
+	m.reg.MustRegister(m.claimSeconds, m.finishSeconds, m.startLateness, m.runAttempts,
+		m.leaseExpirations, m.staleWrites, m.runs,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, w := range []string{staleHeartbeat, staleFinish} {
+		m.staleWrites.WithLabelValues(w)
+	}
+	if cfg.Stats != nil {
+		m.reg.MustRegister(newDBCollector(cfg.Stats, cfg.NowFunc))
+	}
+	return m
+}
+
+// Labels of sked_stale_writes_total.
+const (
+	staleHeartbeat = "heartbeat"
+	staleFinish    = "finish"
+)
+
+// Registry is the registry behind Handler; an embedding program may register
+// its own collectors on it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus text format. A failed read
+// of the database leaves its gauges out of the answer and is logged; the
+// other metrics are still served.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(m.logger.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      m.reg,
+	})
+}
+
+// dbCollector reads the queue gauges from the database at scrape time.
+type dbCollector struct {
+	stats db.StatsReader
+	now   func() time.Time
+
+	oldestAge, dueNextMinute, jobs, running, dead, missed *prometheus.Desc
+}
+
+func newDBCollector(stats db.StatsReader, now func() time.Time) *dbCollector {
+	return &dbCollector{
+		stats: stats,
+		now:   now,
+		oldestAge: prometheus.NewDesc("sked_ready_oldest_age_seconds",
+			"How long the oldest due ready job has waited past its due time; 0 when none is due.", nil, nil),
+		dueNextMinute: prometheus.NewDesc("sked_jobs_due_next_minute",
+			"Ready jobs due within the next minute, overdue ones included.", nil, nil),
+		jobs:    prometheus.NewDesc("sked_jobs", "Jobs in the database by state.", []string{"state"}, nil),
+		running: prometheus.NewDesc("sked_running_jobs", "Jobs leased to a worker, by type.", []string{"type"}, nil),
+		dead:    prometheus.NewDesc("sked_dead_jobs", "Jobs in the dead-letter list (state dead).", nil, nil),
+		missed: prometheus.NewDesc("sked_missed_slots_total",
+			"Recurring slots that did not run (overlap, downtime, paused, clock step).", nil, nil),
+	}
+}
+
+func (c *dbCollector) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.oldestAge, c.dueNextMinute, c.jobs, c.running, c.dead, c.missed}
+}
+
+// Describe implements prometheus.Collector.
+func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs() {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector with one read of the statistics.
+func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), StatsTimeout)
+	defer cancel()
+	now := c.now()
+	st, err := c.stats.Stats(ctx, now)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.oldestAge, err)
+		return
+	}
+	age := 0.0
+	if !st.ReadyOldestDue.IsZero() {
+		age = max(now.Sub(st.ReadyOldestDue).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(c.oldestAge, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(c.dueNextMinute, prometheus.GaugeValue, float64(st.DueNextMinute))
+	for state, n := range st.JobsByState {
+		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(n), string(state))
+	}
+	for typ, n := range st.RunningByType {
+		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(n), typ)
+	}
+	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.GaugeValue, float64(st.JobsByState[db.StateDead]))
+	ch <- prometheus.MustNewConstMetric(c.missed, prometheus.CounterValue, float64(st.MissedSlots))
+}

@@ -1,0 +1,122 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+var _ db.Store = (*Store)(nil)
+
+// Store is a db.Store that observes the worker-facing calls: it times
+// RunClaim and RunFinish, measures each claimed job's start lateness, counts
+// stale heartbeats and completions, lease expirations and run outcomes, and
+// the attempt number of each recorded run. Every other method passes through
+// unchanged. Hand it to the pool, the reaper and the worker API alike.
+type Store struct {
+	db.Store // the store observed; never nil
+
+	m *Metrics
+
+	mu       sync.Mutex
+	attempts map[string]claimed // by job id; guarded by mu
+}
+
+// claimed is what RunFinish needs to know of the claim it closes.
+type claimed struct {
+	generation int64
+	attempt    int
+}
+
+// maxTracked bounds Store.attempts. An entry lives from claim to finish;
+// only a remote worker that dies leaves one behind, until the job is claimed
+// again. Past the bound the map is cleared, losing the attempt observations
+// of the runs in flight, never memory.
+const maxTracked = 100_000
+
+// Store returns s observed by m.
+func (m *Metrics) Store(s db.Store) *Store {
+	if s == nil {
+		panic("metrics: Store needs a store")
+	}
+	return &Store{Store: s, m: m, attempts: map[string]claimed{}}
+}
+
+// RunClaim claims through the store, timing the call and observing each
+// claimed job's lateness against the store's clock.
+func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	start := time.Now()
+	claims, err := s.Store.RunClaim(ctx, p)
+	s.m.claimSeconds.Observe(time.Since(start).Seconds())
+	if len(claims) == 0 {
+		return claims, err
+	}
+	now := s.m.now()
+	s.mu.Lock()
+	if len(s.attempts)+len(claims) > maxTracked {
+		clear(s.attempts)
+	}
+	for _, c := range claims {
+		s.attempts[c.Job.ID] = claimed{generation: c.Job.LeaseGeneration, attempt: c.Job.Attempt}
+	}
+	s.mu.Unlock()
+	for _, c := range claims {
+		if due := c.Job.NextRunAt; due != nil {
+			s.m.startLateness.Observe(max(now.Sub(*due).Seconds(), 0))
+		}
+	}
+	return claims, err
+}
+
+// RunHeartbeat renews through the store and counts a stale refusal.
+func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
+	hb, err := s.Store.RunHeartbeat(ctx, p)
+	if errors.Is(err, db.ErrStale) {
+		s.m.staleWrites.WithLabelValues(staleHeartbeat).Inc()
+		s.forget(p.JobID, p.Generation) // the worker abandons the run
+	}
+	return hb, err
+}
+
+// RunFinish records through the store, timing the call and counting the
+// outcome, or the refusal when it is stale.
+func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
+	start := time.Now()
+	j, err := s.Store.RunFinish(ctx, p)
+	s.m.finishSeconds.Observe(time.Since(start).Seconds())
+	c, ok := s.forget(p.JobID, p.Generation)
+	switch {
+	case errors.Is(err, db.ErrStale):
+		s.m.staleWrites.WithLabelValues(staleFinish).Inc()
+	case err != nil:
+	default:
+		s.m.runs.WithLabelValues(j.Type, string(p.Outcome)).Inc()
+		if ok && p.Outcome != db.OutcomeReleased {
+			s.m.runAttempts.Observe(float64(c.attempt))
+		}
+	}
+	return j, err
+}
+
+// RunReapExpired reaps through the store and counts the expirations.
+func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
+	n, err := s.Store.RunReapExpired(ctx)
+	s.m.leaseExpirations.Add(float64(n))
+	return n, err
+}
+
+// forget drops the claim of jobID if it is the one of generation, and
+// returns it.
+func (s *Store) forget(jobID string, generation int64) (claimed, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.attempts[jobID]
+	if !ok || c.generation != generation {
+		return claimed{}, false
+	}
+	delete(s.attempts, jobID)
+	return c, true
+}
