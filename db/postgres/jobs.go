@@ -1,0 +1,376 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/lifecycle"
+	"github.com/sked-dev/sked/schedule"
+)
+
+// jobColumns is the column list every job query selects, in scanJob's order.
+const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, slot,
+	attempt, max_attempts, lease_owner, lease_until, lease_generation,
+	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
+	cancel_requested, missed_slots, last_error, created_at, updated_at`
+
+// wakeHorizon is how soon a job must be due for its write to NOTIFY the
+// dispatchers; later jobs are found by their next poll of the due time.
+const wakeHorizon = 5 * time.Second
+
+func scanJob(row pgx.Row) (db.Job, error) {
+	var (
+		j                              db.Job
+		payload                        []byte
+		sched, owner, key, lastErr     *string
+		timeoutMS, backoffMS, jitterMS int64
+	)
+	err := row.Scan(&j.ID, &j.Type, &payload, &sched, &j.Timezone, &j.State, &j.NextRunAt, &j.Slot,
+		&j.Attempt, &j.MaxAttempts, &owner, &j.LeaseUntil, &j.LeaseGeneration,
+		&key, &j.Overlap, &j.Misfire, &timeoutMS, &backoffMS, &jitterMS,
+		&j.CancelRequested, &j.MissedSlots, &lastErr, &j.CreatedAt, &j.UpdatedAt)
+	if err != nil {
+		if err = translate(err); errors.Is(err, db.ErrNotFound) {
+			return db.Job{}, err
+		}
+		return db.Job{}, fmt.Errorf("scan job: %w", err)
+	}
+	j.Payload = payload
+	j.Schedule, j.LeaseOwner, j.IdempotencyKey, j.LastError = deref(sched), deref(owner), deref(key), deref(lastErr)
+	j.Timeout = db.Duration(time.Duration(timeoutMS) * time.Millisecond)
+	j.Backoff = db.Duration(time.Duration(backoffMS) * time.Millisecond)
+	j.Jitter = db.Duration(time.Duration(jitterMS) * time.Millisecond)
+	if !j.Recurring() {
+		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
+	}
+	j.NextRunAt, j.Slot, j.LeaseUntil = utc(j.NextRunAt), utc(j.Slot), utc(j.LeaseUntil)
+	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	return j, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// JobCreate inserts a job; see db.Store.
+func (s *Store) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error) {
+	var (
+		job     db.Job
+		created bool
+	)
+	err := s.withTx(ctx, func(tx pgx.Tx, now time.Time) error {
+		id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
+		slot := p.RunAt
+		if p.Schedule != "" {
+			sched, err := schedule.Parse(p.Schedule, p.Timezone)
+			if err != nil {
+				return &db.ValidationError{Field: "schedule", Msg: err.Error()}
+			}
+			slot = sched.Next(now)
+			if slot.IsZero() {
+				return &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
+			}
+		}
+		if slot.IsZero() {
+			slot = now
+		}
+		due := lifecycle.DueAt(id, slot, p.Jitter)
+		payload := p.Payload
+		if len(payload) == 0 {
+			payload = []byte("{}")
+		}
+		var err error
+		job, err = scanJob(tx.QueryRow(ctx, `
+			INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
+				max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
+				created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, 'ready', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
+			ON CONFLICT (idempotency_key) DO NOTHING
+			RETURNING `+jobColumns,
+			id, p.Type, string(payload), nullString(p.Schedule), cmp.Or(p.Timezone, "UTC"),
+			due, slot, cmp.Or(p.MaxAttempts, db.DefaultMaxAttempts), nullString(p.IdempotencyKey),
+			cmp.Or(p.Overlap, db.OverlapSkip), cmp.Or(p.Misfire, db.MisfireRunOnce),
+			cmp.Or(p.Timeout, db.DefaultTimeout).Milliseconds(), cmp.Or(p.Backoff, db.DefaultBackoff).Milliseconds(),
+			p.Jitter.Milliseconds(), now))
+		if errors.Is(err, db.ErrNotFound) {
+			// The idempotency key is taken (ON CONFLICT waited for the
+			// transaction that took it): return the first job.
+			job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = $1`, p.IdempotencyKey))
+			if err != nil {
+				return fmt.Errorf("get job by idempotency key: %w", err)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		created = true
+		return notifyIfDue(ctx, tx, job, now)
+	})
+	if err != nil {
+		if err = translate(err); errors.Is(err, db.ErrInvalid) {
+			return db.Job{}, false, err
+		}
+		return db.Job{}, false, fmt.Errorf("create job: %w", err)
+	}
+	return job, created, nil
+}
+
+// notifyIfDue wakes every node's dispatcher, at commit, when j is ready and
+// due within wakeHorizon.
+func notifyIfDue(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) error {
+	if j.State != db.StateReady || j.NextRunAt == nil || j.NextRunAt.After(now.Add(wakeHorizon)) {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, wakeChannel); err != nil {
+		return fmt.Errorf("notify %s: %w", wakeChannel, err)
+	}
+	return nil
+}
+
+// JobGet returns a job; see db.Store.
+func (s *Store) JobGet(ctx context.Context, id string) (db.Job, error) {
+	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return db.Job{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return j, err
+}
+
+// JobList returns a page of jobs, newest first; see db.Store.
+func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, string, error) {
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, cond+" $"+strconv.Itoa(len(args)))
+	}
+	if p.State != "" {
+		arg("state =", string(p.State))
+	}
+	if p.Type != "" {
+		arg("type =", p.Type)
+	}
+	if p.Cursor != "" {
+		arg("id <", p.Cursor)
+	}
+	q := `SELECT ` + jobColumns + ` FROM jobs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := cmp.Or(p.Limit, 50)
+	args = append(args, limit+1)
+	q += ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
+	jobs, err := queryJobs(ctx, s.pool, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list jobs: %w", err)
+	}
+	if jobs == nil {
+		jobs = []db.Job{}
+	}
+	next := ""
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+		next = jobs[limit-1].ID
+	}
+	return jobs, next, nil
+}
+
+// JobCancel cancels a job no worker holds; see db.Store.
+func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "cancel", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
+		switch j.State {
+		case db.StateCancelled:
+			return j, nil
+		case db.StateReady, db.StatePaused, db.StateDead:
+			return updateJobState(ctx, tx, j, db.StateCancelled, nil, now)
+		case db.StateRunning:
+			run, err := liveRun(ctx, tx, j)
+			if err != nil {
+				return db.Job{}, err
+			}
+			return db.Job{}, &db.ConflictError{State: j.State, Run: run, Msg: fmt.Sprintf(
+				"job %s is running on worker %s (run %d, attempt %d); it cannot be cancelled now: ask the handler to stop with POST /jobs/%s/cancel-run",
+				j.ID, j.LeaseOwner, run.ID, j.Attempt, j.ID)}
+		default:
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is already %s", j.ID, j.State)}
+		}
+	})
+}
+
+// JobPause pauses a ready job; see db.Store.
+func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "pause", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
+		switch j.State {
+		case db.StatePaused:
+			return j, nil
+		case db.StateReady:
+			return updateJobState(ctx, tx, j, db.StatePaused, j.NextRunAt, now)
+		default:
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be paused", j.ID, j.State)}
+		}
+	})
+}
+
+// JobResume resumes a paused job; see db.Store.
+func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "resume", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
+		switch j.State {
+		case db.StateReady:
+			return j, nil
+		case db.StatePaused:
+		default:
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a paused job can be resumed", j.ID, j.State)}
+		}
+		var out db.Job
+		var err error
+		if !j.Recurring() {
+			out, err = updateJobState(ctx, tx, j, db.StateReady, j.NextRunAt, now)
+		} else {
+			out, err = resumeSchedule(ctx, tx, j, now)
+		}
+		if err != nil {
+			return db.Job{}, err
+		}
+		return out, notifyIfDue(ctx, tx, out, now)
+	})
+}
+
+// resumeSchedule moves a paused recurring job to its next future slot and
+// records the slots it slept through as missed.
+func resumeSchedule(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
+	sched, err := schedule.Parse(j.Schedule, j.Timezone)
+	if err != nil {
+		return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+	}
+	slot, missed := lifecycle.Resumed(sched, *j.Slot, now)
+	if err := insertMissed(ctx, tx, j.ID, missed, now); err != nil {
+		return db.Job{}, err
+	}
+	due := lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter))
+	return scanJob(tx.QueryRow(ctx, `
+		UPDATE jobs SET state = 'ready', slot = $1, next_run_at = $2, attempt = 0,
+			missed_slots = missed_slots + $3, updated_at = $4
+		WHERE id = $5 RETURNING `+jobColumns,
+		slot, due, missed.Total, now, j.ID))
+}
+
+// JobRetry puts a dead job back to ready; see db.Store.
+func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "retry", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
+		if j.State != db.StateDead {
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a dead job can be retried", j.ID, j.State)}
+		}
+		out, err := scanJob(tx.QueryRow(ctx, `
+			UPDATE jobs SET state = 'ready', next_run_at = $1, attempt = 0, updated_at = $1
+			WHERE id = $2 RETURNING `+jobColumns,
+			now, j.ID))
+		if err != nil {
+			return db.Job{}, err
+		}
+		return out, notifyIfDue(ctx, tx, out, now)
+	})
+}
+
+// JobRequestCancelRun marks a running job for cooperative cancellation; see
+// db.Store.
+func (s *Store) JobRequestCancelRun(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "request cancel", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
+		if j.State != db.StateRunning {
+			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a running job can be asked to stop", j.ID, j.State)}
+		}
+		return scanJob(tx.QueryRow(ctx, `
+			UPDATE jobs SET cancel_requested = true, updated_at = $1
+			WHERE id = $2 AND lease_generation = $3 RETURNING `+jobColumns,
+			now, j.ID, j.LeaseGeneration))
+	})
+}
+
+// JobNextDue returns when the earliest ready job of types is due; see
+// db.Store. It reads the jobs_ready partial index only.
+func (s *Store) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
+	q, args := `SELECT next_run_at FROM jobs WHERE state = 'ready'`, []any{}
+	if len(types) > 0 {
+		q, args = q+` AND type = ANY($1)`, append(args, types)
+	}
+	var next time.Time
+	err := s.pool.QueryRow(ctx, q+` ORDER BY next_run_at LIMIT 1`, args...).Scan(&next)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+	}
+	return next.UTC(), true, nil
+}
+
+// transition reads job id for update inside a transaction and applies fn,
+// which returns the job as it leaves it. The row lock holds off claims,
+// finishes and reaps of the job until the transaction ends.
+func (s *Store) transition(ctx context.Context, id, what string, fn func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error)) (db.Job, error) {
+	var out db.Job
+	err := s.withTx(ctx, func(tx pgx.Tx, now time.Time) error {
+		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		out, err = fn(tx, j, now)
+		return err
+	})
+	if err != nil {
+		var conflict *db.ConflictError
+		if errors.Is(err, db.ErrNotFound) || errors.As(err, &conflict) {
+			return db.Job{}, err
+		}
+		return db.Job{}, fmt.Errorf("%s job %s: %w", what, id, err)
+	}
+	return out, nil
+}
+
+// updateJobState moves a job no worker holds to state. The WHERE names the
+// state read (and locked) in the same transaction.
+func updateJobState(ctx context.Context, tx pgx.Tx, j db.Job, state db.JobState, next *time.Time, now time.Time) (db.Job, error) {
+	if state == db.StateCancelled {
+		next = nil
+	}
+	return scanJob(tx.QueryRow(ctx, `
+		UPDATE jobs SET state = $1, next_run_at = $2, updated_at = $3
+		WHERE id = $4 AND state = $5 RETURNING `+jobColumns,
+		string(state), next, now, j.ID, string(j.State)))
+}
+
+// querier is what queryJobs reads from: the pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func queryJobs(ctx context.Context, q querier, sql string, args ...any) ([]db.Job, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var jobs []db.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
