@@ -33,3 +33,12 @@ type StatsReader interface {
 
 // AllStates lists every job state, in lifecycle order.
 var AllStates = []JobState{StateReady, StateRunning, StateDone, StateDead, StateCancelled, StatePaused}
+
+// ReadyChecker tells whether the database can serve: it is reachable, takes
+// writes and has the schema this binary expects. Apart from Store like
+// StatsReader.
+type ReadyChecker interface {
+	// Ready returns nil when the database is ready, else an error saying
+	// what is wrong. It changes nothing.
+	Ready(ctx context.Context) error
+}

@@ -1,0 +1,47 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sked-dev/sked/db"
+)
+
+var _ db.ReadyChecker = (*Store)(nil)
+
+// errPending is returned by Ready when the file's schema is behind the
+// migrations of this binary.
+var errPending = errors.New("database schema is behind this binary's migrations; run sked migrate")
+
+// Ready checks that the schema is current and that the writer can take the
+// write lock and write; see db.ReadyChecker. The write rewrites
+// user_version with its own value inside a transaction that is rolled back,
+// so nothing reaches the file: a read-only file or directory fails it, a
+// held lock makes it wait up to busy_timeout.
+func (s *Store) Ready(ctx context.Context) error {
+	p, err := Migrations(s.write)
+	if err != nil {
+		return err
+	}
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return fmt.Errorf("check migrations: %w", err)
+	}
+	if pending {
+		return errPending
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin write: %w", err)
+	}
+	defer tx.Rollback()
+	var v int64
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("read user_version: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
+		return fmt.Errorf("write user_version: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db/sqlite"
+)
+
+func TestStore_Ready(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sked.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Ready(ctx); err != nil {
+		t.Fatalf("fresh store: Ready = %v, want nil", err)
+	}
+
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetMaxOpenConns(1)
+
+	t.Run("Locked", func(t *testing.T) {
+		conn, err := other.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+			t.Fatal(err)
+		}
+		lctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		if err := s.Ready(lctx); err == nil {
+			t.Error("Ready while another process holds the write lock = nil, want an error")
+		}
+		if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ready(ctx); err != nil {
+			t.Errorf("Ready after the lock is released = %v, want nil", err)
+		}
+	})
+
+	t.Run("Pending", func(t *testing.T) {
+		if _, err := other.ExecContext(ctx, `DELETE FROM goose_db_version WHERE version_id =
+			(SELECT max(version_id) FROM goose_db_version)`); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ready(ctx); err == nil || !strings.Contains(err.Error(), "sked migrate") {
+			t.Errorf("Ready with a migration pending = %v, want an error naming sked migrate", err)
+		}
+	})
+}
