@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/worker"
 )
@@ -30,7 +29,7 @@ import (
 // Config is what a Server runs with. Zero values mean the defaults of
 // DESIGN.md.
 type Config struct {
-	DB                  string        // SQLite file; default "sked.db"
+	DB                  string        // SQLite file, or a postgres:// URL (see OpenStore); default "sked.db"
 	Addr                string        // listen address; default "127.0.0.1:8080"
 	Listener            net.Listener  // if set, serve on it instead of listening on Addr
 	Workers             int           // jobs run at once by this process; default worker.DefaultSlots
@@ -79,7 +78,7 @@ func (s *Server) Handle(typ string, h worker.HandlerFunc) { s.handlers[typ] = h 
 // finish within the grace period and hand back the rest, close the store.
 func (s *Server) Run(ctx context.Context) error {
 	cfg, log := s.cfg, s.cfg.Logger
-	store, err := sqlite.Open(ctx, cfg.DB)
+	store, err := OpenStore(ctx, cfg.DB)
 	if err != nil {
 		return err
 	}
@@ -93,7 +92,7 @@ func (s *Server) Run(ctx context.Context) error {
 	pool := worker.NewPool(worker.PoolConfig{
 		Store: store, Handlers: s.handlers, WorkerID: hostname + "/" + strconv.Itoa(os.Getpid()),
 		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
-		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log,
+		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log, MaxIdle: jitteredIdle(worker.DefaultMaxIdle),
 	})
 	reaper := &worker.Reaper{Store: store, Logger: log}
 
@@ -114,7 +113,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 		}
 	}
-	log.Info("sked serving", "addr", ln.Addr().String(), "db", cfg.DB, "workers", cfg.Workers,
+	log.Info("sked serving", "addr", ln.Addr().String(), "db", redactDSN(cfg.DB), "workers", cfg.Workers,
 		"types", strings.Join(pool.Types(), ","), "version", cfg.Version)
 
 	// Background services outlive the request context so that shutdown can
@@ -124,6 +123,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var services errgroup.Group
 	services.Go(func() error { return pool.Run(svcCtx) })
 	services.Go(func() error { return reaper.Run(svcCtx) })
+	services.Go(func() error { return forwardWakeups(svcCtx, store, pool.Wake) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
