@@ -1,0 +1,79 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/worker"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the pool's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestPool_LogsEachOutcome checks the one structured line per run outcome
+// that an operator greps for: job id, type, attempt, generation, outcome
+// and duration.
+func TestPool_LogsEachOutcome(t *testing.T) {
+	s := sqlitetest.Open(t)
+	var logs lockedBuffer
+	startPool(t, s, worker.PoolConfig{
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Handlers: map[string]worker.HandlerFunc{
+			"ok":   func(context.Context, *worker.Job) error { return nil },
+			"fail": func(context.Context, *worker.Job) error { return worker.Permanent(errors.New("bad input")) },
+		},
+	})
+	ok := create(t, s, db.JobCreateParams{Type: "ok"})
+	fail := create(t, s, db.JobCreateParams{Type: "fail"})
+
+	want := map[string]struct {
+		level, outcome string
+	}{ok.ID: {"INFO", "succeeded"}, fail.ID: {"WARN", "failed"}}
+	lines := map[string]map[string]any{}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(lines) < len(want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no run outcome lines for every job after 20 s; log:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "run finished" {
+				lines[m["job_id"].(string)] = m
+			}
+		}
+	}
+	for id, w := range want {
+		m := lines[id]
+		if m["level"] != w.level || m["outcome"] != w.outcome || m["attempt"] != 1.0 || m["generation"] != 1.0 {
+			t.Errorf("job %s: log line %v, want level %s, outcome %s, attempt 1, generation 1", id, m, w.level, w.outcome)
+		}
+		if _, ok := m["duration"]; !ok {
+			t.Errorf("job %s: log line %v has no duration", id, m)
+		}
+	}
+}
