@@ -1,0 +1,186 @@
+// Package checker judges the evidence a sked run leaves behind: the test
+// client's log of acknowledged enqueues and cancels, the no-op jobs' log of
+// executions, optionally the server's JSON log of completions and refusals,
+// and the final SQLite database. It answers with the list of violations of
+// sked's guarantees (DESIGN.md), each naming the job and the evidence lines
+// that show it. Fault tests (kill -9, power loss, disk full) run sked, break
+// it, and call Check afterwards; `sked check` is the same from a shell.
+//
+// The rules, each with its precise definition, are documented on the Rule
+// constants. They are written to give no false alarm on a correct run: where
+// the evidence is coarser than the truth (the database stores times to the
+// millisecond), a rule gives the store the benefit of the doubt.
+//
+// Log formats, one JSON object per line, append-only. A last line cut short
+// by a kill is ignored; any other malformed line in the client or jobs log is
+// an error (the evidence itself is broken).
+//
+//   - Client log (ClientRecord): {"op":"enqueue","jobId":…,"idempotencyKey":…,
+//     "type":…,"recurring":false} after a 201/200; {"op":"enqueue_unacked",
+//     "idempotencyKey":…} when a create was sent but no answer came (the job
+//     may exist); {"op":"cancel","jobId":…,"status":204|409}.
+//   - Jobs log (ExecRecord): {"jobId":…,"generation":…,"start":<unix ns>} when
+//     a no-op job starts, {"jobId":…,"generation":…,"end":<unix ns>} when it
+//     ends (or one line with both). A start without an end is a process that
+//     died; it counts as running until the lease of its generation ended.
+//     An exec job writes them from $SKED_JOB_ID, $SKED_GENERATION and
+//     `date +%s%N`.
+//   - Server log: `sked serve --log-format json`; the lines with msg "run
+//     finished" and "run outcome refused: lease no longer held" and keys
+//     job_id, generation, outcome are read, the rest skipped.
+package checker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Rule names one guarantee a violation breaks.
+type Rule string
+
+// The rules Check applies.
+const (
+	// RuleIntegrity: PRAGMA integrity_check does not answer "ok", or
+	// PRAGMA foreign_key_check finds a run without its job.
+	RuleIntegrity Rule = "integrity"
+	// RuleLost: an acknowledged enqueue whose job is not in the database;
+	// or, when Input.Finished says the run is over and drained, an
+	// acknowledged one-off job that is not done, dead or cancelled.
+	RuleLost Rule = "lost"
+	// RuleDuplicate: one idempotency key acknowledged with two job ids.
+	RuleDuplicate Rule = "duplicate"
+	// RuleCancel: a cancel answered 204 whose job is not cancelled in the
+	// database, or answered 409 although no run of the job ever started
+	// (409 means a worker held it or it was done: either needs a run).
+	RuleCancel Rule = "cancel"
+	// RuleUnasked: a job in the database, the jobs log or the server log
+	// that no enqueue asked for: its id was not acknowledged, its
+	// idempotency key was not sent, and its type is not in
+	// Input.AllowTypes.
+	RuleUnasked Rule = "unasked"
+	// RuleOverlap: two executions in the jobs log of one job whose live
+	// windows intersect. An execution is live from its start to its end;
+	// one without an end (its process died) is live until its lease ended:
+	// the finished_at of its generation's run row (the reaper closes it as
+	// lease_expired), or the job's lease_until while that generation still
+	// holds the job.
+	RuleOverlap Rule = "overlap"
+	// RuleGeneration: a lease generation issued twice (two run rows, or two
+	// executions, of one job with one generation), a generation executed
+	// that the database never issued (no run row: the claim was lost), or a
+	// job whose lease_generation is below one of its runs' (the counter went
+	// back, so a generation will be issued again).
+	RuleGeneration Rule = "generation"
+	// RuleEarlyClaim: a run started while an earlier lease of the same job
+	// was live. Runs of a job ordered by generation: run g+1's started_at
+	// must not precede run g's finished_at, and run g must be closed at all.
+	// Run g ended by the reaper (lease_expired) is closed at or after its
+	// lease end, so this is "claimed before the lease expired and was
+	// reaped".
+	RuleEarlyClaim Rule = "claim_while_leased"
+	// RuleStaleWrite: a write accepted from a generation that no longer held
+	// the job. In the database: run g closed with a worker's outcome
+	// (succeeded, failed, timed_out, cancelled, released) after run g+1 had
+	// started, when g+1 held the job; or a one-off job with a succeeded run
+	// that is not its last run (a done job never runs again, so a later run
+	// means the success was written by a lease that had already been
+	// replaced, or a done job was claimed). In the server log: a completion
+	// the store accepted ("run finished") whose run row does not carry that
+	// outcome, or one it refused whose run row carries it.
+	RuleStaleWrite Rule = "stale_write"
+	// RuleSlotTwice: two final records for one slot of a recurring job: two
+	// succeeded runs, or a run and a missed row, or two missed rows. Final
+	// are succeeded, cancelled, missed, and runs that gave up the firing.
+	RuleSlotTwice Rule = "slot_twice"
+	// RuleSlotMissing: a slot of a recurring job's schedule, between the
+	// first and the last slot that have run rows, with no row at all (run or
+	// missed). Slots beyond the rows the store caps per event
+	// (lifecycle.MaxMissedRows) are allowed as long as the job's
+	// missed_slots counter covers them.
+	RuleSlotMissing Rule = "slot_missing"
+)
+
+// Input names the evidence of one run. DB is required; a log left empty is
+// not read, and the rules that need it are skipped.
+type Input struct {
+	DB        string // SQLite database file, opened read-only
+	ClientLog string // the test client's log of enqueues and cancels
+	JobsLog   string // the no-op jobs' log of executions
+	ServerLog string // sked serve --log-format json output
+	// AllowTypes are job types that need no enqueue in the client log
+	// (notifications, internal jobs).
+	AllowTypes []string
+	// Finished says the run is over and every due one-off job had time to
+	// run: acknowledged one-off jobs must then be final.
+	Finished bool
+}
+
+// Violation is one broken guarantee.
+type Violation struct {
+	Rule     Rule
+	JobID    string
+	Detail   string   // what is wrong, for a person
+	Evidence []string // the log lines and database rows that show it
+}
+
+func (v Violation) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: job %s: %s", v.Rule, v.JobID, v.Detail)
+	for _, e := range v.Evidence {
+		b.WriteString("\n    " + e)
+	}
+	return b.String()
+}
+
+// Report is what Check found and how much evidence it read.
+type Report struct {
+	Violations []Violation
+	Jobs       int // rows of jobs
+	Runs       int // rows of runs
+	Enqueues   int // acknowledged enqueues in the client log
+	Cancels    int // answered cancels in the client log
+	Executions int // distinct (job, generation) executions in the jobs log
+	Completion int // completions and refusals in the server log
+}
+
+// Summary is one line saying how much was checked and how it went.
+func (r *Report) Summary() string {
+	verdict := "ok"
+	if len(r.Violations) > 0 {
+		verdict = fmt.Sprintf("%d violations", len(r.Violations))
+	}
+	return fmt.Sprintf("%s: %d jobs, %d runs, %d acknowledged enqueues, %d cancels, %d executions, %d server completions checked",
+		verdict, r.Jobs, r.Runs, r.Enqueues, r.Cancels, r.Executions, r.Completion)
+}
+
+// Check reads the evidence and applies every rule. It returns an error only
+// when the evidence cannot be read; broken guarantees are Violations.
+func Check(ctx context.Context, in Input) (*Report, error) {
+	e, err := load(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Jobs: len(e.jobs), Cancels: 0}
+	for _, n := range e.runs {
+		r.Runs += len(n)
+	}
+	for _, c := range e.client {
+		switch c.rec.Op {
+		case OpEnqueue:
+			r.Enqueues++
+		case OpCancel:
+			r.Cancels++
+		}
+	}
+	r.Executions, r.Completion = len(e.execs), len(e.server)
+	for _, rule := range []func(*evidence) []Violation{
+		checkIntegrity, checkLost, checkCancels, checkUnasked, checkOverlap,
+		checkRuns, checkServerLog, checkSlots,
+	} {
+		r.Violations = append(r.Violations, rule(e)...)
+	}
+	slices.SortStableFunc(r.Violations, func(a, b Violation) int { return strings.Compare(a.JobID, b.JobID) })
+	return r, nil
+}
