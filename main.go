@@ -19,7 +19,6 @@ import (
 	_ "time/tzdata" // IANA zones for schedules, even on a machine without them
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/worker"
 )
@@ -39,8 +38,6 @@ Usage:
   sked serve [flags]     run the scheduler: API, dispatcher, workers, reaper
   sked migrate [flags]   create or upgrade the database and exit
   sked version           print the version
-  sked check --db FILE [--client-log F] [--jobs-log F] [--server-log F]
-                         judge a run's evidence: nothing lost, doubled or run unasked
 
 Run "sked serve -h" for the flags; each has a SKED_… environment variable.`
 
@@ -64,14 +61,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		store, err := sqlite.Open(ctx, cfg.DB)
+		store, err := server.OpenStore(ctx, cfg.DB)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s is at the current schema\n", cfg.DB)
 		return store.Close()
-	case "check":
-		return runCheck(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "sked", version)
 		return nil
@@ -109,7 +104,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		}
 		return def
 	}
-	fs.StringVar(&c.DB, "db", env("db", "sked.db"), "SQLite database file (SKED_DB)")
+	fs.StringVar(&c.DB, "db", env("db", "sked.db"), "SQLite database file, or a postgres:// URL shared by many nodes (SKED_DB)")
 	fs.StringVar(&c.Addr, "addr", env("addr", "127.0.0.1:8080"), "HTTP listen address (SKED_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", env("log-format", "text"), "log format: text or json (SKED_LOG_FORMAT)")
 	fs.StringVar(&c.HTTPSecret, "http-secret", env("http-secret", ""), "sign http jobs' requests with this HMAC secret (SKED_HTTP_SECRET)")
