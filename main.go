@@ -38,6 +38,8 @@ Usage:
   sked serve [flags]     run the scheduler: API, dispatcher, workers, reaper
   sked migrate [flags]   create or upgrade the database and exit
   sked version           print the version
+  sked check --db FILE [--client-log F] [--jobs-log F] [--server-log F]
+                         judge a run's evidence: nothing lost, doubled or run unasked
 
 Run "sked serve -h" for the flags; each has a SKED_… environment variable.`
 
@@ -67,6 +69,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintf(stdout, "%s is at the current schema\n", cfg.DB)
 		return store.Close()
+	case "check":
+		return runCheck(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "sked", version)
 		return nil
