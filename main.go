@@ -28,7 +28,7 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "sked:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -37,9 +37,15 @@ const usage = `sked runs jobs once, on time, on some machine.
 Usage:
   sked serve [flags]     run the scheduler: API, dispatcher, workers, reaper
   sked migrate [flags]   create or upgrade the database and exit
+  sked work [flags] -- CMD ARGS…
+                         a worker on any machine: claims jobs from a server, runs CMD per job
   sked version           print the version
   sked check --db FILE [--client-log F] [--jobs-log F] [--server-log F]
                          judge a run's evidence: nothing lost, doubled or run unasked
+  sked backup FILE       an online, consistent copy of the database
+  sked healthcheck       exit 0 if the local server answers /healthz (for containers)
+  sked add | ls | show | runs | cancel | pause | resume | retry
+                         a client of the API; "sked add -h" for its flags
 
 Run "sked serve -h" for the flags; each has a SKED_… environment variable.`
 
@@ -58,6 +64,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		return serve(ctx, cfg, stderr)
+	case "work":
+		cfg, err := parseWorkConfig(rest, getenv, stderr)
+		if err != nil {
+			return err
+		}
+		return work(ctx, cfg, stderr)
 	case "migrate":
 		cfg, err := parseServeConfig(rest, getenv, stderr)
 		if err != nil {
@@ -71,6 +83,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return store.Close()
 	case "check":
 		return runCheck(ctx, rest, stdout, stderr)
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
+	case "add", "ls", "show", "runs", "cancel", "pause", "resume", "retry":
+		return runClient(ctx, cmd, rest, getenv, stdout, stderr)
+	case "backup":
+		return backup(ctx, rest, getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, rest, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "sked", version)
 		return nil
@@ -95,6 +115,10 @@ type serveConfig struct {
 	HTTPSecret          string
 	MaxBody             int64
 	LogFormat           string
+	TestClock           time.Time     // zero: the real clock
+	Tokens              []string      // bearer tokens the API requires; none: open
+	Insecure            bool          // serve beyond loopback without a token
+	Retention           time.Duration // prune history older than this; 0: never
 }
 
 // parseServeConfig reads flags, each falling back to its SKED_… variable.
@@ -112,7 +136,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.Addr, "addr", env("addr", "127.0.0.1:8080"), "HTTP listen address (SKED_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", env("log-format", "text"), "log format: text or json (SKED_LOG_FORMAT)")
 	fs.StringVar(&c.HTTPSecret, "http-secret", env("http-secret", ""), "sign http jobs' requests with this HMAC secret (SKED_HTTP_SECRET)")
-	var workers, lease, grace, maxBody, enableExec, allowPrivate string
+	var workers, lease, grace, maxBody, enableExec, allowPrivate, testClock string
 	fs.StringVar(&workers, "workers", env("workers", strconv.Itoa(worker.DefaultSlots)), "jobs run at once by this process (SKED_WORKERS)")
 	fs.StringVar(&lease, "lease", env("lease", db.DefaultLease.String()), "lease of a claimed job, renewed while it runs (SKED_LEASE)")
 	fs.StringVar(&grace, "grace", env("grace", worker.DefaultGrace.String()), "how long shutdown waits for running jobs (SKED_GRACE)")
@@ -120,8 +144,15 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&enableExec, "enable-exec", env("enable-exec", "false"), "run jobs of type exec (commands on this machine) (SKED_ENABLE_EXEC)")
 	fs.StringVar(&allowPrivate, "allow-private-targets", env("allow-private-targets", "false"),
 		"let http jobs call loopback, private and link-local addresses (SKED_ALLOW_PRIVATE_TARGETS)")
-	if err := fs.Parse(boolFlags(args, "enable-exec", "allow-private-targets")); err != nil {
+	fs.StringVar(&testClock, "test-clock", env("test-clock", ""),
+		"run on a virtual clock that starts at this RFC 3339 time (or now, when given bare) and moves only by POST /test/clock; for testing schedules (SKED_TEST_CLOCK)")
+	var ops opsFlags
+	ops.register(fs, env)
+	if err := fs.Parse(boolFlags(args, "enable-exec", "allow-private-targets", "test-clock", "insecure")); err != nil {
 		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q: give flag values as --name=value", fs.Arg(0))
 	}
 	var errs []error
 	parse := func(name, v string, f func(string) error) {
@@ -145,6 +176,21 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	parse("max-body", maxBody, func(v string) (err error) { c.MaxBody, err = strconv.ParseInt(v, 10, 64); return err })
 	parse("enable-exec", enableExec, func(v string) (err error) { c.EnableExec, err = strconv.ParseBool(v); return err })
 	parse("allow-private-targets", allowPrivate, func(v string) (err error) { c.AllowPrivateTargets, err = strconv.ParseBool(v); return err })
+	parse("test-clock", testClock, func(v string) (err error) {
+		switch v {
+		case "", "false":
+		case "true":
+			c.TestClock = time.Now()
+		default:
+			if c.TestClock, err = time.Parse(time.RFC3339, v); err != nil {
+				err = errors.New(`give an RFC 3339 start time such as "2026-03-08T06:00:00Z", or no value to start now`)
+			}
+		}
+		return err
+	})
+	if err := ops.apply(&c); err != nil {
+		errs = append(errs, err)
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: use text or json", c.LogFormat))
 	}
@@ -168,6 +214,9 @@ func boolFlags(args []string, names ...string) []string {
 
 // serve runs the appliance until ctx is done.
 func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
+	if err := cfg.checkExposure(); err != nil {
+		return err
+	}
 	var logHandler slog.Handler = slog.NewTextHandler(stderr, nil)
 	if cfg.LogFormat == "json" {
 		logHandler = slog.NewJSONHandler(stderr, nil)
@@ -175,6 +224,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	return server.New(server.Config{
 		DB: cfg.DB, Addr: cfg.Addr, Workers: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
 		EnableExec: cfg.EnableExec, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
-		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), Version: version,
+		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), Version: version, TestClock: cfg.TestClock,
+		Tokens: cfg.Tokens, Retention: retention(cfg.Retention),
 	}).Run(ctx)
 }

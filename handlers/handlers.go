@@ -7,6 +7,8 @@ package handlers
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -47,6 +49,25 @@ type Config struct {
 	MaxBodyBytes int64
 	// Logger receives the errors that end in a 5xx. Nil discards.
 	Logger *slog.Logger
+	// Stats answers GET /stats (jobs per state, the ready queue). Nil
+	// answers 404.
+	Stats db.StatsReader
+	// SeriesFunc returns the sampled history GET /stats/series answers, as a
+	// JSON-encodable value. Nil answers 404.
+	SeriesFunc func() any
+	// Shutdown is closed when the server begins shutting down, so that
+	// waiting POST /claims answer at once. May be nil.
+	Shutdown <-chan struct{}
+	// Tokens are the bearer tokens a request must carry one of. Empty: no
+	// authentication. GET /healthz and /readyz never need one.
+	Tokens []string
+	// Metrics serves GET /metrics (Prometheus). Nil answers 404.
+	Metrics http.Handler
+	// ReadyFunc decides GET /readyz: nil error is ready. Nil: always ready.
+	ReadyFunc func(ctx context.Context) error
+	// TestClock, when set, serves GET and POST /test/clock to read and move
+	// it (sked serve --test-clock). Nil: no such route.
+	TestClock TestClock
 }
 
 // handler holds the configuration shared by the route handlers. Immutable
@@ -58,6 +79,14 @@ type handler struct {
 	disabledTypes   map[string]string
 	maxBodyBytes    int64
 	logger          *slog.Logger // never nil
+	stats           db.StatsReader
+	seriesFunc      func() any
+	shutdown        <-chan struct{}
+	claimers        *claimWaiters       // long polls of POST /claims; never nil
+	tokens          [][sha256.Size]byte // digests of Config.Tokens
+	metrics         http.Handler
+	readyFunc       func(context.Context) error
+	testClock       TestClock
 }
 
 // New returns the API as a chi router with every route of DESIGN.md "HTTP
@@ -73,6 +102,13 @@ func New(cfg Config) http.Handler {
 		disabledTypes:   cfg.DisabledTypes,
 		maxBodyBytes:    cfg.MaxBodyBytes,
 		logger:          cfg.Logger,
+		stats:           cfg.Stats,
+		seriesFunc:      cfg.SeriesFunc,
+		shutdown:        cfg.Shutdown,
+		claimers:        &claimWaiters{},
+		metrics:         cfg.Metrics,
+		readyFunc:       cfg.ReadyFunc,
+		testClock:       cfg.TestClock,
 	}
 	if h.maxBodyBytes <= 0 {
 		h.maxBodyBytes = DefaultMaxBodyBytes
@@ -83,6 +119,9 @@ func New(cfg Config) http.Handler {
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
+	for _, t := range cfg.Tokens {
+		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
+	}
 	r := chi.NewRouter()
 	h.routes(r)
 	return r
@@ -91,10 +130,18 @@ func New(cfg Config) http.Handler {
 // routes registers every route on r.
 func (h *handler) routes(r chi.Router) {
 	r.Use(h.recoverer)
+	r.Use(h.authenticate)
 	r.NotFound(h.handleNotFound)
 	r.MethodNotAllowed(h.handleMethodNotAllowed(r))
 
+	r.Get("/healthz", h.handleHealthz)
+	r.Get("/readyz", h.handleReadyz)
+	if h.metrics != nil {
+		r.Method(http.MethodGet, "/metrics", h.metrics)
+	}
+
 	r.Post("/jobs", h.handleJobCreate)
+	r.Post("/jobs/batch", h.handleJobBatch)
 	r.Get("/jobs", h.handleJobList)
 	r.Get("/jobs/{id}", h.handleJobGet)
 	r.Delete("/jobs/{id}", h.handleJobDelete)
@@ -104,6 +151,21 @@ func (h *handler) routes(r chi.Router) {
 	r.Post("/jobs/{id}/cancel-run", h.handleJobCancelRun)
 
 	r.Get("/jobs/{id}/runs", h.handleRunList)
+	r.Get("/jobs/{id}/preview", h.handleJobPreview)
+	r.Post("/schedules/check", h.handleScheduleCheck)
+	r.Get("/stats", h.handleStats)
+	r.Get("/stats/series", h.handleStatsSeries)
+
+	r.Post("/claims", h.handleClaim)
+	r.Post("/jobs/{id}/heartbeat", h.handleHeartbeat)
+	r.Post("/jobs/{id}/complete", h.handleComplete)
+
+	r.Get("/openapi.json", h.handleOpenAPI)
+
+	if h.testClock != nil {
+		r.Get("/test/clock", h.handleTestClock)
+		r.Post("/test/clock", h.handleTestClock)
+	}
 }
 
 // writeJSON answers status with v as JSON. v is encoded before anything is

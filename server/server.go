@@ -23,6 +23,8 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/metrics"
+	"github.com/sked-dev/sked/web"
 	"github.com/sked-dev/sked/worker"
 )
 
@@ -39,8 +41,17 @@ type Config struct {
 	AllowPrivateTargets bool          // let http jobs call loopback and private addresses
 	HTTPSecret          string        // sign http jobs' requests
 	MaxBodyBytes        int64         // default 1 MiB
-	Logger              *slog.Logger  // nil: discard
-	Version             string
+	// Tokens are the bearer tokens the API accepts; empty: no
+	// authentication (sked serve refuses that beyond loopback).
+	Tokens []string
+	// Retention is the age past which finished history is pruned (see
+	// db.Pruner); zero means worker.DefaultRetention, negative never.
+	Retention time.Duration
+	// TestClock, when not zero, runs the server on a virtual clock stopped
+	// at this time and moved only by POST /test/clock.
+	TestClock time.Time
+	Logger    *slog.Logger // nil: discard
+	Version   string
 }
 
 // Server is one sked process: API, dispatcher, workers and reaper.
@@ -57,6 +68,7 @@ func New(cfg Config) *Server {
 	cfg.Workers = cmp.Or(cfg.Workers, worker.DefaultSlots)
 	cfg.Lease = cmp.Or(cfg.Lease, db.DefaultLease)
 	cfg.Grace = cmp.Or(cfg.Grace, worker.DefaultGrace)
+	cfg.Retention = cmp.Or(cfg.Retention, worker.DefaultRetention)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -83,30 +95,50 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer store.Close()
+	guard, virtual := newClock(cfg.TestClock, log)
+	if err := useClock(store, guard, virtual != nil); err != nil {
+		return err
+	}
+	var testClock handlers.TestClock
+	if virtual != nil {
+		testClock = virtual
+		log.Warn("running on a test clock: time moves only by POST /test/clock", "now", virtual.Now())
+	}
 
 	disabled := map[string]string{}
 	if !cfg.EnableExec {
 		disabled["exec"] = "exec jobs run commands on this machine and are off; start sked serve with --enable-exec to allow them"
 	}
 	hostname, _ := os.Hostname()
+	// The pool, the reaper and the worker API write through obs, which
+	// observes claims, completions and lease expirations for /metrics.
+	mtr := metrics.New(metrics.Config{Stats: store, NowFunc: store.Now, Logger: log})
+	obs := mtr.Store(store)
 	pool := worker.NewPool(worker.PoolConfig{
-		Store: store, Handlers: s.handlers, WorkerID: hostname + "/" + strconv.Itoa(os.Getpid()),
+		Store: obs, Handlers: s.handlers, WorkerID: hostname + "/" + strconv.Itoa(os.Getpid()),
 		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
 		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log, MaxIdle: jitteredIdle(worker.DefaultMaxIdle),
 	})
-	reaper := &worker.Reaper{Store: store, Logger: log}
+	reaper := &worker.Reaper{Store: obs, Logger: log}
+	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})
 
+	// Closed when shutdown begins, so that waiting claims answer at once.
+	shuttingDown := make(chan struct{})
 	srv := &http.Server{
-		Handler: handlers.New(handlers.Config{
-			Store: store, Wake: pool.Wake, ValidatePayload: worker.ValidatePayload,
-			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
-		}),
+		Handler: web.Mount(handlers.New(handlers.Config{
+			Store: obs, Wake: pool.Wake, ValidatePayload: worker.ValidatePayload,
+			Tokens: cfg.Tokens, Metrics: mtr.Handler(), ReadyFunc: readyFunc(store),
+			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: shuttingDown,
+			TestClock: testClock,
+			Stats:     store, SeriesFunc: func() any { return sampler.Series() },
+		})),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(func() { close(shuttingDown) })
 	ln := cfg.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
@@ -124,6 +156,10 @@ func (s *Server) Run(ctx context.Context) error {
 	services.Go(func() error { return pool.Run(svcCtx) })
 	services.Go(func() error { return reaper.Run(svcCtx) })
 	services.Go(func() error { return forwardWakeups(svcCtx, store, pool.Wake) })
+	if pruner := newPruner(store, cfg.Retention, store.Now, log); pruner != nil {
+		services.Go(func() error { return pruner.Run(svcCtx) })
+	}
+	services.Go(func() error { return sampler.Run(svcCtx) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

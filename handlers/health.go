@@ -1,0 +1,42 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Readiness settings of GET /readyz.
+const (
+	readyTimeout    = 5 * time.Second
+	readyRetryAfter = 5 * time.Second
+)
+
+// handleHealthz serves GET /healthz: the process is up and serving HTTP. It
+// never looks at the database, so that an orchestrator does not restart a
+// process that only waits for its disk.
+func (h *handler) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	h.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReadyz serves GET /readyz: 200 when the database takes writes and
+// its schema is current, else 503 with Retry-After and what is wrong.
+func (h *handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if h.readyFunc != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := h.readyFunc(ctx); err != nil {
+			h.logger.WarnContext(r.Context(), "not ready", "err", err)
+			w.Header().Set("Retry-After", strconv.Itoa(int(readyRetryAfter.Seconds())))
+			h.writeProblem(w, problem{
+				Type:   "about:blank",
+				Title:  http.StatusText(http.StatusServiceUnavailable),
+				Status: http.StatusServiceUnavailable,
+				Detail: "not ready: " + err.Error(),
+			})
+			return
+		}
+	}
+	h.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
+}

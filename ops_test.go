@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+func TestCheckExposure(t *testing.T) {
+	for _, c := range []struct {
+		addr     string
+		tokens   []string
+		insecure bool
+		ok       bool
+	}{
+		{"127.0.0.1:8080", nil, false, true},
+		{"127.1.2.3:8080", nil, false, true},
+		{"localhost:8080", nil, false, true},
+		{"[::1]:8080", nil, false, true},
+		{"0.0.0.0:8080", nil, false, false},
+		{":8080", nil, false, false},
+		{"[::]:8080", nil, false, false},
+		{"192.168.1.10:8080", nil, false, false},
+		{"sked.example:8080", nil, false, false},
+		{"0.0.0.0:8080", []string{"t"}, false, true},
+		{"0.0.0.0:8080", nil, true, true},
+	} {
+		err := serveConfig{Addr: c.addr, Tokens: c.tokens, Insecure: c.insecure}.checkExposure()
+		if (err == nil) != c.ok {
+			t.Errorf("%s tokens=%v insecure=%v: err = %v, want ok=%v", c.addr, c.tokens, c.insecure, err, c.ok)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "--token") || !strings.Contains(err.Error(), "--insecure")) {
+			t.Errorf("%s: error %q does not say how to fix it", c.addr, err)
+		}
+	}
+}
+
+func TestRun_ServeRefusesExposedWithoutToken(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "sked.db")
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--db", dbPath, "--addr", "0.0.0.0:0"},
+		func(string) string { return "" }, io.Discard, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "beyond loopback") {
+		t.Fatalf("serve on 0.0.0.0 without a token: %v, want a refusal", err)
+	}
+	cfg, err := parseServeConfig(nil, func(k string) string {
+		return map[string]string{"SKED_TOKEN": "one, two,", "SKED_RETENTION": "0"}[k]
+	}, &stderr)
+	if err != nil || len(cfg.Tokens) != 2 || cfg.Tokens[0] != "one" || cfg.Tokens[1] != "two" || cfg.Retention != 0 {
+		t.Fatalf("SKED_TOKEN=%q: tokens %q retention %v, %v", "one, two,", cfg.Tokens, cfg.Retention, err)
+	}
+}
+
+// authed sends a request with the bearer token.
+func authed(t *testing.T, method, url, token, body string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestServe_Operations runs a token-protected sked process with jobs
+// flowing and checks what an operator touches: auth, health, metrics, and
+// backups taken while jobs are created and run.
+func TestServe_Operations(t *testing.T) {
+	dir := t.TempDir()
+	dbPath, addr := filepath.Join(dir, "sked.db"), freeAddr(t)
+	startServe(t, dbPath, addr, "--token", "first,second", "--enable-exec", "--workers", "4")
+	base := "http://" + addr
+	getenv := func(string) string { return "" }
+
+	// Auth and health.
+	if code, b := authed(t, "GET", base+"/jobs", "", ""); code != http.StatusUnauthorized {
+		t.Errorf("GET /jobs without a token: %d %s, want 401", code, b)
+	}
+	if code, b := authed(t, "GET", base+"/jobs", "second", ""); code != http.StatusOK {
+		t.Errorf("GET /jobs with the second token: %d %s, want 200", code, b)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, b := authed(t, "GET", base+path, "", ""); code != http.StatusOK {
+			t.Errorf("GET %s without a token: %d %s, want 200", path, code, b)
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"healthcheck", "--addr", addr, "--ready"}, getenv, &out, io.Discard); err != nil {
+		t.Errorf("sked healthcheck --ready: %v", err)
+	}
+	if err := run(context.Background(), []string{"healthcheck", "--addr", freeAddr(t)}, getenv, io.Discard, io.Discard); err == nil {
+		t.Error("sked healthcheck of a port nobody listens on succeeded")
+	}
+
+	// Jobs flow while backups are taken.
+	var created atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 400; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			code, b := authed(t, "POST", base+"/jobs", "first", `{"type": "exec", "payload": {"command": ["true"]}}`)
+			if code != http.StatusCreated {
+				t.Errorf("POST /jobs: %d %s", code, b)
+				return
+			}
+			created.Add(1)
+		}
+	}()
+	for i := range 3 {
+		before := created.Load()
+		file := filepath.Join(dir, fmt.Sprintf("backup-%d.db", i))
+		out.Reset()
+		if err := run(context.Background(), []string{"backup", "--db", dbPath, file}, getenv, &out, io.Discard); err != nil {
+			t.Fatalf("sked backup: %v", err)
+		}
+		after := created.Load()
+		if !strings.Contains(out.String(), "wrote "+file) {
+			t.Errorf("sked backup printed %q, want it to name %s", out.String(), file)
+		}
+		n := checkCopy(t, file)
+		t.Logf("backup %d: %d jobs; %d created before it began, %d when it ended", i, n, before, after)
+		if n < before || n > after {
+			t.Errorf("backup %d holds %d jobs, want between %d (created before) and %d (after)", i, n, before, after)
+		}
+	}
+	close(stop)
+	wg.Wait()
+
+	// An existing file is kept unless --force.
+	file := filepath.Join(dir, "backup-0.db")
+	if err := run(context.Background(), []string{"backup", "--db", dbPath, file}, getenv, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--force") {
+		t.Errorf("backup over an existing file: %v, want a refusal naming --force", err)
+	}
+	if err := run(context.Background(), []string{"backup", "--db", dbPath, file, "--force"}, getenv, io.Discard, io.Discard); err != nil {
+		t.Errorf("backup --force over an existing file: %v", err)
+	}
+	if n := checkCopy(t, file); n != created.Load() {
+		t.Errorf("final backup holds %d jobs, want %d", n, created.Load())
+	}
+
+	// The jobs ran, and /metrics says so.
+	waitFor(t, "every job to be done", func() bool {
+		_, b := authed(t, "GET", base+"/metrics", "first", "")
+		fams := parseMetrics(t, b)
+		for _, m := range fams["sked_jobs"].GetMetric() {
+			if m.GetLabel()[0].GetValue() == "done" {
+				return int64(m.GetGauge().GetValue()) == created.Load()
+			}
+		}
+		return false
+	})
+	_, b := authed(t, "GET", base+"/metrics", "first", "")
+	fams := parseMetrics(t, b)
+	for _, m := range fams["sked_runs_total"].GetMetric() {
+		if m.GetCounter().GetValue() != float64(created.Load()) {
+			t.Errorf("sked_runs_total %v = %v, want %d", m.GetLabel(), m.GetCounter().GetValue(), created.Load())
+		}
+	}
+	if got := fams["sked_start_lateness_seconds"].GetMetric()[0].GetHistogram().GetSampleCount(); got != uint64(created.Load()) {
+		t.Errorf("sked_start_lateness_seconds count = %d, want %d", got, created.Load())
+	}
+}
+
+// checkCopy opens a backup, runs integrity_check and returns its job count.
+func checkCopy(t *testing.T, path string) int64 {
+	t.Helper()
+	d, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var res string
+	if err := d.QueryRow(`PRAGMA integrity_check`).Scan(&res); err != nil || res != "ok" {
+		t.Fatalf("integrity_check of %s: %q, %v", path, res, err)
+	}
+	var n int64
+	if err := d.QueryRow(`SELECT count(*) FROM jobs`).Scan(&n); err != nil {
+		t.Fatalf("count jobs in %s: %v", path, err)
+	}
+	if _, err := os.Stat(path + "-wal"); err == nil {
+		t.Errorf("%s has a -wal file: a backup is one self-contained file", path)
+	}
+	return n
+}
+
+func parseMetrics(t *testing.T, b []byte) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v\n%s", err, b)
+	}
+	return fams
+}
