@@ -86,7 +86,7 @@ func (h *handler) handleJobCreate(w http.ResponseWriter, r *http.Request) {
 		h.writeJSON(w, r, http.StatusOK, job)
 		return
 	}
-	h.wake()
+	h.due(job.Type)
 	w.Header().Set("Location", "/jobs/"+url.PathEscape(job.ID))
 	h.writeJSON(w, r, http.StatusCreated, job)
 }
@@ -361,7 +361,7 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request, a action, ch
 		return
 	}
 	if wake {
-		h.wake()
+		h.due(job.Type)
 	}
 	h.writeJSON(w, r, http.StatusOK, job)
 }

@@ -55,56 +55,68 @@ func Exec() HandlerFunc {
 		if err := parseExecPayload(job.Payload, &p); err != nil {
 			return Permanent(err)
 		}
-		var out io.Writer = io.Discard
-		if job.Output != nil {
-			out = job.Output
-		}
-
-		cmd := exec.CommandContext(ctx, p.Command[0], p.Command[1:]...)
-		cmd.Dir = p.Dir
-		cmd.Stdin = bytes.NewReader(job.Payload)
-		// One writer for both: os/exec then uses one pipe, so stdout and
-		// stderr interleave in the order the command wrote them.
-		cmd.Stdout = out
-		cmd.Stderr = out
-		cmd.Env = os.Environ()
-		for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-			cmd.Env = append(cmd.Env, k+"="+p.Env[k])
-		}
-		cmd.Env = append(cmd.Env,
-			"SKED_JOB_ID="+job.ID,
-			"SKED_JOB_TYPE="+job.Type,
-			"SKED_ATTEMPT="+strconv.Itoa(job.Attempt),
-			"SKED_GENERATION="+strconv.FormatInt(job.Generation, 10),
-			"SKED_SLOT="+formatSlot(job.Slot),
-			"SKED_IDEMPOTENCY_KEY="+idempotencyKey(job),
-		)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
-		cmd.WaitDelay = execWaitDelay
-
-		if err := cmd.Start(); err != nil {
-			if startIsPermanent(err) {
-				return Permanent(fmt.Errorf("start %s: %w", p.Command[0], err))
-			}
-			return fmt.Errorf("start %s: %w", p.Command[0], err)
-		}
-		err := cmd.Wait()
-		if ctx.Err() != nil {
-			// os/exec kills only the group leader when WaitDelay runs out;
-			// whatever else is left in the group goes too.
-			_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
-			if err != nil {
-				return fmt.Errorf("command stopped: %w (%v)", ctx.Err(), err)
-			}
-		}
-		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
-			// The command exited 0 but something it started kept its
-			// output open; the command itself succeeded.
-			return nil
-		}
-		return err
+		return RunCommand(ctx, job, p)
 	}
+}
+
+// RunCommand runs p's command for job exactly as the exec kind does (see
+// Exec): its own process group, job.Payload on stdin, output to job.Output,
+// the SKED_* environment, SIGTERM to the group when ctx ends. p must be
+// valid: a non-empty Command. `sked work` runs its command with it. On Linux
+// the command is also killed if the process that started it dies, so a
+// worker that crashes does not leave its run going while the job's lease
+// expires and another worker runs it.
+func RunCommand(ctx context.Context, job *Job, p ExecPayload) error {
+	var out io.Writer = io.Discard
+	if job.Output != nil {
+		out = job.Output
+	}
+
+	cmd := exec.CommandContext(ctx, p.Command[0], p.Command[1:]...)
+	cmd.Dir = p.Dir
+	cmd.Stdin = bytes.NewReader(job.Payload)
+	// One writer for both: os/exec then uses one pipe, so stdout and
+	// stderr interleave in the order the command wrote them.
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.Env = os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		cmd.Env = append(cmd.Env, k+"="+p.Env[k])
+	}
+	cmd.Env = append(cmd.Env,
+		"SKED_JOB_ID="+job.ID,
+		"SKED_JOB_TYPE="+job.Type,
+		"SKED_ATTEMPT="+strconv.Itoa(job.Attempt),
+		"SKED_GENERATION="+strconv.FormatInt(job.Generation, 10),
+		"SKED_SLOT="+formatSlot(job.Slot),
+		"SKED_IDEMPOTENCY_KEY="+idempotencyKey(job),
+	)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setDeathSignal(cmd.SysProcAttr)
+	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = execWaitDelay
+
+	if err := cmd.Start(); err != nil {
+		if startIsPermanent(err) {
+			return Permanent(fmt.Errorf("start %s: %w", p.Command[0], err))
+		}
+		return fmt.Errorf("start %s: %w", p.Command[0], err)
+	}
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		// os/exec kills only the group leader when WaitDelay runs out;
+		// whatever else is left in the group goes too.
+		_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
+		if err != nil {
+			return fmt.Errorf("command stopped: %w (%v)", ctx.Err(), err)
+		}
+	}
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		// The command exited 0 but something it started kept its
+		// output open; the command itself succeeded.
+		return nil
+	}
+	return err
 }
 
 // signalGroup sends sig to the process group led by pid. A group that is

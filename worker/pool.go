@@ -236,16 +236,26 @@ func (p *Pool) execute(runCtx context.Context, c db.Claim) {
 }
 
 // heartbeat renews the lease every third of it until stop is closed. It
-// cancels the handler when the lease is lost or cancellation is requested.
+// cancels the handler when the lease is lost or cancellation is requested,
+// and also when renewals have failed (the store is unreachable) for so long
+// that the lease may be about to expire: the pool then gives the run up
+// before the reaper can hand the job to another worker. The pool's own
+// clock bounds the lease from below: a renewal sent at t extends it to at
+// least t+Lease on the store's clock.
 func (p *Pool) heartbeat(ctx context.Context, j db.Job, cancel context.CancelCauseFunc, stop <-chan struct{}) {
 	t := time.NewTicker(p.cfg.Lease / 3)
 	defer t.Stop()
+	// The claim was answered just before the run started. Two missed
+	// renewals in a row give the run up, a third of the lease before it
+	// can expire, so that the handler has that long to stop.
+	giveUp := time.Now().Add(p.cfg.Lease / 2)
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
+		sent := time.Now()
 		bctx, cancelBeat := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Lease/3)
 		hb, err := p.cfg.Store.RunHeartbeat(bctx, db.RunHeartbeatParams{JobID: j.ID, Generation: j.LeaseGeneration, Lease: p.cfg.Lease})
 		cancelBeat()
@@ -253,11 +263,18 @@ func (p *Pool) heartbeat(ctx context.Context, j db.Job, cancel context.CancelCau
 		case errors.Is(err, db.ErrStale):
 			cancel(errLeaseLost)
 			return
+		case err != nil && !time.Now().Before(giveUp):
+			p.cfg.Logger.Warn("heartbeat failed until the lease may expire; giving the run up", "job_id", j.ID, "err", err)
+			cancel(errLeaseLost)
+			return
 		case err != nil:
-			// The lease may still be live; try again at the next tick.
+			// The lease is still live; try again at the next tick.
 			p.cfg.Logger.Warn("heartbeat", "job_id", j.ID, "err", err)
-		case hb.CancelRequested:
-			cancel(errCancelRequested)
+		default:
+			giveUp = sent.Add(p.cfg.Lease / 2)
+			if hb.CancelRequested {
+				cancel(errCancelRequested)
+			}
 		}
 	}
 }

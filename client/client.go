@@ -1,0 +1,149 @@
+// Package client is a Go client of sked's HTTP API. Its worker methods
+// (RunClaim, RunHeartbeat, RunFinish) satisfy worker.Store, so a worker.Pool
+// runs jobs claimed from a sked server on another machine exactly as it runs
+// them in-process; `sked work` is that pool.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// Client talks to one sked server. Its zero value is not usable: set
+// BaseURL. It is safe for concurrent use once its fields are set.
+type Client struct {
+	// BaseURL is the server's root, e.g. "http://sked.lan:8080".
+	BaseURL string
+	// Token is sent as "Authorization: Bearer <Token>" when not empty.
+	Token string
+	// HTTP sends the requests; nil means http.DefaultClient. Do not give it
+	// a Timeout shorter than a claim's wait: requests are bounded by their
+	// context instead.
+	HTTP *http.Client
+	// ClaimWait is how long RunClaim asks the server to wait for a due job;
+	// zero means DefaultClaimWait.
+	ClaimWait time.Duration
+
+	claimFailed atomic.Bool // the last RunClaim failed; see NextDue
+}
+
+// Error is an answer of the server with a status of 400 or more, from its
+// problem+json body. It unwraps to db.ErrNotFound (404), db.ErrConflict
+// (409) or db.ErrInvalid (400, 422), so callers branch as on a db.Store.
+type Error struct {
+	Status int    // HTTP status code
+	Detail string // what the server said is wrong
+	Field  string // the bad input, when the server named one
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// Unwrap maps the status to the db error it stands for.
+func (e *Error) Unwrap() error {
+	switch e.Status {
+	case http.StatusNotFound:
+		return db.ErrNotFound
+	case http.StatusConflict:
+		return db.ErrConflict
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return db.ErrInvalid
+	}
+	return nil
+}
+
+// do sends method path with body as JSON (none when body is nil) and decodes
+// a 2xx answer into out (unless out is nil). An answer of 400 or more is an
+// *Error; a failure to reach the server or read its answer is wrapped with
+// the request it was.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	_, err := c.doResponse(ctx, method, path, body, out)
+	return err
+}
+
+// doResponse is do that also returns the 2xx answer, its body consumed, for
+// callers that need its status or headers.
+func (c *Client) doResponse(ctx context.Context, method, path string, body, out any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return nil, responseError(resp)
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp, nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
+	}
+	return resp, nil
+}
+
+// responseError reads a problem+json body into an *Error; any other body
+// becomes its detail, shortened.
+func responseError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &Error{Status: resp.StatusCode}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	var p struct {
+		Detail string `json:"detail"`
+		Field  string `json:"field"`
+	}
+	if (mt == "application/problem+json" || mt == "application/json") && json.Unmarshal(b, &p) == nil {
+		e.Detail, e.Field = p.Detail, p.Field
+		return e
+	}
+	e.Detail = strings.TrimSpace(string(b))
+	if len(e.Detail) > 200 {
+		e.Detail = e.Detail[:200] + "…"
+	}
+	return e
+}
+
+// IsStatus reports whether err is an *Error with the given status.
+func IsStatus(err error, status int) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == status
+}

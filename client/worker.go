@@ -1,0 +1,145 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/worker"
+)
+
+// DefaultClaimWait is how long a claim waits on the server for a due job
+// when Client.ClaimWait is zero. It stays below the server's cap and its
+// write timeout.
+const DefaultClaimWait = 25 * time.Second
+
+// claimSlack is how much longer than its wait a claim may take before the
+// client gives up on the server.
+const claimSlack = 15 * time.Second
+
+// finishRetry is the pause between attempts to report an outcome while the
+// server cannot be reached.
+const finishRetry = 250 * time.Millisecond
+
+// claimRequest is the body of POST /claims.
+type claimRequest struct {
+	WorkerID string   `json:"workerId"`
+	Types    []string `json:"types"`
+	Max      int      `json:"max"`
+	Lease    string   `json:"lease"`
+	Wait     string   `json:"wait"`
+}
+
+// claimResponse is the answer of POST /claims.
+type claimResponse struct {
+	Claims []struct {
+		db.Job
+		RunID int64 `json:"runId"`
+	} `json:"claims"`
+}
+
+// RunClaim leases up to p.Max due jobs of p.Types to p.WorkerID. The server
+// holds the request until one is due or ClaimWait passes, so an empty answer
+// means nothing was due for that long. It fails when ctx ends.
+func (c *Client) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	wait := cmp.Or(c.ClaimWait, DefaultClaimWait)
+	ctx, cancel := context.WithTimeout(ctx, wait+claimSlack)
+	defer cancel()
+	var resp claimResponse
+	err := c.do(ctx, http.MethodPost, "/claims", claimRequest{
+		WorkerID: p.WorkerID, Types: p.Types, Max: p.Max,
+		Lease: cmp.Or(p.Lease, db.DefaultLease).String(), Wait: wait.String(),
+	}, &resp)
+	c.claimFailed.Store(err != nil)
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	claims := make([]db.Claim, 0, len(resp.Claims))
+	for _, cl := range resp.Claims {
+		claims = append(claims, db.Claim{Job: cl.Job, RunID: cl.RunID})
+	}
+	return claims, nil
+}
+
+// NextDue is a worker.PoolConfig.NextDueFunc for a pool over c. The server
+// waits for due jobs inside RunClaim, so the pool may claim again at once
+// (now, true) — unless the last claim failed, when it answers false and the
+// pool backs off for its MaxIdle before trying again.
+func (c *Client) NextDue(context.Context, []string) (time.Time, bool, error) {
+	if c.claimFailed.Load() {
+		return time.Time{}, false, nil
+	}
+	return time.Now(), true, nil
+}
+
+// heartbeatRequest is the body of POST /jobs/{id}/heartbeat.
+type heartbeatRequest struct {
+	Generation int64  `json:"generation"`
+	Lease      string `json:"lease"`
+}
+
+// RunHeartbeat extends the lease held with p.Generation. It returns an error
+// wrapping db.ErrStale when the server answers 409: the generation no
+// longer holds the job.
+func (c *Client) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
+	var hb db.Heartbeat
+	err := c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(p.JobID)+"/heartbeat",
+		heartbeatRequest{Generation: p.Generation, Lease: cmp.Or(p.Lease, db.DefaultLease).String()}, &hb)
+	if err != nil {
+		return db.Heartbeat{}, fmt.Errorf("heartbeat %s/%d: %w", p.JobID, p.Generation, staleOn409(err))
+	}
+	return hb, nil
+}
+
+// completeRequest is the body of POST /jobs/{id}/complete.
+type completeRequest struct {
+	Generation int64      `json:"generation"`
+	Outcome    db.Outcome `json:"outcome"`
+	Error      string     `json:"error,omitempty"`
+	Retryable  bool       `json:"retryable,omitempty"`
+	Output     string     `json:"output,omitempty"`
+}
+
+// RunFinish reports how the run leased with p.Generation ended and returns
+// the job as the server moved it on. While the server cannot be reached it
+// tries again until ctx ends, so a server restart does not cost the run. It
+// returns an error wrapping db.ErrStale when the server answers 409 (also
+// when an earlier attempt was recorded and only its answer was lost).
+func (c *Client) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
+	body := completeRequest{Generation: p.Generation, Outcome: p.Outcome, Error: p.Error, Retryable: p.Retryable, Output: p.Output}
+	path := "/jobs/" + url.PathEscape(p.JobID) + "/complete"
+	for {
+		var job db.Job
+		err := c.do(ctx, http.MethodPost, path, body, &job)
+		var apiErr *Error
+		if err == nil {
+			return job, nil
+		}
+		if errors.As(err, &apiErr) && apiErr.Status < 500 {
+			return db.Job{}, fmt.Errorf("complete %s/%d: %w", p.JobID, p.Generation, staleOn409(err))
+		}
+		t := time.NewTimer(finishRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return db.Job{}, fmt.Errorf("complete %s/%d: %w", p.JobID, p.Generation, err)
+		case <-t.C:
+		}
+	}
+}
+
+// staleOn409 makes a 409 answer to a worker write db.ErrStale, which is
+// what a conflict means there.
+func staleOn409(err error) error {
+	if IsStatus(err, http.StatusConflict) {
+		return fmt.Errorf("%w: %w", db.ErrStale, err)
+	}
+	return err
+}
+
+var _ worker.Store = (*Client)(nil)

@@ -1,0 +1,335 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// Limits of the worker protocol.
+const (
+	// DefaultClaimWait is how long POST /claims waits for a due job when the
+	// request does not say.
+	DefaultClaimWait = 25 * time.Second
+	// MaxClaimWait caps a claim's wait below the server's write timeout.
+	MaxClaimWait = 50 * time.Second
+	// MaxClaimBatch caps how many jobs one claim may take.
+	MaxClaimBatch = 100
+	// MinLease is the shortest lease a worker may ask for.
+	MinLease = 300 * time.Millisecond
+	// MaxLease is the longest lease a worker may ask for.
+	MaxLease = 24 * time.Hour
+	// claimRecheck bounds a claim's sleep between looks at the store, for
+	// jobs that became due without a wake-up (reaped leases, writes by the
+	// in-process pool).
+	claimRecheck   = time.Second
+	maxWorkerIDLen = 200
+	maxClaimTypes  = 50
+	maxErrorLen    = 4096
+)
+
+// claimRequest is the body of POST /claims.
+type claimRequest struct {
+	WorkerID string          `json:"workerId"`
+	Types    []string        `json:"types"`
+	Max      *int            `json:"max"`
+	Lease    json.RawMessage `json:"lease"`
+	Wait     json.RawMessage `json:"wait"`
+}
+
+// claimed is one job of a claim's answer: the job as claimed, its run and
+// the lease generation every later write must name.
+type claimed struct {
+	db.Job
+	RunID      int64 `json:"runId"`
+	Generation int64 `json:"generation"`
+}
+
+// claimResponse is the body of a POST /claims answer.
+type claimResponse struct {
+	Claims []claimed `json:"claims"` // never null
+}
+
+// heartbeatRequest is the body of POST /jobs/{id}/heartbeat.
+type heartbeatRequest struct {
+	Generation *int64          `json:"generation"`
+	Lease      json.RawMessage `json:"lease"`
+}
+
+// heartbeatResponse is the body of a heartbeat's answer.
+type heartbeatResponse struct {
+	LeaseUntil      time.Time `json:"leaseUntil"`
+	CancelRequested bool      `json:"cancelRequested"`
+}
+
+// completeRequest is the body of POST /jobs/{id}/complete.
+type completeRequest struct {
+	Generation *int64     `json:"generation"`
+	Outcome    db.Outcome `json:"outcome"`
+	Error      string     `json:"error"`
+	Retryable  bool       `json:"retryable"`
+	Output     string     `json:"output"`
+}
+
+// handleClaim serves POST /claims: it leases up to max due jobs of types to
+// the worker, waiting up to wait for one to become due. It answers as soon
+// as it has claimed at least one, and with an empty list when the wait ends
+// or the server shuts down.
+func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
+	var req claimRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	p, wait, err := claimParams(&req)
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	woken, unregister := h.claimers.add(p.Types)
+	defer unregister()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		claims, err := h.store.RunClaim(r.Context(), p)
+		if err != nil {
+			h.error(w, r, err)
+			return
+		}
+		if len(claims) > 0 {
+			h.writeJSON(w, r, http.StatusOK, claimAnswer(claims))
+			return
+		}
+		recheck := claimRecheck
+		if next, ok, err := h.store.JobNextDue(r.Context(), p.Types); err == nil && ok {
+			recheck = min(recheck, max(next.Sub(h.store.Now()), time.Millisecond))
+		}
+		t := time.NewTimer(recheck)
+		select {
+		case <-woken:
+		case <-t.C:
+		case <-deadline.C:
+			t.Stop()
+			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil))
+			return
+		case <-h.shutdown:
+			t.Stop()
+			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil))
+			return
+		case <-r.Context().Done():
+			t.Stop()
+			return // the worker hung up; nothing was claimed for it
+		}
+		t.Stop()
+	}
+}
+
+// claimParams validates a claim request and fills in the defaults: one job,
+// the default lease, DefaultClaimWait. Every error is a *db.ValidationError.
+func claimParams(req *claimRequest) (db.RunClaimParams, time.Duration, error) {
+	invalid := func(field, format string, args ...any) (db.RunClaimParams, time.Duration, error) {
+		return db.RunClaimParams{}, 0, &db.ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	p := db.RunClaimParams{WorkerID: req.WorkerID, Types: req.Types, Max: 1, Lease: db.DefaultLease}
+	switch {
+	case req.WorkerID == "":
+		return invalid("workerId", "workerId is required: a name for this worker, such as its host name and process id")
+	case len(req.WorkerID) > maxWorkerIDLen:
+		return invalid("workerId", "workerId is %d bytes long; at most %d are allowed", len(req.WorkerID), maxWorkerIDLen)
+	case len(req.Types) == 0:
+		return invalid("types", "types is required: the job types this worker runs, such as [\"thumbnail\"]")
+	case len(req.Types) > maxClaimTypes:
+		return invalid("types", "types lists %d types; at most %d are allowed", len(req.Types), maxClaimTypes)
+	}
+	for _, t := range req.Types {
+		if t == "" || len(t) > maxTypeLen || strings.IndexFunc(t, func(c rune) bool { return !isTypeChar(c) }) >= 0 {
+			return invalid("types", "type %q is not a job type: 1 to %d letters, digits and _ . : -", t, maxTypeLen)
+		}
+	}
+	if req.Max != nil {
+		if *req.Max < 1 || *req.Max > MaxClaimBatch {
+			return invalid("max", "max must be from 1 to %d, not %d", MaxClaimBatch, *req.Max)
+		}
+		p.Max = *req.Max
+	}
+	lease, err := durationField("lease", req.Lease, db.DefaultLease, MinLease, MaxLease)
+	if err != nil {
+		return db.RunClaimParams{}, 0, err
+	}
+	p.Lease = lease
+	wait, err := durationField("wait", req.Wait, DefaultClaimWait, 0, MaxClaimWait)
+	if err != nil {
+		return db.RunClaimParams{}, 0, err
+	}
+	return p, wait, nil
+}
+
+// durationField parses an optional duration field: fallback when absent,
+// else a Go duration string from lo to hi. Errors are *db.ValidationError.
+func durationField(field string, raw json.RawMessage, fallback, lo, hi time.Duration) (time.Duration, error) {
+	if isAbsent(raw) {
+		return fallback, nil
+	}
+	var v db.Duration
+	if err := v.UnmarshalJSON(raw); err != nil {
+		return 0, &db.ValidationError{Field: field, Msg: fmt.Sprintf("%s: %v", field, err)}
+	}
+	if d := time.Duration(v); d < lo || d > hi {
+		return 0, &db.ValidationError{Field: field, Msg: fmt.Sprintf("%s must be from %s to %s, not %s; omit it for %s", field, lo, hi, d, fallback)}
+	}
+	return time.Duration(v), nil
+}
+
+// claimAnswer is the wire form of claims.
+func claimAnswer(claims []db.Claim) claimResponse {
+	out := claimResponse{Claims: make([]claimed, 0, len(claims))}
+	for _, c := range claims {
+		out.Claims = append(out.Claims, claimed{Job: c.Job, RunID: c.RunID, Generation: c.Job.LeaseGeneration})
+	}
+	return out
+}
+
+// handleHeartbeat serves POST /jobs/{id}/heartbeat: it extends the lease
+// held with generation and says whether cancellation was requested; 409 when
+// the generation no longer holds the job.
+func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	var req heartbeatRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	if req.Generation == nil {
+		h.error(w, r, &db.ValidationError{Field: "generation", Msg: "generation is required: the one the claim answered"})
+		return
+	}
+	lease, err := durationField("lease", req.Lease, db.DefaultLease, MinLease, MaxLease)
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	hb, err := h.store.RunHeartbeat(r.Context(), db.RunHeartbeatParams{JobID: id, Generation: *req.Generation, Lease: lease})
+	if err != nil {
+		h.error(w, r, staleError(id, *req.Generation, err))
+		return
+	}
+	h.writeJSON(w, r, http.StatusOK, heartbeatResponse{LeaseUntil: hb.LeaseUntil, CancelRequested: hb.CancelRequested})
+}
+
+// handleComplete serves POST /jobs/{id}/complete: it records how the run
+// leased with generation ended and answers the job as it moves on; 409 when
+// the generation no longer holds the job, and nothing is changed then.
+func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	var req completeRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	if err := validateComplete(&req); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	if len(req.Output) > db.OutputTailBytes {
+		req.Output = req.Output[len(req.Output)-db.OutputTailBytes:]
+	}
+	job, err := h.store.RunFinish(r.Context(), db.RunFinishParams{
+		JobID: id, Generation: *req.Generation, Outcome: req.Outcome,
+		Error: req.Error, Retryable: req.Retryable, Output: req.Output,
+	})
+	if err != nil {
+		h.error(w, r, staleError(id, *req.Generation, err))
+		return
+	}
+	if job.State == db.StateReady {
+		h.due(job.Type) // a released job, or the next slot of a recurring one
+	}
+	h.writeJSON(w, r, http.StatusOK, job)
+}
+
+// validateComplete checks a completion; errors are *db.ValidationError.
+func validateComplete(req *completeRequest) error {
+	if req.Generation == nil {
+		return &db.ValidationError{Field: "generation", Msg: "generation is required: the one the claim answered"}
+	}
+	switch req.Outcome {
+	case db.OutcomeSucceeded, db.OutcomeFailed, db.OutcomeTimedOut, db.OutcomeCancelled, db.OutcomeReleased:
+	case "":
+		return &db.ValidationError{Field: "outcome", Msg: "outcome is required: succeeded, failed, timed_out, cancelled or released"}
+	default:
+		return &db.ValidationError{Field: "outcome", Msg: fmt.Sprintf("outcome %q is not one a worker reports; use succeeded, failed, timed_out, cancelled or released", req.Outcome)}
+	}
+	if len(req.Error) > maxErrorLen {
+		return &db.ValidationError{Field: "error", Msg: fmt.Sprintf("error is %d bytes long; at most %d are allowed", len(req.Error), maxErrorLen)}
+	}
+	return nil
+}
+
+// staleError gives a refused worker write a detail that says why.
+func staleError(id string, gen int64, err error) error {
+	return &detailError{err: err, detail: fmt.Sprintf(
+		"generation %d no longer holds job %s: its lease expired or another worker claimed it; stop and do not report this run", gen, id)}
+}
+
+// claimWaiters lets the long polls of POST /claims sleep until a job of one
+// of their types may be due. It is safe for concurrent use.
+type claimWaiters struct {
+	mu     sync.Mutex
+	byType map[string]map[chan struct{}]struct{} // guarded by mu
+}
+
+// add registers a waiter for types and returns its channel, which receives
+// (buffered, one pending) when one of them may be due, and the function that
+// unregisters it. Register before looking at the store, so that no wake-up
+// between the look and the sleep is lost.
+func (cw *claimWaiters) add(types []string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	if cw.byType == nil {
+		cw.byType = map[string]map[chan struct{}]struct{}{}
+	}
+	for _, t := range types {
+		if cw.byType[t] == nil {
+			cw.byType[t] = map[chan struct{}]struct{}{}
+		}
+		cw.byType[t][ch] = struct{}{}
+	}
+	return ch, func() {
+		cw.mu.Lock()
+		defer cw.mu.Unlock()
+		for _, t := range types {
+			delete(cw.byType[t], ch)
+			if len(cw.byType[t]) == 0 {
+				delete(cw.byType, t)
+			}
+		}
+	}
+}
+
+// wake tells every waiter for typ that a job of it may be due. It never
+// blocks.
+func (cw *claimWaiters) wake(typ string) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	for ch := range cw.byType[typ] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// due tells the in-process dispatcher and the waiting claims of typ that a
+// job of typ may be due now.
+func (h *handler) due(typ string) {
+	h.wake()
+	h.claimers.wake(typ)
+}

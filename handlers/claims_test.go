@@ -1,0 +1,182 @@
+package handlers
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// claimOne posts body to /claims and wants one claim back.
+func (e *testEnv) claimOne(body string) claimed {
+	e.t.Helper()
+	res := e.do(http.MethodPost, "/claims", body)
+	res.wantStatus(e.t, http.StatusOK)
+	var cr claimResponse
+	res.decode(e.t, &cr)
+	if len(cr.Claims) != 1 {
+		e.t.Fatalf("claims: got %d, want 1: %s", len(cr.Claims), res.body)
+	}
+	return cr.Claims[0]
+}
+
+func TestHandler_ClaimValidation(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	for _, tc := range []struct {
+		body, field string
+	}{
+		{`{"types": ["a"]}`, "workerId"},
+		{`{"workerId": "w", "types": []}`, "types"},
+		{`{"workerId": "w"}`, "types"},
+		{`{"workerId": "w", "types": ["a b"]}`, "types"},
+		{`{"workerId": "w", "types": ["a"], "max": 0}`, "max"},
+		{`{"workerId": "w", "types": ["a"], "max": 101}`, "max"},
+		{`{"workerId": "w", "types": ["a"], "lease": "1ms"}`, "lease"},
+		{`{"workerId": "w", "types": ["a"], "lease": "soon"}`, "lease"},
+		{`{"workerId": "w", "types": ["a"], "wait": "2m"}`, "wait"},
+		{`{"workerId": "w", "types": ["a"], "wait": "-1s"}`, "wait"},
+		{`{"workerId": "w", "types": ["a"], "extra": 1}`, "extra"},
+	} {
+		p := e.do(http.MethodPost, "/claims", tc.body).wantProblem(t, http.StatusUnprocessableEntity, "")
+		if p.Field != tc.field {
+			t.Errorf("%s: field got %q, want %q (%s)", tc.body, p.Field, tc.field, p.Detail)
+		}
+	}
+	for _, tc := range []struct {
+		path, body, field string
+	}{
+		{"/jobs/x/heartbeat", `{}`, "generation"},
+		{"/jobs/x/heartbeat", `{"generation": 1, "lease": "1h1000000s"}`, "lease"},
+		{"/jobs/x/complete", `{"outcome": "succeeded"}`, "generation"},
+		{"/jobs/x/complete", `{"generation": 1}`, "outcome"},
+		{"/jobs/x/complete", `{"generation": 1, "outcome": "lease_expired"}`, "outcome"},
+		{"/jobs/x/complete", `{"generation": 1, "outcome": "missed"}`, "outcome"},
+	} {
+		p := e.do(http.MethodPost, tc.path, tc.body).wantProblem(t, http.StatusUnprocessableEntity, "")
+		if p.Field != tc.field {
+			t.Errorf("%s %s: field got %q, want %q (%s)", tc.path, tc.body, p.Field, tc.field, p.Detail)
+		}
+	}
+}
+
+// TestHandler_ClaimLifecycle claims a job over HTTP, renews it, and checks
+// that every write under another generation is refused with 409 and
+// changes nothing.
+func TestHandler_ClaimLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "thumb", "payload": {"n": 1}}`, http.StatusCreated)
+	e.create(`{"type": "other"}`, http.StatusCreated)
+
+	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "max": 5, "lease": "10s", "wait": "0s"}`)
+	if c.ID != j.ID || c.Generation != 1 || c.LeaseGeneration != 1 || c.RunID == 0 || c.State != db.StateRunning ||
+		c.LeaseOwner != "box1/42" || string(c.Payload) != `{"n":1}` {
+		t.Fatalf("claim: got %+v", c)
+	}
+	if want := testNow.Add(10 * time.Second); c.LeaseUntil == nil || !c.LeaseUntil.Equal(want) {
+		t.Errorf("leaseUntil: got %v, want %v", c.LeaseUntil, want)
+	}
+
+	res := e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", `{"generation": 1, "lease": "20s"}`)
+	res.wantStatus(t, http.StatusOK)
+	var hb heartbeatResponse
+	res.decode(t, &hb)
+	if !hb.LeaseUntil.Equal(testNow.Add(20*time.Second)) || hb.CancelRequested {
+		t.Errorf("heartbeat: got %+v", hb)
+	}
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/cancel-run", "").wantStatus(t, http.StatusOK)
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", `{"generation": 1}`).decode(t, &hb)
+	if !hb.CancelRequested {
+		t.Errorf("heartbeat after cancel-run: got %+v, want cancelRequested", hb)
+	}
+
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", `{"generation": 2}`).wantProblem(t, http.StatusConflict, "generation 2 no longer holds")
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", `{"generation": 2, "outcome": "succeeded"}`).wantProblem(t, http.StatusConflict, "no longer holds")
+	if got, _ := e.store.JobGet(t.Context(), j.ID); got.State != db.StateRunning {
+		t.Fatalf("after a stale completion the job is %s, want running", got.State)
+	}
+
+	res = e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", `{"generation": 1, "outcome": "succeeded", "output": "made it"}`)
+	res.wantStatus(t, http.StatusOK)
+	var done db.Job
+	res.decode(t, &done)
+	if done.State != db.StateDone {
+		t.Errorf("completed job: got state %s, want done", done.State)
+	}
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", `{"generation": 1, "outcome": "failed"}`).wantProblem(t, http.StatusConflict, "")
+	runs, _, err := e.store.RunList(t.Context(), db.RunListParams{JobID: j.ID, Limit: 10})
+	if err != nil || len(runs) != 1 || runs[0].Outcome != db.OutcomeSucceeded || runs[0].Output != "made it" || runs[0].WorkerID != "box1/42" {
+		t.Fatalf("runs: got %+v, %v", runs, err)
+	}
+}
+
+// TestHandler_ClaimLongPoll checks that a waiting claim is answered by a job
+// created while it waits (or just before), that a claim with nothing due answers an empty
+// list when its wait ends, and that shutdown ends a wait at once.
+func TestHandler_ClaimLongPoll(t *testing.T) {
+	t.Parallel()
+	shutdown := make(chan struct{})
+	e := newTestEnv(t, func(c *Config) { c.Shutdown = shutdown })
+
+	got := make(chan claimed, 1)
+	go func() {
+		res := e.do(http.MethodPost, "/claims", `{"workerId": "w", "types": ["late"], "wait": "30s"}`)
+		var cr claimResponse
+		res.decode(t, &cr)
+		if len(cr.Claims) == 1 {
+			got <- cr.Claims[0]
+		}
+		close(got)
+	}()
+	j := e.create(`{"type": "late"}`, http.StatusCreated)
+	if c, ok := <-got; !ok || c.ID != j.ID {
+		t.Fatalf("waiting claim: got %+v, %v, want job %s", c, ok, j.ID)
+	}
+
+	res := e.do(http.MethodPost, "/claims", `{"workerId": "w", "types": ["none"], "wait": "10ms"}`)
+	res.wantStatus(t, http.StatusOK)
+	if string(res.body) != "{\"claims\":[]}\n" {
+		t.Errorf("empty claim: got %s", res.body)
+	}
+
+	ended := make(chan response, 1)
+	go func() {
+		ended <- e.do(http.MethodPost, "/claims", `{"workerId": "w", "types": ["none"], "wait": "50s"}`)
+	}()
+	close(shutdown)
+	select {
+	case r := <-ended:
+		r.wantStatus(t, http.StatusOK)
+	case <-time.After(20 * time.Second):
+		t.Fatal("shutdown did not end the waiting claim")
+	}
+}
+
+func TestClaimWaiters(t *testing.T) {
+	t.Parallel()
+	var cw claimWaiters
+	ab, unregister := cw.add([]string{"a", "b"})
+	c, unregisterC := cw.add([]string{"c"})
+	cw.wake("b")
+	cw.wake("b") // one pending wake-up is kept, the second is dropped
+	select {
+	case <-ab:
+	default:
+		t.Fatal("a waiter for a and b was not woken by b")
+	}
+	select {
+	case <-ab:
+		t.Fatal("two wake-ups pending, want one")
+	case <-c:
+		t.Fatal("a waiter for c was woken by b")
+	default:
+	}
+	unregister()
+	unregisterC()
+	cw.wake("a")
+	if len(cw.byType) != 0 {
+		t.Fatalf("waiters left after unregistering: %v", cw.byType)
+	}
+}

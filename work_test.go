@@ -1,0 +1,512 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// evidenceScript is the command the workers under test run. It appends
+// "start <job> <gen> <unixnano> <worker pid>" when it starts and
+// "end <job> <gen> <unixnano> <worker pid> ok|term" when it ends (term: it
+// was stopped by SIGTERM), sleeping in between for the payload's "sleep"
+// seconds.
+func evidenceScript(path string) []string {
+	return []string{"sh", "-c", `
+d=$(sed -n 's/.*"sleep":"\([0-9.]*\)".*/\1/p')
+echo "start $SKED_JOB_ID $SKED_GENERATION $(date +%s%N) $PPID" >> ` + path + `
+trap 'echo "end $SKED_JOB_ID $SKED_GENERATION $(date +%s%N) $PPID term" >> ` + path + `; exit 143' TERM
+sleep "${d:-0}" & wait $!
+echo "end $SKED_JOB_ID $SKED_GENERATION $(date +%s%N) $PPID ok" >> ` + path}
+}
+
+// startWork starts `sked work` against addr for type typ running the
+// evidence script; extra flags go before "--".
+func startWork(t *testing.T, addr, typ, ev string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"work", "--server", "http://" + addr, "--type", typ}, extra...)
+	cmd := exec.Command(skedBin, append(append(args, "--"), evidenceScript(ev)...)...)
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = &syncWriter{w: logs}, &syncWriter{w: logs}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd, logs}
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	return p
+}
+
+// kill9 kills p with SIGKILL and returns when it is gone, with the time by
+// which every execution it ran was over (its commands die with it).
+func kill9(p *proc) time.Time {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+	return time.Now()
+}
+
+// stopGracefully sends SIGTERM and wants a clean exit.
+func stopGracefully(t *testing.T, p *proc) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("sked exited with %v after SIGTERM:\n%s", err, p.logs)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatalf("sked did not exit after SIGTERM:\n%s", p.logs)
+	}
+}
+
+// execution is one run of the evidence script.
+type execution struct {
+	job        string
+	gen        int64
+	pid        int // the worker process that ran it
+	start, end time.Time
+	ended      string // "ok", "term", or "" when the script never wrote its end
+}
+
+// readExecutions parses the evidence file into executions, in start order.
+func readExecutions(t testing.TB, path string) []*execution {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	byKey := map[string]*execution{}
+	var all []*execution
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		gen, _ := strconv.ParseInt(f[2], 10, 64)
+		nanos, _ := strconv.ParseInt(f[3], 10, 64)
+		pid, _ := strconv.Atoi(f[4])
+		key := f[1] + "/" + f[2]
+		switch f[0] {
+		case "start":
+			if byKey[key] != nil {
+				t.Errorf("evidence: generation %d of job %s started twice", gen, f[1])
+			}
+			e := &execution{job: f[1], gen: gen, pid: pid, start: time.Unix(0, nanos)}
+			byKey[key] = e
+			all = append(all, e)
+		case "end":
+			e := byKey[key]
+			if e == nil || len(f) < 6 {
+				t.Errorf("evidence: %q without its start", line)
+				continue
+			}
+			e.end, e.ended = time.Unix(0, nanos), f[5]
+		}
+	}
+	slices.SortFunc(all, func(a, b *execution) int { return a.start.Compare(b.start) })
+	return all
+}
+
+// checkEvidence fails the test when the evidence shows a job of jobs that
+// never ran to success (lost), or two executions of one job overlapping in
+// time. An execution without an end ran on a worker that was killed: it
+// lasted until deaths[pid], when the worker and its command died; one with
+// neither end nor a dead worker is a fault. It returns the executions.
+func checkEvidence(t testing.TB, path string, jobs []string, deaths map[int]time.Time) []*execution {
+	t.Helper()
+	all := readExecutions(t, path)
+	byJob := map[string][]*execution{}
+	for _, e := range all {
+		if e.ended == "" {
+			death, ok := deaths[e.pid]
+			if !ok {
+				t.Errorf("job %s generation %d started on live worker %d and never ended", e.job, e.gen, e.pid)
+				continue
+			}
+			e.end = death
+		}
+		byJob[e.job] = append(byJob[e.job], e)
+	}
+	for _, id := range jobs {
+		execs := byJob[id]
+		if !slices.ContainsFunc(execs, func(e *execution) bool { return e.ended == "ok" }) {
+			t.Errorf("job %s never ran to success: executions %v", id, execs)
+		}
+		for i := 1; i < len(execs); i++ {
+			for _, prev := range execs[:i] {
+				if execs[i].start.Before(prev.end) {
+					t.Errorf("job %s: generation %d (worker %d, %s..%s) overlaps generation %d (worker %d, %s..%s)",
+						id, execs[i].gen, execs[i].pid, execs[i].start.Format(time.StampMicro), execs[i].end.Format(time.StampMicro),
+						prev.gen, prev.pid, prev.start.Format(time.StampMicro), prev.end.Format(time.StampMicro))
+				}
+			}
+		}
+	}
+	return all
+}
+
+func (e *execution) String() string {
+	return fmt.Sprintf("gen %d on %d %s", e.gen, e.pid, cmp.Or(e.ended, "killed"))
+}
+
+// waitLong is waitFor with its own deadline.
+func waitLong(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// createEvidenceJobs creates n jobs of typ whose scripts sleep from lo to
+// hi seconds, with attempts to spare for the kills to come.
+func createEvidenceJobs(c client, typ string, n int, lo, hi float64) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		sleep := strconv.FormatFloat(lo+rand.Float64()*(hi-lo), 'f', 2, 64)
+		ids[i] = c.create(map[string]any{"type": typ, "payload": map[string]any{"sleep": sleep},
+			"maxAttempts": 1000, "backoff": "100ms"}).ID
+	}
+	return ids
+}
+
+// allDone reports whether every job of ids is done, asking the server.
+func allDone(c client, ids []string) bool {
+	for _, id := range ids {
+		if c.job(id).State != db.StateDone {
+			return false
+		}
+	}
+	return true
+}
+
+// TestWork_RunsJobAndCancel runs a job on `sked work` (payload on stdin,
+// SKED_* environment, output in the run) and stops a second one with
+// cancel-run: SIGTERM reaches the command and the run ends cancelled.
+func TestWork_RunsJobAndCancel(t *testing.T) {
+	dir := t.TempDir()
+	addr, ev := freeAddr(t), filepath.Join(dir, "evidence")
+	startServe(t, filepath.Join(dir, "sked.db"), addr)
+	c := client{t, "http://" + addr}
+	w := startWork(t, addr, "evid", ev, "--lease", "1s")
+
+	quick := createEvidenceJobs(c, "evid", 1, 0, 0)[0]
+	c.waitState(quick, db.StateDone)
+	runs := c.runs(quick)
+	if len(runs) != 1 || runs[0].Outcome != db.OutcomeSucceeded || runs[0].Generation != 1 || !strings.Contains(runs[0].WorkerID, "/") {
+		t.Fatalf("runs = %+v", runs)
+	}
+
+	slow := c.create(map[string]any{"type": "evid", "payload": map[string]any{"sleep": "60"}}).ID
+	waitFor(t, "the slow job to start", func() bool { return len(readExecutions(t, ev)) == 2 })
+	if code, b := c.do("POST", "/jobs/"+slow+"/cancel-run", nil); code != http.StatusOK {
+		t.Fatalf("cancel-run: %d %s", code, b)
+	}
+	c.waitState(slow, db.StateCancelled)
+	if r := c.runs(slow); len(r) != 1 || r[0].Outcome != db.OutcomeCancelled {
+		t.Fatalf("runs of the cancelled job = %+v", r)
+	}
+	execs := checkEvidence(t, ev, []string{quick}, nil)
+	if len(execs) != 2 || execs[1].ended != "term" {
+		t.Fatalf("executions = %v, want the slow one ended by SIGTERM", execs)
+	}
+	stopGracefully(t, w)
+}
+
+// TestWork_Kill9Workers kills `sked work` processes with SIGKILL at random
+// points, restarting each, for at least 20 cycles, while they run jobs.
+// Afterwards every job ran to success, and no two executions of one job
+// overlapped (a killed worker's execution ends when it dies).
+func TestWork_Kill9Workers(t *testing.T) {
+	dir := t.TempDir()
+	addr, ev := freeAddr(t), filepath.Join(dir, "evidence")
+	startServe(t, filepath.Join(dir, "sked.db"), addr)
+	c := client{t, "http://" + addr}
+	flags := []string{"--lease", "2s", "--concurrency", "3"}
+	workers := []*proc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
+	ids := createEvidenceJobs(c, "evid", 120, 0.05, 0.5)
+
+	deaths := map[int]time.Time{}
+	cycles, killedMidRun := 0, 0
+	stopAt := time.Now().Add(40 * time.Second)
+	for cycles < 20 && time.Now().Before(stopAt) {
+		time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond) // a random point, not a wait
+		i := rand.IntN(len(workers))
+		pid := workers[i].cmd.Process.Pid
+		open := 0
+		for _, e := range readExecutions(t, ev) {
+			if e.pid == pid && e.ended == "" {
+				open++
+			}
+		}
+		deaths[pid] = kill9(workers[i])
+		if open > 0 {
+			killedMidRun++
+		}
+		workers[i] = startWork(t, addr, "evid", ev, flags...)
+		cycles++
+	}
+	waitLong(t, "every job to be done", 60*time.Second, func() bool { return allDone(c, ids) })
+	for _, w := range workers {
+		stopGracefully(t, w)
+	}
+	execs := checkEvidence(t, ev, ids, deaths)
+	t.Logf("%d kill cycles (%d with a run in flight), %d jobs, %d executions", cycles, killedMidRun, len(ids), len(execs))
+	if cycles < 20 {
+		t.Errorf("only %d kill cycles ran in the time allowed", cycles)
+	}
+}
+
+// TestWork_ServerRestarts restarts the server while workers hold leases,
+// with SIGKILL at random points and with SIGTERM: nothing is lost and no
+// job runs twice at once.
+func TestWork_ServerRestarts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sig    syscall.Signal
+		cycles int
+	}{{"SIGKILL", syscall.SIGKILL, 6}, {"SIGTERM", syscall.SIGTERM, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			dbPath, addr, ev := filepath.Join(dir, "sked.db"), freeAddr(t), filepath.Join(dir, "evidence")
+			srv := startServe(t, dbPath, addr, "--grace", "1s")
+			c := client{t, "http://" + addr}
+			flags := []string{"--lease", "2s", "--concurrency", "3"}
+			workers := []*proc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
+			ids := createEvidenceJobs(c, "evid", 40, 0.2, 1.5)
+
+			for i := range tc.cycles {
+				waitFor(t, "a run in flight", func() bool {
+					return slices.ContainsFunc(readExecutions(t, ev), func(e *execution) bool { return e.ended == "" })
+				})
+				time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond) // a random point, not a wait
+				srv.cmd.Process.Signal(tc.sig)
+				srv.cmd.Wait()
+				time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond) // down for a random while
+				srv = startServe(t, dbPath, addr, "--grace", "1s")
+				t.Logf("cycle %d: server restarted", i+1)
+			}
+			waitLong(t, "every job to be done", 60*time.Second, func() bool { return allDone(c, ids) })
+			for _, w := range workers {
+				stopGracefully(t, w)
+			}
+			execs := checkEvidence(t, ev, ids, nil)
+			reruns := len(execs) - len(ids)
+			t.Logf("%d restarts by %s, %d jobs, %d executions (%d reruns)", tc.cycles, tc.name, len(ids), len(execs), reruns)
+		})
+	}
+}
+
+// TestWork_SIGSTOPPastLease pauses a worker past its lease; another worker
+// takes the job and finishes it; the first, resumed, is refused as stale.
+func TestWork_SIGSTOPPastLease(t *testing.T) {
+	dir := t.TempDir()
+	addr, ev := freeAddr(t), filepath.Join(dir, "evidence")
+	startServe(t, filepath.Join(dir, "sked.db"), addr)
+	c := client{t, "http://" + addr}
+	a := startWork(t, addr, "evid", ev, "--lease", "1s", "--worker-id", "worker-a")
+	id := c.create(map[string]any{"type": "evid", "payload": map[string]any{"sleep": "0.5"}, "backoff": "100ms"}).ID
+	waitFor(t, "worker a to start the job", func() bool { return len(readExecutions(t, ev)) == 1 })
+	a.cmd.Process.Signal(syscall.SIGSTOP)
+
+	b := startWork(t, addr, "evid", ev, "--lease", "1s", "--worker-id", "worker-b")
+	c.waitState(id, db.StateDone)
+	stopGracefully(t, b)
+
+	// Worker a's own writes, and a stale write straight over HTTP.
+	a.cmd.Process.Signal(syscall.SIGCONT)
+	waitFor(t, "worker a to be refused", func() bool {
+		return strings.Contains(a.logs.String(), "run outcome refused") || strings.Contains(a.logs.String(), "run abandoned: lease lost")
+	})
+	for path, body := range map[string]any{
+		"/heartbeat": map[string]any{"generation": 1},
+		"/complete":  map[string]any{"generation": 1, "outcome": "failed"},
+	} {
+		if code, b := c.do("POST", "/jobs/"+id+path, body); code != http.StatusConflict {
+			t.Errorf("stale %s: %d %s, want 409", path, code, b)
+		}
+	}
+	stopGracefully(t, a)
+
+	runs := c.runs(id)
+	if len(runs) != 2 {
+		t.Fatalf("runs = %+v, want 2", runs)
+	}
+	first, second := runs[1], runs[0]
+	if first.Generation != 1 || first.WorkerID != "worker-a" || first.Outcome != db.OutcomeLeaseExpired {
+		t.Errorf("first run = %+v, want generation 1 on worker-a, lease_expired", first)
+	}
+	if second.Generation != 2 || second.WorkerID != "worker-b" || second.Outcome != db.OutcomeSucceeded {
+		t.Errorf("second run = %+v, want generation 2 on worker-b, succeeded", second)
+	}
+	if j := c.job(id); j.State != db.StateDone || j.LeaseGeneration != 2 {
+		t.Errorf("job = %s generation %d, want done at generation 2", j.State, j.LeaseGeneration)
+	}
+}
+
+// TestWork_CancelRacesClaim races DELETE against POST /claims on the same
+// due jobs over HTTP: each job is either cancelled (and never claimed, with
+// no runs) or claimed once (and every cancel after it got 409), never both.
+func TestWork_CancelRacesClaim(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr)
+	c := client{t, "http://" + addr}
+	const n = 150
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = c.create(map[string]any{"type": "race"}).ID
+	}
+
+	var (
+		mu        sync.Mutex
+		claimedBy = map[string]int{} // job -> times claimed
+		got204    = map[string]bool{}
+		got409    = map[string]bool{}
+		wg        sync.WaitGroup
+		cancelsWG sync.WaitGroup
+	)
+	cancelsDone := make(chan struct{})
+	for g := range 6 {
+		cancelsWG.Add(1)
+		go func() {
+			defer cancelsWG.Done()
+			for _, i := range rand.Perm(n) {
+				req, _ := http.NewRequest("DELETE", c.base+"/jobs/"+ids[i], nil)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Errorf("canceller %d: %v", g, err)
+					return
+				}
+				resp.Body.Close()
+				mu.Lock()
+				switch resp.StatusCode {
+				case http.StatusNoContent:
+					got204[ids[i]] = true
+				case http.StatusConflict:
+					got409[ids[i]] = true
+				default:
+					t.Errorf("DELETE %s: %d", ids[i], resp.StatusCode)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	go func() { cancelsWG.Wait(); close(cancelsDone) }()
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-cancelsDone:
+					return
+				default:
+				}
+				code, b := c.do("POST", "/claims", map[string]any{"workerId": "racer-" + strconv.Itoa(g), "types": []string{"race"}, "max": 3, "wait": "0s"})
+				if code != http.StatusOK {
+					t.Errorf("claim: %d %s", code, b)
+					return
+				}
+				var resp struct {
+					Claims []db.Job `json:"claims"`
+				}
+				if err := json.Unmarshal(b, &resp); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, j := range resp.Claims {
+					claimedBy[j.ID]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	cancelled, claimed := 0, 0
+	for _, id := range ids {
+		j := c.job(id)
+		runs := c.runs(id)
+		switch {
+		case claimedBy[id] > 1:
+			t.Errorf("job %s claimed %d times", id, claimedBy[id])
+		case claimedBy[id] == 1 && got204[id]:
+			t.Errorf("job %s was claimed and its cancel answered 204", id)
+		case claimedBy[id] == 1:
+			claimed++
+			if j.State != db.StateRunning || len(runs) != 1 {
+				t.Errorf("claimed job %s: state %s, %d runs", id, j.State, len(runs))
+			}
+		case got204[id]:
+			cancelled++
+			if j.State != db.StateCancelled || len(runs) != 0 || got409[id] {
+				t.Errorf("cancelled job %s: state %s, %d runs, some cancel got 409: %v", id, j.State, len(runs), got409[id])
+			}
+		default:
+			t.Errorf("job %s neither claimed nor cancelled: %s", id, j.State)
+		}
+	}
+	t.Logf("%d jobs: %d cancelled, %d claimed", n, cancelled, claimed)
+}
+
+// errorRecorder keeps the errors a checker reports instead of failing.
+type errorRecorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *errorRecorder) Helper() {}
+func (r *errorRecorder) Errorf(format string, a ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, a...))
+}
+
+// TestCheckEvidence shows the checker catches what it is for: an overlap
+// of two live executions, a job that never succeeded, and an execution that
+// never ended on a worker that did not die; and that a killed worker's
+// execution counts as over when the worker died.
+func TestCheckEvidence(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evidence")
+	lines := []string{
+		"start A 1 1000 10", "end A 1 2000 10 ok",
+		"start A 2 1500 11", "end A 2 2500 11 ok", // overlaps generation 1
+		"start B 1 1000 12", "end B 1 2000 12 term", // never succeeded
+		"start C 1 1000 13", // worker 13 lives: never ended
+		"start D 1 1000 14", // worker 14 died at 1200
+		"start D 2 1300 15", "end D 2 1400 15 ok",
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &errorRecorder{TB: t}
+	checkEvidence(r, path, []string{"A", "B", "D"}, map[int]time.Time{14: time.Unix(0, 1200)})
+	want := []string{"job C generation 1 started on live worker 13", "job B never ran to success", "job A: generation 2"}
+	for _, w := range want {
+		if !slices.ContainsFunc(r.errs, func(e string) bool { return strings.Contains(e, w) }) {
+			t.Errorf("checker missed %q; it reported %q", w, r.errs)
+		}
+	}
+	if len(r.errs) != 3 {
+		t.Errorf("checker reported %d errors, want 3: %q", len(r.errs), r.errs)
+	}
+}
