@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// cliRun is one run of the sked binary as a client.
+type cliRun struct {
+	stdout, stderr string
+	code           int
+}
+
+// skedCLI runs the built binary with args against server (SKED_SERVER).
+func skedCLI(t *testing.T, server string, args ...string) cliRun {
+	t.Helper()
+	cmd := exec.Command(skedBin, args...)
+	cmd.Env = append(os.Environ(), "SKED_SERVER="+server, "SKED_TOKEN=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Fatalf("sked %q: %v", args, err)
+	}
+	return cliRun{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
+}
+
+// ok runs the CLI and fails the test unless it exits 0.
+func ok(t *testing.T, server string, args ...string) string {
+	t.Helper()
+	r := skedCLI(t, server, args...)
+	if r.code != 0 {
+		t.Fatalf("sked %q exited %d:\n%s%s", args, r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// fails runs the CLI, expects exit code want and returns stderr.
+func fails(t *testing.T, server string, want int, args ...string) string {
+	t.Helper()
+	r := skedCLI(t, server, args...)
+	if r.code != want {
+		t.Fatalf("sked %q exited %d, want %d:\n%s%s", args, r.code, want, r.stdout, r.stderr)
+	}
+	return r.stderr
+}
+
+// okJSON runs the CLI with --json and decodes its output into v.
+func okJSON[T any](t *testing.T, server string, args ...string) T {
+	t.Helper()
+	var v T
+	out := ok(t, server, append([]string{args[0], "--json"}, args[1:]...)...)
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("sked %q --json printed no %T: %v\n%s", args, v, err, out)
+	}
+	return v
+}
+
+// compact is raw without white space, as the server stores it.
+func compact(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestCLI_Jobs drives every client command against a live sked serve.
+func TestCLI_Jobs(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--enable-exec", "--lease", "2s")
+	srv := "http://" + addr
+
+	// A one-off job of a type nothing serves stays ready; its payload
+	// comes from a file.
+	payloadFile := filepath.Join(dir, "payload.json")
+	os.WriteFile(payloadFile, []byte(`{"n": 1}`), 0o600)
+	oneOff := okJSON[db.Job](t, srv, "add", "--type", "noop", "--payload", "@"+payloadFile, "--in", "1h", "--key", "k1")
+	if oneOff.State != db.StateReady || compact(t, oneOff.Payload) != `{"n":1}` || oneOff.NextRunAt == nil {
+		t.Fatalf("one-off job = %+v", oneOff)
+	}
+	if out := ok(t, srv, "add", "--type", "noop", "--key", "k1"); !strings.Contains(out, "job "+oneOff.ID+" already exists") {
+		t.Fatalf("add with a known key printed %q", out)
+	}
+
+	out := ok(t, srv, "add", "--exec", "--schedule", "0 3 * * *", "--tz", "Europe/Berlin", "--max-attempts", "2", "--", "sh", "-c", "echo nightly")
+	if !strings.HasPrefix(out, "created job ") {
+		t.Fatalf("add printed %q", out)
+	}
+	var rec db.Job
+	for _, j := range okJSON[struct{ Jobs []db.Job }](t, srv, "ls", "--type", "exec").Jobs {
+		rec = j
+	}
+	if rec.Schedule != "0 3 * * *" || rec.Timezone != "Europe/Berlin" || rec.MaxAttempts != 2 ||
+		compact(t, rec.Payload) != `{"command":["sh","-c","echo nightly"]}` {
+		t.Fatalf("recurring job = %+v", rec)
+	}
+
+	hook := okJSON[db.Job](t, srv, "add", "--url", "https://example.com/hook", "--payload", `{"hello":"world"}`, "--at", "2099-01-01T00:00:00Z")
+	if hook.Type != "http" || compact(t, hook.Payload) != `{"body":{"hello":"world"},"url":"https://example.com/hook"}` {
+		t.Fatalf("http job = %+v", hook)
+	}
+
+	t.Run("Ls", func(t *testing.T) {
+		table := ok(t, srv, "ls")
+		for _, want := range []string{"ID", "STATE", "SCHEDULE", oneOff.ID, rec.ID, hook.ID, "0 3 * * *"} {
+			if !strings.Contains(table, want) {
+				t.Errorf("ls table lacks %q:\n%s", want, table)
+			}
+		}
+		if all := okJSON[struct{ Jobs []db.Job }](t, srv, "ls", "--limit", "1", "--all"); len(all.Jobs) != 3 {
+			t.Errorf("ls --limit 1 --all found %d jobs, want 3", len(all.Jobs))
+		}
+		if page := ok(t, srv, "ls", "--limit", "1"); !strings.Contains(page, "more: sked ls --cursor ") {
+			t.Errorf("ls --limit 1 does not say there is more:\n%s", page)
+		}
+	})
+
+	t.Run("ShowPauseResume", func(t *testing.T) {
+		show := ok(t, srv, "show", oneOff.ID)
+		for _, want := range []string{"State:", "ready", "Idempotency key:", "k1", `{"n":1}`, "no runs yet"} {
+			if !strings.Contains(show, want) {
+				t.Errorf("show lacks %q:\n%s", want, show)
+			}
+		}
+		if out := ok(t, srv, "pause", oneOff.ID); !strings.Contains(out, "paused job "+oneOff.ID+" (now paused") {
+			t.Errorf("pause printed %q", out)
+		}
+		if paused := okJSON[struct{ Jobs []db.Job }](t, srv, "ls", "--state", "paused"); len(paused.Jobs) != 1 || paused.Jobs[0].ID != oneOff.ID {
+			t.Errorf("ls --state paused = %+v", paused.Jobs)
+		}
+		if j := okJSON[db.Job](t, srv, "resume", oneOff.ID); j.State != db.StateReady {
+			t.Errorf("resume --json = %+v", j)
+		}
+	})
+
+	t.Run("RunsAndRetry", func(t *testing.T) {
+		j := okJSON[db.Job](t, srv, "add", "--exec", "--max-attempts", "1", "--", "sh", "-c", "echo out of luck; exit 3")
+		var shown struct {
+			Job  db.Job
+			Runs []db.Run
+		}
+		waitFor(t, "the failing job to go dead", func() bool {
+			shown = okJSON[struct {
+				Job  db.Job
+				Runs []db.Run
+			}](t, srv, "show", j.ID)
+			return shown.Job.State == db.StateDead
+		})
+		if len(shown.Runs) != 1 || shown.Runs[0].Outcome != db.OutcomeFailed {
+			t.Fatalf("show --json runs = %+v", shown.Runs)
+		}
+		table := ok(t, srv, "runs", j.ID)
+		if !strings.Contains(table, "OUTCOME") || !strings.Contains(table, "failed") {
+			t.Errorf("runs table:\n%s", table)
+		}
+		if out := ok(t, srv, "retry", j.ID); !strings.Contains(out, "retried job "+j.ID) {
+			t.Errorf("retry printed %q", out)
+		}
+		waitFor(t, "the retried job to run again", func() bool {
+			return len(okJSON[[]db.Run](t, srv, "runs", j.ID, "--all")) == 2
+		})
+		msg := fails(t, srv, 1, "retry", oneOff.ID)
+		if !strings.Contains(msg, "only dead jobs can be retried") {
+			t.Errorf("retry of a ready job said %q", msg)
+		}
+	})
+
+	t.Run("Cancel", func(t *testing.T) {
+		if out := ok(t, srv, "cancel", oneOff.ID); out != "cancelled job "+oneOff.ID+" (now cancelled)\n" {
+			t.Errorf("cancel printed %q", out)
+		}
+		// A job a worker holds: 409, its detail, exit 1.
+		stop := filepath.Join(dir, "stop")
+		held := okJSON[db.Job](t, srv, "add", "--exec", "--", "sh", "-c", "while [ ! -e "+stop+" ]; do sleep 0.05; done")
+		waitFor(t, "the job to run", func() bool { return okJSON[struct{ Job db.Job }](t, srv, "show", held.ID).Job.State == db.StateRunning })
+		msg := fails(t, srv, 1, "cancel", held.ID)
+		if !strings.Contains(msg, "job "+held.ID+" is running on worker") || !strings.Contains(msg, "cancel-run") {
+			t.Errorf("cancel of a held job said %q", msg)
+		}
+		os.WriteFile(stop, nil, 0o600)
+	})
+
+	t.Run("Errors", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			code int
+			want string
+		}{
+			{[]string{"show", "nosuchjob"}, 1, `job "nosuchjob" does not exist`},
+			{[]string{"add", "--type", "noop", "--schedule", "every tuesday"}, 1, "schedule"},
+			{[]string{"add", "--exec", "--", "true"}, 0, ""},
+			{[]string{"add"}, 2, "--type is required"},
+			{[]string{"add", "--type", "noop", "--in", "soon"}, 2, "--in"},
+			{[]string{"add", "--type", "noop", "--payload", "{nope"}, 2, "--payload is not valid JSON"},
+			{[]string{"add", "--type", "noop", "--at", "2030-01-01T00:00:00Z", "--in", "1m"}, 2, "give one of --at, --in and --schedule"},
+			{[]string{"show"}, 2, "sked show takes one job id"},
+			{[]string{"cancel", "a", "b"}, 2, "sked cancel takes one job id"},
+			{[]string{"ls", "--state", "sleeping"}, 1, `state "sleeping" is not a job state`},
+		} {
+			r := skedCLI(t, srv, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("sked %q: exit %d, stderr %q; want exit %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
+			}
+		}
+	})
+}
+
+// TestCLI_ServerDown checks the message when nothing listens at --server.
+func TestCLI_ServerDown(t *testing.T) {
+	srv := "http://" + freeAddr(t)
+	msg := fails(t, srv, 1, "ls")
+	if !strings.Contains(msg, "is sked serve running at "+srv+"?") || !strings.Contains(msg, "--server") {
+		t.Fatalf("ls with no server said %q", msg)
+	}
+	msg = fails(t, "localhost:8080", 2, "ls", "--server", "localhost:8080")
+	if !strings.Contains(msg, "--server") {
+		t.Fatalf("a bad --server said %q", msg)
+	}
+}

@@ -1,0 +1,213 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sked-dev/sked/client"
+	"github.com/sked-dev/sked/clock"
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/web"
+)
+
+// undocumented lists the route patterns the router serves that are not part
+// of the API and so are not in openapi.json, each with its reason. Every
+// other route must be documented, and every documented operation served.
+var undocumented = map[string]string{}
+
+// openAPI is the part of the document the tests read.
+type openAPI struct {
+	OpenAPI    string                                `json:"openapi"`
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+// openAPIMethods are the keys of a path item that are operations.
+var openAPIMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+func loadOpenAPI(t *testing.T) openAPI {
+	t.Helper()
+	var doc openAPI
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatalf("handlers/openapi.json is not valid JSON: %v", err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("handlers/openapi.json: openapi = %q, want 3.1.0", doc.OpenAPI)
+	}
+	return doc
+}
+
+// TestOpenAPI_MatchesRoutes walks the real router and checks that every
+// route is documented and every documented operation is a route.
+func TestOpenAPI_MatchesRoutes(t *testing.T) {
+	// Every optional route on: the document describes them all.
+	routes, ok := New(Config{
+		Store:     sqlitetest.Open(t),
+		Metrics:   http.NotFoundHandler(),
+		TestClock: clock.NewVirtual(testNow),
+	}).(chi.Routes)
+	if !ok {
+		t.Fatal("handlers.New no longer returns a chi router; make this test walk the routes another way")
+	}
+	served := map[string]bool{} // "GET /jobs/{id}"
+	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if _, ok := undocumented[route]; !ok {
+			served[method+" "+route] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for path, item := range loadOpenAPI(t).Paths {
+		for _, m := range openAPIMethods {
+			if _, ok := item[m]; ok {
+				documented[strings.ToUpper(m)+" "+path] = true
+			}
+		}
+	}
+	var problems []string
+	for r := range served {
+		if !documented[r] {
+			problems = append(problems, fmt.Sprintf("route %s is served by the router (handlers.go routes) but missing from handlers/openapi.json: document it under paths, or add its pattern to undocumented in openapi_test.go with the reason", r))
+		}
+	}
+	for d := range documented {
+		if !served[d] {
+			problems = append(problems, fmt.Sprintf("handlers/openapi.json documents %s but the router serves no such route: remove it from the document or register it in routes", d))
+		}
+	}
+	sort.Strings(problems)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if len(served) == 0 {
+		t.Fatal("the walk found no routes")
+	}
+}
+
+// TestOpenAPI_SchemasMatchTypes checks that each documented schema has
+// exactly the JSON fields of the Go type the API encodes or decodes.
+func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
+	schemas := loadOpenAPI(t).Components.Schemas
+	for _, tc := range []struct {
+		name string
+		v    any
+	}{
+		{"Job", db.Job{}},
+		{"Run", db.Run{}},
+		{"JobCreate", jobCreateRequest{}},
+		{"JobCreate", client.JobCreateRequest{}}, // the Go client sends every field
+		{"JobList", jobListResponse{}},
+		{"JobBatch", jobBatchRequest{}},
+		{"JobBatchResult", jobBatchResponse{}},
+		{"JobBatch", jobBatchRequest{}},
+		{"JobBatchResult", jobBatchResponse{}},
+		{"Problem", problem{}},
+		{"FireTime", fireTime{}},
+		{"ScheduleCheck", scheduleCheckRequest{}},
+		{"ScheduleCheckResult", scheduleCheckResponse{}},
+		{"ClaimRequest", claimRequest{}},
+		{"ClaimResponse", claimResponse{}},
+		{"HeartbeatRequest", heartbeatRequest{}},
+		{"HeartbeatResponse", heartbeatResponse{}},
+		{"CompleteRequest", completeRequest{}},
+		{"Stats", statsResponse{}},
+		{"Series", web.Series{}},
+		{"TestClockMove", testClockRequest{}},
+	} {
+		name, v := tc.name, tc.v
+		s, ok := schemas[name]
+		if !ok {
+			t.Errorf("handlers/openapi.json has no components.schemas.%s for %T", name, v)
+			continue
+		}
+		var documented []string
+		for p := range s.Properties {
+			documented = append(documented, p)
+		}
+		fields := jsonFields(v)
+		for _, f := range fields {
+			if !slices.Contains(documented, f) {
+				t.Errorf("field %q of %T is missing from components.schemas.%s.properties in handlers/openapi.json", f, v, name)
+			}
+		}
+		for _, p := range documented {
+			if !slices.Contains(fields, p) {
+				t.Errorf("components.schemas.%s.properties.%s in handlers/openapi.json is not a field of %T", name, p, v)
+			}
+		}
+	}
+}
+
+// TestOpenAPI_RefsResolve checks that every local $ref names something in
+// the document.
+func TestOpenAPI_RefsResolve(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var visit func(v any, at string)
+	visit = func(v any, at string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok && resolvePointer(doc, ref) == nil {
+				t.Errorf("handlers/openapi.json %s: $ref %q names nothing in the document", at, ref)
+			}
+			for k, c := range v {
+				visit(c, at+"/"+k)
+			}
+		case []any:
+			for i, c := range v {
+				visit(c, fmt.Sprintf("%s/%d", at, i))
+			}
+		}
+	}
+	visit(doc, "#")
+}
+
+// resolvePointer follows a local JSON pointer ("#/components/schemas/Job")
+// in doc; nil when it names nothing.
+func resolvePointer(doc any, ref string) any {
+	rest, ok := strings.CutPrefix(ref, "#/")
+	if !ok {
+		return nil
+	}
+	v := doc
+	for part := range strings.SplitSeq(rest, "/") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		part = strings.NewReplacer("~1", "/", "~0", "~").Replace(part)
+		if v, ok = m[part]; !ok {
+			return nil
+		}
+	}
+	return v
+}
+
+func TestOpenAPI_Served(t *testing.T) {
+	e := newTestEnv(t, nil)
+	res := e.do("GET", "/openapi.json", "")
+	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /openapi.json: %d %s", res.status, res.header.Get("Content-Type"))
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(res.body, &doc); err != nil || doc["openapi"] != "3.1.0" {
+		t.Fatalf("GET /openapi.json is not the document: %v", err)
+	}
+}
