@@ -1,0 +1,137 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/client"
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/worker"
+)
+
+// serve starts the API over a fresh SQLite store with tokens.
+func serve(t *testing.T, tokens ...string) (*sqlite.Store, string) {
+	t.Helper()
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s, Tokens: tokens}))
+	t.Cleanup(srv.Close)
+	return s, srv.URL
+}
+
+func TestClient_WorkerProtocol(t *testing.T) {
+	t.Parallel()
+	s, url := serve(t, "s3cret")
+	ctx := context.Background()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "thumb", MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	anon := &client.Client{BaseURL: url}
+	_, err = anon.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1})
+	if !client.IsStatus(err, http.StatusUnauthorized) {
+		t.Fatalf("claim without a token: got %v, want 401", err)
+	}
+	if due, ok, _ := anon.NextDue(ctx, nil); ok {
+		t.Fatalf("NextDue after a failed claim: got %v, true; want false so the pool backs off", due)
+	}
+
+	c := &client.Client{BaseURL: url, Token: "s3cret", ClaimWait: 10 * time.Millisecond}
+	claims, err := c.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 5, Lease: time.Minute})
+	if err != nil || len(claims) != 1 || claims[0].Job.ID != j.ID || claims[0].Job.LeaseGeneration != 1 || claims[0].RunID == 0 {
+		t.Fatalf("claim: got %+v, %v", claims, err)
+	}
+	if _, ok, _ := c.NextDue(ctx, nil); !ok {
+		t.Fatal("NextDue after a good claim: want true, so the pool claims again at once")
+	}
+	empty, err := c.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1})
+	if err != nil || len(empty) != 0 {
+		t.Fatalf("claim with nothing due: got %+v, %v", empty, err)
+	}
+
+	hb, err := c.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: j.ID, Generation: 1, Lease: time.Minute})
+	if err != nil || hb.LeaseUntil.IsZero() || hb.CancelRequested {
+		t.Fatalf("heartbeat: got %+v, %v", hb, err)
+	}
+	if _, err := c.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: j.ID, Generation: 7}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("stale heartbeat: got %v, want db.ErrStale", err)
+	}
+	if _, err := c.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: 7, Outcome: db.OutcomeSucceeded}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("stale finish: got %v, want db.ErrStale", err)
+	}
+	_, err = c.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: 1, Outcome: "exploded"})
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnprocessableEntity || apiErr.Field != "outcome" || !errors.Is(err, db.ErrInvalid) {
+		t.Fatalf("bad outcome: got %v, want a 422 *client.Error on outcome", err)
+	}
+	done, err := c.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: 1, Outcome: db.OutcomeSucceeded, Output: "ok"})
+	if err != nil || done.State != db.StateDone {
+		t.Fatalf("finish: got %+v, %v", done, err)
+	}
+}
+
+// TestClient_RunFinishRetriesUnreachable reports an outcome to a server
+// that is not there yet: RunFinish keeps trying until its context ends.
+func TestClient_RunFinishRetriesUnreachable(t *testing.T) {
+	t.Parallel()
+	c := &client.Client{BaseURL: "http://127.0.0.1:1"}
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	_, err := c.RunFinish(ctx, db.RunFinishParams{JobID: "x", Generation: 1, Outcome: db.OutcomeSucceeded})
+	if err == nil || errors.Is(err, db.ErrStale) || ctx.Err() == nil {
+		t.Fatalf("got %v (ctx %v), want a network error after the context ended", err, ctx.Err())
+	}
+}
+
+// TestClient_Pool runs a worker.Pool over the client: the same pool that
+// runs jobs in-process runs them from a server over HTTP.
+func TestClient_Pool(t *testing.T) {
+	t.Parallel()
+	s, url := serve(t)
+	c := &client.Client{BaseURL: url, ClaimWait: time.Second}
+	ran := make(chan string, 1)
+	pool := worker.NewPool(worker.PoolConfig{
+		Store: c, NextDueFunc: c.NextDue, WorkerID: "remote", Lease: 2 * time.Second,
+		Handlers: map[string]worker.HandlerFunc{"greet": func(_ context.Context, job *worker.Job) error {
+			ran <- string(job.Payload)
+			return nil
+		}},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- pool.Run(ctx) }()
+	j, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "greet", Payload: []byte(`{"name":"Ada"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-ran:
+		if p != `{"name":"Ada"}` {
+			t.Errorf("payload: got %s", p)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pool never ran the job")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := s.JobGet(context.Background(), j.ID)
+		if err == nil && got.State == db.StateDone && got.LeaseOwner == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job never done: %+v, %v", got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}
