@@ -22,8 +22,15 @@ type cliRun struct {
 // skedCLI runs the built binary with args against server (SKED_SERVER).
 func skedCLI(t *testing.T, server string, args ...string) cliRun {
 	t.Helper()
+	return skedCLIEnv(t, []string{"SKED_SERVER=" + server, "SKED_TOKEN="}, args...)
+}
+
+// skedCLIEnv runs the built binary with args and env added to this
+// process's environment.
+func skedCLIEnv(t *testing.T, env []string, args ...string) cliRun {
+	t.Helper()
 	cmd := exec.Command(skedBin, args...)
-	cmd.Env = append(os.Environ(), "SKED_SERVER="+server, "SKED_TOKEN=")
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -227,5 +234,23 @@ func TestCLI_ServerDown(t *testing.T) {
 	msg = fails(t, "localhost:8080", 2, "ls", "--server", "localhost:8080")
 	if !strings.Contains(msg, "--server") {
 		t.Fatalf("a bad --server said %q", msg)
+	}
+}
+
+// TestCLI_Token checks that --token and SKED_TOKEN reach a server that
+// requires one, and what a missing or wrong token prints.
+func TestCLI_Token(t *testing.T) {
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(t.TempDir(), "sked.db"), addr, "--token", "s3cret")
+	srv := "http://" + addr
+	if msg := fails(t, srv, 1, "ls"); !strings.Contains(msg, "requires a bearer token") || !strings.Contains(msg, "401") {
+		t.Errorf("ls without a token said %q", msg)
+	}
+	if msg := fails(t, srv, 1, "ls", "--token", "wrong"); !strings.Contains(msg, "not one this server accepts") {
+		t.Errorf("ls with a wrong token said %q", msg)
+	}
+	ok(t, srv, "ls", "--token", "s3cret")
+	if r := skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=s3cret"}, "add", "--type", "noop", "--in", "1h"); r.code != 0 {
+		t.Errorf("add with SKED_TOKEN exited %d: %s", r.code, r.stderr)
 	}
 }
