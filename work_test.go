@@ -35,25 +35,39 @@ sleep "${d:-0}" & wait $!
 echo "end $SKED_JOB_ID $SKED_GENERATION $(date +%s%N) $PPID ok" >> ` + path}
 }
 
+// workProc is a `sked work` process under test.
+type workProc struct {
+	*proc
+	out *syncWriter // its logs, safe to read while it runs
+}
+
+// log returns what the worker has logged so far.
+func (w *workProc) log() string {
+	w.out.mu.Lock()
+	defer w.out.mu.Unlock()
+	return w.logs.String()
+}
+
 // startWork starts `sked work` against addr for type typ running the
 // evidence script; extra flags go before "--".
-func startWork(t *testing.T, addr, typ, ev string, extra ...string) *proc {
+func startWork(t *testing.T, addr, typ, ev string, extra ...string) *workProc {
 	t.Helper()
 	args := append([]string{"work", "--server", "http://" + addr, "--type", typ}, extra...)
 	cmd := exec.Command(skedBin, append(append(args, "--"), evidenceScript(ev)...)...)
 	logs := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = &syncWriter{w: logs}, &syncWriter{w: logs}
+	out := &syncWriter{w: logs}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd, logs}
+	p := &workProc{&proc{cmd, logs}, out}
 	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
 	return p
 }
 
 // kill9 kills p with SIGKILL and returns when it is gone, with the time by
 // which every execution it ran was over (its commands die with it).
-func kill9(p *proc) time.Time {
+func kill9(p *workProc) time.Time {
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.cmd.Wait()
 	return time.Now()
@@ -229,7 +243,7 @@ func TestWork_RunsJobAndCancel(t *testing.T) {
 	if len(execs) != 2 || execs[1].ended != "term" {
 		t.Fatalf("executions = %v, want the slow one ended by SIGTERM", execs)
 	}
-	stopGracefully(t, w)
+	stopGracefully(t, w.proc)
 }
 
 // TestWork_Kill9Workers kills `sked work` processes with SIGKILL at random
@@ -242,7 +256,7 @@ func TestWork_Kill9Workers(t *testing.T) {
 	startServe(t, filepath.Join(dir, "sked.db"), addr)
 	c := client{t, "http://" + addr}
 	flags := []string{"--lease", "2s", "--concurrency", "3"}
-	workers := []*proc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
+	workers := []*workProc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
 	ids := createEvidenceJobs(c, "evid", 120, 0.05, 0.5)
 
 	deaths := map[int]time.Time{}
@@ -267,7 +281,7 @@ func TestWork_Kill9Workers(t *testing.T) {
 	}
 	waitLong(t, "every job to be done", 60*time.Second, func() bool { return allDone(c, ids) })
 	for _, w := range workers {
-		stopGracefully(t, w)
+		stopGracefully(t, w.proc)
 	}
 	execs := checkEvidence(t, ev, ids, deaths)
 	t.Logf("%d kill cycles (%d with a run in flight), %d jobs, %d executions", cycles, killedMidRun, len(ids), len(execs))
@@ -291,7 +305,7 @@ func TestWork_ServerRestarts(t *testing.T) {
 			srv := startServe(t, dbPath, addr, "--grace", "1s")
 			c := client{t, "http://" + addr}
 			flags := []string{"--lease", "2s", "--concurrency", "3"}
-			workers := []*proc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
+			workers := []*workProc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
 			ids := createEvidenceJobs(c, "evid", 40, 0.2, 1.5)
 
 			for i := range tc.cycles {
@@ -307,7 +321,7 @@ func TestWork_ServerRestarts(t *testing.T) {
 			}
 			waitLong(t, "every job to be done", 60*time.Second, func() bool { return allDone(c, ids) })
 			for _, w := range workers {
-				stopGracefully(t, w)
+				stopGracefully(t, w.proc)
 			}
 			execs := checkEvidence(t, ev, ids, nil)
 			reruns := len(execs) - len(ids)
@@ -330,12 +344,12 @@ func TestWork_SIGSTOPPastLease(t *testing.T) {
 
 	b := startWork(t, addr, "evid", ev, "--lease", "1s", "--worker-id", "worker-b")
 	c.waitState(id, db.StateDone)
-	stopGracefully(t, b)
+	stopGracefully(t, b.proc)
 
 	// Worker a's own writes, and a stale write straight over HTTP.
 	a.cmd.Process.Signal(syscall.SIGCONT)
 	waitFor(t, "worker a to be refused", func() bool {
-		return strings.Contains(a.logs.String(), "run outcome refused") || strings.Contains(a.logs.String(), "run abandoned: lease lost")
+		return strings.Contains(a.log(), "run outcome refused") || strings.Contains(a.log(), "run abandoned: lease lost")
 	})
 	for path, body := range map[string]any{
 		"/heartbeat": map[string]any{"generation": 1},
@@ -345,7 +359,7 @@ func TestWork_SIGSTOPPastLease(t *testing.T) {
 			t.Errorf("stale %s: %d %s, want 409", path, code, b)
 		}
 	}
-	stopGracefully(t, a)
+	stopGracefully(t, a.proc)
 
 	runs := c.runs(id)
 	if len(runs) != 2 {
