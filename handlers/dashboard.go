@@ -1,0 +1,169 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/schedule"
+)
+
+// The endpoints the dashboard reads beside the jobs API: queue counts, the
+// sampled history, a job's next fire times and a schedule check.
+
+// Bounds of GET /jobs/{id}/preview?n=.
+const (
+	DefaultPreviewCount = 5
+	MaxPreviewCount     = 50
+)
+
+// statsResponse is the body of GET /stats.
+type statsResponse struct {
+	At                    time.Time             `json:"at"`
+	States                map[db.JobState]int64 `json:"states"` // every state present
+	DueNextMinute         int64                 `json:"dueNextMinute"`
+	OldestReadyAgeSeconds float64               `json:"oldestReadyAgeSeconds"` // 0 when no ready job is due
+	RunningByType         map[string]int64      `json:"runningByType"`
+	MissedSlots           int64                 `json:"missedSlots"`
+}
+
+// fireTime is one entry of GET /jobs/{id}/preview: the instant in the job's
+// timezone and in UTC.
+type fireTime struct {
+	At  string `json:"at"`
+	UTC string `json:"utc"`
+}
+
+// scheduleCheckRequest is the body of POST /schedules/check.
+type scheduleCheckRequest struct {
+	Schedule string `json:"schedule"`
+	Timezone string `json:"timezone"`
+}
+
+// scheduleCheckResponse is the answer to a valid schedule: its next fire
+// times (RFC 3339 in its timezone).
+type scheduleCheckResponse struct {
+	Valid bool     `json:"valid"`
+	Next  []string `json:"next"`
+}
+
+// errNoStats answers the stats endpoints when the server was built without
+// the source they read.
+var errNoStats = &requestError{Status: http.StatusNotFound, Msg: "statistics are not available from this server"}
+
+// handleStats serves GET /stats: the jobs per state and the ready queue now.
+func (h *handler) handleStats(w http.ResponseWriter, r *http.Request) {
+	if h.stats == nil {
+		h.error(w, r, errNoStats)
+		return
+	}
+	now := h.store.Now()
+	st, err := h.stats.Stats(r.Context(), now)
+	if err != nil {
+		h.error(w, r, fmt.Errorf("read stats: %w", err))
+		return
+	}
+	resp := statsResponse{
+		At: now, States: st.JobsByState, DueNextMinute: st.DueNextMinute,
+		RunningByType: st.RunningByType, MissedSlots: st.MissedSlots,
+	}
+	if !st.ReadyOldestDue.IsZero() {
+		resp.OldestReadyAgeSeconds = max(0, now.Sub(st.ReadyOldestDue).Seconds())
+	}
+	h.writeJSON(w, r, http.StatusOK, resp)
+}
+
+// handleStatsSeries serves GET /stats/series: the history kept in memory by
+// the server's sampler.
+func (h *handler) handleStatsSeries(w http.ResponseWriter, r *http.Request) {
+	if h.seriesFunc == nil {
+		h.error(w, r, errNoStats)
+		return
+	}
+	h.writeJSON(w, r, http.StatusOK, h.seriesFunc())
+}
+
+// handleJobPreview serves GET /jobs/{id}/preview?n=: the job's next n fire
+// times (slot plus the job's offset) after now, in its timezone. A one-off
+// job waiting to run has one; a finished or cancelled job none.
+func (h *handler) handleJobPreview(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	q, err := queryParams(r, "n")
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	n := DefaultPreviewCount
+	if s := q["n"]; s != "" {
+		if n, err = strconv.Atoi(s); err != nil || n < 1 || n > MaxPreviewCount {
+			h.error(w, r, &requestError{
+				Status: http.StatusBadRequest, Field: "n",
+				Msg: fmt.Sprintf("n %q must be a whole number from 1 to %d", s, MaxPreviewCount),
+			})
+			return
+		}
+	}
+	job, err := h.store.JobGet(r.Context(), id)
+	if err != nil {
+		h.error(w, r, jobError(id, action{}, err))
+		return
+	}
+	times := []fireTime{}
+	switch {
+	case job.State == db.StateCancelled || job.State == db.StateDone || job.State == db.StateDead:
+	case !job.Recurring():
+		if job.NextRunAt != nil {
+			times = append(times, fireTimeIn(*job.NextRunAt, time.UTC))
+		}
+	default:
+		sched, err := schedule.Parse(job.Schedule, job.Timezone)
+		if err != nil {
+			h.error(w, r, fmt.Errorf("parse schedule of job %s: %w", job.ID, err))
+			return
+		}
+		offset := schedule.Offset(job.ID, time.Duration(job.Jitter))
+		for _, t := range nextSlots(sched, h.store.Now(), n) {
+			times = append(times, fireTimeIn(t.Add(offset), sched.Location()))
+		}
+	}
+	h.writeJSON(w, r, http.StatusOK, times)
+}
+
+// nextSlots returns up to n slots of s after t.
+func nextSlots(s *schedule.Schedule, t time.Time, n int) []time.Time {
+	slots, _ := s.Slots(t, t.AddDate(100, 0, 0), n)
+	return slots
+}
+
+func fireTimeIn(t time.Time, loc *time.Location) fireTime {
+	return fireTime{At: t.In(loc).Format(time.RFC3339Nano), UTC: t.UTC().Format(time.RFC3339Nano)}
+}
+
+// handleScheduleCheck serves POST /schedules/check {schedule, timezone}: 200
+// with the next five fire times, or 422 with the parser's message.
+func (h *handler) handleScheduleCheck(w http.ResponseWriter, r *http.Request) {
+	var req scheduleCheckRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	// Parse checks the zone first; try it alone so a bad zone names its field.
+	if _, err := schedule.Parse("@hourly", req.Timezone); err != nil {
+		h.error(w, r, &db.ValidationError{Field: "timezone", Msg: "timezone: " + err.Error()})
+		return
+	}
+	sched, err := schedule.Parse(req.Schedule, req.Timezone)
+	if err != nil {
+		h.error(w, r, &db.ValidationError{Field: "schedule", Msg: "schedule: " + err.Error()})
+		return
+	}
+	resp := scheduleCheckResponse{Valid: true, Next: []string{}}
+	for _, t := range nextSlots(sched, h.store.Now(), DefaultPreviewCount) {
+		resp.Next = append(resp.Next, t.In(sched.Location()).Format(time.RFC3339))
+	}
+	h.writeJSON(w, r, http.StatusOK, resp)
+}

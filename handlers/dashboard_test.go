@@ -1,0 +1,139 @@
+package handlers
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/sked-dev/sked/db"
+)
+
+func TestHandler_ScheduleCheck(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+
+	t.Run("Valid", func(t *testing.T) {
+		res := e.do(http.MethodPost, "/schedules/check", `{"schedule": "30 2 * * *", "timezone": "America/New_York"}`)
+		res.wantStatus(t, http.StatusOK)
+		var got scheduleCheckResponse
+		res.decode(t, &got)
+		// testNow is 2026-03-01 05:00 EST; the spring-forward gap of
+		// 2026-03-08 is past the fifth slot.
+		want := []string{"2026-03-02T02:30:00-05:00", "2026-03-03T02:30:00-05:00", "2026-03-04T02:30:00-05:00",
+			"2026-03-05T02:30:00-05:00", "2026-03-06T02:30:00-05:00"}
+		if !got.Valid || len(got.Next) != len(want) {
+			t.Fatalf("got %+v, want valid with %v", got, want)
+		}
+		for i := range want {
+			if got.Next[i] != want[i] {
+				t.Errorf("next[%d]: got %s, want %s", i, got.Next[i], want[i])
+			}
+		}
+	})
+	for _, c := range []struct {
+		name, body, field, detail string
+		status                    int
+	}{
+		{"BadSchedule", `{"schedule": "61 * * * *"}`, "schedule", "not a cron expression", 422},
+		{"EmptySchedule", `{"schedule": ""}`, "schedule", "the schedule is empty", 422},
+		{"BadTimezone", `{"schedule": "@hourly", "timezone": "Mars/Olympus"}`, "timezone", "not an IANA timezone", 422},
+		{"UnknownField", `{"schedule": "@hourly", "tz": "UTC"}`, "tz", "unknown field", 422},
+		{"NotJSON", `{`, "", "not valid JSON", 400},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := e.do(http.MethodPost, "/schedules/check", c.body).wantProblem(t, c.status, c.detail)
+			if p.Field != c.field {
+				t.Errorf("field: got %q, want %q", p.Field, c.field)
+			}
+		})
+	}
+}
+
+func TestHandler_JobPreview(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	preview := func(t *testing.T, id, query string) []fireTime {
+		t.Helper()
+		res := e.do(http.MethodGet, "/jobs/"+id+"/preview"+query, "")
+		res.wantStatus(t, http.StatusOK)
+		var got []fireTime
+		res.decode(t, &got)
+		return got
+	}
+
+	t.Run("Recurring", func(t *testing.T) {
+		j := e.create(`{"type": "t", "schedule": "0 9 * * *", "timezone": "Europe/Berlin"}`, http.StatusCreated)
+		got := preview(t, j.ID, "?n=3")
+		want := []fireTime{
+			{"2026-03-02T09:00:00+01:00", "2026-03-02T08:00:00Z"},
+			{"2026-03-03T09:00:00+01:00", "2026-03-03T08:00:00Z"},
+			{"2026-03-04T09:00:00+01:00", "2026-03-04T08:00:00Z"},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("[%d]: got %v, want %v", i, got[i], want[i])
+			}
+		}
+		if n := len(preview(t, j.ID, "")); n != DefaultPreviewCount {
+			t.Errorf("default count: got %d, want %d", n, DefaultPreviewCount)
+		}
+	})
+	t.Run("OneOff", func(t *testing.T) {
+		j := e.create(`{"type": "t", "runAt": "2026-03-05T00:00:00Z"}`, http.StatusCreated)
+		if got := preview(t, j.ID, ""); len(got) != 1 || got[0].UTC != "2026-03-05T00:00:00Z" {
+			t.Errorf("got %v, want the one runAt", got)
+		}
+	})
+	t.Run("Cancelled", func(t *testing.T) {
+		j := e.create(`{"type": "t", "schedule": "@hourly"}`, http.StatusCreated)
+		e.do(http.MethodDelete, "/jobs/"+j.ID, "").wantStatus(t, http.StatusNoContent)
+		if got := preview(t, j.ID, ""); len(got) != 0 {
+			t.Errorf("got %v, want none", got)
+		}
+	})
+	t.Run("BadCount", func(t *testing.T) {
+		j := e.create(`{"type": "t", "schedule": "@hourly"}`, http.StatusCreated)
+		e.do(http.MethodGet, "/jobs/"+j.ID+"/preview?n=0", "").wantProblem(t, http.StatusBadRequest, "n \"0\" must be")
+	})
+	t.Run("NotFound", func(t *testing.T) {
+		e.do(http.MethodGet, "/jobs/nope/preview", "").wantProblem(t, http.StatusNotFound, `job "nope" does not exist`)
+	})
+}
+
+func TestHandler_Stats(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Counts", func(t *testing.T) {
+		e := newTestEnv(t, func(c *Config) {
+			c.Stats = c.Store.(db.StatsReader)
+			c.SeriesFunc = func() any { return map[string]int{"samples": 0} }
+		})
+		e.create(`{"type": "t"}`, http.StatusCreated)
+		e.create(`{"type": "t", "runAt": "2026-03-01T09:59:00Z"}`, http.StatusCreated)
+		j := e.create(`{"type": "t", "runAt": "2026-03-02T00:00:00Z"}`, http.StatusCreated)
+		e.do(http.MethodDelete, "/jobs/"+j.ID, "").wantStatus(t, http.StatusNoContent)
+
+		res := e.do(http.MethodGet, "/stats", "")
+		res.wantStatus(t, http.StatusOK)
+		var got statsResponse
+		res.decode(t, &got)
+		if got.States[db.StateReady] != 2 || got.States[db.StateCancelled] != 1 || len(got.States) != len(db.AllStates) {
+			t.Errorf("states: got %v, want 2 ready, 1 cancelled and every state", got.States)
+		}
+		if got.DueNextMinute != 2 || got.OldestReadyAgeSeconds != 60 {
+			t.Errorf("got %d due, oldest %vs; want 2 due, the oldest 60s late", got.DueNextMinute, got.OldestReadyAgeSeconds)
+		}
+		series := e.do(http.MethodGet, "/stats/series", "")
+		series.wantStatus(t, http.StatusOK)
+		if string(series.body) != "{\"samples\":0}\n" {
+			t.Errorf("series: got %s, want what SeriesFunc returned", series.body)
+		}
+	})
+	t.Run("NotConfigured", func(t *testing.T) {
+		e := newTestEnv(t, nil)
+		e.do(http.MethodGet, "/stats", "").wantProblem(t, http.StatusNotFound, "not available")
+		e.do(http.MethodGet, "/stats/series", "").wantProblem(t, http.StatusNotFound, "not available")
+	})
+}

@@ -1,0 +1,335 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sked-dev/sked/server"
+)
+
+// TestDashboard_EndToEnd drives the dashboard in headless Chromium against a
+// real server: it creates a recurring job in the form (the live cron check
+// refuses a bad expression and shows the next times of a good one), watches
+// its runs appear, cancels it, sees the honest 409 when cancelling a job a
+// worker holds and stops that run instead, and retries a dead job from the
+// dead-letter list. Set SKED_SCREENSHOT_DIR to keep screenshots of the pages.
+func TestDashboard_EndToEnd(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	base, api := startServer(t, "")
+	b := openBrowser(t, browser, base+"/#/new")
+
+	t.Run("CreateRecurringWithLiveCheck", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.WaitVisible(chromedp.CSS("#create-form")))
+		b.do(chromedp.SendKeys(chromedp.CSS("#f-schedule"), "61 * * * *"))
+		got := b.wait(`document.querySelector('#schedule-check.invalid')?.textContent`)
+		if !strings.Contains(got, "not a cron expression") {
+			t.Errorf("live check of a bad schedule shows %q, want the parser's message", got)
+		}
+		b.fill("#f-schedule", "*/2 * * * * *")
+		b.fill("#f-timezone", "Europe/Berlin")
+		n := b.wait(`document.querySelectorAll('#schedule-check.valid li').length === 5 && document.querySelector('#schedule-check').textContent`)
+		if !strings.Contains(n, "valid") || !strings.Contains(n, "+01:00") && !strings.Contains(n, "+02:00") {
+			t.Errorf("live check of a good schedule shows %q, want five times in Europe/Berlin", n)
+		}
+		b.fill("#f-payload", fmt.Sprintf(`{"url": %q}`, api.ok))
+		b.do(chromedp.Click(chromedp.CSS("#create-submit")))
+		id := b.wait(`(location.hash.match(/^#\/jobs\/([^/?]+)$/) || [])[1]`)
+		if sched := b.wait(`document.querySelector('#job-schedule')?.textContent`); sched != "*/2 * * * * *" {
+			t.Errorf("job page shows schedule %q", sched)
+		}
+		b.wait(`document.querySelectorAll('#job-preview li').length === 5 && 'ok'`)
+		b.wait(`document.querySelector('#runs li.run[data-outcome=succeeded]') && 'ok'`)
+		b.screenshot("job")
+
+		// A recurring job may be between claim and finish when clicked:
+		// then the page shows the 409, and a later click succeeds.
+		for i := 0; ; i++ {
+			b.do(chromedp.Click(chromedp.CSS(`button[data-action=cancel]`)))
+			msg := b.wait(`(t => t && !t.endsWith('…') && t)(document.querySelector('#action-msg')?.textContent)`)
+			if msg == "Job cancelled." {
+				break
+			}
+			if !strings.Contains(msg, "409") || i == 10 {
+				t.Fatalf("cancel of job %s shows %q", id, msg)
+			}
+		}
+		b.wait(`document.querySelector('#job-head .badge')?.textContent === 'cancelled' && 'ok'`)
+		b.wait(`document.querySelector('#job-preview')?.textContent.includes('will not fire') && 'ok'`)
+	})
+
+	t.Run("CancelRunningShows409", func(t *testing.T) {
+		b.t = t
+		id := api.create(t, map[string]any{"type": "http", "payload": map[string]any{"url": api.slow}, "timeout": "60s"})
+		select {
+		case <-api.slowStarted:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the slow job did not start within 30s")
+		}
+		b.do(chromedp.Navigate(base + "/#/jobs/" + id))
+		b.wait(`document.querySelector('#job-head .badge')?.textContent === 'running' && 'ok'`)
+		b.do(chromedp.Click(chromedp.CSS(`button[data-action=cancel]`)))
+		msg := b.wait(`document.querySelector('#action-msg .problem')?.textContent`)
+		for _, want := range []string{"409", "running on worker", "cancel-run"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("cancel of a running job shows %q, want it to contain %q", msg, want)
+			}
+		}
+		b.do(chromedp.Click(chromedp.CSS(`button[data-action=cancel-run]`)))
+		b.wait(`document.querySelector('#action-msg')?.textContent.includes('asked to stop') && 'ok'`)
+		b.wait(`document.querySelector('#runs li.run[data-outcome=cancelled]') && 'ok'`)
+	})
+
+	t.Run("RetryDeadLetter", func(t *testing.T) {
+		b.t = t
+		id := api.create(t, map[string]any{"type": "http", "payload": map[string]any{"url": api.bad}, "maxAttempts": 1})
+		b.do(chromedp.Navigate(base + "/#/dead"))
+		row := fmt.Sprintf(`#job-list tr[data-job=%q]`, id)
+		b.wait(fmt.Sprintf(`document.querySelector('%s') && 'ok'`, row))
+		b.screenshot("dead")
+		b.do(chromedp.Click(chromedp.CSS(row + " button.retry")))
+		msg := b.wait(`document.querySelector('#action-msg')?.textContent`)
+		if want := "Job " + id + " is ready again."; msg != want {
+			t.Errorf("retry shows %q, want %q", msg, want)
+		}
+		// It runs again, fails again and is back in the list with two runs.
+		b.do(chromedp.Navigate(base + "/#/jobs/" + id))
+		b.wait(`document.querySelectorAll('#runs li.run[data-outcome=failed]').length === 2 && 'ok'`)
+		b.wait(`document.querySelector('#job-head .badge')?.textContent === 'dead' && 'ok'`)
+	})
+
+	t.Run("OverviewCountsAndCharts", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(base + "/#/"))
+		b.wait(`document.querySelector('#counts [data-state=cancelled] .n')?.textContent === '2' && 'ok'`)
+		b.wait(`document.querySelector('#counts [data-state=dead] .n')?.textContent === '1' && 'ok'`)
+		b.wait(`document.querySelectorAll('#charts svg.chart').length === 3 && 'ok'`)
+		b.screenshot("overview")
+	})
+}
+
+// TestDashboard_AsksForToken checks that against a server with a token the
+// page loads, asks for the token when the API answers 401, and then shows
+// the data.
+func TestDashboard_AsksForToken(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	base, api := startServer(t, "s3cret")
+	api.create(t, map[string]any{"type": "t", "runAt": "2030-01-01T00:00:00Z"})
+	b := openBrowser(t, browser, base+"/#/")
+	b.wait(`document.querySelector('#token-dialog')?.open && 'ok'`)
+	b.do(chromedp.SendKeys(chromedp.CSS("#token-input"), "wrong"))
+	b.do(chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
+	if got := b.wait(`document.querySelector('#token-dialog')?.open && document.querySelector('#token-error').textContent`); !strings.Contains(got, "refused") {
+		t.Errorf("after a wrong token the dialog shows %q", got)
+	}
+	b.do(chromedp.SendKeys(chromedp.CSS("#token-input"), "s3cret"))
+	b.do(chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
+	b.wait(`document.querySelector('#counts [data-state=ready] .n')?.textContent === '1' && 'ok'`)
+	if got := b.wait(`sessionStorage.getItem('sked.token')`); got != "s3cret" {
+		t.Errorf("sessionStorage keeps %q, want the token", got)
+	}
+}
+
+// openBrowser starts headless Chromium (the binary browser) on url for the
+// rest of the test.
+func openBrowser(t *testing.T, browser, url string) *page {
+	t.Helper()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 1000),
+		chromedp.UserDataDir(t.TempDir()))
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+	})
+	// The first Run starts the browser; it must not carry a deadline.
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("open the dashboard in chromium: %v", err)
+	}
+	return &page{t: t, ctx: ctx}
+}
+
+// page drives one browser tab; every wait is bounded.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (p *page) do(a chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, a); err != nil {
+		p.t.Fatalf("browser: %v", err)
+	}
+}
+
+// fill empties the input sel and types text into it, as a person would.
+func (p *page) fill(sel, text string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](fmt.Sprintf(`document.querySelector(%q).value = ""`, sel))); err != nil {
+		p.t.Fatalf("clear %s: %v", sel, err)
+	}
+	p.do(chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// wait polls the JavaScript expression until it is truthy (30 s at most) and
+// returns its value as text.
+func (p *page) wait(expr string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 35*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Poll[any](expr,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second)))
+	if err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash + "\n" + document.querySelector('main').innerText`))
+		p.t.Fatalf("waiting for %s: %v\npage shows:\n%s", expr, err, shown)
+	}
+	return fmt.Sprint(v)
+}
+
+// screenshot saves the page to $SKED_SCREENSHOT_DIR/name.png when it is set.
+func (p *page) screenshot(name string) {
+	dir := os.Getenv("SKED_SCREENSHOT_DIR")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+	}
+	if err != nil {
+		p.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+// chromiumOrSkip returns the path of a Chromium binary, or skips the test.
+func chromiumOrSkip(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium binary on PATH (Debian: apt-get install chromium); .ci/run installs it")
+	return ""
+}
+
+// targets are the local endpoints the test's http jobs call.
+type targets struct {
+	base        string
+	token       string        // sent on API calls when set
+	ok, bad     string        // answer 200 and 400
+	slow        string        // answers when the request is cancelled
+	slowStarted chan struct{} // receives once per slow request
+}
+
+// create posts a job and returns its id.
+func (a *targets) create(t *testing.T, job map[string]any) string {
+	t.Helper()
+	body, _ := json.Marshal(job)
+	req, _ := http.NewRequest(http.MethodPost, a.base+"/jobs", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("create job: %v", err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		JobID  string `json:"jobId"`
+		Detail string `json:"detail"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create job: %d %s (%v)", resp.StatusCode, got.Detail, err)
+	}
+	return got.JobID
+}
+
+// startServer runs a sked server on a temporary database (with token, if
+// not empty) and the targets its jobs call, all on 127.0.0.1, until the
+// test ends.
+func startServer(t *testing.T, token string) (string, *targets) {
+	t.Helper()
+	a := &targets{token: token, slowStarted: make(chan struct{}, 10)}
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/bad", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "this target refuses every request", http.StatusBadRequest)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		a.slowStarted <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	target := httptest.NewServer(mux)
+	a.ok, a.bad, a.slow = target.URL+"/ok", target.URL+"/bad", target.URL+"/slow"
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cfg := server.Config{
+		DB: filepath.Join(t.TempDir(), "sked.db"), Listener: ln, AllowPrivateTargets: true,
+		Workers: 4, Lease: 3 * time.Second, Grace: 2 * time.Second,
+	}
+	if token != "" {
+		cfg.Tokens = []string{token}
+	}
+	srv := server.New(cfg)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		close(release)
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("server: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop within 30s")
+		}
+		target.Close()
+	})
+	a.base = "http://" + ln.Addr().String()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(a.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not answer GET /stats within 30s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return a.base, a
+}

@@ -1,0 +1,64 @@
+// The JSON API client of the dashboard: bearer token from sessionStorage,
+// problem+json errors as ApiError.
+
+const TOKEN_KEY = "sked.token";
+
+/** ApiError is a non-2xx answer; problem is its problem+json body, if any. */
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem || {};
+  }
+}
+
+let asking = null; // the pending token prompt, shared by concurrent 401s
+
+function askToken(message) {
+  if (asking) return asking;
+  const dialog = document.getElementById("token-dialog");
+  const form = document.getElementById("token-form");
+  const input = document.getElementById("token-input");
+  const err = document.getElementById("token-error");
+  err.hidden = !message;
+  err.textContent = message || "";
+  input.value = "";
+  asking = new Promise((resolve) => {
+    form.addEventListener("submit", () => {
+      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      asking = null;
+      resolve();
+    }, { once: true });
+  });
+  if (!dialog.open) dialog.showModal();
+  return asking;
+}
+
+/**
+ * api calls the API and returns the decoded JSON (null for 204). It throws
+ * ApiError for a non-2xx answer. On 401 it asks for a token and tries again.
+ */
+export async function api(method, path, body) {
+  for (let tries = 0; ; tries++) {
+    const headers = { Accept: "application/json" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    const init = { method, headers };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = typeof body === "string" ? body : JSON.stringify(body);
+    }
+    const resp = await fetch(path, init);
+    if (resp.status === 401 && tries < 5) {
+      await askToken(token ? "That token was refused; try another." : "");
+      continue;
+    }
+    const text = await resp.text();
+    let data = null;
+    if (text) {
+      try { data = JSON.parse(text); } catch { data = { detail: text }; }
+    }
+    if (!resp.ok) throw new ApiError(resp.status, data);
+    return data;
+  }
+}
