@@ -12,6 +12,11 @@ require (
 )
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
+	pgregory.net/rapid v1.3.0
+)
+
+require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
