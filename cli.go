@@ -34,6 +34,7 @@ const clientUsage = `Client commands (each takes --server URL, default $SKED_SER
   sked add --type T [--payload JSON|@FILE] [--at RFC3339 | --in 10m | --schedule CRON [--tz ZONE]]
            [--max-attempts N] [--timeout D] [--backoff D] [--jitter D] [--key IDEMPOTENCY]
            [--overlap skip|queue_one] [--misfire run_once|skip|run_all]
+           [--expect-success-within D]
   sked add --exec [flags] -- CMD ARGS…     an exec job running CMD
   sked add --url URL [flags]               an http job POSTing --payload (as its body) to URL
   sked ls [--state S] [--type T] [--limit N] [--cursor C] [--all]
@@ -161,6 +162,7 @@ func (c *cli) add(ctx context.Context, args []string, server, token *string) err
 		target, tz            string
 		in, timeout           time.Duration
 		backoff, jitter       time.Duration
+		expect                time.Duration
 	)
 	c.fs.StringVar(&req.Type, "type", "", "job type: http, exec or a handler's name")
 	c.fs.StringVar(&payload, "payload", "", "payload JSON, or @FILE to read it from a file")
@@ -172,6 +174,7 @@ func (c *cli) add(ctx context.Context, args []string, server, token *string) err
 	c.fs.DurationVar(&timeout, "timeout", 0, "limit of one attempt (server default 1h)")
 	c.fs.DurationVar(&backoff, "backoff", 0, "first retry delay, doubled per attempt (server default 1s)")
 	c.fs.DurationVar(&jitter, "jitter", 0, "recurring: spread the slots by a fixed offset inside this window")
+	c.fs.DurationVar(&expect, "expect-success-within", 0, "recurring: mark the job quiet when no run succeeded for this long")
 	c.fs.StringVar(&req.IdempotencyKey, "key", "", "idempotency key: a second add with it returns the first job")
 	c.fs.StringVar(&req.Overlap, "overlap", "", "recurring: skip or queue_one")
 	c.fs.StringVar(&req.Misfire, "misfire", "", "recurring: run_once, skip or run_all")
@@ -185,6 +188,7 @@ func (c *cli) add(ctx context.Context, args []string, server, token *string) err
 		return usagef("unexpected argument %q; a command for --exec goes after --", pos[0])
 	}
 	req.Timeout, req.Backoff, req.Jitter = db.Duration(timeout), db.Duration(backoff), db.Duration(jitter)
+	req.ExpectSuccessWithin = db.Duration(expect)
 
 	var body json.RawMessage
 	if payload != "" {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sked-dev/sked/db"
 )
@@ -101,7 +102,7 @@ func TestCLI_Jobs(t *testing.T) {
 		t.Fatalf("add with a known key printed %q", out)
 	}
 
-	out := ok(t, srv, "add", "--exec", "--schedule", "0 3 * * *", "--tz", "Europe/Berlin", "--max-attempts", "2", "--", "sh", "-c", "echo nightly")
+	out := ok(t, srv, "add", "--exec", "--schedule", "0 3 * * *", "--tz", "Europe/Berlin", "--max-attempts", "2", "--expect-success-within", "26h", "--", "sh", "-c", "echo nightly")
 	if !strings.HasPrefix(out, "created job ") {
 		t.Fatalf("add printed %q", out)
 	}
@@ -109,7 +110,7 @@ func TestCLI_Jobs(t *testing.T) {
 	for _, j := range okJSON[struct{ Jobs []db.Job }](t, srv, "ls", "--type", "exec").Jobs {
 		rec = j
 	}
-	if rec.Schedule != "0 3 * * *" || rec.Timezone != "Europe/Berlin" || rec.MaxAttempts != 2 ||
+	if rec.Schedule != "0 3 * * *" || rec.Timezone != "Europe/Berlin" || rec.MaxAttempts != 2 || rec.ExpectSuccessWithin != db.Duration(26*time.Hour) ||
 		compact(t, rec.Payload) != `{"command":["sh","-c","echo nightly"]}` {
 		t.Fatalf("recurring job = %+v", rec)
 	}

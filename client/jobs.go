@@ -27,6 +27,8 @@ type JobCreateRequest struct {
 	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
 	Overlap        string          `json:"overlap,omitempty"`
 	Misfire        string          `json:"misfire,omitempty"`
+	// ExpectSuccessWithin arms a recurring job's dead-man's switch.
+	ExpectSuccessWithin db.Duration `json:"expectSuccessWithin,omitempty"`
 }
 
 // JobCreate creates a job. created is false when the idempotency key named

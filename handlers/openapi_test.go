@@ -128,6 +128,9 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		{"Stats", statsResponse{}},
 		{"Series", web.Series{}},
 		{"TestClockMove", testClockRequest{}},
+		{"PauseRequest", pauseRequest{}},
+		{"BackfillRequest", backfillRequest{}},
+		{"Backfill", db.Backfill{}},
 	} {
 		name, v := tc.name, tc.v
 		s, ok := schemas[name]
