@@ -19,6 +19,7 @@ import (
 	_ "time/tzdata" // IANA zones for schedules, even on a machine without them
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/worker"
 )
@@ -119,6 +120,7 @@ type serveConfig struct {
 	Tokens              []string      // bearer tokens the API requires; none: open
 	Insecure            bool          // serve beyond loopback without a token
 	Retention           time.Duration // prune history older than this; 0: never
+	NotifySinks         []notify.Sink // where dead jobs, quiet schedules and clock steps are told
 }
 
 // parseServeConfig reads flags, each falling back to its SKED_… variable.
@@ -146,6 +148,15 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"let http jobs call loopback, private and link-local addresses (SKED_ALLOW_PRIVATE_TARGETS)")
 	fs.StringVar(&testClock, "test-clock", env("test-clock", ""),
 		"run on a virtual clock that starts at this RFC 3339 time (or now, when given bare) and moves only by POST /test/clock; for testing schedules (SKED_TEST_CLOCK)")
+	notifyFlag, notifyGiven := env("notify", ""), false
+	fs.Func("notify", "send dead jobs, quiet schedules and clock steps to a sink: webhook:URL, ntfy:URL/TOPIC or gotify:URL?token=T; "+
+		"repeat the flag for several (SKED_NOTIFY, space-separated)", func(v string) error {
+		if !notifyGiven { // flags replace SKED_NOTIFY
+			notifyFlag, notifyGiven = "", true
+		}
+		notifyFlag += " " + v
+		return nil
+	})
 	var ops opsFlags
 	ops.register(fs, env)
 	if err := fs.Parse(boolFlags(args, "enable-exec", "allow-private-targets", "test-clock", "insecure")); err != nil {
@@ -188,6 +199,14 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		}
 		return err
 	})
+	for _, v := range strings.Fields(notifyFlag) {
+		sink, err := notify.ParseSink(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--notify: %w", err))
+			continue
+		}
+		c.NotifySinks = append(c.NotifySinks, sink)
+	}
 	if err := ops.apply(&c); err != nil {
 		errs = append(errs, err)
 	}
@@ -225,6 +244,6 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		DB: cfg.DB, Addr: cfg.Addr, Workers: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
 		EnableExec: cfg.EnableExec, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
 		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), Version: version, TestClock: cfg.TestClock,
-		Tokens: cfg.Tokens, Retention: retention(cfg.Retention),
+		Tokens: cfg.Tokens, Retention: retention(cfg.Retention), NotifySinks: cfg.NotifySinks,
 	}).Run(ctx)
 }

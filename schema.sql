@@ -26,7 +26,7 @@ CREATE TABLE jobs (
     last_error       TEXT,
     created_at       TEXT NOT NULL,
     updated_at       TEXT NOT NULL
-) STRICT;
+, pause_reason TEXT, pause_until TEXT, expect_success_ms INTEGER NOT NULL DEFAULT 0, last_success_at TEXT, quiet_since TEXT, triggered INTEGER NOT NULL DEFAULT 0, parent_id TEXT) STRICT;
 
 CREATE TABLE runs (
     id          INTEGER PRIMARY KEY,
@@ -44,10 +44,16 @@ CREATE TABLE runs (
     output      TEXT
 ) STRICT;
 
+CREATE INDEX jobs_pause_until ON jobs (pause_until) WHERE state = 'paused' AND pause_until IS NOT NULL;
+
 CREATE INDEX jobs_ready ON jobs (next_run_at) WHERE state = 'ready';
+
+CREATE INDEX jobs_recurring ON jobs (missed_slots) WHERE schedule IS NOT NULL;
 
 CREATE INDEX jobs_running ON jobs (lease_until) WHERE state = 'running';
 
 CREATE INDEX jobs_state_id ON jobs (state, id);
+
+CREATE INDEX jobs_watched ON jobs (id) WHERE expect_success_ms > 0;
 
 CREATE INDEX runs_job ON runs (job_id, id);

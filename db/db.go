@@ -128,8 +128,23 @@ type Job struct {
 	CancelRequested bool            `json:"cancelRequested,omitempty"`
 	MissedSlots     int64           `json:"missedSlots"`
 	LastError       string          `json:"lastError,omitempty"`
-	CreatedAt       time.Time       `json:"createdAt"`
-	UpdatedAt       time.Time       `json:"updatedAt"`
+	// PauseReason and PauseUntil say why a job is paused and when it
+	// resumes by itself (nil: when resumed by hand).
+	PauseReason string     `json:"pauseReason,omitempty"`
+	PauseUntil  *time.Time `json:"pauseUntil,omitempty"`
+	// ExpectSuccessWithin is the dead-man's switch of a recurring job: when
+	// no run succeeded for that long, the job is marked quiet (QuietSince)
+	// and a notification goes out.
+	ExpectSuccessWithin Duration   `json:"expectSuccessWithin,omitempty"`
+	LastSuccessAt       *time.Time `json:"lastSuccessAt,omitempty"`
+	QuietSince          *time.Time `json:"quietSince,omitempty"`
+	// Triggered is set while an operator's extra run (JobTrigger) is due or
+	// running; that run does not move the schedule.
+	Triggered bool `json:"triggered,omitempty"`
+	// ParentID names the recurring job a backfill job runs a slot of.
+	ParentID  string    `json:"parentId,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // Recurring reports whether the job has a schedule.
@@ -174,6 +189,8 @@ type JobCreateParams struct {
 	IdempotencyKey string
 	Overlap        string
 	Misfire        string
+	// ExpectSuccessWithin arms the dead-man's switch of a recurring job.
+	ExpectSuccessWithin time.Duration
 }
 
 // JobListParams filters and pages GET /jobs. Jobs come newest first; Cursor

@@ -21,6 +21,9 @@ type Stats struct {
 	// MissedSlots is the sum of the jobs' missed-slot counters. Retention
 	// never deletes recurring jobs, so it only grows.
 	MissedSlots int64
+	// QuietSchedules counts recurring jobs whose dead-man's switch fired:
+	// no success within their expectSuccessWithin.
+	QuietSchedules int64
 }
 
 // StatsReader reads queue statistics. It is apart from Store so that a

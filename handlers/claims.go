@@ -327,6 +327,21 @@ func (cw *claimWaiters) wake(typ string) {
 	}
 }
 
+// wakeAll tells every waiter that a job may be due (the clock moved, many
+// types became due). It never blocks.
+func (cw *claimWaiters) wakeAll() {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	for _, waiters := range cw.byType {
+		for ch := range waiters {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
 // due tells the in-process dispatcher and the waiting claims of typ that a
 // job of typ may be due now.
 func (h *handler) due(typ string) {

@@ -32,23 +32,27 @@ type statsResponse struct {
 }
 
 // fireTime is one entry of GET /jobs/{id}/preview: the instant in the job's
-// timezone and in UTC.
+// timezone and in UTC, and a note when daylight saving time moved the slot
+// or fires it once where its wall-clock time happens twice.
 type fireTime struct {
-	At  string `json:"at"`
-	UTC string `json:"utc"`
+	At   string `json:"at"`
+	UTC  string `json:"utc"`
+	Note string `json:"note,omitempty"`
 }
 
 // scheduleCheckRequest is the body of POST /schedules/check.
 type scheduleCheckRequest struct {
 	Schedule string `json:"schedule"`
 	Timezone string `json:"timezone"`
+	N        int    `json:"n"` // how many fire times; 0: DefaultPreviewCount
 }
 
 // scheduleCheckResponse is the answer to a valid schedule: its next fire
-// times (RFC 3339 in its timezone).
+// times (RFC 3339 in its timezone), and the same with DST notes.
 type scheduleCheckResponse struct {
-	Valid bool     `json:"valid"`
-	Next  []string `json:"next"`
+	Valid bool       `json:"valid"`
+	Next  []string   `json:"next"`
+	Fires []fireTime `json:"fires"`
 }
 
 // errNoStats answers the stats endpoints when the server was built without
@@ -126,17 +130,13 @@ func (h *handler) handleJobPreview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		offset := schedule.Offset(job.ID, time.Duration(job.Jitter))
-		for _, t := range nextSlots(sched, h.store.Now(), n) {
-			times = append(times, fireTimeIn(t.Add(offset), sched.Location()))
+		for _, f := range sched.Preview(h.store.Now(), n) {
+			ft := fireTimeIn(f.At.Add(offset), sched.Location())
+			ft.Note = f.Note
+			times = append(times, ft)
 		}
 	}
 	h.writeJSON(w, r, http.StatusOK, times)
-}
-
-// nextSlots returns up to n slots of s after t.
-func nextSlots(s *schedule.Schedule, t time.Time, n int) []time.Time {
-	slots, _ := s.Slots(t, t.AddDate(100, 0, 0), n)
-	return slots
 }
 
 func fireTimeIn(t time.Time, loc *time.Location) fireTime {
@@ -161,9 +161,16 @@ func (h *handler) handleScheduleCheck(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, &db.ValidationError{Field: "schedule", Msg: "schedule: " + err.Error()})
 		return
 	}
-	resp := scheduleCheckResponse{Valid: true, Next: []string{}}
-	for _, t := range nextSlots(sched, h.store.Now(), DefaultPreviewCount) {
-		resp.Next = append(resp.Next, t.In(sched.Location()).Format(time.RFC3339))
+	n := DefaultPreviewCount
+	if req.N > 0 {
+		n = min(req.N, MaxPreviewCount)
+	}
+	resp := scheduleCheckResponse{Valid: true, Next: []string{}, Fires: []fireTime{}}
+	for _, f := range sched.Preview(h.store.Now(), n) {
+		resp.Next = append(resp.Next, f.At.Format(time.RFC3339))
+		ft := fireTimeIn(f.At, sched.Location())
+		ft.Note = f.Note
+		resp.Fires = append(resp.Fires, ft)
 	}
 	h.writeJSON(w, r, http.StatusOK, resp)
 }

@@ -64,9 +64,9 @@ func TestHandler_JobPreview(t *testing.T) {
 		j := e.create(`{"type": "t", "schedule": "0 9 * * *", "timezone": "Europe/Berlin"}`, http.StatusCreated)
 		got := preview(t, j.ID, "?n=3")
 		want := []fireTime{
-			{"2026-03-02T09:00:00+01:00", "2026-03-02T08:00:00Z"},
-			{"2026-03-03T09:00:00+01:00", "2026-03-03T08:00:00Z"},
-			{"2026-03-04T09:00:00+01:00", "2026-03-04T08:00:00Z"},
+			{At: "2026-03-02T09:00:00+01:00", UTC: "2026-03-02T08:00:00Z"},
+			{At: "2026-03-03T09:00:00+01:00", UTC: "2026-03-03T08:00:00Z"},
+			{At: "2026-03-04T09:00:00+01:00", UTC: "2026-03-04T08:00:00Z"},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("got %v, want %v", got, want)

@@ -68,6 +68,9 @@ type Config struct {
 	// TestClock, when set, serves GET and POST /test/clock to read and move
 	// it (sked serve --test-clock). Nil: no such route.
 	TestClock TestClock
+	// Controller serves the schedule controls (pause with an end, trigger,
+	// skip, backfill). Nil answers 501 on those routes.
+	Controller db.Controller
 }
 
 // handler holds the configuration shared by the route handlers. Immutable
@@ -87,6 +90,7 @@ type handler struct {
 	metrics         http.Handler
 	readyFunc       func(context.Context) error
 	testClock       TestClock
+	controller      db.Controller
 }
 
 // New returns the API as a chi router with every route of DESIGN.md "HTTP
@@ -109,6 +113,7 @@ func New(cfg Config) http.Handler {
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,
+		controller:      cfg.Controller,
 	}
 	if h.maxBodyBytes <= 0 {
 		h.maxBodyBytes = DefaultMaxBodyBytes
@@ -149,6 +154,9 @@ func (h *handler) routes(r chi.Router) {
 	r.Post("/jobs/{id}/resume", h.handleJobResume)
 	r.Post("/jobs/{id}/retry", h.handleJobRetry)
 	r.Post("/jobs/{id}/cancel-run", h.handleJobCancelRun)
+	r.Post("/jobs/{id}/trigger", h.handleJobTrigger)
+	r.Post("/jobs/{id}/skip", h.handleJobSkip)
+	r.Post("/jobs/{id}/backfill", h.handleJobBackfill)
 
 	r.Get("/jobs/{id}/runs", h.handleRunList)
 	r.Get("/jobs/{id}/preview", h.handleJobPreview)

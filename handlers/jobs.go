@@ -41,6 +41,8 @@ type jobCreateRequest struct {
 	IdempotencyKey string          `json:"idempotencyKey"`
 	Overlap        string          `json:"overlap"`
 	Misfire        string          `json:"misfire"`
+	// ExpectSuccessWithin arms a recurring job's dead-man's switch.
+	ExpectSuccessWithin json.RawMessage `json:"expectSuccessWithin"`
 }
 
 // jobListResponse is the body of GET /jobs.
@@ -57,24 +59,10 @@ func (h *handler) handleJobCreate(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	p, err := jobCreateParams(&req, r.Header.Values("Idempotency-Key"))
+	p, err := h.jobParams(&req, r.Header.Values("Idempotency-Key"))
 	if err != nil {
 		h.error(w, r, err)
 		return
-	}
-	if reason, ok := h.disabledTypes[p.Type]; ok {
-		h.error(w, r, &db.ValidationError{Field: "type", Msg: reason})
-		return
-	}
-	if h.validatePayload != nil {
-		if err := h.validatePayload(p.Type, p.Payload); err != nil {
-			var ve *db.ValidationError
-			if !errors.As(err, &ve) {
-				err = &db.ValidationError{Field: "payload", Msg: err.Error()}
-			}
-			h.error(w, r, err)
-			return
-		}
 	}
 
 	job, created, err := h.store.JobCreate(r.Context(), p)
@@ -89,6 +77,29 @@ func (h *handler) handleJobCreate(w http.ResponseWriter, r *http.Request) {
 	h.due(job.Type)
 	w.Header().Set("Location", "/jobs/"+url.PathEscape(job.ID))
 	h.writeJSON(w, r, http.StatusCreated, job)
+}
+
+// jobParams validates req as jobCreateParams does, then refuses disabled
+// types and checks the payload of its kind. Every error is a
+// *db.ValidationError.
+func (h *handler) jobParams(req *jobCreateRequest, headerKeys []string) (db.JobCreateParams, error) {
+	p, err := jobCreateParams(req, headerKeys)
+	if err != nil {
+		return p, err
+	}
+	if reason, ok := h.disabledTypes[p.Type]; ok {
+		return p, &db.ValidationError{Field: "type", Msg: reason}
+	}
+	if h.validatePayload != nil {
+		if err := h.validatePayload(p.Type, p.Payload); err != nil {
+			var ve *db.ValidationError
+			if !errors.As(err, &ve) {
+				err = &db.ValidationError{Field: "payload", Msg: err.Error()}
+			}
+			return p, err
+		}
+	}
+	return p, nil
 }
 
 // jobCreateParams validates req (and the Idempotency-Key header values) and
@@ -183,6 +194,7 @@ func jobCreateParams(req *jobCreateRequest, headerKeys []string) (db.JobCreatePa
 		{"timeout", req.Timeout, &p.Timeout, false, db.DefaultTimeout},
 		{"backoff", req.Backoff, &p.Backoff, false, db.DefaultBackoff},
 		{"jitter", req.Jitter, &p.Jitter, true, 0},
+		{"expectSuccessWithin", req.ExpectSuccessWithin, &p.ExpectSuccessWithin, true, 0},
 	}
 	for _, d := range durations {
 		if isAbsent(d.raw) {
@@ -199,6 +211,10 @@ func jobCreateParams(req *jobCreateRequest, headerKeys []string) (db.JobCreatePa
 			return invalid(d.field, "%s must be greater than zero; omit it for the default of %s", d.field, d.fallback)
 		}
 		*d.dst = time.Duration(v)
+	}
+
+	if p.ExpectSuccessWithin > 0 && req.Schedule == "" {
+		return invalid("expectSuccessWithin", "expectSuccessWithin watches a schedule; remove it or add a schedule")
 	}
 
 	key, err := idempotencyKey(req.IdempotencyKey, headerKeys)
@@ -328,11 +344,6 @@ func (h *handler) handleJobDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// handleJobPause serves POST /jobs/{id}/pause.
-func (h *handler) handleJobPause(w http.ResponseWriter, r *http.Request) {
-	h.jobAction(w, r, actionPause, h.store.JobPause, false)
 }
 
 // handleJobResume serves POST /jobs/{id}/resume.

@@ -50,6 +50,7 @@ func (h *handler) handleTestClock(w http.ResponseWriter, r *http.Request) {
 			h.testClock.Advance(d)
 		}
 		h.wake()
+		h.claimers.wakeAll()
 	}
 	h.writeJSON(w, r, http.StatusOK, map[string]time.Time{"now": h.testClock.Now()})
 }

@@ -71,6 +71,7 @@ type Result struct {
 	LastError string
 	GaveUp    bool // the firing's attempts are spent (recorded on the run)
 	Missed    Missed
+	Triggered bool // an operator's extra run is still to happen
 }
 
 // Finished decides what a job does after the run claimed at claimedAt ended
@@ -78,10 +79,20 @@ type Result struct {
 // jitter.
 func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, now time.Time, rnd func() float64) Result {
 	slot := deref(j.Slot)
-	switch p.Outcome {
-	case db.OutcomeReleased:
+	switch {
+	case p.Outcome == db.OutcomeReleased:
 		// Handed back at shutdown: not the job's fault, not an attempt.
-		return Result{State: db.StateReady, Slot: slot, NextRunAt: now, Attempt: max(j.Attempt-1, 0), LastError: j.LastError}
+		return Result{State: db.StateReady, Slot: slot, NextRunAt: now, Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
+	case j.Triggered && s != nil:
+		// An operator's extra run: one attempt, and the schedule's pending
+		// slot stays as it was.
+		r := Result{State: db.StateReady, Slot: slot, NextRunAt: DueAt(j.ID, slot, time.Duration(j.Jitter)), LastError: j.LastError}
+		if p.Outcome != db.OutcomeSucceeded && p.Outcome != db.OutcomeCancelled {
+			r.LastError, r.GaveUp = p.Error, true
+		}
+		return r
+	}
+	switch p.Outcome {
 	case db.OutcomeSucceeded:
 		if s == nil {
 			return Result{State: db.StateDone, Slot: slot, Attempt: j.Attempt}

@@ -143,7 +143,7 @@ type dbCollector struct {
 	stats db.StatsReader
 	now   func() time.Time
 
-	oldestAge, dueNextMinute, jobs, running, dead, missed *prometheus.Desc
+	oldestAge, dueNextMinute, jobs, running, dead, missed, quiet *prometheus.Desc
 }
 
 func newDBCollector(stats db.StatsReader, now func() time.Time) *dbCollector {
@@ -159,11 +159,13 @@ func newDBCollector(stats db.StatsReader, now func() time.Time) *dbCollector {
 		dead:    prometheus.NewDesc("sked_dead_jobs", "Jobs in the dead-letter list (state dead).", nil, nil),
 		missed: prometheus.NewDesc("sked_missed_slots_total",
 			"Recurring slots that did not run (overlap, downtime, paused, clock step).", nil, nil),
+		quiet: prometheus.NewDesc("sked_schedules_quiet",
+			"Recurring jobs whose dead-man's switch fired: no run succeeded within expectSuccessWithin.", nil, nil),
 	}
 }
 
 func (c *dbCollector) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.oldestAge, c.dueNextMinute, c.jobs, c.running, c.dead, c.missed}
+	return []*prometheus.Desc{c.oldestAge, c.dueNextMinute, c.jobs, c.running, c.dead, c.missed, c.quiet}
 }
 
 // Describe implements prometheus.Collector.
@@ -197,4 +199,5 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.GaugeValue, float64(st.JobsByState[db.StateDead]))
 	ch <- prometheus.MustNewConstMetric(c.missed, prometheus.CounterValue, float64(st.MissedSlots))
+	ch <- prometheus.MustNewConstMetric(c.quiet, prometheus.GaugeValue, float64(st.QuietSchedules))
 }

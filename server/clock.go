@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -15,22 +16,40 @@ type clockUser interface {
 }
 
 // newClock returns the guarded wall clock of the process, or, with a test
-// clock, the guarded virtual clock and the virtual clock itself.
-func newClock(testClock time.Time, log *slog.Logger) (*clock.Guard, *clock.Virtual) {
+// clock, the guarded virtual clock and the virtual clock itself. Every step
+// is logged, then handed to also (which may be nil).
+func newClock(testClock time.Time, log *slog.Logger, also func(clock.Step)) (*clock.Guard, *clock.Virtual) {
 	onStep := func(s clock.Step) {
 		if s.Backward() {
 			log.Warn("wall clock stepped back; firing held until it passes the latest time seen",
 				"from", s.From, "to", s.To)
-			return
+		} else {
+			log.Warn("wall clock stepped forward; slots it jumped over are recorded missed (clock_step)",
+				"from", s.From, "to", s.To)
 		}
-		log.Warn("wall clock stepped forward; slots it jumped over are recorded missed (clock_step)",
-			"from", s.From, "to", s.To)
+		if also != nil {
+			also(s)
+		}
 	}
 	if testClock.IsZero() {
 		return clock.NewGuard(time.Now, time.Now, onStep), nil
 	}
 	v := clock.NewVirtual(testClock)
 	return clock.NewGuard(v.Now, v.Elapsed, onStep), v
+}
+
+// clockReady is readyFunc with the clock guard: not ready while firing is
+// held after the wall clock went back.
+func clockReady(g *clock.Guard, store func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if hold, until := g.Holding(); hold {
+			return fmt.Errorf("the wall clock went back: firing is held until it passes %s, so that no slot fires twice", until.Format(time.RFC3339))
+		}
+		if store == nil {
+			return nil
+		}
+		return store(ctx)
+	}
 }
 
 // useClock hands the guarded clock to the store.

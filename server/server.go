@@ -21,9 +21,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/metrics"
+	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/web"
 	"github.com/sked-dev/sked/worker"
 )
@@ -50,8 +52,11 @@ type Config struct {
 	// TestClock, when not zero, runs the server on a virtual clock stopped
 	// at this time and moved only by POST /test/clock.
 	TestClock time.Time
-	Logger    *slog.Logger // nil: discard
-	Version   string
+	// NotifySinks receive dead jobs, quiet schedules and clock steps, as
+	// http jobs; empty: no notifications.
+	NotifySinks []notify.Sink
+	Logger      *slog.Logger // nil: discard
+	Version     string
 }
 
 // Server is one sked process: API, dispatcher, workers and reaper.
@@ -95,7 +100,25 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer store.Close()
-	guard, virtual := newClock(cfg.TestClock, log)
+	// The pool, the reaper and the worker API write through obs, which
+	// observes claims, completions and lease expirations for /metrics.
+	mtr := metrics.New(metrics.Config{Stats: store, NowFunc: store.Now, Logger: log})
+	obs := mtr.Store(store)
+	notifier := &notify.Notifier{Store: store, Sinks: cfg.NotifySinks}
+
+	var guard *clock.Guard
+	countStep := mtr.WatchClock(func() bool { hold, _ := guard.Holding(); return hold })
+	guard, virtual := newClock(cfg.TestClock, log, func(st clock.Step) {
+		countStep(st)
+		if st.Backward() && len(cfg.NotifySinks) > 0 {
+			e := notify.Event{Kind: notify.KindClockStep, At: st.To, Key: "clock:" + st.To.Format(time.RFC3339Nano),
+				Title:   "sked: the wall clock went back",
+				Message: fmt.Sprintf("The wall clock stepped back from %s to %s; sked holds firing until it passes %s.", st.From, st.To, st.From)}
+			if err := notifier.Notify(context.WithoutCancel(ctx), e); err != nil {
+				log.Error("notify clock step", "err", err)
+			}
+		}
+	})
 	if err := useClock(store, guard, virtual != nil); err != nil {
 		return err
 	}
@@ -110,16 +133,13 @@ func (s *Server) Run(ctx context.Context) error {
 		disabled["exec"] = "exec jobs run commands on this machine and are off; start sked serve with --enable-exec to allow them"
 	}
 	hostname, _ := os.Hostname()
-	// The pool, the reaper and the worker API write through obs, which
-	// observes claims, completions and lease expirations for /metrics.
-	mtr := metrics.New(metrics.Config{Stats: store, NowFunc: store.Now, Logger: log})
-	obs := mtr.Store(store)
 	pool := worker.NewPool(worker.PoolConfig{
 		Store: obs, Handlers: s.handlers, WorkerID: hostname + "/" + strconv.Itoa(os.Getpid()),
 		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
 		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log, MaxIdle: jitteredIdle(worker.DefaultMaxIdle),
 	})
 	reaper := &worker.Reaper{Store: obs, Logger: log}
+	controller, _ := store.(db.Controller)
 	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})
 
 	// Closed when shutdown begins, so that waiting claims answer at once.
@@ -127,10 +147,10 @@ func (s *Server) Run(ctx context.Context) error {
 	srv := &http.Server{
 		Handler: web.Mount(handlers.New(handlers.Config{
 			Store: obs, Wake: pool.Wake, ValidatePayload: worker.ValidatePayload,
-			Tokens: cfg.Tokens, Metrics: mtr.Handler(), ReadyFunc: readyFunc(store),
+			Tokens: cfg.Tokens, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, readyFunc(store)),
 			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: shuttingDown,
-			TestClock: testClock,
-			Stats:     store, SeriesFunc: func() any { return sampler.Series() },
+			TestClock: testClock, Controller: controller,
+			Stats: store, SeriesFunc: func() any { return sampler.Series() },
 		})),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -160,6 +180,19 @@ func (s *Server) Run(ctx context.Context) error {
 		services.Go(func() error { return pruner.Run(svcCtx) })
 	}
 	services.Go(func() error { return sampler.Run(svcCtx) })
+	if controller != nil {
+		sweeper := &worker.Sweeper{Store: controller, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
+		if len(cfg.NotifySinks) > 0 {
+			sweeper.NotifyFunc = func(ctx context.Context, e notify.Event) error {
+				err := notifier.Notify(ctx, e)
+				pool.Wake()
+				return err
+			}
+		}
+		services.Go(func() error { return sweeper.Run(svcCtx) })
+	} else {
+		log.Warn("this store has no schedule controls: pause-until, trigger, skip, backfill and the dead-man's switch are off")
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -184,9 +184,12 @@ func TestPool_CancelRun(t *testing.T) {
 // period: the job is handed back, ready, without spending an attempt.
 func TestPool_ShutdownReleases(t *testing.T) {
 	s := sqlitetest.Open(t)
+	// Both jobs exist before the pool starts, so its first claim takes both.
+	stuck := create(t, s, db.JobCreateParams{Type: "stuck", MaxAttempts: 1})
+	quick := create(t, s, db.JobCreateParams{Type: "quick"})
 	started := make(chan struct{})
 	var finished atomic.Bool
-	p, stop := startPool(t, s, worker.PoolConfig{Grace: 50 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
+	_, stop := startPool(t, s, worker.PoolConfig{Grace: 50 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
 		"stuck": func(ctx context.Context, _ *worker.Job) error { close(started); <-ctx.Done(); return ctx.Err() },
 		"quick": func(ctx context.Context, _ *worker.Job) error {
 			<-started
@@ -195,9 +198,6 @@ func TestPool_ShutdownReleases(t *testing.T) {
 			return nil
 		},
 	}})
-	stuck := create(t, s, db.JobCreateParams{Type: "stuck", MaxAttempts: 1})
-	quick := create(t, s, db.JobCreateParams{Type: "quick"})
-	p.Wake()
 	<-started
 	stop()
 	j, _ := s.JobGet(context.Background(), stuck.ID)

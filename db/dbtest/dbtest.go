@@ -77,6 +77,12 @@ func Run(t *testing.T, open OpenFunc) {
 		"Misfire":             testMisfire,
 		"Jitter":              testJitter,
 		"RunList":             testRunList,
+		"PauseUntil":          testPauseUntil,
+		"Trigger":             testTrigger,
+		"SkipNext":            testSkipNext,
+		"Backfill":            testBackfill,
+		"DeadMansSwitch":      testDeadMansSwitch,
+		"DeadSince":           testDeadSince,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

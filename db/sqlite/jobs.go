@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/failpoint"
 	"github.com/sked-dev/sked/lifecycle"
 	"github.com/sked-dev/sked/schedule"
 )
@@ -19,7 +20,9 @@ import (
 const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, slot,
 	attempt, max_attempts, lease_owner, lease_until, lease_generation,
 	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-	cancel_requested, missed_slots, last_error, created_at, updated_at`
+	cancel_requested, missed_slots, last_error, created_at, updated_at,
+	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
+	triggered, parent_id`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -31,12 +34,17 @@ func scanJob(row scanner) (db.Job, error) {
 		next, slot, until              sql.NullString
 		created, updated               string
 		timeoutMS, backoffMS, jitterMS int64
-		cancelReq                      int
+		cancelReq, triggered           int
+		pauseReason, parent            sql.NullString
+		pauseUntil, lastOK, quiet      sql.NullString
+		expectMS                       int64
 	)
 	err := row.Scan(&j.ID, &j.Type, &payload, &sched, &j.Timezone, &j.State, &next, &slot,
 		&j.Attempt, &j.MaxAttempts, &owner, &until, &j.LeaseGeneration,
 		&key, &j.Overlap, &j.Misfire, &timeoutMS, &backoffMS, &jitterMS,
-		&cancelReq, &j.MissedSlots, &lastErr, &created, &updated)
+		&cancelReq, &j.MissedSlots, &lastErr, &created, &updated,
+		&pauseReason, &pauseUntil, &expectMS, &lastOK, &quiet,
+		&triggered, &parent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.Job{}, db.ErrNotFound
 	}
@@ -49,13 +57,16 @@ func scanJob(row scanner) (db.Job, error) {
 	j.Backoff = db.Duration(time.Duration(backoffMS) * time.Millisecond)
 	j.Jitter = db.Duration(time.Duration(jitterMS) * time.Millisecond)
 	j.CancelRequested = cancelReq != 0
+	j.PauseReason, j.ParentID, j.Triggered = pauseReason.String, parent.String, triggered != 0
+	j.ExpectSuccessWithin = db.Duration(time.Duration(expectMS) * time.Millisecond)
 	if !j.Recurring() {
 		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
 	}
 	for _, f := range []struct {
 		dst **time.Time
 		src sql.NullString
-	}{{&j.NextRunAt, next}, {&j.Slot, slot}, {&j.LeaseUntil, until}} {
+	}{{&j.NextRunAt, next}, {&j.Slot, slot}, {&j.LeaseUntil, until},
+		{&j.PauseUntil, pauseUntil}, {&j.LastSuccessAt, lastOK}, {&j.QuietSince, quiet}} {
 		if *f.dst, err = parseTime(f.src); err != nil {
 			return db.Job{}, err
 		}
@@ -75,53 +86,98 @@ func scanJob(row scanner) (db.Job, error) {
 
 // JobCreate inserts a job; see db.Store.
 func (s *Store) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error) {
+	jobs, created, err := s.createJobs(ctx, []db.JobCreateParams{p}, false)
+	if err != nil {
+		return db.Job{}, false, err
+	}
+	return jobs[0], created[0], nil
+}
+
+// JobCreateBatch inserts jobs in one transaction; see db.BatchCreator.
+func (s *Store) JobCreateBatch(ctx context.Context, ps []db.JobCreateParams) ([]db.Job, error) {
+	if len(ps) > db.MaxBatch {
+		return nil, &db.ValidationError{Field: "jobs", Msg: fmt.Sprintf("%d jobs in one batch; at most %d are allowed", len(ps), db.MaxBatch)}
+	}
+	jobs, _, err := s.createJobs(ctx, ps, true)
+	return jobs, err
+}
+
+// insertJobSQL inserts one job, or nothing when its idempotency key is taken.
+const insertJobSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
+		max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
+		expect_success_ms, created_at, updated_at)
+	VALUES (?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (idempotency_key) DO NOTHING
+	RETURNING ` + jobColumns
+
+// createJobs validates every element of ps, then inserts them all in one
+// transaction. A taken idempotency key yields the existing job and
+// created=false. In a batch, a validation error names its element.
+func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch bool) ([]db.Job, []bool, error) {
 	now := s.Now()
+	rows := make([][]any, len(ps))
+	for i, p := range ps {
+		args, err := jobInsertArgs(p, now)
+		var ve *db.ValidationError
+		if batch && errors.As(err, &ve) {
+			err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: ve.Msg}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		rows[i] = args
+	}
+	jobs, created := make([]db.Job, len(ps)), make([]bool, len(ps))
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		ins, get := tx.StmtContext(ctx, s.stmts.insertJob), tx.StmtContext(ctx, s.stmts.jobByKey)
+		for i, args := range rows {
+			if i > 0 && i == len(rows)/2 {
+				failpoint.Hit(failpoint.MidBatchInsert)
+			}
+			j, err := scanJob(ins.QueryRowContext(ctx, args...))
+			if errors.Is(err, db.ErrNotFound) {
+				// The idempotency key is taken: the first job stands.
+				j, err = scanJob(get.QueryRowContext(ctx, ps[i].IdempotencyKey))
+			} else {
+				created[i] = true
+			}
+			if err != nil {
+				return err
+			}
+			jobs[i] = j
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("create jobs: %w", err)
+	}
+	return jobs, created, nil
+}
+
+// jobInsertArgs checks p's schedule and returns insertJobSQL's arguments for
+// a new job created at now.
+func jobInsertArgs(p db.JobCreateParams, now time.Time) ([]any, error) {
 	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
 	slot := p.RunAt
 	if p.Schedule != "" {
 		sched, err := schedule.Parse(p.Schedule, p.Timezone)
 		if err != nil {
-			return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: err.Error()}
+			return nil, &db.ValidationError{Field: "schedule", Msg: err.Error()}
 		}
 		slot = sched.Next(now)
 		if slot.IsZero() {
-			return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
+			return nil, &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
 		}
 	}
 	if slot.IsZero() {
 		slot = now
 	}
 	due := lifecycle.DueAt(id, slot, p.Jitter)
-	var job db.Job
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		row := tx.QueryRowContext(ctx, `
-			INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
-				max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-				created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (idempotency_key) DO NOTHING
-			RETURNING `+jobColumns,
-			id, p.Type, string(orEmptyObject(p.Payload)), nullString(p.Schedule), cmpOr(p.Timezone, "UTC"),
-			fmtTime(due), fmtTime(slot), cmpOr(p.MaxAttempts, db.DefaultMaxAttempts), nullString(p.IdempotencyKey),
-			cmpOr(p.Overlap, db.OverlapSkip), cmpOr(p.Misfire, db.MisfireRunOnce),
-			cmpOr(p.Timeout, db.DefaultTimeout).Milliseconds(), cmpOr(p.Backoff, db.DefaultBackoff).Milliseconds(),
-			p.Jitter.Milliseconds(), fmtTime(now), fmtTime(now))
-		var err error
-		job, err = scanJob(row)
-		return err
-	})
-	if err == nil {
-		return job, true, nil
-	}
-	if !errors.Is(err, db.ErrNotFound) {
-		return db.Job{}, false, fmt.Errorf("create job: %w", err)
-	}
-	// The idempotency key is taken: return the first job.
-	job, err = scanJob(s.write.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ?`, p.IdempotencyKey))
-	if err != nil {
-		return db.Job{}, false, fmt.Errorf("get job by idempotency key: %w", err)
-	}
-	return job, false, nil
+	return []any{id, p.Type, string(orEmptyObject(p.Payload)), nullString(p.Schedule), cmpOr(p.Timezone, "UTC"),
+		fmtTime(due), fmtTime(slot), cmpOr(p.MaxAttempts, db.DefaultMaxAttempts), nullString(p.IdempotencyKey),
+		cmpOr(p.Overlap, db.OverlapSkip), cmpOr(p.Misfire, db.MisfireRunOnce),
+		cmpOr(p.Timeout, db.DefaultTimeout).Milliseconds(), cmpOr(p.Backoff, db.DefaultBackoff).Milliseconds(),
+		p.Jitter.Milliseconds(), p.ExpectSuccessWithin.Milliseconds(), fmtTime(now), fmtTime(now)}, nil
 }
 
 func orEmptyObject(b []byte) []byte {
@@ -218,16 +274,7 @@ func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
 
 // JobPause pauses a ready job; see db.Store.
 func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "pause", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-		switch j.State {
-		case db.StatePaused:
-			return j, nil
-		case db.StateReady:
-			return updateJobState(ctx, tx, j, db.StatePaused, j.NextRunAt, now)
-		default:
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be paused", j.ID, j.State)}
-		}
-	})
+	return s.JobPauseUntil(ctx, db.JobPauseParams{ID: id})
 }
 
 // JobResume resumes a paused job; see db.Store.
@@ -237,27 +284,35 @@ func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
 		case db.StateReady:
 			return j, nil
 		case db.StatePaused:
+			return resume(ctx, tx, j, now)
 		default:
 			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a paused job can be resumed", j.ID, j.State)}
 		}
-		if !j.Recurring() {
-			return updateJobState(ctx, tx, j, db.StateReady, j.NextRunAt, now)
-		}
+	})
+}
+
+// resume moves paused job j back to ready. A recurring job resumes at its
+// next slot; the slots it slept through are recorded missed (paused).
+func resume(ctx context.Context, tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
+	slot, missed := *j.Slot, lifecycle.Missed{}
+	due := *j.NextRunAt
+	if j.Recurring() {
 		sched, err := schedule.Parse(j.Schedule, j.Timezone)
 		if err != nil {
 			return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
 		}
-		slot, missed := lifecycle.Resumed(sched, *j.Slot, now)
+		slot, missed = lifecycle.Resumed(sched, slot, now)
 		if err := insertMissed(ctx, tx, j.ID, missed, now); err != nil {
 			return db.Job{}, err
 		}
-		due := lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter))
-		return scanJob(tx.QueryRowContext(ctx, `
-			UPDATE jobs SET state = 'ready', slot = ?, next_run_at = ?, attempt = 0,
-				missed_slots = missed_slots + ?, updated_at = ?
-			WHERE id = ? RETURNING `+jobColumns,
-			fmtTime(slot), fmtTime(due), missed.Total, fmtTime(now), j.ID))
-	})
+		due = lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter))
+	}
+	return scanJob(tx.QueryRowContext(ctx, `
+		UPDATE jobs SET state = 'ready', slot = ?, next_run_at = ?,
+			attempt = CASE WHEN schedule IS NULL THEN attempt ELSE 0 END,
+			missed_slots = missed_slots + ?, pause_reason = NULL, pause_until = NULL, updated_at = ?
+		WHERE id = ? AND state = 'paused' RETURNING `+jobColumns,
+		fmtTime(slot), fmtTime(due), missed.Total, fmtTime(now), j.ID))
 }
 
 // JobRetry puts a dead job back to ready; see db.Store.

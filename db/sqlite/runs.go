@@ -3,12 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/failpoint"
 	"github.com/sked-dev/sked/lifecycle"
 	"github.com/sked-dev/sked/schedule"
 )
@@ -88,24 +90,25 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	if p.Max <= 0 {
 		return nil, nil
 	}
+	if s.ClockGuard != nil {
+		if hold, _ := s.ClockGuard.Holding(); hold {
+			return nil, nil // the clock went back: no slot fires twice
+		}
+	}
+	claim, err := s.stmts.claimStmt(ctx, s.write, len(p.Types))
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
 	var claims []db.Claim
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
 		now := s.Now()
 		until := now.Add(cmpOr(p.Lease, db.DefaultLease))
-		q := `UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?,
-				lease_generation = lease_generation + 1, attempt = attempt + 1,
-				cancel_requested = 0, updated_at = ?
-			WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?`
 		args := []any{p.WorkerID, fmtTime(until), fmtTime(now), fmtTime(now)}
-		if len(p.Types) > 0 {
-			q += ` AND type IN (` + placeholders(len(p.Types)) + `)`
-			for _, t := range p.Types {
-				args = append(args, t)
-			}
+		for _, t := range p.Types {
+			args = append(args, t)
 		}
-		q += ` ORDER BY next_run_at LIMIT ?) RETURNING ` + jobColumns
 		args = append(args, p.Max)
-		jobs, err := queryJobs(ctx, tx, q, args...)
+		jobs, err := scanJobs(tx.StmtContext(ctx, claim).QueryContext(ctx, args...))
 		if err != nil {
 			return err
 		}
@@ -119,21 +122,80 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 				claims = append(claims, db.Claim{Job: run, RunID: 0})
 			}
 		}
-		for i := range claims {
-			j := &claims[i].Job
-			err := tx.QueryRowContext(ctx, `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome)
-				VALUES (?, ?, ?, ?, ?, ?, 'running') RETURNING id`,
-				j.ID, nullTime(deref(j.Slot)), j.Attempt, j.LeaseGeneration, p.WorkerID, fmtTime(now)).Scan(&claims[i].RunID)
-			if err != nil {
-				return fmt.Errorf("insert run of %s: %w", j.ID, err)
-			}
-		}
-		return nil
+		return s.insertRuns(ctx, tx, claims, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
+	failpoint.Hit(failpoint.AfterClaimCommit)
 	return claims, nil
+}
+
+// claimSQL is RunClaim's UPDATE for n types (any type when n is 0). Its
+// arguments: worker, lease until, now, now, the types, the limit.
+func claimSQL(n int) string {
+	q := `UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?,
+			lease_generation = lease_generation + 1, attempt = attempt + 1,
+			cancel_requested = 0, updated_at = ?
+		WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?`
+	if n > 0 {
+		q += ` AND type IN (` + placeholders(n) + `)`
+	}
+	return q + ` ORDER BY next_run_at LIMIT ?) RETURNING ` + jobColumns
+}
+
+// insertRunsSQL writes the run rows of the just-claimed jobs named in a
+// JSON array, in one statement, from the jobs' rows as the claim left them.
+// An operator's extra run (triggered) is recorded at its own time, marked
+// manual, so that the schedule's pending slot still shows as not run.
+// Arguments: started at, the job ids.
+const insertRunsSQL = `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
+	SELECT id, CASE WHEN triggered = 1 THEN ?1 ELSE slot END, attempt, lease_generation, lease_owner, ?1, 'running',
+		CASE WHEN triggered = 1 THEN 'manual' END
+	FROM jobs WHERE id IN (SELECT value FROM json_each(?2))
+	RETURNING id, job_id`
+
+// insertRuns writes the run rows of claims and fills in their RunID.
+func (s *Store) insertRuns(ctx context.Context, tx *sql.Tx, claims []db.Claim, now time.Time) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	ids := make([]string, len(claims))
+	byID := make(map[string]*db.Claim, len(claims))
+	for i := range claims {
+		ids[i] = claims[i].Job.ID
+		byID[ids[i]] = &claims[i]
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("encode claimed ids: %w", err)
+	}
+	rows, err := tx.StmtContext(ctx, s.stmts.insertRuns).QueryContext(ctx, fmtTime(now), string(idsJSON))
+	if err != nil {
+		return fmt.Errorf("insert runs: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var (
+			runID int64
+			jobID string
+		)
+		if err := rows.Scan(&runID, &jobID); err != nil {
+			return fmt.Errorf("insert runs: %w", err)
+		}
+		if c := byID[jobID]; c != nil {
+			c.RunID = runID
+			n++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("insert runs: %w", err)
+	}
+	if n != len(claims) {
+		return fmt.Errorf("insert runs: %d run rows written for %d claims", n, len(claims))
+	}
+	return nil
 }
 
 // startFiring applies the misfire policy to a just-claimed recurring job. It
@@ -141,6 +203,10 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 // now and the claim was undone.
 func (s *Store) startFiring(ctx context.Context, tx *sql.Tx, j db.Job, now time.Time) (db.Job, bool, error) {
 	if !j.Recurring() {
+		return j, true, nil
+	}
+	if j.Triggered {
+		j.Slot = &now // the handler sees the run's own time; the row keeps the schedule's slot
 		return j, true, nil
 	}
 	sched, err := schedule.Parse(j.Schedule, j.Timezone)
@@ -151,8 +217,10 @@ func (s *Store) startFiring(ctx context.Context, tx *sql.Tx, j db.Job, now time.
 	if f.Slot.Equal(*j.Slot) && f.Run {
 		return j, true, nil
 	}
-	if err := insertMissed(ctx, tx, j.ID, f.Missed, now); err != nil {
-		return db.Job{}, false, err
+	for _, m := range s.splitStepped(f.Missed) {
+		if err := insertMissed(ctx, tx, j.ID, m, now); err != nil {
+			return db.Job{}, false, err
+		}
 	}
 	if !f.Run {
 		_, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL,
@@ -178,10 +246,7 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 	now := s.Now()
 	until := now.Add(cmpOr(p.Lease, db.DefaultLease))
 	var cancel int
-	err := s.write.QueryRowContext(ctx, `UPDATE jobs SET lease_until = ?
-		WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?
-		RETURNING cancel_requested`,
-		fmtTime(until), p.JobID, p.Generation, fmtTime(now)).Scan(&cancel)
+	err := s.stmts.heartbeat.QueryRowContext(ctx, fmtTime(until), p.JobID, p.Generation, fmtTime(now)).Scan(&cancel)
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.Heartbeat{}, db.ErrStale
 	}
@@ -191,39 +256,24 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 	return db.Heartbeat{LeaseUntil: until, CancelRequested: cancel != 0}, nil
 }
 
-// RunFinish records a run's end under its lease; see db.Store.
-func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
-	var out db.Job
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		now := s.Now()
-		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs
-			WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?`,
-			p.JobID, p.Generation, fmtTime(now)))
-		if errors.Is(err, db.ErrNotFound) {
-			return db.ErrStale
-		}
-		if err != nil {
-			return err
-		}
-		out, err = s.finish(ctx, tx, j, p, now)
-		return err
-	})
-	if errors.Is(err, db.ErrStale) {
-		return db.Job{}, err
-	}
-	if err != nil {
-		return db.Job{}, fmt.Errorf("finish run %s/%d: %w", p.JobID, p.Generation, err)
-	}
-	return out, nil
-}
+// heartbeatSQL extends a live lease and says whether cancellation was
+// requested. Arguments: lease until, job id, generation, now.
+const heartbeatSQL = `UPDATE jobs SET lease_until = ?
+	WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?
+	RETURNING cancel_requested`
+
+// leasedJobSQL reads a job under a live lease. Arguments: job id,
+// generation, now.
+const leasedJobSQL = `SELECT ` + jobColumns + ` FROM jobs
+	WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?`
 
 // RunReapExpired returns expired leases; see db.Store.
 func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
 	n := 0
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		now := s.Now()
-		jobs, err := queryJobs(ctx, tx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_running
-			WHERE state = 'running' AND lease_until < ? ORDER BY lease_until LIMIT 500`, fmtTime(now))
+		jobs, err := scanJobs(tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_running
+			WHERE state = 'running' AND lease_until < ? ORDER BY lease_until LIMIT 500`, fmtTime(now)))
 		if err != nil {
 			return err
 		}
@@ -249,8 +299,7 @@ func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
 // writes are fenced by the lease generation read in the same transaction.
 func (s *Store) finish(ctx context.Context, tx *sql.Tx, j db.Job, p db.RunFinishParams, now time.Time) (db.Job, error) {
 	var startedAt sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT started_at FROM runs WHERE job_id = ? AND generation = ? AND outcome = 'running'`,
-		j.ID, j.LeaseGeneration).Scan(&startedAt)
+	err := tx.StmtContext(ctx, s.stmts.runStartedAt).QueryRowContext(ctx, j.ID, j.LeaseGeneration).Scan(&startedAt)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return db.Job{}, fmt.Errorf("read run: %w", err)
 	}
@@ -268,23 +317,50 @@ func (s *Store) finish(ctx context.Context, tx *sql.Tx, j db.Job, p db.RunFinish
 	if err := insertMissed(ctx, tx, j.ID, r.Missed, now); err != nil {
 		return db.Job{}, err
 	}
-	out, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, slot = ?, next_run_at = ?, attempt = ?,
-			last_error = ?, lease_owner = NULL, lease_until = NULL, cancel_requested = 0,
-			missed_slots = missed_slots + ?, updated_at = ?
-		WHERE id = ? AND lease_generation = ? AND state = 'running' RETURNING `+jobColumns,
-		r.State, nullTime(r.Slot), nullTime(r.NextRunAt), r.Attempt, nullString(r.LastError),
-		r.Missed.Total, fmtTime(now), j.ID, j.LeaseGeneration))
+	var succeededAt any
+	if p.Outcome == db.OutcomeSucceeded {
+		succeededAt = fmtTime(now)
+	}
+	out, err := scanJob(tx.StmtContext(ctx, s.stmts.finishJob).QueryRowContext(ctx, r.State, nullTime(r.Slot), nullTime(r.NextRunAt), r.Attempt, nullString(r.LastError),
+		r.Missed.Total, r.Triggered, succeededAt, fmtTime(now), j.ID, j.LeaseGeneration))
 	if err != nil {
 		return db.Job{}, fmt.Errorf("update job: %w", err)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE runs SET outcome = ?, error = ?, output = ?, finished_at = ?, gave_up = ?
-		WHERE job_id = ? AND generation = ? AND outcome = 'running'`,
-		p.Outcome, nullString(p.Error), nullString(tail(p.Output)), fmtTime(now), r.GaveUp, j.ID, j.LeaseGeneration)
+	_, err = tx.StmtContext(ctx, s.stmts.finishRun).ExecContext(ctx, p.Outcome, nullString(p.Error), nullString(tail(p.Output)), fmtTime(now), r.GaveUp, j.ID, j.LeaseGeneration)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("close run: %w", err)
 	}
 	return out, nil
 }
+
+// splitStepped relabels the missed slots that a forward clock step jumped
+// over as clock_step; the rest keep their reason.
+func (s *Store) splitStepped(m lifecycle.Missed) []lifecycle.Missed {
+	if s.ClockGuard == nil || len(m.Slots) == 0 {
+		return []lifecycle.Missed{m}
+	}
+	stepped := lifecycle.Missed{Reason: db.MissedClockStep}
+	rest := lifecycle.Missed{Reason: m.Reason, Total: m.Total}
+	for _, slot := range m.Slots {
+		if s.ClockGuard.JumpedOver(slot) {
+			stepped.Slots = append(stepped.Slots, slot)
+		} else {
+			rest.Slots = append(rest.Slots, slot)
+		}
+	}
+	return []lifecycle.Missed{stepped, rest}
+}
+
+// finishJobSQL moves a finished job on, fenced by its generation.
+const finishJobSQL = `UPDATE jobs SET state = ?, slot = ?, next_run_at = ?, attempt = ?,
+		last_error = ?, lease_owner = NULL, lease_until = NULL, cancel_requested = 0,
+		missed_slots = missed_slots + ?, triggered = ?, last_success_at = coalesce(?, last_success_at),
+		updated_at = ?
+	WHERE id = ? AND lease_generation = ? AND state = 'running' RETURNING ` + jobColumns
+
+// finishRunSQL closes the run of a lease generation.
+const finishRunSQL = `UPDATE runs SET outcome = ?, error = ?, output = ?, finished_at = ?, gave_up = ?
+	WHERE job_id = ? AND generation = ? AND outcome = 'running'`
 
 // liveRun is the run of j's current lease.
 func liveRun(ctx context.Context, tx *sql.Tx, j db.Job) (*db.Run, error) {
@@ -315,8 +391,8 @@ func insertMissed(ctx context.Context, tx *sql.Tx, jobID string, m lifecycle.Mis
 	return nil
 }
 
-func queryJobs(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]db.Job, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+// scanJobs reads the jobs of a query's answer.
+func scanJobs(rows *sql.Rows, err error) ([]db.Job, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,14 @@
 // busy_timeout (another process holding the lock is waited for, not failed
 // on), foreign_keys=on and synchronous=FULL: a commit is fsynced before it
 // returns, so an acknowledged write and a handed-out lease generation survive
-// power loss (DESIGN.md guarantees 3 and 6).
+// power loss (DESIGN.md guarantees 3 and 6). Options.Synchronous can lower it
+// to NORMAL, which in WAL mode survives a crash of the process but not of the
+// machine; it exists to measure what FULL costs.
+//
+// Completions are committed in groups: concurrent RunFinish calls are queued
+// to one committer goroutine, which finishes every queued call in one
+// transaction and answers each with its own result once that transaction is
+// on disk. The hot statements are prepared once on the writer (stmts.go).
 //
 // Migrations are embedded and run by goose at Open.
 package sqlite
@@ -25,11 +32,13 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 )
 
@@ -42,6 +51,10 @@ var _ db.Store = (*Store)(nil)
 type Store struct {
 	// NowFunc is the store's clock; tests replace it before use. Never nil.
 	NowFunc func() time.Time
+	// ClockGuard, when set, is the clock NowFunc reads through: while it
+	// holds after a backward step RunClaim claims nothing, and slots that a
+	// forward step jumped over are recorded missed as clock_step.
+	ClockGuard *clock.Guard
 	// RandFunc draws the backoff jitter in [0,1); tests replace it. Never nil.
 	RandFunc func() float64
 	// MisfireGrace is how late a recurring slot may start before it counts
@@ -53,6 +66,19 @@ type Store struct {
 
 	write *sql.DB // one connection: all writes
 	read  *sql.DB // a pool: reads outside transactions
+	stmts statements
+
+	finishes chan *finishReq // RunFinish calls waiting for the committer
+	quit     chan struct{}   // closed by Close: the committer stops
+	stopped  chan struct{}   // closed when the committer has returned
+}
+
+// Options tune Open. Zero values mean the defaults.
+type Options struct {
+	// Synchronous is SQLite's synchronous pragma: "FULL" (the default; every
+	// commit is fsynced) or "NORMAL" (WAL commits are fsynced only at
+	// checkpoints: a power cut can lose the last commits).
+	Synchronous string
 }
 
 // Defaults of the misfire settings.
@@ -62,9 +88,18 @@ const (
 )
 
 // Open opens (creating if needed) the database file at path and migrates it
-// to the current schema.
+// to the current schema, with the default Options.
 func Open(ctx context.Context, path string) (*Store, error) {
-	w, err := sql.Open("sqlite", dsn(path, true))
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
+	sync := strings.ToUpper(cmpOr(o.Synchronous, "FULL"))
+	if sync != "FULL" && sync != "NORMAL" {
+		return nil, fmt.Errorf("open %s: synchronous %q: use FULL or NORMAL", path, o.Synchronous)
+	}
+	w, err := sql.Open("sqlite", dsn(path, sync, true))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -77,28 +112,36 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		MisfireGrace:  DefaultMisfireGrace,
 		CatchUpWindow: DefaultCatchUpWindow,
 		write:         w,
+		finishes:      make(chan *finishReq, maxGroup),
+		quit:          make(chan struct{}),
+		stopped:       make(chan struct{}),
 	}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}
-	r, err := sql.Open("sqlite", dsn(path, false))
+	if err := s.stmts.prepare(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", dsn(path, sync, false))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	s.read = r
+	go s.commitLoop()
 	return s, nil
 }
 
 // dsn builds the modernc DSN. The pragmas run on every new connection.
-func dsn(path string, writer bool) string {
+func dsn(path, sync string, writer bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(5000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous("+sync+")")
 	if writer {
 		q.Set("_txlock", "immediate")
 	} else {
@@ -131,8 +174,11 @@ func Migrations(conn *sql.DB) (*goose.Provider, error) {
 	return p, nil
 }
 
-// Close closes both connection pools.
+// Close stops the committer (after it has answered the queued completions)
+// and closes both connection pools.
 func (s *Store) Close() error {
+	close(s.quit)
+	<-s.stopped
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
@@ -194,4 +240,10 @@ func fsSub() (fs.FS, error) {
 		return nil, fmt.Errorf("embedded migrations: %w", err)
 	}
 	return sub, nil
+}
+
+// UseClock makes g the store's clock: NowFunc reads through it, claims hold
+// while it holds, and slots it jumped over are recorded as clock_step.
+func (s *Store) UseClock(g *clock.Guard) {
+	s.NowFunc, s.ClockGuard = g.Now, g
 }

@@ -44,10 +44,15 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	}); err != nil {
 		return db.Stats{}, fmt.Errorf("count running jobs: %w", err)
 	}
-	err = s.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0) FROM jobs WHERE schedule IS NOT NULL`).
+	err = s.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0) FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL`).
 		Scan(&st.MissedSlots)
 	if err != nil {
 		return db.Stats{}, fmt.Errorf("sum missed slots: %w", err)
+	}
+	err = s.read.QueryRowContext(ctx, `SELECT count(*) FROM jobs INDEXED BY jobs_watched
+		WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL`).Scan(&st.QuietSchedules)
+	if err != nil {
+		return db.Stats{}, fmt.Errorf("count quiet schedules: %w", err)
 	}
 	return st, nil
 }

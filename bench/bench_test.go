@@ -1,0 +1,62 @@
+package bench_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sked-dev/sked/bench"
+)
+
+// TestRun runs every measurement at a small size and checks that each one
+// accounted for all of its jobs. It asserts no timings.
+func TestRun(t *testing.T) {
+	cfg := bench.Config{Jobs: 300, Spike: 50, Backlog: 2_000, Workers: 16, Dir: t.TempDir()}
+	r, err := bench.Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(r.Spike.Lateness); got != cfg.Spike {
+		t.Errorf("spike: %d runs started, want %d", got, cfg.Spike)
+	}
+	if got := len(r.Backlog.Lateness); got != cfg.Spike {
+		t.Errorf("backlog: %d runs started, want %d", got, cfg.Spike)
+	}
+	if r.Backlog.DBSize == 0 {
+		t.Error("backlog: database size not measured")
+	}
+	var out strings.Builder
+	if err := r.Write(&out, "0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sked bench --jobs 300 --backlog 2000 --workers 16 --sync full", "end to end", "last started"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// BenchmarkThroughput enqueues, claims and completes b.N no-op jobs; the
+// jobs/s metric is end to end.
+func BenchmarkThroughput(b *testing.B) {
+	r, err := bench.RunThroughput(context.Background(), bench.Config{Jobs: b.N, Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/(r.Enqueue+r.Run).Seconds(), "jobs/s")
+	b.ReportMetric(float64(b.N)/r.Enqueue.Seconds(), "enqueue-jobs/s")
+	b.ReportMetric(float64(b.N)/r.Run.Seconds(), "run-jobs/s")
+}
+
+// BenchmarkSpike runs b.N spikes of 2,000 jobs due at one instant and
+// reports the start lateness of the last of them.
+func BenchmarkSpike(b *testing.B) {
+	for b.Loop() {
+		r, err := bench.RunSpike(context.Background(), bench.Config{Dir: b.TempDir()}, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(r.Percentile(99).Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(r.Percentile(100).Microseconds())/1000, "max-ms")
+	}
+}

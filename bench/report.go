@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is every figure of one `sked bench` run.
+type Report struct {
+	Config     Config
+	Throughput Throughput
+	HTTP       HTTP
+	Spike      Spike
+	Backlog    Spike
+}
+
+// Run measures throughput, the spike and the spike with a backlog, in that
+// order (the backlog's large file last). progress, if not nil, hears what
+// is running.
+func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
+	cfg = cfg.withDefaults()
+	if progress == nil {
+		progress = io.Discard
+	}
+	r := Report{Config: cfg}
+	var err error
+	fmt.Fprintf(progress, "throughput: %d jobs, %d workers…\n", cfg.Jobs, cfg.Workers)
+	if r.Throughput, err = RunThroughput(ctx, cfg); err != nil {
+		return r, fmt.Errorf("throughput: %w", err)
+	}
+	fmt.Fprintf(progress, "http: %d jobs through the API on loopback…\n", cfg.Jobs)
+	if r.HTTP, err = RunHTTP(ctx, cfg); err != nil {
+		return r, fmt.Errorf("http: %w", err)
+	}
+	fmt.Fprintf(progress, "spike: %d jobs due at once…\n", cfg.Spike)
+	if r.Spike, err = RunSpike(ctx, cfg, 0); err != nil {
+		return r, fmt.Errorf("spike: %w", err)
+	}
+	fmt.Fprintf(progress, "backlog: the spike with %d future jobs…\n", cfg.Backlog)
+	if r.Backlog, err = RunSpike(ctx, cfg, cfg.Backlog); err != nil {
+		return r, fmt.Errorf("backlog: %w", err)
+	}
+	return r, nil
+}
+
+// Command is the sked bench command line that reproduces cfg.
+func (c Config) Command() string {
+	c = c.withDefaults()
+	return fmt.Sprintf("sked bench --jobs %d --backlog %d --workers %d --sync %s",
+		c.Jobs, c.Backlog, c.Workers, strings.ToLower(c.Sync))
+}
+
+// Write prints the report as one table, with the command that reproduces it
+// and the machine's load.
+func (r Report) Write(w io.Writer, load string) error {
+	t, h, s, b := r.Throughput, r.HTTP, r.Spike, r.Backlog
+	fmt.Fprintf(w, "sked bench · SQLite synchronous=%s · %d CPUs · load %s\n", r.Config.Sync, runtime.NumCPU(), load)
+	fmt.Fprintf(w, "command: %s\n\n", r.Config.Command())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
+	row("test", "measure", "value", "target")
+	row("throughput", fmt.Sprintf("enqueue %d jobs (batches of %d)", t.Jobs, t.BatchLen), rate(t.Jobs, t.Enqueue), "")
+	row("throughput", fmt.Sprintf("claim+complete (pool, %d slots)", t.Workers), rate(t.Jobs, t.Run), "")
+	row("throughput", "end to end", rate(t.Jobs, t.Enqueue+t.Run), "≥ 20,000/s")
+	row("http", fmt.Sprintf("enqueue POST /jobs/batch (%d clients)", httpClients), rate(h.Jobs, h.Enqueue), "≥ 20,000/s")
+	row("http", "claim+complete by a remote worker pool", rate(h.Jobs, h.Remote), "")
+	row("http", "end to end over HTTP", rate(h.Jobs, h.Enqueue+h.Remote), "")
+	for _, x := range []struct {
+		name string
+		s    Spike
+	}{{"spike", s}, {fmt.Sprintf("backlog %s", count(b.Backlog)), b}} {
+		row(x.name, fmt.Sprintf("start lateness p50/p95/p99 (%d jobs)", x.s.Jobs),
+			fmt.Sprintf("%s / %s / %s", ms(x.s.Percentile(50)), ms(x.s.Percentile(95)), ms(x.s.Percentile(99))), "p99 ≤ 50 ms")
+		row(x.name, "last started (max lateness)", ms(x.s.Percentile(100)), "≤ 100 ms")
+		row(x.name, "last finished", ms(x.s.LastFinish), "")
+	}
+	row("backlog", "ratio to spike: p99 · last finished",
+		fmt.Sprintf("%.2f · %.2f", ratio(b.Percentile(99), s.Percentile(99)), ratio(b.LastFinish, s.LastFinish)), "≤ 1.2")
+	row("memory", "peak RSS: throughput · http · spike · backlog",
+		fmt.Sprintf("%s · %s · %s · %s", mib(t.PeakRSS), mib(h.PeakRSS), mib(s.PeakRSS), mib(b.PeakRSS)), "≤ 150 MiB")
+	row("memory", "database file with the backlog", mib(b.DBSize), "")
+	return tw.Flush()
+}
+
+func rate(n int, d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return count(int(float64(n)/d.Seconds())) + "/s"
+}
+
+// count writes n with thousands separators.
+func count(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}

@@ -1,0 +1,20 @@
+package db
+
+import "context"
+
+// MaxBatch bounds the jobs of one JobCreateBatch call (and of one
+// POST /jobs/batch request).
+const MaxBatch = 1000
+
+// BatchCreator is a Store that can create many jobs in one atomic unit. It is
+// separate from Store so that a backend can add it on its own; callers find
+// it with a type assertion.
+type BatchCreator interface {
+	// JobCreateBatch inserts the jobs of ps in one transaction: all of them
+	// or, on an error, none. A job whose IdempotencyKey names an existing job
+	// (or an earlier job of the same batch) is not created again; the
+	// existing job takes its place in the result, which is in the order of
+	// ps. It returns a *ValidationError, with Field "jobs[i].field", for a
+	// bad element.
+	JobCreateBatch(ctx context.Context, ps []JobCreateParams) ([]Job, error)
+}

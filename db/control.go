@@ -1,0 +1,75 @@
+package db
+
+import (
+	"context"
+	"time"
+)
+
+// MissedSkipped is the reason recorded when an operator skipped a slot.
+const MissedSkipped = "skipped"
+
+// ReasonManual marks a run that an operator triggered outside the schedule.
+const ReasonManual = "manual"
+
+// MaxBackfill bounds the slots one backfill may create.
+const MaxBackfill = 1000
+
+// JobPauseParams pauses a job, optionally until a time.
+type JobPauseParams struct {
+	ID     string
+	Reason string    // shown on the job; may be empty
+	Until  time.Time // zero: until resumed by hand
+}
+
+// JobBackfillParams asks for one run of each slot of a recurring job in
+// [From, To].
+type JobBackfillParams struct {
+	ID       string
+	From, To time.Time
+}
+
+// Backfill is the answer to a backfill: the one-off jobs that run the
+// range's slots. Repeating a backfill creates nothing new.
+type Backfill struct {
+	Slots   int      `json:"slots"`   // slots in the range
+	Created int      `json:"created"` // jobs created by this call
+	JobIDs  []string `json:"jobIds"`  // one job per slot, in slot order
+}
+
+// QuietChange is a recurring job whose dead-man's switch changed: it went
+// quiet (no success within its expectSuccessWithin) or recovered.
+type QuietChange struct {
+	Job   Job
+	Quiet bool // true: went quiet now; false: recovered
+}
+
+// Controller is what operators do to schedules beyond the lifecycle, and
+// the sweeps that keep schedules honest. It is apart from Store so a backend
+// can offer it before every backend does.
+type Controller interface {
+	// JobPauseUntil pauses a ready job with a reason and an optional time
+	// at which JobResumeDue resumes it; a *ConflictError otherwise.
+	JobPauseUntil(ctx context.Context, p JobPauseParams) (Job, error)
+	// JobTrigger makes a ready job run once now. For a recurring job the
+	// run is extra (its run is marked manual) and the schedule's slot is
+	// kept; a *ConflictError when the job is not ready.
+	JobTrigger(ctx context.Context, id string) (Job, error)
+	// JobSkipNext records the pending slot of a ready recurring job as
+	// missed (reason skipped) and moves to the following one; a
+	// *ConflictError for other jobs.
+	JobSkipNext(ctx context.Context, id string) (Job, error)
+	// JobBackfill creates one one-off job per slot of the recurring job in
+	// [From, To], each keyed "backfill:<id>:<slot>" so a repeat creates
+	// nothing; at most MaxBackfill slots (else a *ValidationError).
+	JobBackfill(ctx context.Context, p JobBackfillParams) (Backfill, error)
+	// JobResumeDue resumes paused jobs whose pause-until has passed and
+	// returns how many.
+	JobResumeDue(ctx context.Context) (int, error)
+	// JobQuietSweep marks recurring jobs whose last success (or creation)
+	// is older than their expectSuccessWithin as quiet, clears the mark of
+	// those that succeeded since, and returns what changed.
+	JobQuietSweep(ctx context.Context) ([]QuietChange, error)
+	// JobDeadSince returns jobs that went dead after since (by updated_at),
+	// oldest first, at most limit.
+	JobDeadSince(ctx context.Context, since time.Time, limit int) ([]Job, error)
+}

@@ -1,0 +1,164 @@
+package dbtest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// controller returns the fixture's store as a db.Controller, or skips.
+func (f *fixture) controller() db.Controller {
+	f.Helper()
+	c, ok := f.Store.(db.Controller)
+	if !ok {
+		f.Skip("this backend does not implement db.Controller yet")
+	}
+	return c
+}
+
+func testPauseUntil(t *testing.T, f *fixture) {
+	c := f.controller()
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	p, err := c.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Reason: "maintenance", Until: Start.Add(150 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State != db.StatePaused || p.PauseReason != "maintenance" || p.PauseUntil == nil {
+		t.Fatalf("paused job = %+v", p)
+	}
+	f.Clock.Set(Start.Add(149 * time.Minute))
+	if n, err := c.JobResumeDue(f.ctx); err != nil || n != 0 {
+		t.Fatalf("resumed %d (%v) before the pause ran out", n, err)
+	}
+	f.Clock.Set(Start.Add(150 * time.Minute))
+	if n, err := c.JobResumeDue(f.ctx); err != nil || n != 1 {
+		t.Fatalf("resumed %d (%v), want 1", n, err)
+	}
+	got := f.get(j.ID)
+	wantState(t, got, db.StateReady)
+	wantTime(t, "slot after the pause", got.Slot, Start.Add(3*time.Hour))
+	if got.PauseReason != "" || got.PauseUntil != nil {
+		t.Fatalf("pause kept after resume: %q %v", got.PauseReason, got.PauseUntil)
+	}
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"missed:paused": 2})
+}
+
+func testTrigger(t *testing.T, f *fixture) {
+	c := f.controller()
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", MaxAttempts: 3})
+	f.Clock.Set(Start.Add(10 * time.Minute))
+	if _, err := c.JobTrigger(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	claim := f.claimOne("w")
+	wantTime(t, "the triggered run's slot", claim.Job.Slot, f.Clock.Now())
+	if _, err := c.JobTrigger(f.ctx, j.ID); !errors.Is(err, db.ErrConflict) {
+		t.Fatalf("trigger of a running job: %v", err)
+	}
+	got := f.finish(claim, db.OutcomeFailed, true)
+	wantState(t, got, db.StateReady)
+	wantTime(t, "slot after the triggered run", got.Slot, Start.Add(time.Hour))
+	wantTime(t, "due after the triggered run", got.NextRunAt, Start.Add(time.Hour))
+	if got.Triggered || got.Attempt != 0 {
+		t.Fatalf("after the triggered run: triggered %v attempt %d", got.Triggered, got.Attempt)
+	}
+	runs := f.runs(j.ID)
+	if len(runs) != 1 || runs[0].Reason != db.ReasonManual || !runs[0].GaveUp {
+		t.Fatalf("triggered run = %+v, want one manual run that does not retry", runs)
+	}
+	// The schedule carries on: 13:00 runs as usual.
+	f.Clock.Set(Start.Add(time.Hour))
+	wantTime(t, "scheduled slot", f.claimOne("w").Job.Slot, Start.Add(time.Hour))
+
+	one := f.create(db.JobCreateParams{RunAt: Start.Add(48 * time.Hour)})
+	got, err := c.JobTrigger(f.ctx, one.ID)
+	if err != nil || !got.NextRunAt.Equal(f.Clock.Now()) || got.Triggered {
+		t.Fatalf("trigger of a future one-off: %+v, %v", got, err)
+	}
+	if _, err := c.JobTrigger(f.ctx, one.ID); !errors.Is(err, db.ErrConflict) {
+		t.Fatalf("trigger of a due job: %v", err)
+	}
+}
+
+func testSkipNext(t *testing.T, f *fixture) {
+	c := f.controller()
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	got, err := c.JobSkipNext(f.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTime(t, "slot after skip", got.Slot, Start.Add(2*time.Hour))
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"missed:skipped": 1})
+	one := f.create(db.JobCreateParams{})
+	if _, err := c.JobSkipNext(f.ctx, one.ID); !errors.Is(err, db.ErrConflict) {
+		t.Fatalf("skip of a one-off: %v", err)
+	}
+}
+
+func testBackfill(t *testing.T, f *fixture) {
+	c := f.controller()
+	j := f.create(db.JobCreateParams{Type: "report", Schedule: "0 * * * *"})
+	// 13:00 runs as scheduled; then 10:00 to 13:00 is backfilled.
+	f.Clock.Set(Start.Add(time.Hour))
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	p := db.JobBackfillParams{ID: j.ID, From: Start.Add(-2 * time.Hour), To: Start.Add(time.Hour)}
+	b, err := c.JobBackfill(f.ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Slots != 4 || b.Created != 3 || len(b.JobIDs) != 3 {
+		t.Fatalf("backfill = %+v, want 4 slots and 3 jobs (13:00 already ran)", b)
+	}
+	again, err := c.JobBackfill(f.ctx, p)
+	if err != nil || again.Created != 0 || len(again.JobIDs) != 3 || again.JobIDs[0] != b.JobIDs[0] {
+		t.Fatalf("repeated backfill = %+v, %v; want the same jobs, none created", again, err)
+	}
+	child := f.get(b.JobIDs[0])
+	if child.ParentID != j.ID || child.Type != "report" || child.Recurring() {
+		t.Fatalf("backfill job = %+v", child)
+	}
+	wantTime(t, "backfill slot", child.Slot, Start.Add(-2*time.Hour))
+	if _, err := c.JobBackfill(f.ctx, db.JobBackfillParams{ID: j.ID, From: Start, To: Start.Add(2000 * time.Hour)}); !errors.Is(err, db.ErrInvalid) {
+		t.Fatalf("backfill of too many slots: %v", err)
+	}
+}
+
+func testDeadMansSwitch(t *testing.T, f *fixture) {
+	c := f.controller()
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", ExpectSuccessWithin: 2 * time.Hour, MaxAttempts: 1})
+	f.Clock.Set(Start.Add(2 * time.Hour))
+	if ch, err := c.JobQuietSweep(f.ctx); err != nil || len(ch) != 0 {
+		t.Fatalf("quiet sweep inside the window: %+v %v", ch, err)
+	}
+	f.Clock.Set(Start.Add(2*time.Hour + time.Second))
+	ch, err := c.JobQuietSweep(f.ctx)
+	if err != nil || len(ch) != 1 || !ch[0].Quiet || ch[0].Job.QuietSince == nil {
+		t.Fatalf("quiet sweep past the window = %+v, %v; want the job gone quiet", ch, err)
+	}
+	if again, _ := c.JobQuietSweep(f.ctx); len(again) != 0 {
+		t.Fatalf("a quiet job was reported twice: %+v", again)
+	}
+	f.Clock.Set(Start.Add(3 * time.Hour))
+	f.finish(f.claimLease("w", 1, time.Hour)[0], db.OutcomeSucceeded, false)
+	ch, err = c.JobQuietSweep(f.ctx)
+	if err != nil || len(ch) != 1 || ch[0].Quiet || ch[0].Job.QuietSince != nil || ch[0].Job.LastSuccessAt == nil {
+		t.Fatalf("sweep after a success = %+v, %v; want recovered", ch, err)
+	}
+	_ = j
+}
+
+func testDeadSince(t *testing.T, f *fixture) {
+	c := f.controller()
+	j := f.create(db.JobCreateParams{MaxAttempts: 1})
+	f.Clock.Advance(time.Minute)
+	f.finish(f.claimOne("w"), db.OutcomeFailed, true)
+	dead, err := c.JobDeadSince(f.ctx, Start, 10)
+	if err != nil || len(dead) != 1 || dead[0].ID != j.ID {
+		t.Fatalf("JobDeadSince = %v, %v", dead, err)
+	}
+	if later, _ := c.JobDeadSince(f.ctx, f.Clock.Now().Add(time.Second), 10); len(later) != 0 {
+		t.Fatalf("JobDeadSince after the death = %v", later)
+	}
+}

@@ -1,0 +1,142 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/failpoint"
+)
+
+// maxGroup bounds the completions committed in one transaction.
+const maxGroup = 512
+
+// errClosed answers a RunFinish that reaches a closed store.
+var errClosed = errors.New("store closed")
+
+// finishReq is one RunFinish call waiting for the committer.
+type finishReq struct {
+	ctx  context.Context
+	p    db.RunFinishParams
+	done chan finishResult // buffered(1); receives exactly one result
+}
+
+type finishResult struct {
+	job db.Job
+	err error
+}
+
+// RunFinish records a run's end under its lease; see db.Store. The call is
+// committed together with the other completions queued at the same time
+// (group commit); it returns once that transaction is on disk, with its own
+// result: ErrStale for its generation alone, never for its neighbours'.
+func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
+	req := &finishReq{ctx: ctx, p: p, done: make(chan finishResult, 1)}
+	var r finishResult
+	select {
+	case s.finishes <- req:
+		select {
+		case r = <-req.done:
+		case <-ctx.Done():
+			r.err = ctx.Err()
+		}
+	case <-ctx.Done():
+		r.err = ctx.Err()
+	case <-s.quit:
+		r.err = errClosed
+	}
+	switch {
+	case errors.Is(r.err, db.ErrStale):
+		return db.Job{}, r.err
+	case r.err != nil:
+		return db.Job{}, fmt.Errorf("finish run %s/%d: %w", p.JobID, p.Generation, r.err)
+	}
+	return r.job, nil
+}
+
+// commitLoop is the committer: it takes the first queued completion and
+// every other one queued behind it, up to maxGroup, and commits them in one
+// transaction. A group forms while the previous one is being fsynced, so a
+// lone completion waits for nothing. It returns when Close is called, after
+// answering what was queued.
+func (s *Store) commitLoop() {
+	defer close(s.stopped)
+	group := make([]*finishReq, 0, maxGroup)
+	for {
+		select {
+		case r := <-s.finishes:
+			group = append(group[:0], r)
+		case <-s.quit:
+			for {
+				select {
+				case r := <-s.finishes:
+					r.done <- finishResult{err: errClosed}
+				default:
+					return
+				}
+			}
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case r := <-s.finishes:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		s.commitGroup(group)
+	}
+}
+
+// commitGroup finishes the group's runs in one transaction and answers each
+// caller. A stale generation changes nothing and fails alone. If any other
+// error occurs the transaction is rolled back and every call is retried in a
+// transaction of its own, so one bad call cannot fail its neighbours.
+func (s *Store) commitGroup(group []*finishReq) {
+	ctx := context.Background()
+	results := make([]finishResult, len(group))
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		now := s.Now()
+		for i, r := range group {
+			if err := r.ctx.Err(); err != nil {
+				results[i].err = err
+				continue
+			}
+			results[i].job, results[i].err = s.finishLeased(ctx, tx, r.p, now)
+			if results[i].err != nil && !errors.Is(results[i].err, db.ErrStale) {
+				return results[i].err
+			}
+		}
+		failpoint.Hit(failpoint.BeforeFinishCommit)
+		return nil
+	})
+	if err != nil && len(group) > 1 {
+		for _, r := range group {
+			s.commitGroup([]*finishReq{r})
+		}
+		return
+	}
+	for i, r := range group {
+		if err != nil {
+			results[i] = finishResult{err: err}
+		}
+		r.done <- results[i]
+	}
+}
+
+// finishLeased finishes the run of p's lease inside tx, or returns ErrStale
+// and changes nothing when p.Generation no longer holds a live lease.
+func (s *Store) finishLeased(ctx context.Context, tx *sql.Tx, p db.RunFinishParams, now time.Time) (db.Job, error) {
+	j, err := scanJob(tx.StmtContext(ctx, s.stmts.leasedJob).QueryRowContext(ctx, p.JobID, p.Generation, fmtTime(now)))
+	if errors.Is(err, db.ErrNotFound) {
+		return db.Job{}, db.ErrStale
+	}
+	if err != nil {
+		return db.Job{}, err
+	}
+	return s.finish(ctx, tx, j, p, now)
+}

@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// jobBatchRequest is the body of POST /jobs/batch.
+type jobBatchRequest struct {
+	Jobs []jobCreateRequest `json:"jobs"`
+}
+
+// jobBatchResponse is the body of a POST /jobs/batch answer.
+type jobBatchResponse struct {
+	Jobs []db.Job `json:"jobs"` // in the order of the request
+}
+
+// handleJobBatch serves POST /jobs/batch: every job is validated as POST
+// /jobs validates one, then all are created in one transaction, or none.
+// A bad element answers 422 with field "jobs[i].field". A job whose
+// idempotency key is known is not created again; the existing job stands in
+// its place in the answer.
+func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
+	bc, ok := h.store.(db.BatchCreator)
+	if !ok {
+		h.error(w, r, &requestError{Status: http.StatusNotImplemented,
+			Msg: "this server's database does not create jobs in batches; send each job to POST /jobs"})
+		return
+	}
+	var req jobBatchRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	switch {
+	case len(req.Jobs) == 0:
+		h.error(w, r, &db.ValidationError{Field: "jobs", Msg: "jobs is empty; give at least one job"})
+		return
+	case len(req.Jobs) > db.MaxBatch:
+		h.error(w, r, &db.ValidationError{Field: "jobs",
+			Msg: fmt.Sprintf("jobs has %d elements; at most %d are allowed per request", len(req.Jobs), db.MaxBatch)})
+		return
+	}
+	ps := make([]db.JobCreateParams, len(req.Jobs))
+	for i := range req.Jobs {
+		p, err := h.jobParams(&req.Jobs[i], nil)
+		var ve *db.ValidationError
+		if errors.As(err, &ve) {
+			err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field),
+				Msg: fmt.Sprintf("jobs[%d]: %s", i, validationDetail(ve))}
+		}
+		if err != nil {
+			h.error(w, r, err)
+			return
+		}
+		ps[i] = p
+	}
+	jobs, err := bc.JobCreateBatch(r.Context(), ps)
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	types := map[string]bool{}
+	for _, j := range jobs {
+		if !types[j.Type] {
+			types[j.Type] = true
+			h.due(j.Type)
+		}
+	}
+	h.writeJSON(w, r, http.StatusCreated, jobBatchResponse{Jobs: jobs})
+}

@@ -1,0 +1,132 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// The operator's controls of a schedule beyond the lifecycle: pause with a
+// reason and an end, run now, skip the next slot, backfill a range.
+
+// pauseRequest is the optional body of POST /jobs/{id}/pause.
+type pauseRequest struct {
+	Reason string `json:"reason"`
+	Until  string `json:"until"` // RFC 3339; empty: until resumed by hand
+}
+
+// backfillRequest is the body of POST /jobs/{id}/backfill.
+type backfillRequest struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// errNoControls answers the control endpoints on a store without them.
+var errNoControls = &requestError{Status: http.StatusNotImplemented, Msg: "this server's store does not support schedule controls yet"}
+
+// handleJobPause serves POST /jobs/{id}/pause, with an optional body
+// {reason, until}: a pause with an end resumes by itself.
+func (h *handler) handleJobPause(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		h.jobAction(w, r, actionPause, h.store.JobPause, false)
+		return
+	}
+	var req pauseRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	p := db.JobPauseParams{ID: chi.URLParam(r, "id"), Reason: req.Reason}
+	if req.Until != "" {
+		t, err := time.Parse(time.RFC3339Nano, req.Until)
+		if err != nil {
+			h.error(w, r, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %q is not an RFC 3339 time such as \"2026-12-01T09:00:00Z\"", req.Until)})
+			return
+		}
+		if !t.After(h.store.Now()) {
+			h.error(w, r, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %s is not in the future", req.Until)})
+			return
+		}
+		p.Until = t
+	}
+	if h.controller == nil {
+		h.error(w, r, errNoControls)
+		return
+	}
+	h.jobAction(w, r, actionPause, func(ctx context.Context, _ string) (db.Job, error) {
+		return h.controller.JobPauseUntil(ctx, p)
+	}, false)
+}
+
+// handleJobTrigger serves POST /jobs/{id}/trigger: one extra run now; a
+// schedule keeps its pending slot.
+func (h *handler) handleJobTrigger(w http.ResponseWriter, r *http.Request) {
+	if h.controller == nil {
+		h.error(w, r, errNoControls)
+		return
+	}
+	h.jobAction(w, r, actionTrigger, h.controller.JobTrigger, true)
+}
+
+// handleJobSkip serves POST /jobs/{id}/skip: the pending slot is recorded
+// missed (skipped) and the schedule moves to the following one.
+func (h *handler) handleJobSkip(w http.ResponseWriter, r *http.Request) {
+	if h.controller == nil {
+		h.error(w, r, errNoControls)
+		return
+	}
+	h.jobAction(w, r, actionSkip, h.controller.JobSkipNext, false)
+}
+
+// handleJobBackfill serves POST /jobs/{id}/backfill {from, to}: one run of
+// each slot in the range, as one-off jobs; repeating it creates nothing.
+func (h *handler) handleJobBackfill(w http.ResponseWriter, r *http.Request) {
+	if h.controller == nil {
+		h.error(w, r, errNoControls)
+		return
+	}
+	var req backfillRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	p := db.JobBackfillParams{ID: chi.URLParam(r, "id")}
+	for _, f := range []struct {
+		name, v string
+		dst     *time.Time
+	}{{"from", req.From, &p.From}, {"to", req.To, &p.To}} {
+		t, err := time.Parse(time.RFC3339Nano, f.v)
+		if err != nil {
+			h.error(w, r, &db.ValidationError{Field: f.name, Msg: fmt.Sprintf("%s %q is not an RFC 3339 time such as \"2026-12-01T09:00:00Z\"", f.name, f.v)})
+			return
+		}
+		*f.dst = t
+	}
+	if p.To.After(h.store.Now()) {
+		h.error(w, r, &db.ValidationError{Field: "to", Msg: "to is in the future; backfill covers slots that have passed"})
+		return
+	}
+	b, err := h.controller.JobBackfill(r.Context(), p)
+	if err != nil {
+		h.error(w, r, jobError(p.ID, actionBackfill, err))
+		return
+	}
+	status := http.StatusOK
+	if b.Created > 0 {
+		status = http.StatusCreated
+		h.wake()
+		h.claimers.wakeAll()
+	}
+	h.writeJSON(w, r, status, b)
+}
+
+var (
+	actionTrigger  = action{"triggered", "only a ready job that is not yet due can be run now", ""}
+	actionSkip     = action{"skipped", "only the pending slot of a ready recurring job can be skipped", ""}
+	actionBackfill = action{"backfilled", "only recurring jobs have slots to backfill", ""}
+)

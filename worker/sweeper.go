@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/notify"
+)
+
+// DefaultSweepInterval is how often the sweeper runs.
+const DefaultSweepInterval = 5 * time.Second
+
+// Sweeper keeps schedules honest between claims: it resumes jobs whose
+// pause-until has passed, raises and clears the dead-man's switch of
+// schedules that stopped succeeding, and tells people about dead jobs and
+// quiet schedules.
+type Sweeper struct {
+	Store interface {
+		JobResumeDue(ctx context.Context) (int, error)
+		JobQuietSweep(ctx context.Context) ([]db.QuietChange, error)
+		JobDeadSince(ctx context.Context, since time.Time, limit int) ([]db.Job, error)
+	}
+	// NotifyFunc delivers an event; nil drops them.
+	NotifyFunc func(ctx context.Context, e notify.Event) error
+	// WakeFunc is called after jobs were resumed; may be nil.
+	WakeFunc func()
+	// NowFunc is the store's clock. Never nil.
+	NowFunc  func() time.Time
+	Interval time.Duration // zero: DefaultSweepInterval
+	Logger   *slog.Logger  // nil: discard
+
+	// OnQuietFunc, when set, observes every quiet change (metrics).
+	OnQuietFunc func(db.QuietChange)
+
+	deadSince time.Time // jobs dead at or after this are still to be announced
+}
+
+// Run sweeps every Interval until ctx is done.
+func (s *Sweeper) Run(ctx context.Context) error {
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	// Deaths of the last hour are announced again after a restart; their
+	// idempotency keys keep each to one notification.
+	s.deadSince = s.NowFunc().Add(-time.Hour)
+	t := time.NewTicker(cmp.Or(s.Interval, DefaultSweepInterval))
+	defer t.Stop()
+	for {
+		s.runOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Sweeper) runOnce(ctx context.Context) {
+	if n, err := s.Store.JobResumeDue(ctx); err != nil {
+		s.logErr(ctx, "resume paused jobs", err)
+	} else if n > 0 {
+		s.Logger.Info("resumed paused jobs", "jobs", n)
+		if s.WakeFunc != nil {
+			s.WakeFunc()
+		}
+	}
+	changes, err := s.Store.JobQuietSweep(ctx)
+	if err != nil {
+		s.logErr(ctx, "check quiet schedules", err)
+	}
+	for _, c := range changes {
+		if s.OnQuietFunc != nil {
+			s.OnQuietFunc(c)
+		}
+		j := c.Job
+		e := notify.Event{JobID: j.ID, JobType: j.Type, At: s.NowFunc()}
+		if c.Quiet {
+			s.Logger.Warn("schedule gone quiet", "job_id", j.ID, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
+			e.Kind, e.Key = notify.KindQuiet, fmt.Sprintf("quiet:%s:%s", j.ID, j.QuietSince.Format(time.RFC3339Nano))
+			e.Title = fmt.Sprintf("sked: schedule %s (%s) has gone quiet", j.ID, j.Type)
+			e.Message = fmt.Sprintf("No run of %s (%s, %q) has succeeded within %s. Last error: %s",
+				j.ID, j.Type, j.Schedule, time.Duration(j.ExpectSuccessWithin), cmp.Or(j.LastError, "none"))
+		} else {
+			s.Logger.Info("schedule recovered", "job_id", j.ID)
+			e.Kind, e.Key = notify.KindRecovered, fmt.Sprintf("recovered:%s:%s", j.ID, j.LastSuccessAt.Format(time.RFC3339Nano))
+			e.Title = fmt.Sprintf("sked: schedule %s (%s) succeeds again", j.ID, j.Type)
+			e.Message = e.Title
+		}
+		s.notify(ctx, e)
+	}
+	dead, err := s.Store.JobDeadSince(ctx, s.deadSince, 100)
+	if err != nil {
+		s.logErr(ctx, "list dead jobs", err)
+	}
+	for _, j := range dead {
+		s.notify(ctx, notify.Event{
+			Kind: notify.KindDead, JobID: j.ID, JobType: j.Type, At: j.UpdatedAt,
+			Key:     fmt.Sprintf("dead:%s:%s", j.ID, j.UpdatedAt.Format(time.RFC3339Nano)),
+			Title:   fmt.Sprintf("sked: job %s (%s) is dead", j.ID, j.Type),
+			Message: fmt.Sprintf("Job %s (%s) failed %d of %d attempts and is dead: %s. Retry it with POST /jobs/%s/retry.", j.ID, j.Type, j.Attempt, j.MaxAttempts, j.LastError, j.ID),
+		})
+		s.deadSince = j.UpdatedAt
+	}
+}
+
+func (s *Sweeper) notify(ctx context.Context, e notify.Event) {
+	if s.NotifyFunc == nil {
+		return
+	}
+	if err := s.NotifyFunc(ctx, e); err != nil {
+		s.logErr(ctx, "notify", err)
+	}
+}
+
+func (s *Sweeper) logErr(ctx context.Context, what string, err error) {
+	if ctx.Err() == nil {
+		s.Logger.Error(what, "err", err)
+	}
+}
