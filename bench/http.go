@@ -24,6 +24,7 @@ type HTTP struct {
 	Jobs    int
 	Enqueue time.Duration // POST /jobs/batch from httpClients clients
 	Remote  time.Duration // claim+complete by a pool over the client package
+	Workers int           // slots of that pool
 	PeakRSS int64         // server and worker together: one process
 }
 
@@ -61,7 +62,10 @@ func RunHTTP(ctx context.Context, cfg Config) (HTTP, error) {
 	api := &client.Client{BaseURL: base, HTTP: hc, ClaimWait: time.Second}
 	c := newCounter(api, cfg.Jobs)
 	start = time.Now()
-	_, stop := runPool(c, api.NextDue, time.Now, cfg.Workers, noop)
+	// The server refuses claims of more than MaxClaimBatch jobs, and the
+	// pool asks for as many as it has free slots.
+	r.Workers = min(cfg.Workers, handlers.MaxClaimBatch)
+	_, stop := runPool(c, api.NextDue, time.Now, r.Workers, noop)
 	err = c.wait(ctx, 10*time.Minute)
 	r.Remote = time.Since(start)
 	stop()

@@ -68,7 +68,7 @@ func (r Report) Write(w io.Writer, load string) error {
 	row("throughput", fmt.Sprintf("claim+complete (pool, %d slots)", t.Workers), rate(t.Jobs, t.Run), "")
 	row("throughput", "end to end", rate(t.Jobs, t.Enqueue+t.Run), "≥ 20,000/s")
 	row("http", fmt.Sprintf("enqueue POST /jobs/batch (%d clients)", httpClients), rate(h.Jobs, h.Enqueue), "≥ 20,000/s")
-	row("http", "claim+complete by a remote worker pool", rate(h.Jobs, h.Remote), "")
+	row("http", fmt.Sprintf("claim+complete by a remote pool (%d slots)", h.Workers), rate(h.Jobs, h.Remote), "")
 	row("http", "end to end over HTTP", rate(h.Jobs, h.Enqueue+h.Remote), "")
 	for _, x := range []struct {
 		name string

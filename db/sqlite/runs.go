@@ -415,10 +415,3 @@ func tail(s string) string {
 	}
 	return s
 }
-
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
-}
