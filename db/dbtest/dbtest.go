@@ -83,6 +83,9 @@ func Run(t *testing.T, open OpenFunc) {
 		"Backfill":            testBackfill,
 		"DeadMansSwitch":      testDeadMansSwitch,
 		"DeadSince":           testDeadSince,
+		"Prune":               testPrune,
+		"JobCreateBatch":      testJobCreateBatch,
+		"Ready":               testReady,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -21,7 +21,9 @@ import (
 const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, slot,
 	attempt, max_attempts, lease_owner, lease_until, lease_generation,
 	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-	cancel_requested, missed_slots, last_error, created_at, updated_at`
+	cancel_requested, missed_slots, last_error, created_at, updated_at,
+	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
+	triggered, parent_id`
 
 // wakeHorizon is how soon a job must be due for its write to NOTIFY the
 // dispatchers; later jobs are found by their next poll of the due time.
@@ -33,11 +35,15 @@ func scanJob(row pgx.Row) (db.Job, error) {
 		payload                        []byte
 		sched, owner, key, lastErr     *string
 		timeoutMS, backoffMS, jitterMS int64
+		pauseReason, parent            *string
+		expectMS                       int64
 	)
 	err := row.Scan(&j.ID, &j.Type, &payload, &sched, &j.Timezone, &j.State, &j.NextRunAt, &j.Slot,
 		&j.Attempt, &j.MaxAttempts, &owner, &j.LeaseUntil, &j.LeaseGeneration,
 		&key, &j.Overlap, &j.Misfire, &timeoutMS, &backoffMS, &jitterMS,
-		&j.CancelRequested, &j.MissedSlots, &lastErr, &j.CreatedAt, &j.UpdatedAt)
+		&j.CancelRequested, &j.MissedSlots, &lastErr, &j.CreatedAt, &j.UpdatedAt,
+		&pauseReason, &j.PauseUntil, &expectMS, &j.LastSuccessAt, &j.QuietSince,
+		&j.Triggered, &parent)
 	if err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
 			return db.Job{}, err
@@ -49,10 +55,13 @@ func scanJob(row pgx.Row) (db.Job, error) {
 	j.Timeout = db.Duration(time.Duration(timeoutMS) * time.Millisecond)
 	j.Backoff = db.Duration(time.Duration(backoffMS) * time.Millisecond)
 	j.Jitter = db.Duration(time.Duration(jitterMS) * time.Millisecond)
+	j.PauseReason, j.ParentID = deref(pauseReason), deref(parent)
+	j.ExpectSuccessWithin = db.Duration(time.Duration(expectMS) * time.Millisecond)
 	if !j.Recurring() {
 		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
 	}
 	j.NextRunAt, j.Slot, j.LeaseUntil = utc(j.NextRunAt), utc(j.Slot), utc(j.LeaseUntil)
+	j.PauseUntil, j.LastSuccessAt, j.QuietSince = utc(j.PauseUntil), utc(j.LastSuccessAt), utc(j.QuietSince)
 	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
 	return j, nil
 }
@@ -66,66 +75,100 @@ func deref(s *string) string {
 
 // JobCreate inserts a job; see db.Store.
 func (s *Store) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error) {
-	var (
-		job     db.Job
-		created bool
-	)
+	jobs, created, err := s.createJobs(ctx, []db.JobCreateParams{p}, false)
+	if err != nil {
+		return db.Job{}, false, err
+	}
+	return jobs[0], created[0], nil
+}
+
+// JobCreateBatch inserts jobs in one transaction; see db.BatchCreator.
+func (s *Store) JobCreateBatch(ctx context.Context, ps []db.JobCreateParams) ([]db.Job, error) {
+	if len(ps) > db.MaxBatch {
+		return nil, &db.ValidationError{Field: "jobs", Msg: fmt.Sprintf("%d jobs in one batch; at most %d are allowed", len(ps), db.MaxBatch)}
+	}
+	jobs, _, err := s.createJobs(ctx, ps, true)
+	return jobs, err
+}
+
+// insertJobSQL inserts one job, or nothing when its idempotency key is taken.
+const insertJobSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
+		max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
+		expect_success_ms, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, 'ready', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)
+	ON CONFLICT (idempotency_key) DO NOTHING
+	RETURNING ` + jobColumns
+
+// createJobs inserts the jobs of ps in one transaction, all or none. A taken
+// idempotency key yields the existing job and created=false. In a batch, a
+// validation error names its element (jobs[i].field).
+func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch bool) ([]db.Job, []bool, error) {
+	jobs, created := make([]db.Job, len(ps)), make([]bool, len(ps))
 	err := s.withTx(ctx, func(tx pgx.Tx, now time.Time) error {
-		id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
-		slot := p.RunAt
-		if p.Schedule != "" {
-			sched, err := schedule.Parse(p.Schedule, p.Timezone)
+		wake := db.Job{}
+		for i, p := range ps {
+			j, ok, err := createJob(ctx, tx, p, now)
 			if err != nil {
-				return &db.ValidationError{Field: "schedule", Msg: err.Error()}
+				var ve *db.ValidationError
+				if err = translate(err); batch && errors.As(err, &ve) {
+					err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: ve.Msg}
+				}
+				return err
 			}
-			slot = sched.Next(now)
-			if slot.IsZero() {
-				return &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
+			jobs[i], created[i] = j, ok
+			if ok && (wake.NextRunAt == nil || j.NextRunAt.Before(*wake.NextRunAt)) {
+				wake = j
 			}
 		}
-		if slot.IsZero() {
-			slot = now
-		}
-		due := lifecycle.DueAt(id, slot, p.Jitter)
-		payload := p.Payload
-		if len(payload) == 0 {
-			payload = []byte("{}")
-		}
-		var err error
-		job, err = scanJob(tx.QueryRow(ctx, `
-			INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
-				max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-				created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, 'ready', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
-			ON CONFLICT (idempotency_key) DO NOTHING
-			RETURNING `+jobColumns,
-			id, p.Type, string(payload), nullString(p.Schedule), cmp.Or(p.Timezone, "UTC"),
-			due, slot, cmp.Or(p.MaxAttempts, db.DefaultMaxAttempts), nullString(p.IdempotencyKey),
-			cmp.Or(p.Overlap, db.OverlapSkip), cmp.Or(p.Misfire, db.MisfireRunOnce),
-			cmp.Or(p.Timeout, db.DefaultTimeout).Milliseconds(), cmp.Or(p.Backoff, db.DefaultBackoff).Milliseconds(),
-			p.Jitter.Milliseconds(), now))
-		if errors.Is(err, db.ErrNotFound) {
-			// The idempotency key is taken (ON CONFLICT waited for the
-			// transaction that took it): return the first job.
-			job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = $1`, p.IdempotencyKey))
-			if err != nil {
-				return fmt.Errorf("get job by idempotency key: %w", err)
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		created = true
-		return notifyIfDue(ctx, tx, job, now)
+		return notifyIfDue(ctx, tx, wake, now)
 	})
 	if err != nil {
 		if err = translate(err); errors.Is(err, db.ErrInvalid) {
-			return db.Job{}, false, err
+			return nil, nil, err
 		}
-		return db.Job{}, false, fmt.Errorf("create job: %w", err)
+		return nil, nil, fmt.Errorf("create jobs: %w", err)
 	}
-	return job, created, nil
+	return jobs, created, nil
+}
+
+// createJob inserts the job p describes at now, inside tx. When its
+// idempotency key is taken (ON CONFLICT waited for the transaction that took
+// it) it returns the first job and created=false.
+func createJob(ctx context.Context, tx pgx.Tx, p db.JobCreateParams, now time.Time) (db.Job, bool, error) {
+	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
+	slot := p.RunAt
+	if p.Schedule != "" {
+		sched, err := schedule.Parse(p.Schedule, p.Timezone)
+		if err != nil {
+			return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: err.Error()}
+		}
+		slot = sched.Next(now)
+		if slot.IsZero() {
+			return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
+		}
+	}
+	if slot.IsZero() {
+		slot = now
+	}
+	due := lifecycle.DueAt(id, slot, p.Jitter)
+	payload := p.Payload
+	if len(payload) == 0 {
+		payload = []byte("{}")
+	}
+	j, err := scanJob(tx.QueryRow(ctx, insertJobSQL,
+		id, p.Type, string(payload), nullString(p.Schedule), cmp.Or(p.Timezone, "UTC"),
+		due, slot, cmp.Or(p.MaxAttempts, db.DefaultMaxAttempts), nullString(p.IdempotencyKey),
+		cmp.Or(p.Overlap, db.OverlapSkip), cmp.Or(p.Misfire, db.MisfireRunOnce),
+		cmp.Or(p.Timeout, db.DefaultTimeout).Milliseconds(), cmp.Or(p.Backoff, db.DefaultBackoff).Milliseconds(),
+		p.Jitter.Milliseconds(), p.ExpectSuccessWithin.Milliseconds(), now))
+	if !errors.Is(err, db.ErrNotFound) {
+		return j, err == nil, err
+	}
+	j, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = $1`, p.IdempotencyKey))
+	if err != nil {
+		return db.Job{}, false, fmt.Errorf("get job by idempotency key: %w", err)
+	}
+	return j, false, nil
 }
 
 // notifyIfDue wakes every node's dispatcher, at commit, when j is ready and
@@ -134,6 +177,11 @@ func notifyIfDue(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) error 
 	if j.State != db.StateReady || j.NextRunAt == nil || j.NextRunAt.After(now.Add(wakeHorizon)) {
 		return nil
 	}
+	return notify(ctx, tx)
+}
+
+// notify wakes every node's dispatcher when tx commits.
+func notify(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, wakeChannel); err != nil {
 		return fmt.Errorf("notify %s: %w", wakeChannel, err)
 	}
@@ -214,16 +262,7 @@ func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
 
 // JobPause pauses a ready job; see db.Store.
 func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "pause", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		switch j.State {
-		case db.StatePaused:
-			return j, nil
-		case db.StateReady:
-			return updateJobState(ctx, tx, j, db.StatePaused, j.NextRunAt, now)
-		default:
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be paused", j.ID, j.State)}
-		}
-	})
+	return s.JobPauseUntil(ctx, db.JobPauseParams{ID: id})
 }
 
 // JobResume resumes a paused job; see db.Store.
@@ -233,40 +272,41 @@ func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
 		case db.StateReady:
 			return j, nil
 		case db.StatePaused:
+			return resume(ctx, tx, j, now)
 		default:
 			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a paused job can be resumed", j.ID, j.State)}
 		}
-		var out db.Job
-		var err error
-		if !j.Recurring() {
-			out, err = updateJobState(ctx, tx, j, db.StateReady, j.NextRunAt, now)
-		} else {
-			out, err = resumeSchedule(ctx, tx, j, now)
-		}
-		if err != nil {
-			return db.Job{}, err
-		}
-		return out, notifyIfDue(ctx, tx, out, now)
 	})
 }
 
-// resumeSchedule moves a paused recurring job to its next future slot and
-// records the slots it slept through as missed.
-func resumeSchedule(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-	sched, err := schedule.Parse(j.Schedule, j.Timezone)
-	if err != nil {
-		return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+// resume moves paused job j, locked by the caller, back to ready and wakes
+// the dispatchers if it is due. A one-off job keeps its due time and its
+// attempts; a recurring job resumes at its next slot, and the slots it slept
+// through are recorded missed (paused).
+func resume(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
+	slot, missed := *j.Slot, lifecycle.Missed{}
+	due := *j.NextRunAt
+	if j.Recurring() {
+		sched, err := schedule.Parse(j.Schedule, j.Timezone)
+		if err != nil {
+			return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+		}
+		slot, missed = lifecycle.Resumed(sched, slot, now)
+		if err := insertMissed(ctx, tx, j.ID, missed, now); err != nil {
+			return db.Job{}, err
+		}
+		due = lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter))
 	}
-	slot, missed := lifecycle.Resumed(sched, *j.Slot, now)
-	if err := insertMissed(ctx, tx, j.ID, missed, now); err != nil {
+	out, err := scanJob(tx.QueryRow(ctx, `
+		UPDATE jobs SET state = 'ready', slot = $1, next_run_at = $2,
+			attempt = CASE WHEN schedule IS NULL THEN attempt ELSE 0 END,
+			missed_slots = missed_slots + $3, pause_reason = NULL, pause_until = NULL, updated_at = $4
+		WHERE id = $5 AND state = 'paused' RETURNING `+jobColumns,
+		slot, due, missed.Total, now, j.ID))
+	if err != nil {
 		return db.Job{}, err
 	}
-	due := lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter))
-	return scanJob(tx.QueryRow(ctx, `
-		UPDATE jobs SET state = 'ready', slot = $1, next_run_at = $2, attempt = 0,
-			missed_slots = missed_slots + $3, updated_at = $4
-		WHERE id = $5 RETURNING `+jobColumns,
-		slot, due, missed.Total, now, j.ID))
+	return out, notifyIfDue(ctx, tx, out, now)
 }
 
 // JobRetry puts a dead job back to ready; see db.Store.

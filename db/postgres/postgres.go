@@ -110,18 +110,28 @@ func Open(ctx context.Context, url string) (*Store, error) {
 func (s *Store) migrate(ctx context.Context) error {
 	conn := stdlib.OpenDBFromPool(s.pool)
 	defer conn.Close()
-	sub, err := fs.Sub(migrations, "migrations")
+	p, err := provider(conn)
 	if err != nil {
-		return fmt.Errorf("embedded migrations: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, conn, sub, goose.WithSessionLocker(schemaLocker{}))
-	if err != nil {
-		return fmt.Errorf("load migrations: %w", err)
+		return err
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// provider is the goose provider of the embedded migrations on conn; its Up
+// holds schemaLocker's lock.
+func provider(conn *sql.DB) (*goose.Provider, error) {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("embedded migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, conn, sub, goose.WithSessionLocker(schemaLocker{}))
+	if err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return p, nil
 }
 
 // schemaLocker serializes migrations of one schema across processes with a

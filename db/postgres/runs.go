@@ -118,7 +118,9 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 }
 
 // insertRuns writes the running run of each claim in one statement and sets
-// the claims' RunIDs.
+// the claims' RunIDs. An operator's extra run (triggered) is recorded at its
+// own time (startFiring set the claim's slot to now), marked manual, so that
+// the schedule's pending slot still shows as not run.
 func insertRuns(ctx context.Context, tx pgx.Tx, claims []db.Claim, worker string, now time.Time) error {
 	if len(claims) == 0 {
 		return nil
@@ -128,15 +130,22 @@ func insertRuns(ctx context.Context, tx pgx.Tx, claims []db.Claim, worker string
 		slots       []*time.Time
 		attempts    []int32
 		generations []int64
+		reasons     []*string
 	)
 	for _, c := range claims {
 		ids, slots = append(ids, c.Job.ID), append(slots, c.Job.Slot)
 		attempts, generations = append(attempts, int32(c.Job.Attempt)), append(generations, c.Job.LeaseGeneration)
+		var reason *string
+		if c.Job.Triggered {
+			reason = nullString(db.ReasonManual)
+		}
+		reasons = append(reasons, reason)
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome)
-		SELECT u.job_id, u.slot, u.attempt, u.generation, $5, $6, 'running'
-		FROM unnest($1::text[], $2::timestamptz[], $3::integer[], $4::bigint[]) AS u (job_id, slot, attempt, generation)
-		RETURNING id, job_id`, ids, slots, attempts, generations, worker, now)
+	rows, err := tx.Query(ctx, `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
+		SELECT u.job_id, u.slot, u.attempt, u.generation, $6, $7, 'running', u.reason
+		FROM unnest($1::text[], $2::timestamptz[], $3::integer[], $4::bigint[], $5::text[])
+			AS u (job_id, slot, attempt, generation, reason)
+		RETURNING id, job_id`, ids, slots, attempts, generations, reasons, worker, now)
 	if err != nil {
 		return fmt.Errorf("insert runs: %w", err)
 	}
@@ -164,6 +173,10 @@ func insertRuns(ctx context.Context, tx pgx.Tx, claims []db.Claim, worker string
 // now and the claim was undone.
 func (s *Store) startFiring(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) (db.Job, bool, error) {
 	if !j.Recurring() {
+		return j, true, nil
+	}
+	if j.Triggered {
+		j.Slot = &now // the handler sees the run's own time; the row keeps the schedule's slot
 		return j, true, nil
 	}
 	sched, err := schedule.Parse(j.Schedule, j.Timezone)
@@ -295,12 +308,17 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, j db.Job, p db.RunFinishP
 	if err := insertMissed(ctx, tx, j.ID, r.Missed, now); err != nil {
 		return db.Job{}, err
 	}
+	var succeededAt *time.Time
+	if p.Outcome == db.OutcomeSucceeded {
+		succeededAt = &now
+	}
 	out, err := scanJob(tx.QueryRow(ctx, `UPDATE jobs SET state = $1, slot = $2, next_run_at = $3, attempt = $4,
 			last_error = $5, lease_owner = NULL, lease_until = NULL, cancel_requested = false,
-			missed_slots = missed_slots + $6, updated_at = $7
-		WHERE id = $8 AND lease_generation = $9 AND state = 'running' RETURNING `+jobColumns,
+			missed_slots = missed_slots + $6, triggered = $7, last_success_at = coalesce($8, last_success_at),
+			updated_at = $9
+		WHERE id = $10 AND lease_generation = $11 AND state = 'running' RETURNING `+jobColumns,
 		string(r.State), nullTime(r.Slot), nullTime(r.NextRunAt), r.Attempt, nullString(text(r.LastError)),
-		r.Missed.Total, now, j.ID, j.LeaseGeneration))
+		r.Missed.Total, r.Triggered, succeededAt, now, j.ID, j.LeaseGeneration))
 	if err != nil {
 		return db.Job{}, fmt.Errorf("update job: %w", err)
 	}

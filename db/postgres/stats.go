@@ -50,6 +50,10 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 		if err != nil {
 			return fmt.Errorf("sum missed slots: %w", err)
 		}
+		err = tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL`).Scan(&st.QuietSchedules)
+		if err != nil {
+			return fmt.Errorf("count quiet schedules: %w", err)
+		}
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,80 @@
+package dbtest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// as returns the fixture's store as a T, or skips the test.
+func as[T any](f *fixture) T {
+	f.Helper()
+	v, ok := f.Store.(T)
+	if !ok {
+		var zero T
+		f.Skipf("this backend does not implement %T", &zero)
+	}
+	return v
+}
+
+func testPrune(t *testing.T, f *fixture) {
+	p := as[db.Pruner](f)
+	done := f.create(db.JobCreateParams{})
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	dead := f.create(db.JobCreateParams{MaxAttempts: 1})
+	f.finish(f.claimOne("w"), db.OutcomeFailed, false)
+	waiting := f.create(db.JobCreateParams{RunAt: Start.Add(48 * time.Hour)})
+	rec := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	f.Clock.Set(Start.Add(time.Hour))
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+
+	before := db.PruneParams{Before: Start.Add(time.Hour + time.Second), Limit: 10}
+	got, err := p.Prune(f.ctx, before)
+	if err != nil || got != (db.Pruned{Jobs: 1, Runs: 1}) {
+		t.Fatalf("Prune = %+v, %v; want the done job and the schedule's finished run", got, err)
+	}
+	if _, err := f.Store.JobGet(f.ctx, done.ID); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("pruned job: JobGet = %v, want ErrNotFound", err)
+	}
+	for _, id := range []string{dead.ID, waiting.ID, rec.ID} {
+		f.get(id)
+	}
+	if runs := f.runs(rec.ID); len(runs) != 0 {
+		t.Fatalf("runs of the schedule after the prune = %+v", runs)
+	}
+	if again, err := p.Prune(f.ctx, before); err != nil || again != (db.Pruned{}) {
+		t.Fatalf("second Prune = %+v, %v; want nothing", again, err)
+	}
+}
+
+func testJobCreateBatch(t *testing.T, f *fixture) {
+	b := as[db.BatchCreator](f)
+	jobs, err := b.JobCreateBatch(f.ctx, []db.JobCreateParams{
+		{Type: "a", IdempotencyKey: "k1"}, {Type: "b"}, {Type: "c", IdempotencyKey: "k1"},
+	})
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("JobCreateBatch = %d jobs, %v; want 3", len(jobs), err)
+	}
+	if jobs[0].Type != "a" || jobs[1].Type != "b" || jobs[2].ID != jobs[0].ID {
+		t.Fatalf("batch = %+v; want a, b, then a again for the repeated key", jobs)
+	}
+	_, err = b.JobCreateBatch(f.ctx, []db.JobCreateParams{{Type: "x"}, {Type: "y", Schedule: "not a schedule"}})
+	var ve *db.ValidationError
+	if !errors.As(err, &ve) || ve.Field != "jobs[1].schedule" {
+		t.Fatalf("batch with a bad element: %v; want a ValidationError on jobs[1].schedule", err)
+	}
+	if list, _, err := f.Store.JobList(f.ctx, db.JobListParams{Type: "x"}); err != nil || len(list) != 0 {
+		t.Fatalf("jobs of a refused batch = %+v, %v; want none", list, err)
+	}
+	if _, err := b.JobCreateBatch(f.ctx, make([]db.JobCreateParams, db.MaxBatch+1)); !errors.Is(err, db.ErrInvalid) {
+		t.Fatalf("batch of %d: %v; want ErrInvalid", db.MaxBatch+1, err)
+	}
+}
+
+func testReady(t *testing.T, f *fixture) {
+	if err := as[db.ReadyChecker](f).Ready(f.ctx); err != nil {
+		t.Fatalf("Ready on a fresh store = %v", err)
+	}
+}
