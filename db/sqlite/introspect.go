@@ -32,9 +32,9 @@ func (s *Store) Schema(ctx context.Context) (string, error) {
 	return b.String(), rows.Err()
 }
 
-// ExplainQueryPlan returns SQLite's plan for q, one step a line.
-func (s *Store) ExplainQueryPlan(ctx context.Context, q string) (string, error) {
-	rows, err := s.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q)
+// ExplainQueryPlan returns SQLite's plan for q with args, one step a line.
+func (s *Store) ExplainQueryPlan(ctx context.Context, q string, args ...any) (string, error) {
+	rows, err := s.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		return "", fmt.Errorf("explain: %w", err)
 	}
