@@ -75,6 +75,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RecurringGaveUp":     testRecurringGaveUp,
 		"Overlap":             testOverlap,
 		"Misfire":             testMisfire,
+		"MisfireLongDowntime": testMisfireLongDowntime,
 		"Jitter":              testJitter,
 		"RunList":             testRunList,
 		"PauseUntil":          testPauseUntil,
@@ -830,4 +831,58 @@ func testRunList(t *testing.T, f *fixture) {
 	if _, _, err := f.Store.RunList(f.ctx, db.RunListParams{JobID: "nope"}); !errors.Is(err, db.ErrNotFound) {
 		t.Fatalf("runs of unknown job: %v", err)
 	}
+}
+
+// testMisfireLongDowntime takes schedules through days of downtime: the
+// counts of runs and missed rows are exact, and the schedule carries on
+// afterwards instead of getting stuck behind its backlog.
+func testMisfireLongDowntime(t *testing.T, f *fixture) {
+	// Every minute, down for three days: run_once runs the latest slot and
+	// records the other 4,319 missed.
+	once := f.create(db.JobCreateParams{Type: "once", Schedule: "* * * * *"})
+	f.Clock.Set(Start.Add(72*time.Hour + 30*time.Second))
+	c := f.claimLease("w", 5, time.Hour)
+	if len(c) != 1 {
+		t.Fatalf("claimed %d after three days down, want 1", len(c))
+	}
+	wantTime(t, "catch-up slot", c[0].Job.Slot, Start.Add(72*time.Hour))
+	after := f.finish(c[0], db.OutcomeSucceeded, false)
+	wantTime(t, "next slot", after.Slot, Start.Add(72*time.Hour+time.Minute))
+	counts := f.outcomes(once.ID)
+	if counts["succeeded"] != 1 || counts["missed:downtime"] != 4319 || after.MissedSlots != 4319 {
+		t.Fatalf("after three days: %v, missedSlots %d; want 1 run and 4319 missed", counts, after.MissedSlots)
+	}
+	// It keeps firing each minute afterwards.
+	for i := 1; i <= 3; i++ {
+		f.Clock.Set(Start.Add(72*time.Hour + time.Duration(i)*time.Minute))
+		got := f.claimLease("w", 5, time.Hour)
+		if len(got) != 1 {
+			t.Fatalf("minute %d after the catch-up: claimed %d", i, len(got))
+		}
+		f.finish(got[0], db.OutcomeSucceeded, false)
+	}
+
+	// Hourly with run_all, down for two days: the 24 slots inside the
+	// catch-up window run one by one, oldest first; the 24 before it are
+	// missed.
+	f.Clock.Set(Start)
+	all := f.create(db.JobCreateParams{Type: "all", Schedule: "0 * * * *", Misfire: db.MisfireRunAll})
+	f.Clock.Set(Start.Add(48*time.Hour + 30*time.Minute))
+	first := Start.Add(48*time.Hour + 30*time.Minute - 24*time.Hour).Truncate(time.Hour).Add(time.Hour)
+	for i := range 24 {
+		got, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"all"}, Max: 5, Lease: time.Hour})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("replay %d: claimed %d, %v", i, len(got), err)
+		}
+		wantTime(t, "replayed slot", got[0].Job.Slot, first.Add(time.Duration(i)*time.Hour))
+		f.finish(got[0], db.OutcomeSucceeded, false)
+	}
+	if got, _ := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"all"}, Max: 5}); len(got) != 0 {
+		t.Fatalf("a slot ran after the replay caught up: %+v", got[0].Job.Slot)
+	}
+	counts = f.outcomes(all.ID)
+	if counts["succeeded"] != 24 || counts["missed:downtime"] != 24 {
+		t.Fatalf("run_all after two days: %v; want 24 runs and 24 missed", counts)
+	}
+	wantTime(t, "next slot after the replay", f.get(all.ID).Slot, Start.Add(49*time.Hour))
 }
