@@ -19,13 +19,9 @@ var _ db.Controller = (*Store)(nil)
 // JobPauseUntil pauses a ready job; see db.Controller.
 func (s *Store) JobPauseUntil(ctx context.Context, p db.JobPauseParams) (db.Job, error) {
 	return s.transition(ctx, p.ID, "pause", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		switch j.State {
-		case db.StatePaused, db.StateReady:
-		default:
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be paused", j.ID, j.State)}
-		}
-		if j.State == db.StatePaused && p.Reason == "" && p.Until.IsZero() {
-			return j, nil
+		noop, err := lifecycle.Pause(j, p)
+		if err != nil || noop {
+			return j, err
 		}
 		return scanJob(tx.QueryRow(ctx, `
 			UPDATE jobs SET state = 'paused', pause_reason = $1, pause_until = $2, triggered = false, updated_at = $3
@@ -37,11 +33,8 @@ func (s *Store) JobPauseUntil(ctx context.Context, p db.JobPauseParams) (db.Job,
 // JobTrigger makes a ready job run once now; see db.Controller.
 func (s *Store) JobTrigger(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "trigger", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		switch {
-		case j.State != db.StateReady:
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be triggered", j.ID, j.State)}
-		case !j.NextRunAt.After(now):
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is already due and runs now", j.ID)}
+		if err := lifecycle.Trigger(j, now); err != nil {
+			return db.Job{}, err
 		}
 		// A one-off job simply becomes due; a recurring one gets an extra
 		// run and keeps its pending slot.
@@ -59,8 +52,8 @@ func (s *Store) JobTrigger(ctx context.Context, id string) (db.Job, error) {
 // JobSkipNext skips the pending slot of a recurring job; see db.Controller.
 func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "skip", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if !j.Recurring() || j.State != db.StateReady || j.Triggered {
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is a %s %s job; only the pending slot of a ready recurring job can be skipped", j.ID, j.State, kind(j))}
+		if err := lifecycle.SkipNext(j); err != nil {
+			return db.Job{}, err
 		}
 		sched, err := schedule.Parse(j.Schedule, j.Timezone)
 		if err != nil {
@@ -81,33 +74,19 @@ func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
 	})
 }
 
-func kind(j db.Job) string {
-	if j.Recurring() {
-		return "recurring"
-	}
-	return "one-off"
-}
-
 // JobBackfill runs the slots of a time range once each; see db.Controller.
 // Slots that already have a succeeded run of the schedule are not run again.
 // The schedule's row is locked, so backfills of one schedule from several
 // nodes take turns, and the idempotency keys make a repeat create nothing.
 func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Backfill, error) {
 	var out db.Backfill
-	if p.To.Before(p.From) {
-		return out, &db.ValidationError{Field: "to", Msg: "to must not be before from"}
+	if err := lifecycle.BackfillRange(p); err != nil {
+		return out, err
 	}
 	_, err := s.transition(ctx, p.ID, "backfill", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if !j.Recurring() {
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is a one-off job; only a schedule can be backfilled", j.ID)}
-		}
-		sched, err := schedule.Parse(j.Schedule, j.Timezone)
+		slots, total, err := lifecycle.Backfill(j, p)
 		if err != nil {
-			return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
-		}
-		slots, total := sched.Slots(p.From.Add(-time.Nanosecond), p.To, db.MaxBackfill)
-		if total > db.MaxBackfill {
-			return db.Job{}, &db.ValidationError{Field: "to", Msg: fmt.Sprintf("the range holds %d slots; backfill at most %d at a time", total, db.MaxBackfill)}
+			return db.Job{}, err
 		}
 		out.Slots = total
 		out.JobIDs, out.Created, err = backfill(ctx, tx, j, slots, now)
@@ -227,12 +206,8 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 			return err
 		}
 		for _, j := range jobs {
-			since := j.CreatedAt
-			if j.LastSuccessAt != nil {
-				since = *j.LastSuccessAt
-			}
-			quiet := now.Sub(since) > time.Duration(j.ExpectSuccessWithin)
-			if quiet == (j.QuietSince != nil) {
+			quiet, changed := lifecycle.Quiet(j, now)
+			if !changed {
 				continue
 			}
 			var mark *time.Time

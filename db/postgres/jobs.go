@@ -241,22 +241,14 @@ func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, stri
 // JobCancel cancels a job no worker holds; see db.Store.
 func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "cancel", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		switch j.State {
-		case db.StateCancelled:
-			return j, nil
-		case db.StateReady, db.StatePaused, db.StateDead:
-			return updateJobState(ctx, tx, j, db.StateCancelled, nil, now)
-		case db.StateRunning:
-			run, err := liveRun(ctx, tx, j)
-			if err != nil {
-				return db.Job{}, err
-			}
-			return db.Job{}, &db.ConflictError{State: j.State, Run: run, Msg: fmt.Sprintf(
-				"job %s is running on worker %s (run %d, attempt %d); it cannot be cancelled now: ask the handler to stop with POST /jobs/%s/cancel-run",
-				j.ID, j.LeaseOwner, run.ID, j.Attempt, j.ID)}
-		default:
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is already %s", j.ID, j.State)}
+		noop, err := lifecycle.Cancel(j, func() (*db.Run, error) { return liveRun(ctx, tx, j) })
+		if err != nil || noop {
+			return j, err
 		}
+		return scanJob(tx.QueryRow(ctx, `
+			UPDATE jobs SET state = 'cancelled', next_run_at = NULL, updated_at = $1
+			WHERE id = $2 AND state = $3 RETURNING `+jobColumns,
+			now, j.ID, string(j.State)))
 	})
 }
 
@@ -268,14 +260,11 @@ func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
 // JobResume resumes a paused job; see db.Store.
 func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "resume", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		switch j.State {
-		case db.StateReady:
-			return j, nil
-		case db.StatePaused:
-			return resume(ctx, tx, j, now)
-		default:
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a paused job can be resumed", j.ID, j.State)}
+		noop, err := lifecycle.Resume(j)
+		if err != nil || noop {
+			return j, err
 		}
+		return resume(ctx, tx, j, now)
 	})
 }
 
@@ -312,8 +301,8 @@ func resume(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) (db.Job, er
 // JobRetry puts a dead job back to ready; see db.Store.
 func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "retry", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if j.State != db.StateDead {
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a dead job can be retried", j.ID, j.State)}
+		if err := lifecycle.Retry(j); err != nil {
+			return db.Job{}, err
 		}
 		out, err := scanJob(tx.QueryRow(ctx, `
 			UPDATE jobs SET state = 'ready', next_run_at = $1, attempt = 0, updated_at = $1
@@ -330,8 +319,8 @@ func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
 // db.Store.
 func (s *Store) JobRequestCancelRun(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "request cancel", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if j.State != db.StateRunning {
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a running job can be asked to stop", j.ID, j.State)}
+		if err := lifecycle.CancelRun(j); err != nil {
+			return db.Job{}, err
 		}
 		return scanJob(tx.QueryRow(ctx, `
 			UPDATE jobs SET cancel_requested = true, updated_at = $1
@@ -379,18 +368,6 @@ func (s *Store) transition(ctx context.Context, id, what string, fn func(tx pgx.
 		return db.Job{}, fmt.Errorf("%s job %s: %w", what, id, err)
 	}
 	return out, nil
-}
-
-// updateJobState moves a job no worker holds to state. The WHERE names the
-// state read (and locked) in the same transaction.
-func updateJobState(ctx context.Context, tx pgx.Tx, j db.Job, state db.JobState, next *time.Time, now time.Time) (db.Job, error) {
-	if state == db.StateCancelled {
-		next = nil
-	}
-	return scanJob(tx.QueryRow(ctx, `
-		UPDATE jobs SET state = $1, next_run_at = $2, updated_at = $3
-		WHERE id = $4 AND state = $5 RETURNING `+jobColumns,
-		string(state), next, now, j.ID, string(j.State)))
 }
 
 // querier is what queryJobs reads from: the pool or a transaction.

@@ -253,22 +253,11 @@ func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, stri
 // JobCancel cancels a job no worker holds; see db.Store.
 func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "cancel", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-		switch j.State {
-		case db.StateCancelled:
-			return j, nil
-		case db.StateReady, db.StatePaused, db.StateDead:
-			return updateJobState(ctx, tx, j, db.StateCancelled, nil, now)
-		case db.StateRunning:
-			run, err := liveRun(ctx, tx, j)
-			if err != nil {
-				return db.Job{}, err
-			}
-			return db.Job{}, &db.ConflictError{State: j.State, Run: run, Msg: fmt.Sprintf(
-				"job %s is running on worker %s (run %d, attempt %d); it cannot be cancelled now: ask the handler to stop with POST /jobs/%s/cancel-run",
-				j.ID, j.LeaseOwner, run.ID, j.Attempt, j.ID)}
-		default:
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is already %s", j.ID, j.State)}
+		noop, err := lifecycle.Cancel(j, func() (*db.Run, error) { return liveRun(ctx, tx, j) })
+		if err != nil || noop {
+			return j, err
 		}
+		return updateJobState(ctx, tx, j, db.StateCancelled, nil, now)
 	})
 }
 
@@ -280,14 +269,11 @@ func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
 // JobResume resumes a paused job; see db.Store.
 func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "resume", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-		switch j.State {
-		case db.StateReady:
-			return j, nil
-		case db.StatePaused:
-			return resume(ctx, tx, j, now)
-		default:
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a paused job can be resumed", j.ID, j.State)}
+		noop, err := lifecycle.Resume(j)
+		if err != nil || noop {
+			return j, err
 		}
+		return resume(ctx, tx, j, now)
 	})
 }
 
@@ -318,8 +304,8 @@ func resume(ctx context.Context, tx *sql.Tx, j db.Job, now time.Time) (db.Job, e
 // JobRetry puts a dead job back to ready; see db.Store.
 func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "retry", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if j.State != db.StateDead {
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a dead job can be retried", j.ID, j.State)}
+		if err := lifecycle.Retry(j); err != nil {
+			return db.Job{}, err
 		}
 		return scanJob(tx.QueryRowContext(ctx, `
 			UPDATE jobs SET state = 'ready', next_run_at = ?, attempt = 0, updated_at = ?
@@ -332,8 +318,8 @@ func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
 // db.Store.
 func (s *Store) JobRequestCancelRun(ctx context.Context, id string) (db.Job, error) {
 	return s.transition(ctx, id, "request cancel", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if j.State != db.StateRunning {
-			return db.Job{}, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a running job can be asked to stop", j.ID, j.State)}
+		if err := lifecycle.CancelRun(j); err != nil {
+			return db.Job{}, err
 		}
 		return scanJob(tx.QueryRowContext(ctx, `
 			UPDATE jobs SET cancel_requested = 1, updated_at = ?

@@ -1,0 +1,143 @@
+package lifecycle
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/schedule"
+)
+
+// The decisions below check a job's state, read in the store's transaction,
+// against an operator's request. Each returns the *db.ConflictError the
+// store returns as is, or says whether the request changes nothing.
+
+// Cancel decides a cancel of j: ready, paused and dead jobs become cancelled,
+// a cancelled one is a no-op (noop); running and done jobs are a conflict.
+// live reads the run of j's current lease; it is called only when j is
+// running, so that the conflict can name the run.
+func Cancel(j db.Job, live func() (*db.Run, error)) (noop bool, err error) {
+	switch j.State {
+	case db.StateCancelled:
+		return true, nil
+	case db.StateReady, db.StatePaused, db.StateDead:
+		return false, nil
+	case db.StateRunning:
+		run, err := live()
+		if err != nil {
+			return false, err
+		}
+		return false, &db.ConflictError{State: j.State, Run: run, Msg: fmt.Sprintf(
+			"job %s is running on worker %s (run %d, attempt %d); it cannot be cancelled now: ask the handler to stop with POST /jobs/%s/cancel-run",
+			j.ID, j.LeaseOwner, run.ID, j.Attempt, j.ID)}
+	default:
+		return false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is already %s", j.ID, j.State)}
+	}
+}
+
+// Pause decides a pause of j as p asks: a ready or paused job is paused
+// (again, with p's reason and end); pausing a paused job with neither is a
+// no-op. Other states are a conflict.
+func Pause(j db.Job, p db.JobPauseParams) (noop bool, err error) {
+	switch j.State {
+	case db.StatePaused, db.StateReady:
+	default:
+		return false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be paused", j.ID, j.State)}
+	}
+	return j.State == db.StatePaused && p.Reason == "" && p.Until.IsZero(), nil
+}
+
+// Resume decides a resume of j: a paused job resumes (see Resumed), a ready
+// one is a no-op, others are a conflict.
+func Resume(j db.Job) (noop bool, err error) {
+	switch j.State {
+	case db.StateReady:
+		return true, nil
+	case db.StatePaused:
+		return false, nil
+	default:
+		return false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a paused job can be resumed", j.ID, j.State)}
+	}
+}
+
+// Retry decides a retry of j: only a dead job goes back to ready.
+func Retry(j db.Job) error {
+	if j.State != db.StateDead {
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a dead job can be retried", j.ID, j.State)}
+	}
+	return nil
+}
+
+// CancelRun decides a request to stop j's handler: only a running job can
+// be asked.
+func CancelRun(j db.Job) error {
+	if j.State != db.StateRunning {
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a running job can be asked to stop", j.ID, j.State)}
+	}
+	return nil
+}
+
+// Trigger decides an extra run of j at now: only a ready job that is not
+// yet due can be triggered.
+func Trigger(j db.Job, now time.Time) error {
+	switch {
+	case j.State != db.StateReady:
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be triggered", j.ID, j.State)}
+	case !j.NextRunAt.After(now):
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is already due and runs now", j.ID)}
+	}
+	return nil
+}
+
+// SkipNext decides a skip of j's pending slot: only a ready recurring job
+// whose next run is its schedule's (not a triggered extra run) can skip it.
+func SkipNext(j db.Job) error {
+	if !j.Recurring() || j.State != db.StateReady || j.Triggered {
+		kind := "one-off"
+		if j.Recurring() {
+			kind = "recurring"
+		}
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is a %s %s job; only the pending slot of a ready recurring job can be skipped", j.ID, j.State, kind)}
+	}
+	return nil
+}
+
+// BackfillRange checks p's range before any job is read: a backwards range
+// is a *db.ValidationError.
+func BackfillRange(p db.JobBackfillParams) error {
+	if p.To.Before(p.From) {
+		return &db.ValidationError{Field: "to", Msg: "to must not be before from"}
+	}
+	return nil
+}
+
+// Backfill decides a backfill of j over [p.From, p.To] (checked by
+// BackfillRange): it returns the schedule's slots in the range and how many
+// there are, a *db.ConflictError for a one-off job, or a *db.ValidationError
+// for a range that holds more than db.MaxBackfill slots.
+func Backfill(j db.Job, p db.JobBackfillParams) ([]time.Time, int, error) {
+	if !j.Recurring() {
+		return nil, 0, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is a one-off job; only a schedule can be backfilled", j.ID)}
+	}
+	sched, err := schedule.Parse(j.Schedule, j.Timezone)
+	if err != nil {
+		return nil, 0, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+	}
+	slots, total := sched.Slots(p.From.Add(-time.Nanosecond), p.To, db.MaxBackfill)
+	if total > db.MaxBackfill {
+		return nil, 0, &db.ValidationError{Field: "to", Msg: fmt.Sprintf("the range holds %d slots; backfill at most %d at a time", total, db.MaxBackfill)}
+	}
+	return slots, total, nil
+}
+
+// Quiet reports whether j's dead-man's switch is raised at now (no success,
+// or creation, within its ExpectSuccessWithin) and whether that differs from
+// the mark j carries.
+func Quiet(j db.Job, now time.Time) (quiet, changed bool) {
+	since := j.CreatedAt
+	if j.LastSuccessAt != nil {
+		since = *j.LastSuccessAt
+	}
+	quiet = now.Sub(since) > time.Duration(j.ExpectSuccessWithin)
+	return quiet, quiet != (j.QuietSince != nil)
+}

@@ -1,0 +1,91 @@
+package lifecycle_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/lifecycle"
+)
+
+// TestTransitions checks, for every state, which operator requests each
+// decision allows, refuses (ErrConflict) or finds to change nothing.
+func TestTransitions(t *testing.T) {
+	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	later := now.Add(time.Hour)
+	live := func() (*db.Run, error) { return &db.Run{ID: 7}, nil }
+	type decide func(j db.Job) (noop bool, err error)
+	noNoop := func(f func(db.Job) error) decide {
+		return func(j db.Job) (bool, error) { return false, f(j) }
+	}
+	decisions := map[string]decide{
+		"cancel":     func(j db.Job) (bool, error) { return lifecycle.Cancel(j, live) },
+		"pause":      func(j db.Job) (bool, error) { return lifecycle.Pause(j, db.JobPauseParams{}) },
+		"resume":     lifecycle.Resume,
+		"retry":      noNoop(lifecycle.Retry),
+		"cancel-run": noNoop(lifecycle.CancelRun),
+		"trigger":    noNoop(func(j db.Job) error { return lifecycle.Trigger(j, now) }),
+		"skip":       noNoop(lifecycle.SkipNext),
+	}
+	// want[decision][state]: "ok", "noop" or "conflict", for a recurring job
+	// that is not yet due.
+	want := map[string]map[db.JobState]string{
+		"cancel":     {db.StateReady: "ok", db.StatePaused: "ok", db.StateDead: "ok", db.StateCancelled: "noop", db.StateRunning: "conflict", db.StateDone: "conflict"},
+		"pause":      {db.StateReady: "ok", db.StatePaused: "noop", db.StateDead: "conflict", db.StateCancelled: "conflict", db.StateRunning: "conflict", db.StateDone: "conflict"},
+		"resume":     {db.StateReady: "noop", db.StatePaused: "ok", db.StateDead: "conflict", db.StateCancelled: "conflict", db.StateRunning: "conflict", db.StateDone: "conflict"},
+		"retry":      {db.StateReady: "conflict", db.StatePaused: "conflict", db.StateDead: "ok", db.StateCancelled: "conflict", db.StateRunning: "conflict", db.StateDone: "conflict"},
+		"cancel-run": {db.StateReady: "conflict", db.StatePaused: "conflict", db.StateDead: "conflict", db.StateCancelled: "conflict", db.StateRunning: "ok", db.StateDone: "conflict"},
+		"trigger":    {db.StateReady: "ok", db.StatePaused: "conflict", db.StateDead: "conflict", db.StateCancelled: "conflict", db.StateRunning: "conflict", db.StateDone: "conflict"},
+		"skip":       {db.StateReady: "ok", db.StatePaused: "conflict", db.StateDead: "conflict", db.StateCancelled: "conflict", db.StateRunning: "conflict", db.StateDone: "conflict"},
+	}
+	for name, fn := range decisions {
+		for _, state := range db.AllStates {
+			j := db.Job{ID: "j1", State: state, Schedule: "0 * * * *", NextRunAt: &later}
+			noop, err := fn(j)
+			got := "ok"
+			switch {
+			case errors.Is(err, db.ErrConflict):
+				got = "conflict"
+			case err != nil:
+				got = err.Error()
+			case noop:
+				got = "noop"
+			}
+			if got != want[name][state] {
+				t.Errorf("%s of a %s job = %s, want %s", name, state, got, want[name][state])
+			}
+		}
+	}
+}
+
+func TestCancel_RunningNamesTheRun(t *testing.T) {
+	_, err := lifecycle.Cancel(db.Job{ID: "j1", State: db.StateRunning, LeaseOwner: "w1", Attempt: 2},
+		func() (*db.Run, error) { return &db.Run{ID: 7}, nil })
+	var c *db.ConflictError
+	if !errors.As(err, &c) || c.Run == nil || c.Run.ID != 7 {
+		t.Fatalf("Cancel of a running job = %v, want a conflict naming run 7", err)
+	}
+	want := "job j1 is running on worker w1 (run 7, attempt 2); it cannot be cancelled now: ask the handler to stop with POST /jobs/j1/cancel-run"
+	if c.Msg != want {
+		t.Errorf("message = %q, want %q", c.Msg, want)
+	}
+}
+
+func TestTrigger_Due(t *testing.T) {
+	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	if err := lifecycle.Trigger(db.Job{ID: "j1", State: db.StateReady, NextRunAt: &now}, now); !errors.Is(err, db.ErrConflict) {
+		t.Errorf("Trigger of a due job = %v, want ErrConflict", err)
+	}
+}
+
+func TestSkipNext_OneOffAndTriggered(t *testing.T) {
+	for _, j := range []db.Job{
+		{ID: "one", State: db.StateReady},
+		{ID: "trig", State: db.StateReady, Schedule: "0 * * * *", Triggered: true},
+	} {
+		if err := lifecycle.SkipNext(j); !errors.Is(err, db.ErrConflict) {
+			t.Errorf("SkipNext(%s) = %v, want ErrConflict", j.ID, err)
+		}
+	}
+}
