@@ -40,7 +40,9 @@ const clientUsage = `Client commands (each takes --server URL, default $SKED_SER
   sked ls [--state S] [--type T] [--limit N] [--cursor C] [--all]
   sked show ID                             the job and its last runs
   sked runs ID [--limit N] [--all]
-  sked cancel ID | pause ID | resume ID | retry ID`
+  sked cancel ID | pause ID [--reason TEXT] [--until RFC3339] | resume ID | retry ID
+  sked trigger ID | skip ID | cancel-run ID
+  sked backfill ID --from RFC3339 --to RFC3339`
 
 // usageError is a command line that cannot be run as given. sked exits 2 on
 // one, 1 on any other error.
@@ -66,6 +68,8 @@ type cli struct {
 	api    *skedapi.Client
 	json   bool
 	stdout io.Writer
+
+	reason, until, from, to string // pause and backfill flags
 }
 
 // newCLI declares the flags every client command has on a new flag set.
@@ -79,6 +83,14 @@ func newCLI(name string, getenv func(string) string, stdout, stderr io.Writer) (
 	server := c.fs.String("server", cmp.Or(getenv("SKED_SERVER"), DefaultServer), "sked API URL (SKED_SERVER)")
 	token := c.fs.String("token", getenv("SKED_TOKEN"), "bearer token (SKED_TOKEN)")
 	c.fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
+	switch name {
+	case "pause":
+		c.fs.StringVar(&c.reason, "reason", "", "why the job is paused, shown on it")
+		c.fs.StringVar(&c.until, "until", "", "resume by itself at this RFC 3339 time")
+	case "backfill":
+		c.fs.StringVar(&c.from, "from", "", "first slot time of the range, RFC 3339")
+		c.fs.StringVar(&c.to, "to", "", "last slot time of the range, RFC 3339")
+	}
 	return c, server, token
 }
 
@@ -412,7 +424,8 @@ func (c *cli) runTable(runs []db.Run) error {
 	return tw.Flush()
 }
 
-// oneJob runs a command on one job id: show, cancel, pause, resume, retry.
+// oneJob runs a command on one job id: show, cancel, pause, resume, retry,
+// trigger, skip, cancel-run, backfill.
 func (c *cli) oneJob(ctx context.Context, cmd string, args []string, server, token *string) error {
 	id, err := c.jobID(args, server, token)
 	if err != nil {
@@ -431,8 +444,29 @@ func (c *cli) oneJob(ctx context.Context, cmd string, args []string, server, tok
 		}
 		job, verb = db.Job{ID: id, State: db.StateCancelled}, "cancelled"
 	case "pause":
-		job, err = c.api.JobPause(ctx, id)
+		var until time.Time
+		if c.until != "" {
+			if until, err = time.Parse(time.RFC3339, c.until); err != nil {
+				return usagef("--until %q is not an RFC 3339 time such as 2026-12-01T06:00:00Z", c.until)
+			}
+		}
+		if c.reason != "" || !until.IsZero() {
+			job, err = c.api.JobPauseUntil(ctx, id, c.reason, until)
+		} else {
+			job, err = c.api.JobPause(ctx, id)
+		}
 		verb = "paused"
+	case "trigger":
+		job, err = c.api.JobTrigger(ctx, id)
+		verb = "triggered"
+	case "skip":
+		job, err = c.api.JobSkip(ctx, id)
+		verb = "skipped the next slot of"
+	case "cancel-run":
+		job, err = c.api.JobCancelRun(ctx, id)
+		verb = "asked the run to stop of"
+	case "backfill":
+		return c.backfill(ctx, id)
 	case "resume":
 		job, err = c.api.JobResume(ctx, id)
 		verb = "resumed"
@@ -455,6 +489,33 @@ func (c *cli) oneJob(ctx context.Context, cmd string, args []string, server, tok
 		fmt.Fprintf(c.stdout, ", next run %s", timeText(job.NextRunAt))
 	}
 	fmt.Fprintln(c.stdout, ")")
+	return nil
+}
+
+// backfill runs each past slot of a schedule in --from..--to once.
+func (c *cli) backfill(ctx context.Context, id string) error {
+	var from, to time.Time
+	for _, f := range []struct {
+		name, v string
+		dst     *time.Time
+	}{{"from", c.from, &from}, {"to", c.to, &to}} {
+		t, err := time.Parse(time.RFC3339, f.v)
+		if err != nil {
+			return usagef("--%s %q: give an RFC 3339 time such as 2026-12-01T06:00:00Z", f.name, f.v)
+		}
+		*f.dst = t
+	}
+	b, err := c.api.JobBackfill(ctx, id, from, to)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(b)
+	}
+	fmt.Fprintf(c.stdout, "backfill of %s: %d slots, %d jobs created, %d in all\n", id, b.Slots, b.Created, len(b.JobIDs))
+	for _, jid := range b.JobIDs {
+		fmt.Fprintln(c.stdout, jid)
+	}
 	return nil
 }
 

@@ -255,3 +255,55 @@ func TestCLI_Token(t *testing.T) {
 		t.Errorf("add with SKED_TOKEN exited %d: %s", r.code, r.stderr)
 	}
 }
+
+// TestCLI_ScheduleControls drives pause with a reason and an end, trigger,
+// skip, backfill and cancel-run from the command line.
+func TestCLI_ScheduleControls(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--enable-exec", "--lease", "1500ms")
+	srv := "http://" + addr
+
+	hourly := okJSON[db.Job](t, srv, "add", "--exec", "--schedule", "0 * * * *", "--", "true")
+	until := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	paused := okJSON[db.Job](t, srv, "pause", hourly.ID, "--reason", "db upgrade", "--until", until.Format(time.RFC3339))
+	if paused.State != db.StatePaused || paused.PauseReason != "db upgrade" || paused.PauseUntil == nil || !paused.PauseUntil.Equal(until) {
+		t.Fatalf("paused job = %+v", paused)
+	}
+	if msg := fails(t, srv, 2, "pause", hourly.ID, "--until", "tomorrow"); !strings.Contains(msg, "RFC 3339") {
+		t.Fatalf("bad --until: %q", msg)
+	}
+	ok(t, srv, "resume", hourly.ID)
+
+	slot := *okJSON[struct{ Job db.Job }](t, srv, "show", hourly.ID).Job.Slot
+	skipped := okJSON[db.Job](t, srv, "skip", hourly.ID)
+	if !skipped.Slot.Equal(slot.Add(time.Hour)) {
+		t.Fatalf("slot after skip = %v, want %v", skipped.Slot, slot.Add(time.Hour))
+	}
+
+	ok(t, srv, "trigger", hourly.ID)
+	waitFor(t, "the manual run", func() bool {
+		runs := okJSON[[]db.Run](t, srv, "runs", hourly.ID)
+		return len(runs) >= 2 && runs[0].Reason == db.ReasonManual && runs[0].Outcome == db.OutcomeSucceeded
+	})
+
+	from := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Hour)
+	to := from.Add(2 * time.Hour)
+	out := ok(t, srv, "backfill", hourly.ID, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339))
+	if !strings.Contains(out, "3 slots, 3 jobs created") {
+		t.Fatalf("backfill printed %q", out)
+	}
+	if again := ok(t, srv, "backfill", hourly.ID, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339)); !strings.Contains(again, "0 jobs created, 3 in all") {
+		t.Fatalf("repeated backfill printed %q", again)
+	}
+
+	long := okJSON[db.Job](t, srv, "add", "--exec", "--", "sleep", "30")
+	waitFor(t, "the long job to run", func() bool { return okJSON[struct{ Job db.Job }](t, srv, "show", long.ID).Job.State == db.StateRunning })
+	ok(t, srv, "cancel-run", long.ID)
+	waitFor(t, "the run to stop", func() bool {
+		return okJSON[struct{ Job db.Job }](t, srv, "show", long.ID).Job.State == db.StateCancelled
+	})
+	if msg := fails(t, srv, 1, "cancel-run", long.ID); !strings.Contains(msg, "409") {
+		t.Fatalf("cancel-run of a cancelled job: %q", msg)
+	}
+}

@@ -45,7 +45,7 @@ Usage:
                          judge a run's evidence: nothing lost, doubled or run unasked
   sked backup FILE       an online, consistent copy of the database
   sked healthcheck       exit 0 if the local server answers /healthz (for containers)
-  sked add | ls | show | runs | cancel | pause | resume | retry
+  sked add | ls | show | runs | cancel | pause | resume | retry | trigger | skip | cancel-run | backfill
                          a client of the API; "sked add -h" for its flags
 
 Run "sked serve -h" for the flags; each has a SKED_… environment variable.`
@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runCheck(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "add", "ls", "show", "runs", "cancel", "pause", "resume", "retry":
+	case "add", "ls", "show", "runs", "cancel", "pause", "resume", "retry", "trigger", "skip", "cancel-run", "backfill":
 		return runClient(ctx, cmd, rest, getenv, stdout, stderr)
 	case "backup":
 		return backup(ctx, rest, getenv, stdout, stderr)

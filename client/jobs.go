@@ -91,6 +91,44 @@ func (c *Client) JobRetry(ctx context.Context, id string) (db.Job, error) {
 	return c.jobAction(ctx, id, "retry")
 }
 
+// JobCancelRun asks the handler running the job to stop; a 409 *Error when
+// the job is not running.
+func (c *Client) JobCancelRun(ctx context.Context, id string) (db.Job, error) {
+	return c.jobAction(ctx, id, "cancel-run")
+}
+
+// JobTrigger runs a ready job once now (for a schedule, an extra run that
+// keeps the pending slot); a 409 *Error otherwise.
+func (c *Client) JobTrigger(ctx context.Context, id string) (db.Job, error) {
+	return c.jobAction(ctx, id, "trigger")
+}
+
+// JobSkip records the pending slot of a recurring job as missed and moves
+// to the next.
+func (c *Client) JobSkip(ctx context.Context, id string) (db.Job, error) {
+	return c.jobAction(ctx, id, "skip")
+}
+
+// JobPauseUntil pauses a ready job with a reason and, unless until is
+// zero, resumes it by itself at until.
+func (c *Client) JobPauseUntil(ctx context.Context, id, reason string, until time.Time) (db.Job, error) {
+	body := map[string]string{"reason": reason}
+	if !until.IsZero() {
+		body["until"] = until.Format(time.RFC3339Nano)
+	}
+	var job db.Job
+	err := c.do(ctx, http.MethodPost, jobPath(id, "/pause"), body, &job)
+	return job, err
+}
+
+// JobBackfill runs each past slot of the recurring job in [from, to] once.
+func (c *Client) JobBackfill(ctx context.Context, id string, from, to time.Time) (db.Backfill, error) {
+	var b db.Backfill
+	err := c.do(ctx, http.MethodPost, jobPath(id, "/backfill"),
+		map[string]string{"from": from.Format(time.RFC3339Nano), "to": to.Format(time.RFC3339Nano)}, &b)
+	return b, err
+}
+
 func (c *Client) jobAction(ctx context.Context, id, action string) (db.Job, error) {
 	var job db.Job
 	err := c.do(ctx, http.MethodPost, jobPath(id, "/"+action), nil, &job)
