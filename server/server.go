@@ -43,6 +43,11 @@ type Config struct {
 	AllowPrivateTargets bool          // let http jobs call loopback and private addresses
 	HTTPSecret          string        // sign http jobs' requests
 	MaxBodyBytes        int64         // default 1 MiB
+	// Limits of the HTTP server (http.Server fields of the same names);
+	// zero means the Default… constants. A client that sends its headers
+	// slower than ReadHeaderTimeout (slowloris) is cut off.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	MaxHeaderBytes                                            int // default DefaultMaxHeaderBytes
 	// Tokens are the bearer tokens the API accepts; empty: no
 	// authentication (sked serve refuses that beyond loopback).
 	Tokens []string
@@ -74,6 +79,11 @@ func New(cfg Config) *Server {
 	cfg.Lease = cmp.Or(cfg.Lease, db.DefaultLease)
 	cfg.Grace = cmp.Or(cfg.Grace, worker.DefaultGrace)
 	cfg.Retention = cmp.Or(cfg.Retention, worker.DefaultRetention)
+	cfg.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, DefaultReadTimeout)
+	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.MaxHeaderBytes = cmp.Or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -152,10 +162,11 @@ func (s *Server) Run(ctx context.Context) error {
 			TestClock: testClock, Controller: controller,
 			Stats: store, SeriesFunc: func() any { return sampler.Series() },
 		})),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(func() { close(shuttingDown) })
@@ -180,6 +191,9 @@ func (s *Server) Run(ctx context.Context) error {
 		services.Go(func() error { return pruner.Run(svcCtx) })
 	}
 	services.Go(func() error { return sampler.Run(svcCtx) })
+	if cp := newCheckpointer(store, mtr, log); cp != nil {
+		services.Go(func() error { return cp.Run(svcCtx) })
+	}
 	if controller != nil {
 		sweeper := &worker.Sweeper{Store: controller, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
 		if len(cfg.NotifySinks) > 0 {

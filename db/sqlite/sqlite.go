@@ -64,6 +64,7 @@ type Store struct {
 	// recorded missed instead of replayed.
 	CatchUpWindow time.Duration
 
+	path  string  // the database file; its WAL is path+"-wal"
 	write *sql.DB // one connection: all writes
 	read  *sql.DB // a pool: reads outside transactions
 	stmts statements
@@ -111,6 +112,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		RandFunc:      rand.Float64,
 		MisfireGrace:  DefaultMisfireGrace,
 		CatchUpWindow: DefaultCatchUpWindow,
+		path:          path,
 		write:         w,
 		finishes:      make(chan *finishReq, maxGroup),
 		quit:          make(chan struct{}),
@@ -135,10 +137,14 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	return s, nil
 }
 
+// busyTimeout is how long a connection waits for a lock another connection
+// or process holds before failing with SQLITE_BUSY.
+const busyTimeout = 5 * time.Second
+
 // dsn builds the modernc DSN. The pragmas run on every new connection.
 func dsn(path, sync string, writer bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+sync+")")

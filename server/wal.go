@@ -1,0 +1,20 @@
+package server
+
+import (
+	"log/slog"
+
+	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/metrics"
+)
+
+// newCheckpointer returns the WAL checkpointer of a SQLite store, reporting
+// to mtr (sked_wal_bytes, sked_wal_checkpoints_total), or nil for a store
+// without a WAL file of its own (PostgreSQL).
+func newCheckpointer(store Store, mtr *metrics.Metrics, log *slog.Logger) *sqlite.Checkpointer {
+	s, ok := store.(*sqlite.Store)
+	if !ok {
+		return nil
+	}
+	return &sqlite.Checkpointer{Store: s, Logger: log,
+		ResultFunc: mtr.WatchWAL(s.WALSize, sqlite.CheckpointTruncated, sqlite.CheckpointBusy, sqlite.CheckpointError)}
+}
