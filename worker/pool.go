@@ -220,7 +220,7 @@ func (p *Pool) execute(runCtx context.Context, c db.Claim) {
 	// The outcome is recorded even when shutdown cancelled runCtx.
 	fctx, cancelFinish := context.WithTimeout(context.WithoutCancel(runCtx), 10*time.Second)
 	defer cancelFinish()
-	after, ferr := p.cfg.Store.RunFinish(fctx, fin)
+	after, ferr := p.finish(fctx, fin)
 	log := p.cfg.Logger.With("job_id", j.ID, "type", j.Type, "attempt", j.Attempt, "generation", j.LeaseGeneration,
 		"outcome", fin.Outcome, "duration", time.Since(start).Round(time.Millisecond))
 	switch {
@@ -235,6 +235,29 @@ func (p *Pool) execute(runCtx context.Context, c db.Claim) {
 	}
 }
 
+// finish records fin. A failure other than a stale lease (the disk, a lock,
+// an I/O error) is retried with backoff until ctx ends, so that an outcome
+// the store did not take is not dropped while the lease may still hold;
+// past the lease the reaper runs the job again.
+func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, error) {
+	wait := 50 * time.Millisecond
+	for {
+		j, err := p.cfg.Store.RunFinish(ctx, fin)
+		if err == nil || errors.Is(err, db.ErrStale) {
+			return j, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return db.Job{}, err
+		case <-t.C:
+		}
+		p.cfg.Logger.Warn("record run outcome failed; retrying", "job_id", fin.JobID, "err", err)
+		wait = min(2*wait, time.Second)
+	}
+}
+
 // heartbeat renews the lease every third of it until stop is closed. It
 // cancels the handler when the lease is lost or cancellation is requested,
 // and also when renewals have failed (the store is unreachable) for so long
@@ -242,13 +265,17 @@ func (p *Pool) execute(runCtx context.Context, c db.Claim) {
 // before the reaper can hand the job to another worker. The pool's own
 // clock bounds the lease from below: a renewal sent at t extends it to at
 // least t+Lease on the store's clock.
+//
+// Margins: renewals fail for half the lease before the run is given up, and
+// one renewal may take until five sixths of the lease after the last one
+// that succeeded, so the handler always has a sixth of the lease to stop. A
+// slow store alone does not lose the lease: renewals taking up to 5/12 of
+// it each (back to back, measured from the last success) still succeed.
 func (p *Pool) heartbeat(ctx context.Context, j db.Job, cancel context.CancelCauseFunc, stop <-chan struct{}) {
 	t := time.NewTicker(p.cfg.Lease / 3)
 	defer t.Stop()
-	// The claim was answered just before the run started. Two missed
-	// renewals in a row give the run up, a third of the lease before it
-	// can expire, so that the handler has that long to stop.
-	giveUp := time.Now().Add(p.cfg.Lease / 2)
+	// The claim was answered just before the run started.
+	renewed := time.Now()
 	for {
 		select {
 		case <-stop:
@@ -256,14 +283,14 @@ func (p *Pool) heartbeat(ctx context.Context, j db.Job, cancel context.CancelCau
 		case <-t.C:
 		}
 		sent := time.Now()
-		bctx, cancelBeat := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Lease/3)
+		bctx, cancelBeat := context.WithDeadline(context.WithoutCancel(ctx), renewed.Add(p.cfg.Lease*5/6))
 		hb, err := p.cfg.Store.RunHeartbeat(bctx, db.RunHeartbeatParams{JobID: j.ID, Generation: j.LeaseGeneration, Lease: p.cfg.Lease})
 		cancelBeat()
 		switch {
 		case errors.Is(err, db.ErrStale):
 			cancel(errLeaseLost)
 			return
-		case err != nil && !time.Now().Before(giveUp):
+		case err != nil && !time.Now().Before(renewed.Add(p.cfg.Lease/2)):
 			p.cfg.Logger.Warn("heartbeat failed until the lease may expire; giving the run up", "job_id", j.ID, "err", err)
 			cancel(errLeaseLost)
 			return
@@ -271,7 +298,7 @@ func (p *Pool) heartbeat(ctx context.Context, j db.Job, cancel context.CancelCau
 			// The lease is still live; try again at the next tick.
 			p.cfg.Logger.Warn("heartbeat", "job_id", j.ID, "err", err)
 		default:
-			giveUp = sent.Add(p.cfg.Lease / 2)
+			renewed = sent
 			if hb.CancelRequested {
 				cancel(errCancelRequested)
 			}

@@ -1,0 +1,76 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+)
+
+// fixedClock is a TestClock that only reads.
+type fixedClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fixedClock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fixedClock) Set(t time.Time)         { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
+func (c *fixedClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+// TestAuth_EveryRoute walks every route of the API, with every optional
+// route switched on, and checks that each answers 401 without a token and
+// with a wrong one, except the health probes.
+func TestAuth_EveryRoute(t *testing.T) {
+	t.Parallel()
+	store := sqlitetest.Open(t)
+	h := New(Config{
+		Store: store, Tokens: []string{"secret"}, Stats: store, Controller: store,
+		Metrics:    http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+		SeriesFunc: func() any { return nil }, TestClock: &fixedClock{now: testNow},
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	public := map[string]bool{"/healthz": true, "/readyz": true}
+	var walked int
+	err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		walked++
+		path := strings.ReplaceAll(route, "{id}", "job1")
+		for _, auth := range []string{"", "Bearer wrong", "Bearer secre", "Basic c2VjcmV0"} {
+			req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			res, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if public[route] {
+				if res.StatusCode == http.StatusUnauthorized {
+					t.Errorf("%s %s answered 401; health probes need no token", method, route)
+				}
+				continue
+			}
+			if res.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s %s with Authorization %q: status %d, want 401", method, route, auth, res.StatusCode)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if walked < 25 {
+		t.Errorf("walked %d routes; the API has more", walked)
+	}
+}

@@ -1,0 +1,162 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sked-dev/sked/server"
+	"github.com/sked-dev/sked/worker"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// running is a server under test, on 127.0.0.1 and a temporary SQLite file.
+type running struct {
+	base string
+	stop func() error // cancels Run and returns its error
+}
+
+// start runs server.New(cfg) until stop is called (or the test ends), with
+// a no-op handler for type "noop".
+func start(t *testing.T, cfg server.Config) *running {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listener = ln
+	if cfg.DB == "" {
+		cfg.DB = filepath.Join(t.TempDir(), "sked.db")
+	}
+	s := server.New(cfg)
+	s.Handle("noop", func(ctx context.Context, j *worker.Job) error { return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	r := &running{base: "http://" + ln.Addr().String()}
+	var stopped bool
+	var runErr error
+	r.stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			runErr = <-done
+		}
+		return runErr
+	}
+	t.Cleanup(func() { r.stop() })
+	waitUp(t, r.base)
+	return r
+}
+
+// waitUp polls GET /healthz until it answers 200; it fails after 30 s.
+func waitUp(t *testing.T, base string) {
+	t.Helper()
+	c := &http.Client{Timeout: time.Second}
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := c.Get(base + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server at %s not healthy: %v", base, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A client that sends its request headers a byte at a time (slowloris) is
+// cut off by ReadHeaderTimeout: the server closes the connection (with a
+// 400, without calling a handler), long before the client would have
+// finished.
+func TestServer_Slowloris(t *testing.T) {
+	const limit = 500 * time.Millisecond
+	r := start(t, server.Config{ReadHeaderTimeout: limit})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(r.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	closed := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(conn) // returns when the server closes
+		closed <- b
+	}()
+	req := "GET /healthz HTTP/1.1\r\nHost: sked\r\n" + strings.Repeat("X-Slow: 1\r\n", 200) + "\r\n"
+	begun := time.Now()
+	var cutAt time.Duration
+	for i := 0; i < len(req); i++ {
+		if _, err := conn.Write([]byte{req[i]}); err != nil {
+			break // the server closed the connection
+		}
+		select {
+		case b := <-closed:
+			// Go answers 400 and closes; the handler never runs.
+			if len(b) > 0 && !strings.HasPrefix(string(b), "HTTP/1.1 400 ") {
+				t.Fatalf("server answered a request whose headers never ended: %q", b)
+			}
+			cutAt = time.Since(begun)
+		case <-time.After(50 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	if cutAt == 0 {
+		t.Fatalf("connection still open after the whole request was trickled (%d bytes over %s)", len(req), time.Since(begun))
+	}
+	t.Logf("slow client cut off after %s (ReadHeaderTimeout %s)", cutAt.Round(time.Millisecond), limit)
+}
+
+// Request headers past MaxHeaderBytes are refused with 431 before any
+// handler runs.
+func TestServer_MaxHeaderBytes(t *testing.T) {
+	r := start(t, server.Config{})
+	req, err := http.NewRequest(http.MethodGet, r.base+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Big", strings.Repeat("a", 2*server.DefaultMaxHeaderBytes))
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("status %d, want 431", res.StatusCode)
+	}
+	// A request within the limit still works.
+	req.Header.Set("X-Big", strings.Repeat("a", server.DefaultMaxHeaderBytes/2))
+	if res, err = c.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d for a header within the limit, want 200", res.StatusCode)
+	}
+}
+
+// Run returns nil after a clean shutdown.
+func TestServer_Stop(t *testing.T) {
+	r := start(t, server.Config{})
+	if err := r.stop(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after shutdown: %v", err)
+	}
+}

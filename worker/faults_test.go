@@ -1,0 +1,138 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/worker"
+)
+
+// errIO stands for a failed write or fsync of the database file.
+var errIO = errors.New("disk I/O error (injected)")
+
+// faultyStore is the real store behind injected faults on the worker's
+// writes: the first FailFinishes completions fail before reaching it, and
+// every heartbeat is delayed by BeatDelay (a slow fsync) before it does.
+type faultyStore struct {
+	*sqlite.Store
+	FailFinishes int32
+	BeatDelay    time.Duration
+
+	finishCalls atomic.Int32
+	beats       atomic.Int32 // heartbeats the store accepted
+	staleBeats  atomic.Int32
+}
+
+func (f *faultyStore) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
+	if f.finishCalls.Add(1) <= f.FailFinishes {
+		return db.Job{}, errIO
+	}
+	return f.Store.RunFinish(ctx, p)
+}
+
+func (f *faultyStore) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
+	t := time.NewTimer(f.BeatDelay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return db.Heartbeat{}, ctx.Err()
+	case <-t.C:
+	}
+	hb, err := f.Store.RunHeartbeat(ctx, p)
+	switch {
+	case errors.Is(err, db.ErrStale):
+		f.staleBeats.Add(1)
+	case err == nil:
+		f.beats.Add(1)
+	}
+	return hb, err
+}
+
+// startFaultyPool runs a pool on f until the test ends.
+func startFaultyPool(t *testing.T, f *faultyStore, cfg worker.PoolConfig) {
+	t.Helper()
+	cfg.Store = f
+	cfg.NextDueFunc = f.JobNextDue
+	cfg.NowFunc = f.Now
+	cfg.MaxIdle = 50 * time.Millisecond
+	p := worker.NewPool(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// oneRun checks that job id ran once, at attempt 1, and succeeded.
+func oneRun(t *testing.T, s db.Store, id string) {
+	t.Helper()
+	j := waitState(t, s, id, db.StateDone)
+	rs := runs(t, s, id)
+	if len(rs) != 1 || rs[0].Outcome != db.OutcomeSucceeded || j.Attempt != 1 {
+		t.Fatalf("job attempt %d, runs %+v; want one succeeded run at attempt 1", j.Attempt, rs)
+	}
+}
+
+// A completion that fails (I/O error) is not reported as recorded and is
+// not dropped: the pool retries it until the store takes it, within the
+// lease, and the job runs once.
+func TestPool_FinishRetriedAfterIOError(t *testing.T) {
+	f := &faultyStore{Store: sqlitetest.Open(t), FailFinishes: 3}
+	var ran atomic.Int32
+	startFaultyPool(t, f, worker.PoolConfig{Lease: 5 * time.Second, Handlers: map[string]worker.HandlerFunc{
+		"noop": func(ctx context.Context, j *worker.Job) error { ran.Add(1); return nil },
+	}})
+	j := create(t, f.Store, db.JobCreateParams{Type: "noop"})
+	oneRun(t, f.Store, j.ID)
+	if got, want := f.finishCalls.Load(), int32(4); got != want {
+		t.Errorf("RunFinish called %d times, want %d (3 failures, then the one that counts)", got, want)
+	}
+	if got := ran.Load(); got != 1 {
+		t.Errorf("handler ran %d times, want 1", got)
+	}
+}
+
+// Heartbeats slowed to 3/8 of the lease each (a slow fsync) do not lose
+// the lease: the pool tolerates renewals of up to 5/12 of the lease back to
+// back (see Pool.heartbeat); 3/8 leaves a twelfth of the lease (333 ms) for
+// the store itself on a loaded machine (at 40% the margin, 133 ms, was not
+// enough under -race at a load average of 10). The handler runs until three
+// slow renewals have been accepted, which spans more than a lease and a
+// half, and succeeds once.
+func TestPool_SlowHeartbeatKeepsLease(t *testing.T) {
+	const lease = 4 * time.Second
+	f := &faultyStore{Store: sqlitetest.Open(t), BeatDelay: lease * 3 / 8}
+	startFaultyPool(t, f, worker.PoolConfig{Lease: lease, Handlers: map[string]worker.HandlerFunc{
+		"slow": func(ctx context.Context, j *worker.Job) error {
+			for f.beats.Load() < 3 {
+				select {
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			return nil
+		},
+	}})
+	j := create(t, f.Store, db.JobCreateParams{Type: "slow", Timeout: time.Minute})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := f.JobGet(context.Background(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != db.StateRunning && got.State != db.StateReady || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	oneRun(t, f.Store, j.ID)
+	if n := f.staleBeats.Load(); n > 0 {
+		t.Errorf("%d heartbeats found the lease lost", n)
+	}
+}
