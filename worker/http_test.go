@@ -236,8 +236,7 @@ func TestHTTP(t *testing.T) {
 
 	t.Run("Redirects", func(t *testing.T) {
 		t.Parallel()
-		var srv *httptest.Server
-		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 			if n >= 5 {
 				io.WriteString(w, "arrived")
