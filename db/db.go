@@ -28,6 +28,15 @@ var (
 	ErrStale = errors.New("stale lease generation")
 	// ErrInvalid is returned, wrapped in a *ValidationError, for bad input.
 	ErrInvalid = errors.New("invalid input")
+	// ErrStorageFull is returned by any write when the disk (or the file
+	// size limit) holding the database is exhausted. The write was rolled
+	// back whole; it can succeed once space is freed.
+	ErrStorageFull = errors.New("database storage is full")
+	// ErrBusy is returned by any write when another process held the
+	// database's write lock for longer than the store waits for it
+	// (SQLite's busy_timeout). Nothing was written; retrying later can
+	// succeed.
+	ErrBusy = errors.New("database is locked by another process")
 )
 
 // ConflictError says why a change was refused. It unwraps to ErrConflict.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -25,7 +26,16 @@ type problem struct {
 	Field  string      `json:"field,omitempty"` // wire name of the bad input
 	State  db.JobState `json:"state,omitempty"` // the job's state, on a conflict
 	Run    *db.Run     `json:"run,omitempty"`   // the live run, when a worker holds the job
+	// retryAfter, when positive, is sent as Retry-After in seconds.
+	retryAfter int
 }
+
+// Seconds a client is told to wait (Retry-After) before retrying a write
+// refused for a full disk or a database locked by another process.
+const (
+	retryFullAfter   = 10
+	retryLockedAfter = 2
+)
 
 // requestError is a fault in the HTTP request itself (body, headers, query
 // string) rather than in the job it describes: 400, 413 or 415.
@@ -50,7 +60,9 @@ func (e *detailError) Unwrap() error { return e.err }
 
 // problemFor maps err to its problem. It is the one place that decides
 // statuses: bad input 422 (400/413/415 for the request itself), ErrNotFound
-// 404, ErrConflict and ErrStale 409, anything else 500 with a generic detail.
+// 404, ErrConflict and ErrStale 409, ErrStorageFull 507 and ErrBusy 503 (both
+// with Retry-After: the write can succeed later), anything else 500 with a
+// generic detail.
 func problemFor(err error) problem {
 	p := problem{Type: "about:blank"}
 	var (
@@ -71,6 +83,12 @@ func problemFor(err error) problem {
 		p.Status, p.State, p.Run, p.Detail = http.StatusConflict, conErr.State, conErr.Run, conErr.Msg
 	case errors.Is(err, db.ErrConflict), errors.Is(err, db.ErrStale):
 		p.Status, p.Detail = http.StatusConflict, err.Error()
+	case errors.Is(err, db.ErrStorageFull):
+		p.Status, p.retryAfter = http.StatusInsufficientStorage, retryFullAfter
+		p.Detail = "the disk holding sked's database is full: nothing was written; free space there and retry (no restart is needed)"
+	case errors.Is(err, db.ErrBusy):
+		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryLockedAfter
+		p.Detail = "sked's database is locked by another process: nothing was written; retry shortly"
 	default:
 		p.Status, p.Detail = http.StatusInternalServerError, internalDetail
 	}
@@ -115,6 +133,9 @@ func (h *handler) writeProblem(w http.ResponseWriter, p problem) {
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if p.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(append(b, '\n'))
 }

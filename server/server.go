@@ -105,6 +105,11 @@ func (s *Server) Handle(typ string, h worker.HandlerFunc) { s.handlers[typ] = h 
 // finish within the grace period and hand back the rest, close the store.
 func (s *Server) Run(ctx context.Context) error {
 	cfg, log := s.cfg, s.cfg.Logger
+	unlock, err := lockStore(cfg.DB)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	store, err := OpenStore(ctx, cfg.DB)
 	if err != nil {
 		return err

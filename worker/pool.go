@@ -135,15 +135,19 @@ func (p *Pool) Run(ctx context.Context) error {
 
 // runOnce claims as many due jobs as there are free slots, starts them, and
 // sleeps until something may be due: a wake-up, a freed slot, the earliest
-// due time or MaxIdle.
+// due time or MaxIdle. After a failed claim it sleeps MaxIdle whatever is
+// due: a store that refuses writes (full disk, locked file) must not be
+// asked again at once for a job that is already due.
 func (p *Pool) runOnce(ctx, runCtx context.Context) {
 	free := cap(p.sem) - len(p.sem)
+	claimFailed := false
 	if free > 0 {
 		claims, err := p.cfg.Store.RunClaim(ctx, db.RunClaimParams{
 			WorkerID: p.cfg.WorkerID, Types: p.types, Max: free, Lease: p.cfg.Lease,
 		})
 		if err != nil && ctx.Err() == nil {
 			p.cfg.Logger.Error("claim", "err", err)
+			claimFailed = true
 		}
 		for _, c := range claims {
 			p.sem <- struct{}{}
@@ -155,7 +159,7 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 		}
 	}
 	wait := p.cfg.MaxIdle
-	if free > 0 && p.cfg.NextDueFunc != nil {
+	if free > 0 && !claimFailed && p.cfg.NextDueFunc != nil {
 		if next, ok, err := p.cfg.NextDueFunc(ctx, p.types); err == nil && ok {
 			wait = min(wait, max(next.Sub(p.cfg.NowFunc()), time.Millisecond))
 		}

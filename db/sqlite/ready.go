@@ -31,9 +31,18 @@ func (s *Store) Ready(ctx context.Context) error {
 	if pending {
 		return errPending
 	}
+	return s.writeProbe(ctx)
+}
+
+// writeProbe takes the write lock and writes, in a transaction it rolls
+// back: it rewrites user_version with its own value. A read-only file
+// (permissions, an immutable attribute, a read-only mount) fails it with a
+// message that says so; a lock held by another process past busy_timeout
+// fails it with db.ErrBusy.
+func (s *Store) writeProbe(ctx context.Context) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin write: %w", err)
+		return fmt.Errorf("begin write: %w", translate(err))
 	}
 	defer tx.Rollback()
 	var v int64
@@ -41,7 +50,10 @@ func (s *Store) Ready(ctx context.Context) error {
 		return fmt.Errorf("read user_version: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
-		return fmt.Errorf("write user_version: %w", err)
+		if isReadOnly(err) {
+			return fmt.Errorf("the database file is read-only (check its permissions, immutable attribute and mount): %w", err)
+		}
+		return fmt.Errorf("write user_version: %w", translate(err))
 	}
 	return nil
 }

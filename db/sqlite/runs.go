@@ -251,7 +251,7 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 		return db.Heartbeat{}, db.ErrStale
 	}
 	if err != nil {
-		return db.Heartbeat{}, fmt.Errorf("heartbeat %s/%d: %w", p.JobID, p.Generation, err)
+		return db.Heartbeat{}, fmt.Errorf("heartbeat %s/%d: %w", p.JobID, p.Generation, translate(err))
 	}
 	return db.Heartbeat{LeaseUntil: until, CancelRequested: cancel != 0}, nil
 }

@@ -122,6 +122,10 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
+	if err := s.writeProbe(ctx); err != nil && !errors.Is(err, db.ErrBusy) {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	if err := s.stmts.prepare(ctx, w); err != nil {
 		w.Close()
 		return nil, err
@@ -224,18 +228,19 @@ func parseTime(s sql.NullString) (*time.Time, error) {
 }
 
 // withTx runs fn in an IMMEDIATE transaction on the writer connection and
-// commits it.
+// commits it. A full disk or a lock held past busy_timeout comes back as
+// db.ErrStorageFull or db.ErrBusy (see translate).
 func (s *Store) withTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", translate(err))
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
-		return err
+		return translate(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil
 }

@@ -1,0 +1,338 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mountTmpfs mounts a tmpfs of size (e.g. "8m") on a new directory and
+// unmounts it when the test ends. It skips the test, with the reason, where
+// mounting is not allowed (not root, no CAP_SYS_ADMIN).
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s); this fault needs one", err, bytes.TrimSpace(out))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// remount changes the options of the tmpfs at dir (e.g. "ro", "rw").
+func remount(t *testing.T, dir, opts string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-o", "remount,"+opts, dir).CombinedOutput(); err != nil {
+		t.Fatalf("remount %s %s: %v: %s", dir, opts, err, out)
+	}
+}
+
+// fill writes a file at path until the file system is full, and returns
+// how many bytes it took.
+func fill(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	var n int64
+	for {
+		w, err := f.Write(chunk)
+		n += int64(w)
+		if errors.Is(err, syscall.ENOSPC) {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// problemAnswer is an error answer of the API.
+type problemAnswer struct {
+	Status     int
+	RetryAfter string
+	Type       string
+	Detail     string
+	Took       time.Duration
+}
+
+// postJob sends one create and returns its answer.
+func (r *faultRig) postJob(body map[string]any) problemAnswer {
+	start := time.Now()
+	code, b, h := r.post("/jobs", body)
+	a := problemAnswer{Status: code, Took: time.Since(start)}
+	if h != nil {
+		a.RetryAfter, a.Type = h.Get("Retry-After"), h.Get("Content-Type")
+	}
+	var p struct{ Detail string }
+	json.Unmarshal(b, &p)
+	a.Detail = p.Detail
+	return a
+}
+
+// countLines counts the lines of a running process's log containing s.
+func countLines(p *workProc, s string) int {
+	return strings.Count(p.log(), s)
+}
+
+// TestFaults_DiskFull runs sked serve on a 16 MiB tmpfs, fills it while a
+// job runs, frees it again, and never restarts the server.
+//
+// Run: one fill, up to 3000 creates to exhaust SQLite's slack. Pass: once
+// the disk is full, POST /jobs answers 507 with Retry-After and a
+// problem+json detail saying the disk is full, in under 10 s; the refused
+// job is absent (nothing half-written) and integrity_check is ok; the
+// dispatcher does not spin (fewer failed claims logged than two per second
+// of the full period, plus five); the job running when the disk filled
+// finishes or is retried and ends done once space returns; and after the
+// filler is deleted, creates answer 201 again from the same process.
+func TestFaults_DiskFull(t *testing.T) {
+	mnt := mountTmpfs(t, "16m")
+	r := newFaultRig(t, t.TempDir())
+	r.db = filepath.Join(mnt, "sked.db")
+	p := r.start("")
+	waitFor(t, "sked to listen", r.listening)
+
+	running := r.jobBody("running", false)
+	running["payload"].(map[string]any)["command"] = []string{"sh", "-c", noopScript, "sh", r.jobsLog, "2"}
+	if a := r.postJob(running); a.Status != http.StatusCreated {
+		t.Fatalf("create the running job: %+v", a)
+	}
+	waitFor(t, "the job to start", func() bool { return len(execStarts(t, r.jobsLog)) > 0 })
+	dueSoon := r.jobBody("due-soon", false)
+	dueSoon["runAt"] = time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
+	if a := r.postJob(dueSoon); a.Status != http.StatusCreated {
+		t.Fatalf("create the job due soon: %+v", a)
+	}
+
+	filled := time.Now()
+	filler := filepath.Join(mnt, "filler")
+	t.Logf("filler took %d bytes", fill(t, filler))
+	payload := strings.Repeat("x", 4000)
+	var full problemAnswer
+	for i := range 3000 {
+		body := r.jobBody("full-"+strconv.Itoa(i), false)
+		body["payload"].(map[string]any)["env"] = map[string]string{"PAD": payload}
+		a := r.postJob(body)
+		if a.Status == http.StatusCreated {
+			continue
+		}
+		full = a
+		full.Type += " key=full-" + strconv.Itoa(i)
+		break
+	}
+	t.Logf("refused: %+v", full)
+	if full.Status != http.StatusInsufficientStorage || full.RetryAfter == "" ||
+		!strings.HasPrefix(full.Type, "application/problem+json") || !strings.Contains(full.Detail, "full") {
+		t.Fatalf("create on a full disk answered %+v, want 507, Retry-After and a problem detail saying the disk is full\n%s", full, p.log())
+	}
+	if full.Took > 10*time.Second {
+		t.Errorf("the refusal took %s", full.Took)
+	}
+	// Refused again, and quickly, while it stays full.
+	if a := r.postJob(r.jobBody("full-again", false)); a.Status != http.StatusInsufficientStorage {
+		t.Errorf("second create on a full disk answered %+v", a)
+	}
+
+	conn := openReadOnly(t, r.db)
+	var n int
+	key := strings.TrimPrefix(full.Type[strings.Index(full.Type, "key="):], "key=")
+	if err := conn.QueryRow(`SELECT count(*) FROM jobs WHERE idempotency_key IN (?, 'full-again')`, key).Scan(&n); err != nil || n != 0 {
+		t.Errorf("refused jobs in the database: %d (%v)", n, err)
+	}
+	var ok string
+	if err := conn.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Errorf("integrity_check on a full disk = %q, %v", ok, err)
+	}
+	conn.Close()
+
+	// Keep the disk full until the running job has ended or been given up
+	// (its heartbeats fail: it cannot keep its lease) and the job due soon
+	// has come due and failed to be claimed.
+	waitLong(t, "the running job to end or be given up, and a claim to fail", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(r.jobsLog)
+		over := bytes.Contains(b, []byte(`"end"`)) || countLines(p, "run abandoned") > 0
+		return over && countLines(p, `"msg":"claim"`) > 0
+	})
+	claimErrs := countLines(p, `"msg":"claim"`)
+	fullFor := time.Since(filled)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if limit := int(2*fullFor.Seconds()) + 5; claimErrs > limit {
+		t.Errorf("%d failed claims logged in %s of full disk: the dispatcher spins", claimErrs, fullFor.Round(time.Millisecond))
+	}
+	waitLong(t, "creates to succeed again", 30*time.Second, func() bool {
+		return r.postJob(r.jobBody("after-"+strconv.FormatInt(time.Now().UnixNano(), 10), false)).Status == http.StatusCreated
+	})
+	waitLong(t, "the running job and the job due soon to end done", 60*time.Second, func() bool {
+		conn := openReadOnly(t, r.db)
+		defer conn.Close()
+		var n int
+		conn.QueryRow(`SELECT count(*) FROM jobs WHERE idempotency_key IN ('running', 'due-soon') AND state = 'done'`).Scan(&n)
+		return n == 2
+	})
+	if p.cmd.ProcessState != nil {
+		t.Fatalf("sked exited: %v", p.cmd.ProcessState)
+	}
+	t.Logf("disk full for %s: %d failed claims and %d failed outcome records logged; refusal took %s",
+		fullFor.Round(time.Millisecond), claimErrs, countLines(p, "record run outcome"), full.Took.Round(time.Millisecond))
+}
+
+// TestFaults_Locked holds the database's write lock from another process
+// (a transaction begun IMMEDIATE on a connection of the test) past sked's
+// busy_timeout.
+//
+// Run: one lock. Pass: while it is held, POST /jobs answers 503 with
+// Retry-After and a problem detail saying the database is locked, within
+// 20 s (busy_timeout is 5 s), and GET /readyz answers 503; once it is
+// released, POST /jobs answers 201 from the same process.
+func TestFaults_Locked(t *testing.T) {
+	r := newFaultRig(t, t.TempDir())
+	p := r.start("")
+	waitFor(t, "sked to listen", r.listening)
+	if a := r.postJob(r.jobBody("before", false)); a.Status != http.StatusCreated {
+		t.Fatalf("create before the lock: %+v", a)
+	}
+
+	ctx := context.Background()
+	other := openWritable(t, r.db)
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	a := r.postJob(r.jobBody("locked", false))
+	if a.Status != http.StatusServiceUnavailable || a.RetryAfter == "" || !strings.Contains(a.Detail, "locked") {
+		t.Errorf("create while locked answered %+v, want 503 with Retry-After saying the database is locked\n%s", a, p.log())
+	}
+	if a.Took > 20*time.Second {
+		t.Errorf("the refusal took %s", a.Took)
+	}
+	resp, err := r.http.Get("http://" + r.addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while locked answered %d, want 503", resp.StatusCode)
+	}
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	if a := r.postJob(r.jobBody("after", false)); a.Status != http.StatusCreated {
+		t.Errorf("create after the lock was released answered %+v", a)
+	}
+	t.Logf("refused in %s while locked", a.Took.Round(time.Millisecond))
+}
+
+// TestFaults_ReadOnly starts sked serve on a database whose file system is
+// mounted read-only (as root, chmod would not stop a write: a read-only
+// tmpfs does).
+//
+// Pass: sked serve exits non-zero within 30 s, without listening, with a
+// message that says the database is read-only.
+func TestFaults_ReadOnly(t *testing.T) {
+	mnt := mountTmpfs(t, "16m")
+	dbPath := filepath.Join(mnt, "sked.db")
+	if out, err := exec.Command(skedBin, "migrate", "--db", dbPath).CombinedOutput(); err != nil {
+		t.Fatalf("sked migrate: %v: %s", err, out)
+	}
+	remount(t, mnt, "ro")
+	defer remount(t, mnt, "rw")
+	msg := refusedStart(t, dbPath)
+	if !strings.Contains(msg, "read-only") {
+		t.Errorf("sked serve on a read-only file system said %q; want it to say read-only", msg)
+	}
+	t.Logf("sked serve said: %s", strings.TrimSpace(msg))
+}
+
+// TestFaults_ImmutableFile starts sked serve on a database file marked
+// immutable (chattr +i) in a writable directory: SQLite then opens the
+// file read-only, and, without a check at start, sked would serve and fail
+// every write with a 500. It is skipped, with the reason, where chattr
+// does not work.
+//
+// Pass: sked serve exits non-zero within 30 s with a message that says the
+// database file is read-only.
+func TestFaults_ImmutableFile(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "sked.db")
+	if out, err := exec.Command(skedBin, "migrate", "--db", dbPath).CombinedOutput(); err != nil {
+		t.Fatalf("sked migrate: %v: %s", err, out)
+	}
+	if out, err := exec.Command("chattr", "+i", dbPath).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i does not work here (%v: %s)", err, bytes.TrimSpace(out))
+	}
+	defer exec.Command("chattr", "-i", dbPath).Run()
+	msg := refusedStart(t, dbPath)
+	if !strings.Contains(msg, "read-only") {
+		t.Errorf("sked serve on an immutable database file said %q; want it to say read-only", msg)
+	}
+	t.Logf("sked serve said: %s", strings.TrimSpace(msg))
+}
+
+// TestFaults_SecondServe starts a second sked serve on the database a first
+// one is serving, then kills the first with SIGKILL.
+//
+// Pass: the second exits non-zero within 30 s, without touching the
+// database, saying another sked serve (naming its pid) holds the file; after
+// the first is killed, a new one starts (the lock dies with its holder).
+func TestFaults_SecondServe(t *testing.T) {
+	r := newFaultRig(t, t.TempDir())
+	first := r.start("")
+	waitFor(t, "sked to listen", r.listening)
+	msg := refusedStart(t, r.db)
+	want := "another sked serve (pid " + strconv.Itoa(first.cmd.Process.Pid) + ") holds " + r.db
+	if !strings.Contains(msg, want) {
+		t.Errorf("second sked serve said %q; want %q", msg, want)
+	}
+	t.Logf("second sked serve said: %s", strings.TrimSpace(msg))
+	first.cmd.Process.Signal(syscall.SIGKILL)
+	first.cmd.Wait()
+	r.start("")
+	waitFor(t, "a new sked to listen after the first was killed", r.listening)
+}
+
+// refusedStart runs sked serve on dbPath and wants it to exit with an error
+// within 30 s; it returns what it wrote.
+func refusedStart(t *testing.T, dbPath string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, skedBin, "serve", "--db", dbPath, "--addr", freeAddr(t))
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("sked serve did not give up within 30 s: %s", out)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("sked serve exited with %v, want an error: %s", err, out)
+	}
+	return string(out)
+}

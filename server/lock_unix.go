@@ -1,0 +1,47 @@
+//go:build unix
+
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// lockDB takes an exclusive flock on path+".lock", a file beside the SQLite
+// database, and writes this process's id into it. A second sked serve on
+// the same database fails here, naming the holder, instead of sharing the
+// file: two dispatchers would each run their own reaper and clock guard over
+// one set of leases. The kernel drops the lock when the process exits or is
+// killed, so a crash never leaves it behind; release drops it earlier.
+func lockDB(path string) (release func(), err error) {
+	name := path + ".lock"
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, syscall.EROFS) {
+		return nil, fmt.Errorf("database %s is on a read-only file system; sked serve writes to it and beside it (%w)", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open lock file %s: %w", name, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := "another process"
+			if b, rerr := os.ReadFile(name); rerr == nil {
+				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+					holder = "pid " + strconv.Itoa(pid)
+				}
+			}
+			return nil, fmt.Errorf("another sked serve (%s) holds %s (lock file %s); stop it first, or give this one its own --db", holder, path, name)
+		}
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	// The pid is for the message above only; the lock is the flock.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() { f.Close() }, nil
+}
