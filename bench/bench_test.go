@@ -29,7 +29,7 @@ func TestRun(t *testing.T) {
 	if err := r.Write(&out, "0"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"sked bench --jobs 300 --backlog 2000 --workers 16 --sync full", "end to end", "last started"} {
+	for _, want := range []string{"sked bench --jobs 300 --backlog 2000 --workers 16 --sync full --spike 50", "end to end", "last started"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}

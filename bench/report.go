@@ -51,8 +51,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 // Command is the sked bench command line that reproduces cfg.
 func (c Config) Command() string {
 	c = c.withDefaults()
-	return fmt.Sprintf("sked bench --jobs %d --backlog %d --workers %d --sync %s",
+	cmd := fmt.Sprintf("sked bench --jobs %d --backlog %d --workers %d --sync %s",
 		c.Jobs, c.Backlog, c.Workers, strings.ToLower(c.Sync))
+	if c.Spike != (Config{}).withDefaults().Spike {
+		cmd += fmt.Sprintf(" --spike %d", c.Spike)
+	}
+	return cmd
 }
 
 // Write prints the report as one table, with the command that reproduces it
