@@ -9,7 +9,26 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
+
+// lockWait is how long lockDB waits for a lock that is held: a previous sked
+// serve that was just killed can hold it a moment longer, through a child it
+// was forking (the descriptor is close-on-exec, but not before the exec).
+const lockWait = 3 * time.Second
+
+// flockWait takes an exclusive flock on f, trying again every 50 ms for up
+// to wait while another process holds it.
+func flockWait(f *os.File, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // lockDB takes an exclusive flock on path+".lock", a file beside the SQLite
 // database, and writes this process's id into it. A second sked serve on
@@ -26,7 +45,7 @@ func lockDB(path string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock file %s: %w", name, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockWait(f, lockWait); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			holder := "another process"
