@@ -42,6 +42,13 @@ func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, er
 		case r = <-req.done:
 		case <-ctx.Done():
 			r.err = ctx.Err()
+		case <-s.stopped:
+			// Queued after the committer's last look at the queue.
+			select {
+			case r = <-req.done:
+			default:
+				r.err = errClosed
+			}
 		}
 	case <-ctx.Done():
 		r.err = ctx.Err()

@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -71,6 +72,7 @@ type Store struct {
 
 	finishes chan *finishReq // RunFinish calls waiting for the committer
 	quit     chan struct{}   // closed by Close: the committer stops
+	quitOnce sync.Once       // Close may be called more than once
 	stopped  chan struct{}   // closed when the committer has returned
 }
 
@@ -185,9 +187,9 @@ func Migrations(conn *sql.DB) (*goose.Provider, error) {
 }
 
 // Close stops the committer (after it has answered the queued completions)
-// and closes both connection pools.
+// and closes both connection pools. Closing again does nothing.
 func (s *Store) Close() error {
-	close(s.quit)
+	s.quitOnce.Do(func() { close(s.quit) })
 	<-s.stopped
 	return errors.Join(s.read.Close(), s.write.Close())
 }
