@@ -43,16 +43,21 @@ type claimResponse struct {
 	} `json:"claims"`
 }
 
-// RunClaim leases up to p.Max due jobs of p.Types to p.WorkerID. The server
-// holds the request until one is due or ClaimWait passes, so an empty answer
-// means nothing was due for that long. It fails when ctx ends.
+// MaxClaim is the most jobs one POST /claims may ask for (the server answers
+// 422 past it); RunClaim asks for no more, whatever p.Max says.
+const MaxClaim = 100
+
+// RunClaim leases up to p.Max (at most MaxClaim) due jobs of p.Types to
+// p.WorkerID. The server holds the request until one is due or ClaimWait
+// passes, so an empty answer means nothing was due for that long. It fails
+// when ctx ends.
 func (c *Client) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
 	wait := cmp.Or(c.ClaimWait, DefaultClaimWait)
 	ctx, cancel := context.WithTimeout(ctx, wait+claimSlack)
 	defer cancel()
 	var resp claimResponse
 	err := c.do(ctx, http.MethodPost, "/claims", claimRequest{
-		WorkerID: p.WorkerID, Types: p.Types, Max: p.Max,
+		WorkerID: p.WorkerID, Types: p.Types, Max: min(p.Max, MaxClaim),
 		Lease: cmp.Or(p.Lease, db.DefaultLease).String(), Wait: wait.String(),
 	}, &resp)
 	c.claimFailed.Store(err != nil)

@@ -8,3 +8,6 @@ var (
 	FinishJobSQL  = finishJobSQL
 	FinishRunSQL  = finishRunSQL
 )
+
+// ParseFixed exposes parseFixed to FuzzParseFixed.
+var ParseFixed = parseFixed

@@ -222,11 +222,42 @@ func parseTime(s sql.NullString) (*time.Time, error) {
 	if !s.Valid {
 		return nil, nil
 	}
+	if t, ok := parseFixed(s.String); ok {
+		return &t, nil
+	}
 	t, err := time.Parse(timeFormat, s.String)
 	if err != nil {
 		return nil, fmt.Errorf("parse stored time %q: %w", s.String, err)
 	}
 	return &t, nil
+}
+
+// parseFixed reads a time in timeFormat by position, several times faster
+// than time.Parse on the claim and finish paths, which read eight times a
+// row. ok is false for anything else, which time.Parse then judges.
+func parseFixed(s string) (t time.Time, ok bool) {
+	if len(s) != len(timeFormat) || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				ok = false
+				return 0
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	ok = true
+	year, month, day := num(0, 4), num(5, 2), num(8, 2)
+	hour, minute, sec, milli := num(11, 2), num(14, 2), num(17, 2), num(20, 3)
+	if !ok || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t = time.Date(year, time.Month(month), day, hour, minute, sec, milli*int(time.Millisecond), time.UTC)
+	return t, t.Day() == day // rejects 31 April and the like
 }
 
 // withTx runs fn in an IMMEDIATE transaction on the writer connection and
