@@ -20,7 +20,7 @@ import (
 
 // Soak bounds: SKED_SOAK overrides the default length (e.g. SKED_SOAK=10m).
 const (
-	soakDefault = 30 * time.Second
+	soakDefault = 60 * time.Second
 	soakRate    = 100 // requests per second, spread over soakClients
 	soakClients = 4
 )
