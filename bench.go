@@ -12,8 +12,8 @@ import (
 	"github.com/sked-dev/sked/bench"
 )
 
-// runBench is `sked bench`: it measures sked on temporary SQLite databases
-// and prints one table with the command line that reproduces it.
+// runBench is `sked bench`: it measures sked on temporary SQLite databases,
+// or on fresh schemas of a PostgreSQL server with --db, and prints one table with the command line that reproduces it.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sked bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -24,12 +24,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Workers, "workers", 256, "worker slots of the throughput run (a spike gets at least --spike)")
 	fs.StringVar(&cfg.Dir, "db-dir", os.TempDir(), "directory for the temporary databases")
 	fs.StringVar(&cfg.Sync, "sync", "full", "SQLite synchronous: full (every commit fsynced) or normal")
+	fs.StringVar(&cfg.DB, "db", "", "a postgres:// URL: measure PostgreSQL (a fresh schema per run, dropped after) instead of SQLite")
+	fs.IntVar(&cfg.Nodes, "nodes", 1, "with --db: nodes in this process, each with its own connection pool and worker pool")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if s := strings.ToLower(cfg.Sync); s != "full" && s != "normal" {
 		return fmt.Errorf("--sync %q: use full or normal", cfg.Sync)
+	}
+	if cfg.Nodes < 1 || cfg.Nodes > 1 && cfg.DB == "" {
+		return fmt.Errorf("--nodes %d: use 1, or more with --db postgres://…", cfg.Nodes)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

@@ -12,12 +12,20 @@ const backlogChunk = 100_000
 
 // insertBacklog writes n ready no-op jobs due from a day ahead onwards, one
 // a second, straight into the jobs table in big transactions (the API would
-// take minutes), then checkpoints the WAL so the spike starts from a settled
-// file.
-func insertBacklog(ctx context.Context, path string, n int) error {
+// take minutes), then settles the database (a WAL checkpoint on SQLite,
+// ANALYZE on PostgreSQL) so the spike starts from a steady state.
+func (e *env) insertBacklog(ctx context.Context, n int) error {
 	if n <= 0 {
 		return nil
 	}
+	if e.pg != nil {
+		return e.pg.insertBacklog(ctx, n)
+	}
+	return insertSQLiteBacklog(ctx, e.path, n)
+}
+
+// insertSQLiteBacklog is insertBacklog on the SQLite database at path.
+func insertSQLiteBacklog(ctx context.Context, path string, n int) error {
 	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_txlock=immediate")
 	if err != nil {
 		return fmt.Errorf("open backlog connection: %w", err)

@@ -1,5 +1,6 @@
-// Package bench measures sked on SQLite through its real parts (the store,
-// worker.Pool, the HTTP API) on temporary databases: throughput of the whole
+// Package bench measures sked through its real parts (the store,
+// worker.Pool, the HTTP API) on temporary databases, SQLite files or fresh
+// schemas on a PostgreSQL server with one or more nodes: throughput of the whole
 // path, start lateness of a spike of jobs due at one instant, the same spike
 // with a large backlog of future jobs, memory, and the HTTP paths. `sked
 // bench` prints its Report; the Go benchmarks in bench_test.go call the same
@@ -35,6 +36,8 @@ type Config struct {
 	Batch   int    // jobs per enqueue batch; default db.MaxBatch
 	Dir     string // where the temporary databases go; default os.TempDir()
 	Sync    string // SQLite synchronous: FULL (default) or NORMAL
+	DB      string // a postgres:// URL to measure PostgreSQL instead of SQLite; each run gets a schema of its own
+	Nodes   int    // PostgreSQL only: stores, each with its own connection pool and worker.Pool; default 1
 }
 
 func (c Config) withDefaults() Config {
@@ -45,20 +48,33 @@ func (c Config) withDefaults() Config {
 	c.Batch = min(cmp.Or(c.Batch, db.MaxBatch), db.MaxBatch)
 	c.Dir = cmp.Or(c.Dir, os.TempDir())
 	c.Sync = strings.ToUpper(cmp.Or(c.Sync, "FULL"))
+	c.Nodes = cmp.Or(c.Nodes, 1)
 	return c
 }
 
 // noopType is the job type every benchmark job has.
 const noopType = "noop"
 
-// env is one temporary database and its store.
+// store is what the bench needs of a backend: the whole store and batched
+// creation.
+type store interface {
+	db.Store
+	db.BatchCreator
+}
+
+// env is one temporary database and its stores: one on SQLite, one per
+// node on PostgreSQL. stores[0] enqueues and serves HTTP.
 type env struct {
-	dir   string
-	path  string
-	store *sqlite.Store
+	stores []store
+	dir    string // SQLite: the temporary directory
+	path   string // SQLite: the database file
+	pg     *pgEnv // PostgreSQL: the schema; nil on SQLite
 }
 
 func openEnv(ctx context.Context, cfg Config) (*env, error) {
+	if cfg.DB != "" {
+		return openPostgres(ctx, cfg)
+	}
 	dir, err := os.MkdirTemp(cfg.Dir, "sked-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("make temporary directory: %w", err)
@@ -69,11 +85,15 @@ func openEnv(ctx context.Context, cfg Config) (*env, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	return &env{dir: dir, path: path, store: s}, nil
+	return &env{stores: []store{s}, dir: dir, path: path}, nil
 }
 
-// size is the bytes of the database file and its WAL.
-func (e *env) size() int64 {
+// size is the bytes of the database file and its WAL, or of the schema's
+// tables and indexes.
+func (e *env) size(ctx context.Context) int64 {
+	if e.pg != nil {
+		return e.pg.size(ctx)
+	}
 	var n int64
 	for _, suffix := range []string{"", "-wal"} {
 		if fi, err := os.Stat(e.path + suffix); err == nil {
@@ -84,7 +104,33 @@ func (e *env) size() int64 {
 }
 
 func (e *env) close() error {
-	return errors.Join(e.store.Close(), os.RemoveAll(e.dir))
+	var errs []error
+	for _, s := range e.stores {
+		errs = append(errs, s.Close())
+	}
+	if e.pg != nil {
+		errs = append(errs, e.pg.drop(context.Background()))
+	} else {
+		errs = append(errs, os.RemoveAll(e.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// node is what one worker.Pool runs over: its store and the dispatcher's
+// next due time and clock.
+type node struct {
+	store   worker.Store
+	nextDue func(context.Context, []string) (time.Time, bool, error)
+	now     func() time.Time
+}
+
+// nodes is one node per store of e.
+func (e *env) nodes() []node {
+	ns := make([]node, len(e.stores))
+	for i, s := range e.stores {
+		ns[i] = node{store: s, nextDue: s.JobNextDue, now: s.Now}
+	}
+	return ns
 }
 
 // enqueue creates n no-op jobs due at runAt (zero: now) in batches of
@@ -104,27 +150,32 @@ func enqueue(ctx context.Context, s db.BatchCreator, n, batch int, runAt time.Ti
 	return time.Since(start), nil
 }
 
-// counter is the pool's store with its completions counted: done closes
-// when want runs have been recorded.
+// counter counts the completions recorded through the stores it wraps:
+// done closes when want runs have been recorded.
 type counter struct {
-	worker.Store
 	want int64
 	n    atomic.Int64
 	last atomic.Int64 // time.Now().UnixNano() of the latest recorded completion
 	done chan struct{}
 }
 
-func newCounter(s worker.Store, want int) *counter {
-	return &counter{Store: s, want: int64(want), done: make(chan struct{})}
+func newCounter(want int) *counter {
+	return &counter{want: int64(want), done: make(chan struct{})}
+}
+
+// counted is a pool's store with its completions counted by c.
+type counted struct {
+	worker.Store
+	c *counter
 }
 
 // RunFinish records the completion in the store and counts it.
-func (c *counter) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
-	j, err := c.Store.RunFinish(ctx, p)
+func (s counted) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
+	j, err := s.Store.RunFinish(ctx, p)
 	if err == nil {
-		c.last.Store(time.Now().UnixNano())
-		if c.n.Add(1) == c.want {
-			close(c.done)
+		s.c.last.Store(time.Now().UnixNano())
+		if s.c.n.Add(1) == s.c.want {
+			close(s.c.done)
 		}
 	}
 	return j, err
@@ -144,19 +195,36 @@ func (c *counter) wait(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// runPool runs a pool of slots over st with handler h until stop is called;
-// stop returns when the pool has shut down. nextDue and now are the
-// pool's NextDueFunc and NowFunc.
-func runPool(st worker.Store, nextDue func(context.Context, []string) (time.Time, bool, error), now func() time.Time,
-	slots int, h worker.HandlerFunc) (pool *worker.Pool, stop func()) {
-	pool = worker.NewPool(worker.PoolConfig{
-		Store: st, Handlers: map[string]worker.HandlerFunc{noopType: h}, WorkerID: "bench",
-		Slots: slots, NextDueFunc: nextDue, NowFunc: now,
-	})
+// waker is a store that signals when another node (or this one) made a job
+// due, as the PostgreSQL store does through LISTEN/NOTIFY.
+type waker interface {
+	Wakeups(ctx context.Context) <-chan struct{}
+}
+
+// runPools runs one pool per node, slots shared between them, with handler
+// h and completions counted by c, until stop is called; stop returns when
+// every pool has shut down. A node whose store has wake-ups wakes its pool
+// with them, as sked serve does.
+func runPools(c *counter, nodes []node, slots int, h worker.HandlerFunc) (pools []*worker.Pool, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { pool.Run(ctx); close(done) }()
-	return pool, func() { cancel(); <-done }
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		pool := worker.NewPool(worker.PoolConfig{
+			Store: counted{Store: n.store, c: c}, Handlers: map[string]worker.HandlerFunc{noopType: h},
+			WorkerID: fmt.Sprintf("bench-%d", i), Slots: slots/len(nodes) + min(1, max(0, slots%len(nodes)-i)),
+			NextDueFunc: n.nextDue, NowFunc: n.now,
+		})
+		pools = append(pools, pool)
+		wg.Go(func() { pool.Run(ctx) })
+		if w, ok := n.store.(waker); ok {
+			wg.Go(func() {
+				for range w.Wakeups(ctx) {
+					pool.Wake()
+				}
+			})
+		}
+	}
+	return pools, func() { cancel(); wg.Wait() }
 }
 
 // noop is the handler of the throughput runs.
@@ -183,12 +251,12 @@ func RunThroughput(ctx context.Context, cfg Config) (Throughput, error) {
 	}
 	defer e.close()
 	r := Throughput{Jobs: cfg.Jobs, Workers: cfg.Workers, BatchLen: cfg.Batch}
-	if r.Enqueue, err = enqueue(ctx, e.store, cfg.Jobs, cfg.Batch, time.Time{}); err != nil {
+	if r.Enqueue, err = enqueue(ctx, e.stores[0], cfg.Jobs, cfg.Batch, time.Time{}); err != nil {
 		return r, err
 	}
-	c := newCounter(e.store, cfg.Jobs)
+	c := newCounter(cfg.Jobs)
 	start := time.Now()
-	_, stop := runPool(c, e.store.JobNextDue, e.store.Now, cfg.Workers, noop)
+	_, stop := runPools(c, e.nodes(), cfg.Workers, noop)
 	err = c.wait(ctx, 10*time.Minute)
 	r.Run = time.Since(start)
 	stop()
@@ -228,7 +296,7 @@ func RunSpike(ctx context.Context, cfg Config, backlog int) (Spike, error) {
 	}
 	defer e.close()
 	r := Spike{Jobs: cfg.Spike, Backlog: backlog}
-	if err := insertBacklog(ctx, e.path, backlog); err != nil {
+	if err := e.insertBacklog(ctx, backlog); err != nil {
 		return r, err
 	}
 	// The jobs are due far enough ahead that every batch is in before they
@@ -245,7 +313,7 @@ func RunSpike(ctx context.Context, cfg Config, backlog int) (Spike, error) {
 		}
 	}
 	r.PeakRSS = peakRSS()
-	r.DBSize = e.size()
+	r.DBSize = e.size(ctx)
 	return r, nil
 }
 
@@ -255,8 +323,8 @@ func RunSpike(ctx context.Context, cfg Config, backlog int) (Spike, error) {
 // is false when enqueueing took longer than lead.
 func spikeOnce(ctx context.Context, e *env, cfg Config, lead time.Duration) (late []time.Duration, last time.Duration, ok bool, err error) {
 	var mu sync.Mutex
-	c := newCounter(e.store, cfg.Spike)
-	pool, stop := runPool(c, e.store.JobNextDue, e.store.Now, max(cfg.Workers, cfg.Spike), func(_ context.Context, j *worker.Job) error {
+	c := newCounter(cfg.Spike)
+	pools, stop := runPools(c, e.nodes(), max(cfg.Workers, cfg.Spike), func(_ context.Context, j *worker.Job) error {
 		d := time.Since(j.Slot)
 		mu.Lock()
 		late = append(late, d)
@@ -265,11 +333,11 @@ func spikeOnce(ctx context.Context, e *env, cfg Config, lead time.Duration) (lat
 	})
 	defer stop()
 	due := time.Now().Add(lead).Truncate(time.Millisecond) // times are stored to the millisecond
-	if _, err := enqueue(ctx, e.store, cfg.Spike, cfg.Batch, due); err != nil {
+	if _, err := enqueue(ctx, e.stores[0], cfg.Spike, cfg.Batch, due); err != nil {
 		return nil, 0, false, err
 	}
 	ok = time.Now().Before(due)
-	pool.Wake() // as POST /jobs does
+	pools[0].Wake() // as POST /jobs does on the node that took it; the others hear the store's wake-ups
 	if err := c.wait(ctx, 5*time.Minute); err != nil {
 		return nil, 0, false, err
 	}

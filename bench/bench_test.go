@@ -2,16 +2,31 @@ package bench_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/sked-dev/sked/bench"
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
 
 // TestRun runs every measurement at a small size and checks that each one
 // accounted for all of its jobs. It asserts no timings.
 func TestRun(t *testing.T) {
 	cfg := bench.Config{Jobs: 300, Spike: 50, Backlog: 2_000, Workers: 16, Dir: t.TempDir()}
+	out := run(t, cfg)
+	for _, want := range []string{"sked bench --jobs 300 --backlog 2000 --workers 16 --sync full --spike 50", "end to end", "last started"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// run runs every measurement with cfg, checks that each spike accounted for
+// all of its jobs and that the database size was measured, and returns the
+// printed report.
+func run(t *testing.T, cfg bench.Config) *strings.Builder {
+	t.Helper()
 	r, err := bench.Run(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -29,11 +44,7 @@ func TestRun(t *testing.T) {
 	if err := r.Write(&out, "0"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"sked bench --jobs 300 --backlog 2000 --workers 16 --sync full --spike 50", "end to end", "last started"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, out.String())
-		}
-	}
+	return &out
 }
 
 // BenchmarkThroughput enqueues, claims and completes b.N no-op jobs; the
@@ -58,5 +69,25 @@ func BenchmarkSpike(b *testing.B) {
 		}
 		b.ReportMetric(float64(r.Percentile(99).Microseconds())/1000, "p99-ms")
 		b.ReportMetric(float64(r.Percentile(100).Microseconds())/1000, "max-ms")
+	}
+}
+
+// TestRunPostgres runs every measurement at a tiny size on three nodes
+// sharing one PostgreSQL schema and checks that each accounted for all of
+// its jobs and that the report has every row. It skips without
+// $SKED_TEST_POSTGRES.
+func TestRunPostgres(t *testing.T) {
+	url := os.Getenv(postgrestest.EnvURL)
+	if url == "" {
+		postgrestest.URL(t) // skips with the message of the other PostgreSQL tests
+	}
+	cfg := bench.Config{Jobs: 200, Spike: 50, Backlog: 10, Workers: 16, DB: url, Nodes: 3}
+	out := run(t, cfg)
+	for _, want := range []string{"PostgreSQL · 3 node(s)", "--nodes 3 --jobs 200 --backlog 10 --workers 16 --spike 50",
+		"enqueue 200 jobs", "claim+complete (3 pools, 16 slots)", "end to end", "POST /jobs/batch", "remote pool", "end to end over HTTP",
+		"start lateness", "last started", "last finished", "backlog 10", "ratio to spike", "peak RSS", "database tables with the backlog"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -45,7 +45,7 @@ func RunHTTP(ctx context.Context, cfg Config) (HTTP, error) {
 		return HTTP{}, fmt.Errorf("listen: %w", err)
 	}
 	shutdown := make(chan struct{})
-	srv := &http.Server{Handler: handlers.New(handlers.Config{Store: e.store, Shutdown: shutdown})}
+	srv := &http.Server{Handler: handlers.New(handlers.Config{Store: e.stores[0], Shutdown: shutdown})}
 	go srv.Serve(ln)
 	defer func() { close(shutdown); srv.Close() }()
 	base := "http://" + ln.Addr().String()
@@ -60,12 +60,12 @@ func RunHTTP(ctx context.Context, cfg Config) (HTTP, error) {
 	r.Enqueue = time.Since(start)
 
 	api := &client.Client{BaseURL: base, HTTP: hc, ClaimWait: time.Second}
-	c := newCounter(api, cfg.Jobs)
+	c := newCounter(cfg.Jobs)
 	start = time.Now()
 	// The server refuses claims of more than MaxClaimBatch jobs, and the
 	// pool asks for as many as it has free slots.
 	r.Workers = min(cfg.Workers, handlers.MaxClaimBatch)
-	_, stop := runPool(c, api.NextDue, time.Now, r.Workers, noop)
+	_, stop := runPools(c, []node{{store: api, nextDue: api.NextDue, now: time.Now}}, r.Workers, noop)
 	err = c.wait(ctx, 10*time.Minute)
 	r.Remote = time.Since(start)
 	stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -51,8 +52,14 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 // Command is the sked bench command line that reproduces cfg.
 func (c Config) Command() string {
 	c = c.withDefaults()
-	cmd := fmt.Sprintf("sked bench --jobs %d --backlog %d --workers %d --sync %s",
-		c.Jobs, c.Backlog, c.Workers, strings.ToLower(c.Sync))
+	cmd := "sked bench"
+	if c.DB != "" {
+		cmd += fmt.Sprintf(" --db '%s' --nodes %d", redacted(c.DB), c.Nodes)
+	}
+	cmd += fmt.Sprintf(" --jobs %d --backlog %d --workers %d", c.Jobs, c.Backlog, c.Workers)
+	if c.DB == "" {
+		cmd += " --sync " + strings.ToLower(c.Sync)
+	}
 	if c.Spike != (Config{}).withDefaults().Spike {
 		cmd += fmt.Sprintf(" --spike %d", c.Spike)
 	}
@@ -63,13 +70,18 @@ func (c Config) Command() string {
 // and the machine's load.
 func (r Report) Write(w io.Writer, load string) error {
 	t, h, s, b := r.Throughput, r.HTTP, r.Spike, r.Backlog
-	fmt.Fprintf(w, "sked bench · SQLite synchronous=%s · %d CPUs · load %s\n", r.Config.Sync, runtime.NumCPU(), load)
+	backend, pools, dbSize := fmt.Sprintf("SQLite synchronous=%s", r.Config.Sync), "pool", "database file with the backlog"
+	if r.Config.DB != "" {
+		backend = fmt.Sprintf("PostgreSQL · %d node(s)", r.Config.Nodes)
+		pools, dbSize = fmt.Sprintf("%d pools", r.Config.Nodes), "database tables with the backlog"
+	}
+	fmt.Fprintf(w, "sked bench · %s · %d CPUs · load %s\n", backend, runtime.NumCPU(), load)
 	fmt.Fprintf(w, "command: %s\n\n", r.Config.Command())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
 	row("test", "measure", "value", "target")
 	row("throughput", fmt.Sprintf("enqueue %d jobs (batches of %d)", t.Jobs, t.BatchLen), rate(t.Jobs, t.Enqueue), "")
-	row("throughput", fmt.Sprintf("claim+complete (pool, %d slots)", t.Workers), rate(t.Jobs, t.Run), "")
+	row("throughput", fmt.Sprintf("claim+complete (%s, %d slots)", pools, t.Workers), rate(t.Jobs, t.Run), "")
 	row("throughput", "end to end", rate(t.Jobs, t.Enqueue+t.Run), "≥ 20,000/s")
 	row("http", fmt.Sprintf("enqueue POST /jobs/batch (%d clients)", httpClients), rate(h.Jobs, h.Enqueue), "≥ 20,000/s")
 	row("http", fmt.Sprintf("claim+complete by a remote pool (%d slots)", h.Workers), rate(h.Jobs, h.Remote), "")
@@ -87,8 +99,18 @@ func (r Report) Write(w io.Writer, load string) error {
 		fmt.Sprintf("%.2f · %.2f", ratio(b.Percentile(99), s.Percentile(99)), ratio(b.LastFinish, s.LastFinish)), "≤ 1.2")
 	row("memory", "peak RSS: throughput · http · spike · backlog",
 		fmt.Sprintf("%s · %s · %s · %s", mib(t.PeakRSS), mib(h.PeakRSS), mib(s.PeakRSS), mib(b.PeakRSS)), "≤ 150 MiB")
-	row("memory", "database file with the backlog", mib(b.DBSize), "")
+	row("memory", dbSize, mib(b.DBSize), "")
 	return tw.Flush()
+}
+
+// redacted is the URL u with its password hidden, or a placeholder when u is
+// not a URL.
+func redacted(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "postgres://…"
+	}
+	return p.Redacted()
 }
 
 func rate(n int, d time.Duration) string {

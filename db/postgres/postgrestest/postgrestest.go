@@ -4,13 +4,8 @@ package postgrestest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"os"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sked-dev/sked/db/postgres"
 )
@@ -28,37 +23,16 @@ func URL(t testing.TB) string {
 		t.Skip(EnvURL + " not set: these tests need a PostgreSQL server. Start a throwaway one with " +
 			"`eval \"$(.ci/postgres.sh)\"` (as CI does), or set " + EnvURL + "=postgres://user@127.0.0.1:5432/db?sslmode=disable")
 	}
-	ctx := context.Background()
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "sked_test_" + hex.EncodeToString(b)
-	conn, err := pgx.Connect(ctx, base)
+	u, drop, err := postgres.NewSchema(context.Background(), base, "sked_test_")
 	if err != nil {
-		t.Fatalf("connect to %s: %v", EnvURL, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
+		t.Fatalf("%s: %v", EnvURL, err)
 	}
 	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("connect to drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
+		if err := drop(context.Background()); err != nil {
+			t.Error(err)
 		}
 	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("%s is not a URL: %v", EnvURL, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return u
 }
 
 // Open returns a migrated store in a new schema (see URL), closed when the
