@@ -63,6 +63,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RunClaimRace":        testRunClaimRace,
 		"RunHeartbeat":        testRunHeartbeat,
 		"RunFinishStale":      testRunFinishStale,
+		"RunFinishReturns":    testRunFinishReturnsStoredJob,
 		"RetryThenDead":       testRetryThenDead,
 		"PermanentFailure":    testPermanentFailure,
 		"Reaper":              testReaper,
@@ -885,4 +886,43 @@ func testMisfireLongDowntime(t *testing.T, f *fixture) {
 		t.Fatalf("run_all after two days: %v; want 24 runs and 24 missed", counts)
 	}
 	wantTime(t, "next slot after the replay", f.get(all.ID).Slot, Start.Add(49*time.Hour))
+}
+
+// testRunFinishReturnsStoredJob checks that the job RunFinish returns is the
+// job as stored, for every way a run can end.
+func testRunFinishReturnsStoredJob(t *testing.T, f *fixture) {
+	type tc struct {
+		p         db.JobCreateParams
+		outcome   db.Outcome
+		retryable bool
+	}
+	for _, c := range []tc{
+		{db.JobCreateParams{}, db.OutcomeSucceeded, false},
+		{db.JobCreateParams{MaxAttempts: 3}, db.OutcomeFailed, true},
+		{db.JobCreateParams{MaxAttempts: 1}, db.OutcomeTimedOut, true},
+		{db.JobCreateParams{}, db.OutcomeCancelled, false},
+		{db.JobCreateParams{}, db.OutcomeReleased, false},
+		{db.JobCreateParams{Schedule: "*/5 * * * *", Jitter: time.Minute}, db.OutcomeSucceeded, false},
+		{db.JobCreateParams{Schedule: "*/5 * * * *", MaxAttempts: 1}, db.OutcomeFailed, true},
+	} {
+		c.p.Type = string(c.outcome) + c.p.Schedule // claimed below by its own type
+		j := f.create(c.p)
+		f.Clock.Set(j.NextRunAt.Add(1500 * time.Microsecond))
+		cls, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{c.p.Type}, Max: 1, Lease: time.Hour})
+		if err != nil || len(cls) != 1 {
+			t.Fatalf("claim %s: %d, %v", c.p.Type, len(cls), err)
+		}
+		cl := cls[0]
+		f.Clock.Advance(12*time.Minute + 1234*time.Microsecond) // past two slots of the schedule
+		got, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: cl.Job.LeaseGeneration,
+			Outcome: c.outcome, Retryable: c.retryable, Error: errorFor(c.outcome)})
+		if err != nil {
+			t.Fatalf("%s of %+v: %v", c.outcome, c.p, err)
+		}
+		gotJSON, _ := json.Marshal(got)
+		storedJSON, _ := json.Marshal(f.get(j.ID))
+		if string(gotJSON) != string(storedJSON) {
+			t.Fatalf("%s: RunFinish returned\n%s\nbut the store holds\n%s", c.outcome, gotJSON, storedJSON)
+		}
+	}
 }

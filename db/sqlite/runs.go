@@ -298,19 +298,20 @@ func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
 // finish closes the run of j's current lease and moves j on, inside tx. Both
 // writes are fenced by the lease generation read in the same transaction.
 func (s *Store) finish(ctx context.Context, tx *sql.Tx, j db.Job, p db.RunFinishParams, now time.Time) (db.Job, error) {
-	var startedAt sql.NullString
-	err := tx.StmtContext(ctx, s.stmts.runStartedAt).QueryRowContext(ctx, j.ID, j.LeaseGeneration).Scan(&startedAt)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return db.Job{}, fmt.Errorf("read run: %w", err)
-	}
-	claimedAt := now
-	if t, _ := parseTime(startedAt); t != nil {
-		claimedAt = *t
-	}
 	var sched *schedule.Schedule
+	claimedAt := now // only a schedule's next firing looks at it
 	if j.Recurring() {
+		var err error
 		if sched, err = schedule.Parse(j.Schedule, j.Timezone); err != nil {
 			return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+		}
+		var startedAt sql.NullString
+		err = tx.StmtContext(ctx, s.stmts.runStartedAt).QueryRowContext(ctx, j.ID, j.LeaseGeneration).Scan(&startedAt)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return db.Job{}, fmt.Errorf("read run: %w", err)
+		}
+		if t, _ := parseTime(startedAt); t != nil {
+			claimedAt = *t
 		}
 	}
 	r := lifecycle.Finished(&j, sched, p, claimedAt, now, s.RandFunc)
@@ -321,16 +322,44 @@ func (s *Store) finish(ctx context.Context, tx *sql.Tx, j db.Job, p db.RunFinish
 	if p.Outcome == db.OutcomeSucceeded {
 		succeededAt = fmtTime(now)
 	}
-	out, err := scanJob(tx.StmtContext(ctx, s.stmts.finishJob).QueryRowContext(ctx, r.State, nullTime(r.Slot), nullTime(r.NextRunAt), r.Attempt, nullString(r.LastError),
-		r.Missed.Total, r.Triggered, succeededAt, fmtTime(now), j.ID, j.LeaseGeneration))
+	res, err := tx.StmtContext(ctx, s.stmts.finishJob).ExecContext(ctx, r.State, nullTime(r.Slot), nullTime(r.NextRunAt), r.Attempt, nullString(r.LastError),
+		r.Missed.Total, r.Triggered, succeededAt, fmtTime(now), j.ID, j.LeaseGeneration)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("update job: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return db.Job{}, fmt.Errorf("update job: %d rows fenced by generation %d (%v)", n, j.LeaseGeneration, err)
 	}
 	_, err = tx.StmtContext(ctx, s.stmts.finishRun).ExecContext(ctx, p.Outcome, nullString(p.Error), nullString(tail(p.Output)), fmtTime(now), r.GaveUp, j.ID, j.LeaseGeneration)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("close run: %w", err)
 	}
-	return out, nil
+	return finished(j, r, p.Outcome, now), nil
+}
+
+// finished is j as finishJobSQL leaves it, built here rather than read back
+// with RETURNING: on the completion path, scanning the row again cost more
+// than the update itself.
+func finished(j db.Job, r lifecycle.Result, outcome db.Outcome, now time.Time) db.Job {
+	j.State, j.Attempt, j.LastError, j.Triggered = r.State, r.Attempt, r.LastError, r.Triggered
+	j.Slot, j.NextRunAt = timePtr(r.Slot), timePtr(r.NextRunAt)
+	j.LeaseOwner, j.LeaseUntil, j.CancelRequested = "", nil, false
+	j.MissedSlots += r.Missed.Total
+	if outcome == db.OutcomeSucceeded {
+		j.LastSuccessAt = timePtr(now)
+	}
+	j.UpdatedAt = *timePtr(now)
+	return j
+}
+
+// timePtr is t as stored: nil for the zero time, else t in UTC to the
+// millisecond, as parseTime reads it back.
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC().Truncate(time.Millisecond)
+	return &t
 }
 
 // splitStepped relabels the missed slots that a forward clock step jumped
@@ -356,7 +385,7 @@ const finishJobSQL = `UPDATE jobs SET state = ?, slot = ?, next_run_at = ?, atte
 		last_error = ?, lease_owner = NULL, lease_until = NULL, cancel_requested = 0,
 		missed_slots = missed_slots + ?, triggered = ?, last_success_at = coalesce(?, last_success_at),
 		updated_at = ?
-	WHERE id = ? AND lease_generation = ? AND state = 'running' RETURNING ` + jobColumns
+	WHERE id = ? AND lease_generation = ? AND state = 'running'`
 
 // finishRunSQL closes the run of a lease generation.
 const finishRunSQL = `UPDATE runs SET outcome = ?, error = ?, output = ?, finished_at = ?, gave_up = ?
