@@ -1,6 +1,10 @@
 package server
 
-import "strings"
+import (
+	"context"
+	"log/slog"
+	"strings"
+)
 
 // lockStore makes this process the only sked serve on the SQLite database
 // at dsn (see lockDB) until the returned func is called. A PostgreSQL store
@@ -10,4 +14,35 @@ func lockStore(dsn string) (unlock func(), err error) {
 		return func() {}, nil
 	}
 	return lockDB(dsn)
+}
+
+// servePrefix starts the worker id of a sked serve's in-process pool on
+// host: "serve:<host>/", then the pid. Remote workers (sked work) name
+// themselves otherwise, so their leases never match it.
+func servePrefix(host string) string { return "serve:" + host + "/" }
+
+// leaseExpirer is a store that can end the leases of a dead pool at once
+// (SQLite; on PostgreSQL several live nodes may share a host, so their
+// leases are left to run out).
+type leaseExpirer interface {
+	RunExpireOwnedBy(ctx context.Context, prefix, keep string) (int, error)
+}
+
+// reclaimPredecessor hands back at once the jobs the in-process pool of the
+// previous sked serve on this host held when it died (kill -9, power cut),
+// instead of after their leases run out. Only a store under the
+// single-instance lock offers it: the predecessor is certainly dead.
+func reclaimPredecessor(ctx context.Context, store any, host, self string, log *slog.Logger) error {
+	le, ok := store.(leaseExpirer)
+	if !ok {
+		return nil
+	}
+	n, err := le.RunExpireOwnedBy(ctx, servePrefix(host), self)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		log.Warn("the previous sked serve died holding jobs; they are handed back now", "jobs", n)
+	}
+	return nil
 }

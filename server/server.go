@@ -148,8 +148,12 @@ func (s *Server) Run(ctx context.Context) error {
 		disabled["exec"] = "exec jobs run commands on this machine and are off; start sked serve with --enable-exec to allow them"
 	}
 	hostname, _ := os.Hostname()
+	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid())
+	if err := reclaimPredecessor(ctx, store, hostname, workerID, log); err != nil {
+		return err
+	}
 	pool := worker.NewPool(worker.PoolConfig{
-		Store: obs, Handlers: s.handlers, WorkerID: hostname + "/" + strconv.Itoa(os.Getpid()),
+		Store: obs, Handlers: s.handlers, WorkerID: workerID,
 		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
 		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log, MaxIdle: jitteredIdle(worker.DefaultMaxIdle),
 	})

@@ -444,3 +444,28 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// RunExpireOwnedBy ends now the leases of running jobs whose owner starts
+// with prefix, except those of owner keep, so that the reaper returns them at
+// once instead of when they run out. sked serve calls it at start for the
+// in-process pool of the serve it replaces: it holds the database's
+// single-instance lock, so that pool is dead and its leases cannot be live.
+// It returns how many leases it ended.
+func (s *Store) RunExpireOwnedBy(ctx context.Context, prefix, keep string) (int, error) {
+	var n int64
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		now := s.Now()
+		res, err := tx.ExecContext(ctx, `UPDATE jobs INDEXED BY jobs_running SET lease_until = ?
+			WHERE state = 'running' AND lease_until >= ? AND substr(lease_owner, 1, ?) = ? AND lease_owner <> ?`,
+			fmtTime(now.Add(-time.Millisecond)), fmtTime(now), len(prefix), prefix, keep)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire leases of %s*: %w", prefix, err)
+	}
+	return int(n), nil
+}

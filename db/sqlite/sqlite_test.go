@@ -9,6 +9,7 @@ import (
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/dbtest"
 	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 )
 
 func TestStore_Conformance(t *testing.T) {
@@ -37,4 +38,32 @@ func FuzzParseFixed(f *testing.F) {
 			t.Fatalf("ParseFixed(%q) = %v, time.Parse = %v, %v", s, got, want, err)
 		}
 	})
+}
+
+// TestStore_RunExpireOwnedBy ends only the leases of the named dead pool:
+// not this process's own, not a remote worker's.
+func TestStore_RunExpireOwnedBy(t *testing.T) {
+	s := sqlitetest.Open(t)
+	ctx := context.Background()
+	for range 3 {
+		if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []string{"serve:host/41", "serve:host/42", "host/43"} {
+		if c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: w, Max: 1, Lease: time.Hour}); err != nil || len(c) != 1 {
+			t.Fatalf("claim for %s: %v %v", w, c, err)
+		}
+	}
+	n, err := s.RunExpireOwnedBy(ctx, "serve:host/", "serve:host/42")
+	if err != nil || n != 1 {
+		t.Fatalf("expired %d, %v; want only serve:host/41's lease", n, err)
+	}
+	if n, _ := s.RunReapExpired(ctx); n != 1 {
+		t.Fatalf("reaped %d, want 1", n)
+	}
+	jobs, _, _ := s.JobList(ctx, db.JobListParams{State: db.StateRunning})
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs still running, want the live serve's and the remote worker's", len(jobs))
+	}
 }
