@@ -57,6 +57,7 @@ func Run(t *testing.T, open OpenFunc) {
 	for name, fn := range map[string]func(*testing.T, *fixture){
 		"JobCreate":           testJobCreate,
 		"JobCreateIdempotent": testJobCreateIdempotent,
+		"JobCreateReturns":    testJobCreateReturnsStoredJob,
 		"JobList":             testJobList,
 		"RunClaim":            testRunClaim,
 		"RunClaimTypes":       testRunClaimTypes,
@@ -924,5 +925,30 @@ func testRunFinishReturnsStoredJob(t *testing.T, f *fixture) {
 		if string(gotJSON) != string(storedJSON) {
 			t.Fatalf("%s: RunFinish returned\n%s\nbut the store holds\n%s", c.outcome, gotJSON, storedJSON)
 		}
+	}
+}
+
+// testJobCreateReturnsStoredJob checks that the job JobCreate returns is the
+// job as stored, for one-off and recurring jobs with every field set.
+func testJobCreateReturnsStoredJob(t *testing.T, f *fixture) {
+	f.Clock.Set(Start.Add(1234567 * time.Nanosecond))
+	for _, p := range []db.JobCreateParams{
+		{},
+		{Type: "http", Payload: json.RawMessage(`{"url":"http://x","n":[1,2]}`), RunAt: Start.Add(90*time.Minute + 1500*time.Microsecond),
+			MaxAttempts: 7, Timeout: 90 * time.Second, Backoff: 2500 * time.Microsecond, IdempotencyKey: "create-returns"},
+		{Schedule: "*/5 * * * *", Timezone: "Europe/London", Jitter: 90 * time.Second, Overlap: db.OverlapQueueOne,
+			Misfire: db.MisfireRunAll, ExpectSuccessWithin: 26 * time.Hour},
+		{Schedule: "@every 90s"},
+	} {
+		got := f.create(p)
+		gotJSON, _ := json.Marshal(got)
+		storedJSON, _ := json.Marshal(f.get(got.ID))
+		if string(gotJSON) != string(storedJSON) {
+			t.Fatalf("JobCreate(%+v) returned\n%s\nbut the store holds\n%s", p, gotJSON, storedJSON)
+		}
+	}
+	again, created, err := f.Store.JobCreate(f.ctx, db.JobCreateParams{Type: "other", IdempotencyKey: "create-returns"})
+	if err != nil || created || again.Type != "http" {
+		t.Fatalf("repeat of a key: %+v created=%v err=%v", again, created, err)
 	}
 }

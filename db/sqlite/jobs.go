@@ -107,17 +107,16 @@ const insertJobSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, s
 		max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
 		expect_success_ms, created_at, updated_at)
 	VALUES (?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (idempotency_key) DO NOTHING
-	RETURNING ` + jobColumns
+	ON CONFLICT (idempotency_key) DO NOTHING`
 
 // createJobs validates every element of ps, then inserts them all in one
 // transaction. A taken idempotency key yields the existing job and
 // created=false. In a batch, a validation error names its element.
 func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch bool) ([]db.Job, []bool, error) {
 	now := s.Now()
-	rows := make([][]any, len(ps))
+	jobs, created := make([]db.Job, len(ps)), make([]bool, len(ps))
 	for i, p := range ps {
-		args, err := jobInsertArgs(p, now)
+		j, err := newJob(p, now)
 		var ve *db.ValidationError
 		if batch && errors.As(err, &ve) {
 			err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: ve.Msg}
@@ -125,26 +124,28 @@ func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch b
 		if err != nil {
 			return nil, nil, err
 		}
-		rows[i] = args
+		jobs[i] = j
 	}
-	jobs, created := make([]db.Job, len(ps)), make([]bool, len(ps))
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		ins, get := tx.StmtContext(ctx, s.stmts.insertJob), tx.StmtContext(ctx, s.stmts.jobByKey)
-		for i, args := range rows {
-			if i > 0 && i == len(rows)/2 {
+		for i := range jobs {
+			if i > 0 && i == len(jobs)/2 {
 				failpoint.Hit(failpoint.MidBatchInsert)
 			}
-			j, err := scanJob(ins.QueryRowContext(ctx, args...))
-			if errors.Is(err, db.ErrNotFound) {
-				// The idempotency key is taken: the first job stands.
-				j, err = scanJob(get.QueryRowContext(ctx, ps[i].IdempotencyKey))
-			} else {
-				created[i] = true
-			}
+			res, err := ins.ExecContext(ctx, insertArgs(jobs[i])...)
 			if err != nil {
 				return err
 			}
-			jobs[i] = j
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 1 {
+				created[i] = true
+				continue
+			}
+			// The idempotency key is taken: the first job stands.
+			if jobs[i], err = scanJob(get.QueryRowContext(ctx, ps[i].IdempotencyKey)); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -154,30 +155,50 @@ func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch b
 	return jobs, created, nil
 }
 
-// jobInsertArgs checks p's schedule and returns insertJobSQL's arguments for
-// a new job created at now.
-func jobInsertArgs(p db.JobCreateParams, now time.Time) ([]any, error) {
+// newJob checks p's schedule and returns the job it creates at now, as
+// the store will hold it (times to the millisecond, defaults filled in), so
+// that creating needs no read back.
+func newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
+	now = *timePtr(now)
 	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
 	slot := p.RunAt
 	if p.Schedule != "" {
 		sched, err := schedule.Parse(p.Schedule, p.Timezone)
 		if err != nil {
-			return nil, &db.ValidationError{Field: "schedule", Msg: err.Error()}
+			return db.Job{}, &db.ValidationError{Field: "schedule", Msg: err.Error()}
 		}
 		slot = sched.Next(now)
 		if slot.IsZero() {
-			return nil, &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
+			return db.Job{}, &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
 		}
 	}
 	if slot.IsZero() {
 		slot = now
 	}
-	due := lifecycle.DueAt(id, slot, p.Jitter)
-	return []any{id, p.Type, string(orEmptyObject(p.Payload)), nullString(p.Schedule), cmpOr(p.Timezone, "UTC"),
-		fmtTime(due), fmtTime(slot), cmpOr(p.MaxAttempts, db.DefaultMaxAttempts), nullString(p.IdempotencyKey),
-		cmpOr(p.Overlap, db.OverlapSkip), cmpOr(p.Misfire, db.MisfireRunOnce),
-		cmpOr(p.Timeout, db.DefaultTimeout).Milliseconds(), cmpOr(p.Backoff, db.DefaultBackoff).Milliseconds(),
-		p.Jitter.Milliseconds(), p.ExpectSuccessWithin.Milliseconds(), fmtTime(now), fmtTime(now)}, nil
+	ms := func(d time.Duration) db.Duration { return db.Duration(d.Truncate(time.Millisecond)) }
+	j := db.Job{
+		ID: id, Type: p.Type, Payload: orEmptyObject(p.Payload), Schedule: p.Schedule,
+		Timezone: cmpOr(p.Timezone, "UTC"), State: db.StateReady,
+		NextRunAt: timePtr(lifecycle.DueAt(id, slot, p.Jitter)), Slot: timePtr(slot),
+		MaxAttempts: cmpOr(p.MaxAttempts, db.DefaultMaxAttempts), IdempotencyKey: p.IdempotencyKey,
+		Timeout: ms(cmpOr(p.Timeout, db.DefaultTimeout)), Backoff: ms(cmpOr(p.Backoff, db.DefaultBackoff)),
+		Jitter: ms(p.Jitter), ExpectSuccessWithin: ms(p.ExpectSuccessWithin),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if j.Recurring() {
+		j.Overlap, j.Misfire = cmpOr(p.Overlap, db.OverlapSkip), cmpOr(p.Misfire, db.MisfireRunOnce)
+	}
+	return j, nil
+}
+
+// insertArgs are insertJobSQL's arguments for j.
+func insertArgs(j db.Job) []any {
+	return []any{j.ID, j.Type, string(j.Payload), nullString(j.Schedule), j.Timezone,
+		fmtTime(*j.NextRunAt), fmtTime(*j.Slot), j.MaxAttempts, nullString(j.IdempotencyKey),
+		cmpOr(j.Overlap, db.OverlapSkip), cmpOr(j.Misfire, db.MisfireRunOnce),
+		time.Duration(j.Timeout).Milliseconds(), time.Duration(j.Backoff).Milliseconds(),
+		time.Duration(j.Jitter).Milliseconds(), time.Duration(j.ExpectSuccessWithin).Milliseconds(),
+		fmtTime(j.CreatedAt), fmtTime(j.UpdatedAt)}
 }
 
 func orEmptyObject(b []byte) []byte {
