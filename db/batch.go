@@ -1,6 +1,9 @@
 package db
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // MaxBatch bounds the jobs of one JobCreateBatch call (and of one
 // POST /jobs/batch request).
@@ -17,4 +20,13 @@ type BatchCreator interface {
 	// ps. It returns a *ValidationError, with Field "jobs[i].field", for a
 	// bad element.
 	JobCreateBatch(ctx context.Context, ps []JobCreateParams) ([]Job, error)
+}
+
+// CheckBatch refuses a batch of n jobs above MaxBatch with a
+// *ValidationError on the field "jobs".
+func CheckBatch(n int) error {
+	if n > MaxBatch {
+		return &ValidationError{Field: "jobs", Msg: fmt.Sprintf("%d jobs in one batch; at most %d are allowed", n, MaxBatch)}
+	}
+	return nil
 }

@@ -24,7 +24,7 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Page sizes of the list endpoints.
 const (
-	DefaultPageLimit = 50
+	DefaultPageLimit = db.DefaultPageLimit
 	MaxPageLimit     = 500
 )
 

@@ -6,6 +6,7 @@
 package lifecycle
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/sked-dev/sked/db"
@@ -218,4 +219,25 @@ func deref(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
+}
+
+// FirstSlot is the first firing of a new job created at now: its runAt (now
+// when unset) for a one-off job, the first slot after now for a schedule;
+// due is that slot plus the job's offset. The error is a
+// *db.ValidationError when the schedule does not parse or never fires.
+func FirstSlot(p db.JobCreateParams, id string, now time.Time) (slot, due time.Time, err error) {
+	slot = p.RunAt
+	if p.Schedule != "" {
+		sched, err := schedule.Parse(p.Schedule, p.Timezone)
+		if err != nil {
+			return slot, due, &db.ValidationError{Field: "schedule", Msg: err.Error()}
+		}
+		if slot = sched.Next(now); slot.IsZero() {
+			return slot, due, &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
+		}
+	}
+	if slot.IsZero() {
+		slot = now
+	}
+	return slot, DueAt(id, slot, p.Jitter), nil
 }

@@ -19,3 +19,13 @@ func BenchmarkSchedule_Next(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParse measures Parse of a schedule already seen, as the stores
+// call it on every claim and completion of a recurring job.
+func BenchmarkParse(b *testing.B) {
+	for b.Loop() {
+		if _, err := Parse("30 2 * * 1-5", "Europe/Berlin"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -40,6 +40,8 @@ import (
 	"hash/fnv"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -85,7 +87,31 @@ type Schedule struct {
 // panics. It rejects a TZ= or CRON_TZ= prefix (the zone belongs in tz),
 // @every intervals below 1s, and cron specs that can never fire, such as
 // "0 0 30 2 *". An @every interval is truncated to whole seconds.
-func Parse(spec, tz string) (s *Schedule, err error) {
+func Parse(spec, tz string) (*Schedule, error) {
+	key := tz + "\n" + spec
+	if s, ok := parsed.Load(key); ok {
+		return s.(*Schedule), nil
+	}
+	s, err := parse(spec, tz)
+	if err == nil && parsedCount.Add(1) <= maxParsed {
+		parsed.Store(key, s)
+	}
+	return s, err
+}
+
+// parsed caches the schedules Parse returned, by zone and spec: the stores
+// parse a job's schedule at every claim and completion of a recurring job,
+// inside the write transaction, and loading a zone reads the tz database
+// each time. A Schedule is immutable, so sharing it is safe. The cache stops
+// growing at maxParsed entries (schedules checked but never stored, say).
+var (
+	parsed      sync.Map // string -> *Schedule
+	parsedCount atomic.Int64
+)
+
+const maxParsed = 4096
+
+func parse(spec, tz string) (s *Schedule, err error) {
 	loc, err := loadLocation(tz)
 	if err != nil {
 		return nil, err

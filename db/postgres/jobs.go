@@ -84,8 +84,8 @@ func (s *Store) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bo
 
 // JobCreateBatch inserts jobs in one transaction; see db.BatchCreator.
 func (s *Store) JobCreateBatch(ctx context.Context, ps []db.JobCreateParams) ([]db.Job, error) {
-	if len(ps) > db.MaxBatch {
-		return nil, &db.ValidationError{Field: "jobs", Msg: fmt.Sprintf("%d jobs in one batch; at most %d are allowed", len(ps), db.MaxBatch)}
+	if err := db.CheckBatch(len(ps)); err != nil {
+		return nil, err
 	}
 	jobs, _, err := s.createJobs(ctx, ps, true)
 	return jobs, err
@@ -136,21 +136,10 @@ func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch b
 // it) it returns the first job and created=false.
 func createJob(ctx context.Context, tx pgx.Tx, p db.JobCreateParams, now time.Time) (db.Job, bool, error) {
 	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
-	slot := p.RunAt
-	if p.Schedule != "" {
-		sched, err := schedule.Parse(p.Schedule, p.Timezone)
-		if err != nil {
-			return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: err.Error()}
-		}
-		slot = sched.Next(now)
-		if slot.IsZero() {
-			return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
-		}
+	slot, due, err := lifecycle.FirstSlot(p, id, now)
+	if err != nil {
+		return db.Job{}, false, err
 	}
-	if slot.IsZero() {
-		slot = now
-	}
-	due := lifecycle.DueAt(id, slot, p.Jitter)
 	payload := p.Payload
 	if len(payload) == 0 {
 		payload = []byte("{}")
@@ -220,21 +209,14 @@ func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, stri
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := cmp.Or(p.Limit, 50)
+	limit := db.PageLimit(p.Limit)
 	args = append(args, limit+1)
 	q += ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
 	jobs, err := queryJobs(ctx, s.pool, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list jobs: %w", err)
 	}
-	if jobs == nil {
-		jobs = []db.Job{}
-	}
-	next := ""
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-		next = jobs[limit-1].ID
-	}
+	jobs, next := db.Page(append([]db.Job{}, jobs...), limit, func(j db.Job) string { return j.ID })
 	return jobs, next, nil
 }
 

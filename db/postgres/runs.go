@@ -47,7 +47,7 @@ func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int6
 	if err != nil {
 		return nil, 0, fmt.Errorf("list runs of %s: %w", p.JobID, err)
 	}
-	limit, cursor := cmp.Or(p.Limit, 50), p.Cursor
+	limit, cursor := db.PageLimit(p.Limit), p.Cursor
 	if cursor <= 0 {
 		cursor = 1<<63 - 1
 	}
@@ -68,11 +68,7 @@ func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int6
 	if err := rows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("list runs of %s: %w", p.JobID, err)
 	}
-	var next int64
-	if len(runs) > limit {
-		runs = runs[:limit]
-		next = runs[limit-1].ID
-	}
+	runs, next := db.Page(runs, limit, func(r db.Run) int64 { return r.ID })
 	return runs, next, nil
 }
 

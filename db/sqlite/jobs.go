@@ -95,8 +95,8 @@ func (s *Store) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bo
 
 // JobCreateBatch inserts jobs in one transaction; see db.BatchCreator.
 func (s *Store) JobCreateBatch(ctx context.Context, ps []db.JobCreateParams) ([]db.Job, error) {
-	if len(ps) > db.MaxBatch {
-		return nil, &db.ValidationError{Field: "jobs", Msg: fmt.Sprintf("%d jobs in one batch; at most %d are allowed", len(ps), db.MaxBatch)}
+	if err := db.CheckBatch(len(ps)); err != nil {
+		return nil, err
 	}
 	jobs, _, err := s.createJobs(ctx, ps, true)
 	return jobs, err
@@ -161,25 +161,15 @@ func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch b
 func newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
 	now = *timePtr(now)
 	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
-	slot := p.RunAt
-	if p.Schedule != "" {
-		sched, err := schedule.Parse(p.Schedule, p.Timezone)
-		if err != nil {
-			return db.Job{}, &db.ValidationError{Field: "schedule", Msg: err.Error()}
-		}
-		slot = sched.Next(now)
-		if slot.IsZero() {
-			return db.Job{}, &db.ValidationError{Field: "schedule", Msg: fmt.Sprintf("%q never fires", p.Schedule)}
-		}
-	}
-	if slot.IsZero() {
-		slot = now
+	slot, due, err := lifecycle.FirstSlot(p, id, now)
+	if err != nil {
+		return db.Job{}, err
 	}
 	ms := func(d time.Duration) db.Duration { return db.Duration(d.Truncate(time.Millisecond)) }
 	j := db.Job{
 		ID: id, Type: p.Type, Payload: orEmptyObject(p.Payload), Schedule: p.Schedule,
 		Timezone: cmpOr(p.Timezone, "UTC"), State: db.StateReady,
-		NextRunAt: timePtr(lifecycle.DueAt(id, slot, p.Jitter)), Slot: timePtr(slot),
+		NextRunAt: timePtr(due), Slot: timePtr(slot),
 		MaxAttempts: cmpOr(p.MaxAttempts, db.DefaultMaxAttempts), IdempotencyKey: p.IdempotencyKey,
 		Timeout: ms(cmpOr(p.Timeout, db.DefaultTimeout)), Backoff: ms(cmpOr(p.Backoff, db.DefaultBackoff)),
 		Jitter: ms(p.Jitter), ExpectSuccessWithin: ms(p.ExpectSuccessWithin),
@@ -244,30 +234,14 @@ func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, stri
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := cmpOr(p.Limit, 50)
+	limit := db.PageLimit(p.Limit)
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit+1)
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	jobs, err := scanJobs(s.read.QueryContext(ctx, q, args...))
 	if err != nil {
 		return nil, "", fmt.Errorf("list jobs: %w", err)
 	}
-	defer rows.Close()
-	jobs := []db.Job{}
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		jobs = append(jobs, j)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list jobs: %w", err)
-	}
-	next := ""
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-		next = jobs[limit-1].ID
-	}
+	jobs, next := db.Page(append([]db.Job{}, jobs...), limit, func(j db.Job) string { return j.ID })
 	return jobs, next, nil
 }
 
