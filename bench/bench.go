@@ -134,8 +134,9 @@ func (e *env) nodes() []node {
 }
 
 // enqueue creates n no-op jobs due at runAt (zero: now) in batches of
-// batch, one transaction each, and returns how long it took.
-func enqueue(ctx context.Context, s db.BatchCreator, n, batch int, runAt time.Time) (time.Duration, error) {
+// batch, one transaction each, and returns how long it took. afterBatch, if
+// not nil, is called after each batch.
+func enqueue(ctx context.Context, s db.BatchCreator, n, batch int, runAt time.Time, afterBatch func()) (time.Duration, error) {
 	start := time.Now()
 	ps := make([]db.JobCreateParams, 0, batch)
 	for done := 0; done < n; done += len(ps) {
@@ -145,6 +146,9 @@ func enqueue(ctx context.Context, s db.BatchCreator, n, batch int, runAt time.Ti
 		}
 		if _, err := s.JobCreateBatch(ctx, ps); err != nil {
 			return 0, fmt.Errorf("enqueue: %w", err)
+		}
+		if afterBatch != nil {
+			afterBatch()
 		}
 	}
 	return time.Since(start), nil
@@ -251,7 +255,7 @@ func RunThroughput(ctx context.Context, cfg Config) (Throughput, error) {
 	}
 	defer e.close()
 	r := Throughput{Jobs: cfg.Jobs, Workers: cfg.Workers, BatchLen: cfg.Batch}
-	if r.Enqueue, err = enqueue(ctx, e.stores[0], cfg.Jobs, cfg.Batch, time.Time{}); err != nil {
+	if r.Enqueue, err = enqueue(ctx, e.stores[0], cfg.Jobs, cfg.Batch, time.Time{}, nil); err != nil {
 		return r, err
 	}
 	c := newCounter(cfg.Jobs)
@@ -285,9 +289,23 @@ func (s Spike) Percentile(p float64) time.Duration {
 
 // RunSpike starts a pool with at least cfg.Spike free slots, with backlog
 // jobs waiting a day or more in the future, then creates cfg.Spike jobs due
-// at the same instant and measures when each starts and when the last is
-// recorded.
+// at the same instant, a moment later, and measures when each starts and
+// when the last is recorded.
 func RunSpike(ctx context.Context, cfg Config, backlog int) (Spike, error) {
+	return runSpike(ctx, cfg, backlog, 500*time.Millisecond)
+}
+
+// RunSpikeDueNow is RunSpike with the jobs due as they are created, in
+// batches of cfg.Batch: their start lateness counts from their creation,
+// and the pool hears of each batch as sked serve's does from POST
+// /jobs/batch, so that nothing of them is known ahead.
+func RunSpikeDueNow(ctx context.Context, cfg Config) (Spike, error) {
+	return runSpike(ctx, cfg, 0, 0)
+}
+
+// runSpike is RunSpike with the jobs due lead after their creation starts
+// (zero: as each is created).
+func runSpike(ctx context.Context, cfg Config, backlog int, lead time.Duration) (Spike, error) {
 	cfg = cfg.withDefaults()
 	resetPeakRSS()
 	e, err := openEnv(ctx, cfg)
@@ -302,7 +320,7 @@ func RunSpike(ctx context.Context, cfg Config, backlog int) (Spike, error) {
 	// The jobs are due far enough ahead that every batch is in before they
 	// are due; should enqueueing overrun the lead, the spike is run again
 	// on the same database with a longer one.
-	for lead := 500 * time.Millisecond; ; lead *= 4 {
+	for ; ; lead *= 4 {
 		late, last, ok, err := spikeOnce(ctx, e, cfg, lead)
 		if err != nil {
 			return r, err
@@ -317,10 +335,11 @@ func RunSpike(ctx context.Context, cfg Config, backlog int) (Spike, error) {
 	return r, nil
 }
 
-// spikeOnce creates cfg.Spike jobs due lead from now with a running pool
-// of enough slots and waits for them all. It returns every start lateness,
-// sorted, and when the last run was recorded, relative to the due time; ok
-// is false when enqueueing took longer than lead.
+// spikeOnce creates cfg.Spike jobs due lead from now (zero: as each is
+// created) with a running pool of enough slots and waits for them all. It
+// returns every start lateness, sorted, and when the last run was recorded,
+// relative to the due time (zero lead: the start of the enqueue); ok is
+// false when enqueueing took longer than a lead above zero.
 func spikeOnce(ctx context.Context, e *env, cfg Config, lead time.Duration) (late []time.Duration, last time.Duration, ok bool, err error) {
 	var mu sync.Mutex
 	c := newCounter(cfg.Spike)
@@ -333,11 +352,17 @@ func spikeOnce(ctx context.Context, e *env, cfg Config, lead time.Duration) (lat
 	})
 	defer stop()
 	due := time.Now().Add(lead).Truncate(time.Millisecond) // times are stored to the millisecond
-	if _, err := enqueue(ctx, e.stores[0], cfg.Spike, cfg.Batch, due); err != nil {
+	runAt, wake := due, func() {}
+	if lead == 0 {
+		// As POST /jobs/batch does on the node that took it; the others
+		// hear the store's wake-ups.
+		runAt, wake = time.Time{}, pools[0].Wake
+	}
+	if _, err := enqueue(ctx, e.stores[0], cfg.Spike, cfg.Batch, runAt, wake); err != nil {
 		return nil, 0, false, err
 	}
-	ok = time.Now().Before(due)
-	pools[0].Wake() // as POST /jobs does on the node that took it; the others hear the store's wake-ups
+	ok = lead == 0 || time.Now().Before(due)
+	pools[0].Wake()
 	if err := c.wait(ctx, 5*time.Minute); err != nil {
 		return nil, 0, false, err
 	}

@@ -72,6 +72,20 @@ func BenchmarkSpike(b *testing.B) {
 	}
 }
 
+// BenchmarkSpikeDueNow runs b.N spikes of 2,000 jobs due as they are
+// created and reports the start lateness of the last of them.
+func BenchmarkSpikeDueNow(b *testing.B) {
+	for b.Loop() {
+		r, err := bench.RunSpikeDueNow(context.Background(), bench.Config{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(r.Percentile(50).Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(r.Percentile(99).Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(r.Percentile(100).Microseconds())/1000, "max-ms")
+	}
+}
+
 // TestRunPostgres runs every measurement at a tiny size on three nodes
 // sharing one PostgreSQL schema and checks that each accounted for all of
 // its jobs and that the report has every row. It skips without
