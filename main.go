@@ -111,6 +111,7 @@ type serveConfig struct {
 	Workers             int
 	Lease               time.Duration
 	Grace               time.Duration
+	ClaimAhead          time.Duration // claim jobs this long before they are due; 0: only due jobs
 	EnableExec          bool
 	AllowPrivateTargets bool
 	HTTPSecret          string
@@ -138,10 +139,12 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.Addr, "addr", env("addr", "127.0.0.1:8080"), "HTTP listen address (SKED_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", env("log-format", "text"), "log format: text or json (SKED_LOG_FORMAT)")
 	fs.StringVar(&c.HTTPSecret, "http-secret", env("http-secret", ""), "sign http jobs' requests with this HMAC secret (SKED_HTTP_SECRET)")
-	var workers, lease, grace, maxBody, enableExec, allowPrivate, testClock string
+	var workers, lease, grace, claimAhead, maxBody, enableExec, allowPrivate, testClock string
 	fs.StringVar(&workers, "workers", env("workers", strconv.Itoa(worker.DefaultSlots)), "jobs run at once by this process (SKED_WORKERS)")
 	fs.StringVar(&lease, "lease", env("lease", db.DefaultLease.String()), "lease of a claimed job, renewed while it runs (SKED_LEASE)")
 	fs.StringVar(&grace, "grace", env("grace", worker.DefaultGrace.String()), "how long shutdown waits for running jobs (SKED_GRACE)")
+	fs.StringVar(&claimAhead, "claim-ahead", env("claim-ahead", worker.DefaultClaimAhead.String()),
+		"claim jobs this long before they are due and start each when it is due, so that a spike starts on time; 0: claim only due jobs (SKED_CLAIM_AHEAD)")
 	fs.StringVar(&maxBody, "max-body", env("max-body", "1048576"), "largest request body in bytes (SKED_MAX_BODY)")
 	fs.StringVar(&enableExec, "enable-exec", env("enable-exec", "false"), "run jobs of type exec (commands on this machine) (SKED_ENABLE_EXEC)")
 	fs.StringVar(&allowPrivate, "allow-private-targets", env("allow-private-targets", "false"),
@@ -184,6 +187,12 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return err
 	})
 	parse("grace", grace, func(v string) (err error) { c.Grace, err = time.ParseDuration(v); return err })
+	parse("claim-ahead", claimAhead, func(v string) (err error) {
+		if c.ClaimAhead, err = time.ParseDuration(v); err == nil && (c.ClaimAhead < 0 || c.ClaimAhead > c.Lease/4) {
+			err = fmt.Errorf("must be between 0 and a quarter of --lease (%s)", c.Lease/4)
+		}
+		return err
+	})
 	parse("max-body", maxBody, func(v string) (err error) { c.MaxBody, err = strconv.ParseInt(v, 10, 64); return err })
 	parse("enable-exec", enableExec, func(v string) (err error) { c.EnableExec, err = strconv.ParseBool(v); return err })
 	parse("allow-private-targets", allowPrivate, func(v string) (err error) { c.AllowPrivateTargets, err = strconv.ParseBool(v); return err })
@@ -244,6 +253,6 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		DB: cfg.DB, Addr: cfg.Addr, Workers: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
 		EnableExec: cfg.EnableExec, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
 		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), Version: version, TestClock: cfg.TestClock,
-		Tokens: cfg.Tokens, Retention: retention(cfg.Retention), NotifySinks: cfg.NotifySinks,
+		Tokens: cfg.Tokens, Retention: offWhenZero(cfg.Retention), NotifySinks: cfg.NotifySinks, ClaimAhead: offWhenZero(cfg.ClaimAhead),
 	}).Run(ctx)
 }

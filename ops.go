@@ -69,9 +69,10 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// retention maps --retention to server.Config.Retention, where zero means
-// the default and negative means never.
-func retention(d time.Duration) time.Duration {
+// offWhenZero maps a duration flag whose 0 turns its feature off
+// (--retention, --claim-ahead) to its server.Config field, where zero means
+// the default and negative off.
+func offWhenZero(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
 	}

@@ -224,6 +224,16 @@ type RunClaimParams struct {
 	Types    []string // empty: any type
 	Max      int
 	Lease    time.Duration
+	// More says the caller claims again at once if this claim comes back
+	// full: it has more free slots than Max. A store may then hold its
+	// other writes back for the next claim, so that a spike of due jobs
+	// is claimed before the completions of its first runs are recorded.
+	More bool
+	// Ahead also claims the jobs that fall due within Ahead from now; the
+	// caller must start each one no sooner than its NextRunAt. A scheduler
+	// that knows a spike is coming claims it before it is due instead of
+	// after. Their runs record NextRunAt as their start.
+	Ahead time.Duration
 }
 
 // RunHeartbeatParams extends a lease held with Generation.

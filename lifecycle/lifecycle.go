@@ -75,6 +75,15 @@ type Result struct {
 	Triggered bool // an operator's extra run is still to happen
 }
 
+// StartsAt is when the run of j, claimed at now, starts: now, or j's due
+// time if it was claimed ahead of it (see db.RunClaimParams.Ahead).
+func StartsAt(j db.Job, now time.Time) time.Time {
+	if j.NextRunAt != nil && j.NextRunAt.After(now) {
+		return *j.NextRunAt
+	}
+	return now
+}
+
 // Finished decides what a job does after the run claimed at claimedAt ended
 // at now with p.Outcome. s is nil for one-off jobs. rnd draws the backoff
 // jitter.
@@ -82,8 +91,9 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	slot := deref(j.Slot)
 	switch {
 	case p.Outcome == db.OutcomeReleased:
-		// Handed back at shutdown: not the job's fault, not an attempt.
-		return Result{State: db.StateReady, Slot: slot, NextRunAt: now, Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
+		// Handed back at shutdown: not the job's fault, not an attempt. One
+		// claimed ahead and handed back before it was due is due as before.
+		return Result{State: db.StateReady, Slot: slot, NextRunAt: StartsAt(*j, now), Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
 	case j.Triggered && s != nil:
 		// An operator's extra run: one attempt, and the schedule's pending
 		// slot stays as it was.

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,6 +53,10 @@ type Config struct {
 	// Retention is the age past which finished history is pruned (see
 	// db.Pruner); zero means worker.DefaultRetention, negative never.
 	Retention time.Duration
+	// ClaimAhead is how long before they are due the pool claims jobs (see
+	// worker.PoolConfig.ClaimAhead); zero means worker.DefaultClaimAhead,
+	// negative only due jobs. A test clock claims only due jobs.
+	ClaimAhead time.Duration
 	// TestClock, when not zero, runs the server on a virtual clock stopped
 	// at this time and moved only by POST /test/clock.
 	TestClock time.Time
@@ -85,7 +88,7 @@ func New(cfg Config) *Server {
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 	cfg.MaxHeaderBytes = cmp.Or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, handlers: map[string]worker.HandlerFunc{
 		"http": worker.HTTP(worker.HTTPConfig{AllowPrivate: cfg.AllowPrivateTargets, Secret: cfg.HTTPSecret}),
@@ -154,7 +157,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	pool := worker.NewPool(worker.PoolConfig{
 		Store: obs, Handlers: s.handlers, WorkerID: workerID,
-		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
+		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace, ClaimAhead: claimAhead(cfg),
 		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log, MaxIdle: jitteredIdle(worker.DefaultMaxIdle),
 	})
 	reaper := &worker.Reaper{Store: obs, Logger: log}
@@ -236,4 +239,14 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	log.Info("stopped")
 	return err
+}
+
+// claimAhead is the pool's PoolConfig.ClaimAhead for cfg. On a test clock
+// it is off: the pool waits for a job's due time in real time, and a
+// virtual clock moves only when told.
+func claimAhead(cfg Config) time.Duration {
+	if !cfg.TestClock.IsZero() {
+		return -1
+	}
+	return cfg.ClaimAhead
 }

@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -28,6 +28,13 @@ const (
 	DefaultSlots   = 16
 	DefaultMaxIdle = time.Second
 	DefaultGrace   = 30 * time.Second
+	// DefaultClaimBatch bounds one claim: a spike of due jobs is taken in
+	// transactions of this many, so the first of them start while the rest
+	// are still being claimed.
+	DefaultClaimBatch = 256
+	// DefaultClaimAhead is how far ahead of their due time jobs are
+	// claimed (see PoolConfig.ClaimAhead).
+	DefaultClaimAhead = 250 * time.Millisecond
 )
 
 // PoolConfig configures a Pool. Zero values mean the defaults.
@@ -37,6 +44,17 @@ type PoolConfig struct {
 	WorkerID string                 // names the pool in leases and runs
 	Slots    int                    // handlers running at once
 	Lease    time.Duration          // lease asked for at claim and renewed at a third of it
+	// ClaimBatch is the most jobs one claim takes; the dispatcher claims
+	// again at once while slots stay free and claims come back full.
+	ClaimBatch int
+	// ClaimAhead claims the jobs that fall due within it before they are
+	// due, and starts each when it is due on the store's clock: a spike
+	// known ahead (a schedule, jobs created for later) starts on time
+	// however long claiming it takes. A job claimed ahead is held by this
+	// worker, so cancelling it answers 409 as for a running job. 0 means
+	// DefaultClaimAhead; a negative value claims only due jobs. It is at
+	// most a quarter of Lease.
+	ClaimAhead time.Duration
 	// MaxIdle is the longest the dispatcher sleeps without a wake-up or a
 	// known due time; it bounds how late a job written by another process
 	// starts.
@@ -62,7 +80,19 @@ type Pool struct {
 	wake  chan struct{} // buffered(1): a wake-up pending
 	freed chan struct{} // buffered(1): a slot came free
 	sem   chan struct{} // one token per running handler
-	wg    sync.WaitGroup
+	// recheck: a run ended with its job ready again (a retry, a schedule's
+	// next slot), so the earliest due time may have moved; buffered(1).
+	recheck chan struct{}
+	handoff chan db.Claim  // to an idle worker goroutine
+	wg      sync.WaitGroup // running handlers
+	workers sync.WaitGroup // worker goroutines
+
+	// The dispatcher goroutine's own: drained is set when the last claim
+	// took every due job, and then next (if hasNext) is the earliest due
+	// time read since.
+	drained bool
+	next    time.Time
+	hasNext bool
 }
 
 // Causes a running handler's context is cancelled with.
@@ -70,6 +100,9 @@ var (
 	errLeaseLost       = errors.New("lease lost: another worker may hold the job now")
 	errCancelRequested = errors.New("cancellation requested")
 	errShutdown        = errors.New("worker shutting down")
+	// errNotDue ends a run claimed ahead (PoolConfig.ClaimAhead) that
+	// shutdown reached before it was due: it never started.
+	errNotDue = errors.New("handed back at shutdown before it was due")
 )
 
 // NewPool returns a pool for cfg. It panics if cfg.Store is nil or there are
@@ -82,19 +115,23 @@ func NewPool(cfg PoolConfig) *Pool {
 	cfg.Lease = cmp.Or(cfg.Lease, db.DefaultLease)
 	cfg.MaxIdle = cmp.Or(cfg.MaxIdle, DefaultMaxIdle)
 	cfg.Grace = cmp.Or(cfg.Grace, DefaultGrace)
+	cfg.ClaimBatch = cmp.Or(cfg.ClaimBatch, DefaultClaimBatch)
+	cfg.ClaimAhead = min(max(cmp.Or(cfg.ClaimAhead, DefaultClaimAhead), 0), cfg.Lease/4)
 	cfg.WorkerID = cmp.Or(cfg.WorkerID, "local")
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Pool{
-		cfg:   cfg,
-		types: slices.Sorted(maps.Keys(cfg.Handlers)),
-		wake:  make(chan struct{}, 1),
-		freed: make(chan struct{}, 1),
-		sem:   make(chan struct{}, cfg.Slots),
+		cfg:     cfg,
+		types:   slices.Sorted(maps.Keys(cfg.Handlers)),
+		wake:    make(chan struct{}, 1),
+		freed:   make(chan struct{}, 1),
+		recheck: make(chan struct{}, 1),
+		handoff: make(chan db.Claim),
+		sem:     make(chan struct{}, cfg.Slots),
 	}
 }
 
@@ -130,56 +167,128 @@ func (p *Pool) Run(ctx context.Context) error {
 		stopRuns(errShutdown)
 		<-done
 	}
+	p.workers.Wait()
 	return nil
 }
 
-// runOnce claims as many due jobs as there are free slots, starts them, and
-// sleeps until something may be due: a wake-up, a freed slot, the earliest
-// due time or MaxIdle. After a failed claim it sleeps MaxIdle whatever is
-// due: a store that refuses writes (full disk, locked file) must not be
-// asked again at once for a job that is already due.
+// runOnce claims as many due jobs as there are free slots (at most
+// ClaimBatch), starts them, and sleeps until something may be due: a
+// wake-up, a freed slot, the earliest due time or MaxIdle. After a failed
+// claim it sleeps MaxIdle whatever is due: a store that refuses writes (full
+// disk, locked file) must not be asked again at once for a job that is
+// already due.
 func (p *Pool) runOnce(ctx, runCtx context.Context) {
 	free := cap(p.sem) - len(p.sem)
-	claimFailed := false
-	if free > 0 {
+	if free > 0 && p.mayBeDue() {
+		want := min(free, p.cfg.ClaimBatch)
 		claims, err := p.cfg.Store.RunClaim(ctx, db.RunClaimParams{
-			WorkerID: p.cfg.WorkerID, Types: p.types, Max: free, Lease: p.cfg.Lease,
+			WorkerID: p.cfg.WorkerID, Types: p.types, Max: want, Lease: p.cfg.Lease, More: free > want,
+			Ahead: p.cfg.ClaimAhead,
 		})
 		if err != nil && ctx.Err() == nil {
 			p.cfg.Logger.Error("claim", "err", err)
-			claimFailed = true
 		}
 		for _, c := range claims {
 			p.sem <- struct{}{}
-			p.wg.Add(1)
-			go p.execute(runCtx, c)
+			p.start(ctx, runCtx, c)
 		}
-		if err == nil && len(claims) == free {
+		if err == nil && len(claims) == want {
+			p.drained = false
 			return // more may be due right now
 		}
+		p.drained = err == nil
+		p.readNextDue(ctx)
 	}
 	wait := p.cfg.MaxIdle
-	if free > 0 && !claimFailed && p.cfg.NextDueFunc != nil {
-		if next, ok, err := p.cfg.NextDueFunc(ctx, p.types); err == nil && ok {
-			wait = min(wait, max(next.Sub(p.cfg.NowFunc()), time.Millisecond))
-		}
+	if p.drained && p.hasNext {
+		wait = min(wait, max(p.next.Sub(p.cfg.NowFunc())-p.cfg.ClaimAhead, time.Millisecond))
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-p.wake:
+		p.drained = false
 	case <-p.freed:
+	case <-p.recheck:
+		p.readNextDue(ctx)
 	case <-t.C:
+		p.drained = false
 	}
 }
 
-// execute runs one claimed job and records its outcome.
-func (p *Pool) execute(runCtx context.Context, c db.Claim) {
+// mayBeDue says whether a claim may find a job. It may, unless the last
+// claim took every due job and since then only freed slots woke the
+// dispatcher: a freed slot makes no job due, so the earliest due time read
+// after that claim decides. Without that every finished run would cost a
+// claim, a write, that finds nothing.
+func (p *Pool) mayBeDue() bool {
+	return !p.drained || (p.hasNext && !p.next.After(p.cfg.NowFunc().Add(p.cfg.ClaimAhead)))
+}
+
+// readNextDue reads the earliest due time of the pool's types, when the
+// last claim took every due job. Without it (no NextDueFunc, or it failed)
+// the next freed slot claims again.
+func (p *Pool) readNextDue(ctx context.Context) {
+	if !p.drained {
+		return
+	}
+	if p.cfg.NextDueFunc == nil {
+		p.drained = false
+		return
+	}
+	next, ok, err := p.cfg.NextDueFunc(ctx, p.types)
+	p.next, p.hasNext, p.drained = next, ok, err == nil
+}
+
+// start runs c on an idle worker goroutine, or on a new one.
+func (p *Pool) start(ctx, runCtx context.Context, c db.Claim) {
+	p.wg.Add(1)
+	select {
+	case p.handoff <- c:
+	default:
+		p.workers.Add(1)
+		go p.work(ctx, runCtx, c)
+	}
+}
+
+// workerIdle is how long a worker goroutine waits for its next run.
+const workerIdle = 10 * time.Second
+
+// work runs c, then the runs handed to it, until it has been idle for
+// workerIdle or shutdown began. Reused goroutines spare a busy pool a new
+// goroutine, and the growth of its stack, for every run.
+func (p *Pool) work(ctx, runCtx context.Context, c db.Claim) {
+	defer p.workers.Done()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		p.execute(ctx, runCtx, c)
+		idle.Reset(workerIdle)
+		select {
+		case c = <-p.handoff:
+		case <-idle.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// execute runs one claimed job and records its outcome. ctx is the
+// dispatcher's: once it is done, a job claimed ahead that is not yet due is
+// handed back instead of started.
+func (p *Pool) execute(ctx, runCtx context.Context, c db.Claim) {
 	defer p.wg.Done()
 	defer func() { <-p.sem; signal(p.freed) }()
 
 	j := c.Job
+	// A job claimed ahead waits until it is due; everything else is made
+	// ready before, so that a spike claimed ahead starts at once.
+	wait := time.Duration(0)
+	if j.NextRunAt != nil {
+		wait = max(j.NextRunAt.Sub(p.cfg.NowFunc()), 0)
+	}
 	job := &Job{
 		ID: j.ID, Type: j.Type, Payload: j.Payload, Attempt: j.Attempt, Generation: j.LeaseGeneration,
 		IdempotencyKey: j.IdempotencyKey, Output: &Tail{Max: db.OutputTailBytes},
@@ -189,19 +298,31 @@ func (p *Pool) execute(runCtx context.Context, c db.Claim) {
 	}
 	hctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
-	tctx, cancelTimeout := context.WithTimeout(hctx, cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout))
+	tctx, cancelTimeout := context.WithDeadline(hctx, time.Now().Add(wait+cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout)))
 	defer cancelTimeout()
 
+	// The first renewal is due at a third of the lease: a run that ends
+	// sooner, as most do, never starts the heartbeat goroutine.
 	stopBeat := make(chan struct{})
 	beatDone := make(chan struct{})
-	go func() {
+	claimed := time.Now() // the claim was answered just before
+	beat := time.AfterFunc(p.cfg.Lease/3, func() {
 		defer close(beatDone)
-		p.heartbeat(hctx, j, cancel, stopBeat)
-	}()
+		p.heartbeat(hctx, j, cancel, stopBeat, claimed)
+	})
+	err := errNotDue
 	start := time.Now()
-	err := safeCall(tctx, p.cfg.Handlers[j.Type], job)
+	if waitFor(ctx, wait) {
+		start = time.Now()
+		err = safeCall(tctx, p.cfg.Handlers[j.Type], job)
+	}
+	// Let runs that are due now start before this one is recorded: when
+	// many start at once (a spike), short ones end before the others begin.
+	runtime.Gosched()
 	close(stopBeat)
-	<-beatDone
+	if !beat.Stop() {
+		<-beatDone
+	}
 
 	fin := db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Output: job.Output.String()}
 	cause := context.Cause(hctx)
@@ -211,6 +332,8 @@ func (p *Pool) execute(runCtx context.Context, c db.Claim) {
 		return
 	case err == nil:
 		fin.Outcome = db.OutcomeSucceeded
+	case errors.Is(err, errNotDue):
+		fin.Outcome, fin.Error = db.OutcomeReleased, err.Error()
 	case errors.Is(cause, errCancelRequested):
 		fin.Outcome, fin.Error = db.OutcomeCancelled, "cancelled on request: "+err.Error()
 	case errors.Is(cause, errShutdown):
@@ -221,10 +344,34 @@ func (p *Pool) execute(runCtx context.Context, c db.Claim) {
 	default:
 		fin.Outcome, fin.Retryable, fin.Error = db.OutcomeFailed, !IsPermanent(err), err.Error()
 	}
+	p.record(runCtx, j, fin, start)
+}
+
+// waitFor waits d, and returns false if ctx ends first.
+func waitFor(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// record records the outcome of j's run, which started at start, and logs
+// it.
+func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, start time.Time) {
 	// The outcome is recorded even when shutdown cancelled runCtx.
 	fctx, cancelFinish := context.WithTimeout(context.WithoutCancel(runCtx), 10*time.Second)
 	defer cancelFinish()
 	after, ferr := p.finish(fctx, fin)
+	if ferr == nil && after.State == db.StateReady {
+		signal(p.recheck)
+	}
 	log := p.cfg.Logger.With("job_id", j.ID, "type", j.Type, "attempt", j.Attempt, "generation", j.LeaseGeneration,
 		"outcome", fin.Outcome, "duration", time.Since(start).Round(time.Millisecond))
 	switch {
@@ -262,7 +409,9 @@ func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, erro
 	}
 }
 
-// heartbeat renews the lease every third of it until stop is closed. It
+// heartbeat renews the lease at once and then every third of it until stop
+// is closed; the pool starts it a third of the lease after the claim, which
+// granted the lease at renewed. It
 // cancels the handler when the lease is lost or cancellation is requested,
 // and also when renewals have failed (the store is unreachable) for so long
 // that the lease may be about to expire: the pool then gives the run up
@@ -275,17 +424,10 @@ func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, erro
 // that succeeded, so the handler always has a sixth of the lease to stop. A
 // slow store alone does not lose the lease: renewals taking up to 5/12 of
 // it each (back to back, measured from the last success) still succeed.
-func (p *Pool) heartbeat(ctx context.Context, j db.Job, cancel context.CancelCauseFunc, stop <-chan struct{}) {
+func (p *Pool) heartbeat(ctx context.Context, j db.Job, cancel context.CancelCauseFunc, stop <-chan struct{}, renewed time.Time) {
 	t := time.NewTicker(p.cfg.Lease / 3)
 	defer t.Stop()
-	// The claim was answered just before the run started.
-	renewed := time.Now()
 	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
 		sent := time.Now()
 		bctx, cancelBeat := context.WithDeadline(context.WithoutCancel(ctx), renewed.Add(p.cfg.Lease*5/6))
 		hb, err := p.cfg.Store.RunHeartbeat(bctx, db.RunHeartbeatParams{JobID: j.ID, Generation: j.LeaseGeneration, Lease: p.cfg.Lease})
@@ -306,6 +448,11 @@ func (p *Pool) heartbeat(ctx context.Context, j db.Job, cancel context.CancelCau
 			if hb.CancelRequested {
 				cancel(errCancelRequested)
 			}
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
 		}
 	}
 }

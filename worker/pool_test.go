@@ -17,7 +17,9 @@ import (
 // function that stops it and waits for Run to return.
 func startPool(t *testing.T, store *sqlite.Store, cfg worker.PoolConfig) (*worker.Pool, func()) {
 	t.Helper()
-	cfg.Store = store
+	if cfg.Store == nil {
+		cfg.Store = store
+	}
 	cfg.NextDueFunc = store.JobNextDue
 	cfg.NowFunc = store.Now
 	if cfg.MaxIdle == 0 {
@@ -101,6 +103,93 @@ func TestPool_SleepsUntilDue(t *testing.T) {
 		"later": func(context.Context, *worker.Job) error { return nil },
 	}})
 	waitState(t, s, j.ID, db.StateDone)
+}
+
+// TestPool_ClaimsAhead: a job due in 2 s is claimed 1.5 s ahead, and its
+// handler still starts no sooner than it is due.
+func TestPool_ClaimsAhead(t *testing.T) {
+	s := sqlitetest.Open(t)
+	j := create(t, s, db.JobCreateParams{Type: "later", RunAt: time.Now().Add(2 * time.Second)})
+	started := make(chan time.Time, 1)
+	startPool(t, s, worker.PoolConfig{ClaimAhead: 1500 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
+		"later": func(context.Context, *worker.Job) error { started <- time.Now(); return nil },
+	}})
+	claimed := waitState(t, s, j.ID, db.StateRunning)
+	var at time.Time
+	select {
+	case at = <-started:
+		t.Fatalf("the handler started at %s, before the job was seen running, and it is due at %s", at, claimed.NextRunAt)
+	default:
+	}
+	if !time.Now().Before(*claimed.NextRunAt) {
+		t.Fatalf("the job was claimed after it was due (%s), not ahead", claimed.NextRunAt)
+	}
+	at = <-started
+	if at.Before(*claimed.NextRunAt) {
+		t.Fatalf("the handler started at %s, before the job was due at %s", at, claimed.NextRunAt)
+	}
+	if r := runs(t, s, j.ID); !r[0].StartedAt.Equal(*claimed.NextRunAt) {
+		t.Fatalf("run started at %s, want the due time %s", r[0].StartedAt, claimed.NextRunAt)
+	}
+	waitState(t, s, j.ID, db.StateDone)
+}
+
+// TestPool_ShutdownBeforeDue: a job claimed ahead and not yet due when the
+// pool stops is handed back unstarted, due when it was.
+func TestPool_ShutdownBeforeDue(t *testing.T) {
+	s := sqlitetest.Open(t)
+	j := create(t, s, db.JobCreateParams{Type: "later", MaxAttempts: 1, RunAt: time.Now().Add(3 * time.Second)})
+	var calls atomic.Int32
+	_, stop := startPool(t, s, worker.PoolConfig{ClaimAhead: 2500 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
+		"later": func(context.Context, *worker.Job) error { calls.Add(1); return nil },
+	}})
+	claimed := waitState(t, s, j.ID, db.StateRunning)
+	stop()
+	got, err := s.JobGet(context.Background(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != db.StateReady || got.Attempt != 0 || !got.NextRunAt.Equal(*claimed.NextRunAt) || calls.Load() != 0 {
+		t.Fatalf("after shutdown: %s attempt %d due %s, %d handler calls; want ready, attempt 0, due %s, no call",
+			got.State, got.Attempt, got.NextRunAt, calls.Load(), claimed.NextRunAt)
+	}
+	if r := runs(t, s, j.ID); len(r) != 1 || r[0].Outcome != db.OutcomeReleased {
+		t.Fatalf("runs = %+v, want one released", r)
+	}
+}
+
+// countingStore counts the claims a pool makes.
+type countingStore struct {
+	*sqlite.Store
+	claims atomic.Int32
+}
+
+func (c *countingStore) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	c.claims.Add(1)
+	return c.Store.RunClaim(ctx, p)
+}
+
+// TestPool_FreedSlotsDoNotClaim: once a claim has taken every due job,
+// runs ending (freeing slots) make no claim: nothing became due.
+func TestPool_FreedSlotsDoNotClaim(t *testing.T) {
+	s := sqlitetest.Open(t)
+	var jobs []db.Job
+	for range 10 {
+		jobs = append(jobs, create(t, s, db.JobCreateParams{Type: "quick"}))
+	}
+	cs := &countingStore{Store: s}
+	p, _ := startPool(t, s, worker.PoolConfig{Store: cs, Slots: 16, Handlers: map[string]worker.HandlerFunc{
+		"quick": func(context.Context, *worker.Job) error { return nil },
+	}})
+	for _, j := range jobs {
+		waitState(t, s, j.ID, db.StateDone)
+	}
+	last := create(t, s, db.JobCreateParams{Type: "quick"})
+	p.Wake()
+	waitState(t, s, last.ID, db.StateDone)
+	if n := cs.claims.Load(); n != 2 {
+		t.Fatalf("%d claims, want 2: one took the first ten jobs, one the job the wake-up announced", n)
+	}
 }
 
 func TestPool_RetryThenDead(t *testing.T) {

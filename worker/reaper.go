@@ -3,7 +3,6 @@ package worker
 import (
 	"cmp"
 	"context"
-	"io"
 	"log/slog"
 	"time"
 )
@@ -39,7 +38,7 @@ func (r *Reaper) Run(ctx context.Context) error {
 func (r *Reaper) runOnce(ctx context.Context) {
 	log := r.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	n, err := r.Store.RunReapExpired(ctx)
 	switch {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
@@ -43,7 +42,7 @@ type Sweeper struct {
 // Run sweeps every Interval until ctx is done.
 func (s *Sweeper) Run(ctx context.Context) error {
 	if s.Logger == nil {
-		s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	// Deaths of the last hour are announced again after a restart; their
 	// idempotency keys keep each to one notification.

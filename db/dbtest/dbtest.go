@@ -62,6 +62,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RunClaim":            testRunClaim,
 		"RunClaimTypes":       testRunClaimTypes,
 		"RunClaimRace":        testRunClaimRace,
+		"RunClaimAhead":       testRunClaimAhead,
 		"RunHeartbeat":        testRunHeartbeat,
 		"RunFinishStale":      testRunFinishStale,
 		"RunFinishReturns":    testRunFinishReturnsStoredJob,
@@ -406,6 +407,46 @@ func testRunClaimRace(t *testing.T, f *fixture) {
 			t.Fatalf("job %s claimed %d times", id, n)
 		}
 	}
+}
+
+// testRunClaimAhead: a claim with Ahead also takes the jobs due within it,
+// not those due later; their runs start at the due time, and one handed
+// back before it is due stays due then.
+func testRunClaimAhead(t *testing.T, f *fixture) {
+	soon := f.create(db.JobCreateParams{RunAt: Start.Add(200 * time.Millisecond)})
+	later := f.create(db.JobCreateParams{RunAt: Start.Add(time.Second)})
+	ahead := func(d time.Duration) []db.Claim {
+		t.Helper()
+		c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Max: 10, Ahead: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := ahead(100 * time.Millisecond); len(c) != 0 {
+		t.Fatalf("claimed %d jobs 100ms ahead, want none: the first is due in 200ms", len(c))
+	}
+	c := ahead(500 * time.Millisecond)
+	if len(c) != 1 || c[0].Job.ID != soon.ID {
+		t.Fatalf("claimed %+v 500ms ahead, want only the job due in 200ms", c)
+	}
+	wantTime(t, "claimed nextRunAt", c[0].Job.NextRunAt, Start.Add(200*time.Millisecond))
+	runs := f.runs(soon.ID)
+	if len(runs) != 1 || runs[0].ID != c[0].RunID {
+		t.Fatalf("runs = %+v", runs)
+	}
+	wantTime(t, "run startedAt", runs[0].StartedAt, Start.Add(200*time.Millisecond))
+	released := f.finish(c[0], db.OutcomeReleased, false)
+	wantState(t, released, db.StateReady)
+	wantTime(t, "nextRunAt after a release before it was due", released.NextRunAt, Start.Add(200*time.Millisecond))
+	if c := f.claim("w", 10); len(c) != 0 {
+		t.Fatalf("a job handed back before it was due was claimed again early")
+	}
+	f.Clock.Advance(time.Second)
+	if c := f.claim("w", 10); len(c) != 2 {
+		t.Fatalf("claimed %d jobs once both were due, want 2", len(c))
+	}
+	wantState(t, f.get(later.ID), db.StateRunning)
 }
 
 func testRunHeartbeat(t *testing.T, f *fixture) {

@@ -85,10 +85,10 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 		q := `UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2,
 				lease_generation = lease_generation + 1, attempt = attempt + 1,
 				cancel_requested = false, updated_at = $3
-			WHERE id IN (SELECT id FROM jobs WHERE state = 'ready' AND next_run_at <= $3`
-		args := []any{p.WorkerID, now.Add(cmp.Or(p.Lease, db.DefaultLease)), now, p.Max}
+			WHERE id IN (SELECT id FROM jobs WHERE state = 'ready' AND next_run_at <= $5`
+		args := []any{p.WorkerID, now.Add(cmp.Or(p.Lease, db.DefaultLease)), now, p.Max, now.Add(max(p.Ahead, 0))}
 		if len(p.Types) > 0 {
-			q, args = q+` AND type = ANY($5)`, append(args, p.Types)
+			q, args = q+` AND type = ANY($6)`, append(args, p.Types)
 		}
 		q += ` ORDER BY next_run_at LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING ` + jobColumns
 		jobs, err := queryJobs(ctx, tx, q, args...)
@@ -116,7 +116,8 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 // insertRuns writes the running run of each claim in one statement and sets
 // the claims' RunIDs. An operator's extra run (triggered) is recorded at its
 // own time (startFiring set the claim's slot to now), marked manual, so that
-// the schedule's pending slot still shows as not run.
+// the schedule's pending slot still shows as not run. A job claimed ahead
+// of its due time starts when it is due (see db.RunClaimParams.Ahead).
 func insertRuns(ctx context.Context, tx pgx.Tx, claims []db.Claim, worker string, now time.Time) error {
 	if len(claims) == 0 {
 		return nil
@@ -127,9 +128,11 @@ func insertRuns(ctx context.Context, tx pgx.Tx, claims []db.Claim, worker string
 		attempts    []int32
 		generations []int64
 		reasons     []*string
+		starts      []time.Time
 	)
 	for _, c := range claims {
 		ids, slots = append(ids, c.Job.ID), append(slots, c.Job.Slot)
+		starts = append(starts, lifecycle.StartsAt(c.Job, now))
 		attempts, generations = append(attempts, int32(c.Job.Attempt)), append(generations, c.Job.LeaseGeneration)
 		var reason *string
 		if c.Job.Triggered {
@@ -138,10 +141,10 @@ func insertRuns(ctx context.Context, tx pgx.Tx, claims []db.Claim, worker string
 		reasons = append(reasons, reason)
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
-		SELECT u.job_id, u.slot, u.attempt, u.generation, $6, $7, 'running', u.reason
-		FROM unnest($1::text[], $2::timestamptz[], $3::integer[], $4::bigint[], $5::text[])
-			AS u (job_id, slot, attempt, generation, reason)
-		RETURNING id, job_id`, ids, slots, attempts, generations, reasons, worker, now)
+		SELECT u.job_id, u.slot, u.attempt, u.generation, $6, u.started_at, 'running', u.reason
+		FROM unnest($1::text[], $2::timestamptz[], $3::integer[], $4::bigint[], $5::text[], $7::timestamptz[])
+			AS u (job_id, slot, attempt, generation, reason, started_at)
+		RETURNING id, job_id`, ids, slots, attempts, generations, reasons, worker, starts)
 	if err != nil {
 		return fmt.Errorf("insert runs: %w", err)
 	}

@@ -14,6 +14,16 @@ import (
 // maxGroup bounds the completions committed in one transaction.
 const maxGroup = 512
 
+// Claims go before completions (see yieldToClaims), within these bounds.
+const (
+	// claimGap is how long after a full claim that said More the next
+	// claim is waited for: the caller starts the claimed runs first.
+	claimGap = 2 * time.Millisecond
+	// maxYield bounds how long completions wait for claims, so that a
+	// stream of claims cannot hold them back for long.
+	maxYield = 100 * time.Millisecond
+)
+
 // errClosed answers a RunFinish that reaches a closed store.
 var errClosed = errors.New("store closed")
 
@@ -76,6 +86,7 @@ func (s *Store) commitLoop() {
 		select {
 		case r := <-s.finishes:
 			group = append(group[:0], r)
+			s.yieldToClaims()
 		case <-s.quit:
 			for {
 				select {
@@ -96,6 +107,42 @@ func (s *Store) commitLoop() {
 			}
 		}
 		s.commitGroup(group)
+	}
+}
+
+// yieldToClaims waits, at most maxYield, while claims wait for the writer
+// or hold it, or the next claim of a caller with more free slots is due. A
+// due job waits for its claim to start, a finished one only for its record:
+// in a spike, the jobs still to be claimed start sooner, and the
+// completions queued meanwhile commit in fewer, larger groups.
+func (s *Store) yieldToClaims() {
+	deadline := time.Now().Add(maxYield)
+	for {
+		wait := time.Until(time.Unix(0, s.moreUntil.Load()))
+		if s.claiming.Load() > 0 {
+			wait = time.Until(deadline)
+		}
+		wait = min(wait, time.Until(deadline))
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-s.claimsDone:
+		case <-t.C:
+		case <-s.quit:
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+}
+
+// signal makes a notification pending on c without blocking.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 

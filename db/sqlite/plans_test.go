@@ -19,8 +19,8 @@ func TestStore_HotQueryPlans(t *testing.T) {
 		name, q string
 		want    []string // substrings of the plan
 	}{
-		{"claim any type", sqlite.ClaimSQL(0), []string{"INDEX jobs_ready (next_run_at<?)", "sqlite_autoindex_jobs_1 (id=?)"}},
-		{"claim two types", sqlite.ClaimSQL(2), []string{"INDEX jobs_ready (next_run_at<?)", "sqlite_autoindex_jobs_1 (id=?)"}},
+		{"claim any type", sqlite.ClaimSQL(0), []string{"INDEX jobs_ready (next_run_at<?)", "jobs USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"claim two types", sqlite.ClaimSQL(2), []string{"INDEX jobs_ready (next_run_at<?)", "jobs USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{"insert runs", sqlite.InsertRunsSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
 		{"leased job", sqlite.LeasedJobSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
 		{"finish job", sqlite.FinishJobSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},

@@ -95,11 +95,19 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	if err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
+	s.claiming.Add(1)
 	var claims []db.Claim
+	defer func() {
+		if p.More && len(claims) == p.Max {
+			s.moreUntil.Store(time.Now().Add(claimGap).UnixNano())
+		}
+		s.claiming.Add(-1)
+		signal(s.claimsDone)
+	}()
 	err = s.withTx(ctx, func(tx *sql.Tx) error {
 		now := s.Now()
 		until := now.Add(cmpOr(p.Lease, db.DefaultLease))
-		args := []any{p.WorkerID, fmtTime(until), fmtTime(now), fmtTime(now)}
+		args := []any{p.WorkerID, fmtTime(until), fmtTime(now), fmtTime(now.Add(max(p.Ahead, 0)))}
 		for _, t := range p.Types {
 			args = append(args, t)
 		}
@@ -128,12 +136,14 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 }
 
 // claimSQL is RunClaim's UPDATE for n types (any type when n is 0). Its
-// arguments: worker, lease until, now, now, the types, the limit.
+// arguments: worker, lease until, now, due by, the types, the limit. The
+// candidates are named by rowid, which the partial index holds, so that
+// each is found without a search of the id index.
 func claimSQL(n int) string {
 	q := `UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?,
 			lease_generation = lease_generation + 1, attempt = attempt + 1,
 			cancel_requested = 0, updated_at = ?
-		WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?`
+		WHERE rowid IN (SELECT rowid FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?`
 	if n > 0 {
 		q += ` AND type IN (` + placeholders(n) + `)`
 	}
@@ -143,10 +153,11 @@ func claimSQL(n int) string {
 // insertRunsSQL writes the run rows of the just-claimed jobs named in a
 // JSON array, in one statement, from the jobs' rows as the claim left them.
 // An operator's extra run (triggered) is recorded at its own time, marked
-// manual, so that the schedule's pending slot still shows as not run.
-// Arguments: started at, the job ids.
+// manual, so that the schedule's pending slot still shows as not run. A job
+// claimed ahead of its due time starts when it is due (see
+// db.RunClaimParams.Ahead). Arguments: now, the job ids.
 const insertRunsSQL = `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
-	SELECT id, CASE WHEN triggered = 1 THEN ?1 ELSE slot END, attempt, lease_generation, lease_owner, ?1, 'running',
+	SELECT id, CASE WHEN triggered = 1 THEN ?1 ELSE slot END, attempt, lease_generation, lease_owner, max(?1, next_run_at), 'running',
 		CASE WHEN triggered = 1 THEN 'manual' END
 	FROM jobs WHERE id IN (SELECT value FROM json_each(?2))
 	RETURNING id, job_id`

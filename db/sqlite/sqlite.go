@@ -34,6 +34,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -71,9 +72,16 @@ type Store struct {
 	stmts statements
 
 	finishes chan *finishReq // RunFinish calls waiting for the committer
-	quit     chan struct{}   // closed by Close: the committer stops
-	quitOnce sync.Once       // Close may be called more than once
-	stopped  chan struct{}   // closed when the committer has returned
+	// claiming counts the RunClaim calls waiting for or holding the
+	// writer, and moreUntil is until when (UnixNano) another claim is
+	// expected because the last one came back full and said More. The
+	// committer lets claims go first (see yieldToClaims).
+	claiming   atomic.Int32
+	moreUntil  atomic.Int64
+	claimsDone chan struct{} // buffered(1): a claim returned
+	quit       chan struct{} // closed by Close: the committer stops
+	quitOnce   sync.Once     // Close may be called more than once
+	stopped    chan struct{} // closed when the committer has returned
 }
 
 // Options tune Open. Zero values mean the defaults.
@@ -117,6 +125,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		path:          path,
 		write:         w,
 		finishes:      make(chan *finishReq, maxGroup),
+		claimsDone:    make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 		stopped:       make(chan struct{}),
 	}
