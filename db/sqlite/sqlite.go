@@ -156,6 +156,14 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 // or process holds before failing with SQLITE_BUSY.
 const busyTimeout = 5 * time.Second
 
+// writerCacheKiB is the page cache of the writer connection: SQLite's
+// default of 2 MiB does not hold the upper levels and hot edges of the
+// indexes of a million-job file (321 MiB), and completions then read pages
+// back from the OS at every step. 32 MiB brought the last completion of a
+// 2,000 spike over a million waiting jobs from 206-228 ms to 159-184 ms
+// (sked bench), for a peak RSS of about 100 MiB.
+const writerCacheKiB = 32 << 10
+
 // dsn builds the modernc DSN. The pragmas run on every new connection.
 func dsn(path, sync string, writer bool) string {
 	q := url.Values{}
@@ -164,6 +172,7 @@ func dsn(path, sync string, writer bool) string {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+sync+")")
 	if writer {
+		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", writerCacheKiB))
 		q.Set("_txlock", "immediate")
 	} else {
 		q.Add("_pragma", "query_only(1)")
