@@ -287,51 +287,52 @@ func (s Spike) Percentile(p float64) time.Duration {
 	return s.Lateness[i]
 }
 
-// RunSpike starts a pool with at least cfg.Spike free slots, with backlog
-// jobs waiting a day or more in the future, then creates cfg.Spike jobs due
-// at the same instant, a moment later, and measures when each starts and
-// when the last is recorded.
-func RunSpike(ctx context.Context, cfg Config, backlog int) (Spike, error) {
-	return runSpike(ctx, cfg, backlog, 500*time.Millisecond)
+// Spikes are the two spikes of RunSpikes, run on one database.
+type Spikes struct {
+	Ahead Spike // due a moment after they are created
+	Now   Spike // due as they are created
 }
 
-// RunSpikeDueNow is RunSpike with the jobs due as they are created, in
-// batches of cfg.Batch: their start lateness counts from their creation,
-// and the pool hears of each batch as sked serve's does from POST
-// /jobs/batch, so that nothing of them is known ahead.
-func RunSpikeDueNow(ctx context.Context, cfg Config) (Spike, error) {
-	return runSpike(ctx, cfg, 0, 0)
-}
-
-// runSpike is RunSpike with the jobs due lead after their creation starts
-// (zero: as each is created).
-func runSpike(ctx context.Context, cfg Config, backlog int, lead time.Duration) (Spike, error) {
+// RunSpikes starts a pool with at least cfg.Spike free slots, with backlog
+// jobs waiting a day or more in the future, then measures when each of
+// cfg.Spike jobs due at the same instant starts and when the last is
+// recorded, twice: first with the jobs created a moment before they are
+// due, then with them due as they are created, in batches of cfg.Batch
+// (their lateness counts from their creation, and the pool hears of each
+// batch as sked serve's does from POST /jobs/batch, so that nothing of them
+// is known ahead).
+func RunSpikes(ctx context.Context, cfg Config, backlog int) (Spikes, error) {
 	cfg = cfg.withDefaults()
 	resetPeakRSS()
 	e, err := openEnv(ctx, cfg)
 	if err != nil {
-		return Spike{}, err
+		return Spikes{}, err
 	}
 	defer e.close()
-	r := Spike{Jobs: cfg.Spike, Backlog: backlog}
 	if err := e.insertBacklog(ctx, backlog); err != nil {
-		return r, err
+		return Spikes{}, err
 	}
+	var r Spikes
 	// The jobs are due far enough ahead that every batch is in before they
 	// are due; should enqueueing overrun the lead, the spike is run again
 	// on the same database with a longer one.
-	for ; ; lead *= 4 {
+	for lead := 500 * time.Millisecond; ; lead *= 4 {
 		late, last, ok, err := spikeOnce(ctx, e, cfg, lead)
 		if err != nil {
 			return r, err
 		}
 		if ok {
-			r.Lateness, r.LastFinish = late, last
+			r.Ahead = Spike{Jobs: cfg.Spike, Backlog: backlog, Lateness: late, LastFinish: last}
 			break
 		}
 	}
-	r.PeakRSS = peakRSS()
-	r.DBSize = e.size(ctx)
+	late, last, _, err := spikeOnce(ctx, e, cfg, 0)
+	if err != nil {
+		return r, err
+	}
+	r.Now = Spike{Jobs: cfg.Spike, Backlog: backlog, Lateness: late, LastFinish: last}
+	r.Ahead.PeakRSS, r.Ahead.DBSize = peakRSS(), e.size(ctx)
+	r.Now.PeakRSS, r.Now.DBSize = r.Ahead.PeakRSS, r.Ahead.DBSize
 	return r, nil
 }
 

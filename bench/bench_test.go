@@ -15,7 +15,7 @@ import (
 func TestRun(t *testing.T) {
 	cfg := bench.Config{Jobs: 300, Spike: 50, Backlog: 2_000, Workers: 16, Dir: t.TempDir()}
 	out := run(t, cfg)
-	for _, want := range []string{"sked bench --jobs 300 --backlog 2000 --workers 16 --sync full --spike 50", "end to end", "last started"} {
+	for _, want := range []string{"sked bench --jobs 300 --backlog 2000 --workers 16 --sync full --spike 50", "end to end", "last started", "spike due now", "ratio to spike due now"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -31,13 +31,13 @@ func run(t *testing.T, cfg bench.Config) *strings.Builder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(r.Spike.Lateness); got != cfg.Spike {
-		t.Errorf("spike: %d runs started, want %d", got, cfg.Spike)
+	for name, s := range map[string]bench.Spike{"spike": r.Spike.Ahead, "spike due now": r.Spike.Now,
+		"backlog": r.Backlog.Ahead, "backlog due now": r.Backlog.Now} {
+		if got := len(s.Lateness); got != cfg.Spike {
+			t.Errorf("%s: %d runs started, want %d", name, got, cfg.Spike)
+		}
 	}
-	if got := len(r.Backlog.Lateness); got != cfg.Spike {
-		t.Errorf("backlog: %d runs started, want %d", got, cfg.Spike)
-	}
-	if r.Backlog.DBSize == 0 {
+	if r.Backlog.Ahead.DBSize == 0 {
 		t.Error("backlog: database size not measured")
 	}
 	var out strings.Builder
@@ -59,30 +59,19 @@ func BenchmarkThroughput(b *testing.B) {
 	b.ReportMetric(float64(b.N)/r.Run.Seconds(), "run-jobs/s")
 }
 
-// BenchmarkSpike runs b.N spikes of 2,000 jobs due at one instant and
-// reports the start lateness of the last of them.
+// BenchmarkSpike runs b.N pairs of spikes of 2,000 jobs due at one
+// instant, created ahead and then due as created, and reports the start
+// lateness of the last of each.
 func BenchmarkSpike(b *testing.B) {
 	for b.Loop() {
-		r, err := bench.RunSpike(context.Background(), bench.Config{Dir: b.TempDir()}, 0)
+		r, err := bench.RunSpikes(context.Background(), bench.Config{Dir: b.TempDir()}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(r.Percentile(99).Microseconds())/1000, "p99-ms")
-		b.ReportMetric(float64(r.Percentile(100).Microseconds())/1000, "max-ms")
-	}
-}
-
-// BenchmarkSpikeDueNow runs b.N spikes of 2,000 jobs due as they are
-// created and reports the start lateness of the last of them.
-func BenchmarkSpikeDueNow(b *testing.B) {
-	for b.Loop() {
-		r, err := bench.RunSpikeDueNow(context.Background(), bench.Config{Dir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(r.Percentile(50).Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(r.Percentile(99).Microseconds())/1000, "p99-ms")
-		b.ReportMetric(float64(r.Percentile(100).Microseconds())/1000, "max-ms")
+		b.ReportMetric(float64(r.Ahead.Percentile(99).Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(r.Ahead.Percentile(100).Microseconds())/1000, "max-ms")
+		b.ReportMetric(float64(r.Now.Percentile(50).Microseconds())/1000, "now-p50-ms")
+		b.ReportMetric(float64(r.Now.Percentile(99).Microseconds())/1000, "now-p99-ms")
 	}
 }
 
