@@ -100,6 +100,13 @@ const (
 	// (lifecycle.MaxMissedRows) are allowed as long as the job's
 	// missed_slots counter covers them.
 	RuleSlotMissing Rule = "slot_missing"
+	// RuleEarlyStart: an execution in the jobs log that started before its
+	// run's slot, the time it was due (a one-off's runAt, a schedule's
+	// slot, an operator's extra run's own time): a worker that claims jobs
+	// ahead of their due time must still wait for it. Slots are stored to
+	// the millisecond, rounded down, so a start up to a millisecond early is
+	// let pass.
+	RuleEarlyStart Rule = "early_start"
 )
 
 // Input names the evidence of one run. DB is required; a log left empty is
@@ -177,7 +184,7 @@ func Check(ctx context.Context, in Input) (*Report, error) {
 	r.Executions, r.Completion = len(e.execs), len(e.server)
 	for _, rule := range []func(*evidence) []Violation{
 		checkIntegrity, checkLost, checkCancels, checkUnasked, checkOverlap,
-		checkRuns, checkServerLog, checkSlots,
+		checkEarlyStarts, checkRuns, checkServerLog, checkSlots,
 	} {
 		r.Violations = append(r.Violations, rule(e)...)
 	}

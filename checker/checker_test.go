@@ -344,6 +344,21 @@ func TestCheck_Overlap(t *testing.T) {
 	})
 }
 
+func TestCheck_EarlyStart(t *testing.T) {
+	t.Parallel()
+	r := newRun(t)
+	// A job due in 10 s, claimed ahead, whose execution starts at once.
+	j := r.enqueue(db.JobCreateParams{Type: "e", RunAt: r.clock.Now().Add(10 * time.Second)})
+	claims, err := r.store.RunClaim(r.ctx, db.RunClaimParams{WorkerID: "w1", Types: []string{"e"}, Max: 1, Ahead: 20 * time.Second})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim ahead: %d claims, %v", len(claims), err)
+	}
+	r.appendJSON(r.in.JobsLog, checker.ExecRecord{JobID: j.ID, Generation: 1, Start: r.clock.Now().UnixNano()})
+	r.clock.Advance(10 * time.Second)
+	r.succeed(claims[0].Job)
+	wantRules(t, r.check(), j.ID, checker.RuleEarlyStart)
+}
+
 func TestCheck_Generation(t *testing.T) {
 	t.Parallel()
 	t.Run("ExecutedTwice", func(t *testing.T) {

@@ -178,6 +178,25 @@ func checkOverlap(e *evidence) []Violation {
 	return out
 }
 
+// checkEarlyStarts holds every execution to its run's due time.
+func checkEarlyStarts(e *evidence) []Violation {
+	var out []Violation
+	for _, x := range e.execs {
+		for _, r := range e.runs[x.jobID] {
+			if r.generation != x.generation || r.slot == nil || x.start == 0 {
+				continue
+			}
+			if due := r.slot.UnixNano(); x.start < due-int64(time.Millisecond) {
+				out = append(out, Violation{Rule: RuleEarlyStart, JobID: x.jobID,
+					Detail: fmt.Sprintf("generation %d started at %s, %s before it was due at %s",
+						x.generation, fmtNS(x.start), time.Duration(due-x.start), fmtT(r.slot)),
+					Evidence: append(slices.Clone(x.evidence), r.String())})
+			}
+		}
+	}
+	return out
+}
+
 func fmtNS(ns int64) string {
 	if ns == math.MaxInt64 {
 		return "never ended"

@@ -89,10 +89,14 @@ func StartsAt(j db.Job, now time.Time) time.Time {
 // jitter.
 func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, now time.Time, rnd func() float64) Result {
 	slot := deref(j.Slot)
+	// A lease that ended before its job was due (it was claimed ahead, and
+	// its worker died or its server was replaced) never started the job: a
+	// worker starts no job before it is due.
+	unstarted := p.Outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil && j.NextRunAt.After(now)
 	switch {
-	case p.Outcome == db.OutcomeReleased:
-		// Handed back at shutdown: not the job's fault, not an attempt. One
-		// claimed ahead and handed back before it was due is due as before.
+	case p.Outcome == db.OutcomeReleased || unstarted:
+		// Handed back at shutdown, or never started: not the job's fault,
+		// not an attempt. One claimed ahead is due as before.
 		return Result{State: db.StateReady, Slot: slot, NextRunAt: StartsAt(*j, now), Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
 	case j.Triggered && s != nil:
 		// An operator's extra run: one attempt, and the schedule's pending

@@ -411,7 +411,8 @@ func testRunClaimRace(t *testing.T, f *fixture) {
 
 // testRunClaimAhead: a claim with Ahead also takes the jobs due within it,
 // not those due later; their runs start at the due time, and one handed
-// back before it is due stays due then.
+// back before it is due, or whose lease ran out before it was due (it
+// cannot have started), stays due then and is not charged an attempt.
 func testRunClaimAhead(t *testing.T, f *fixture) {
 	soon := f.create(db.JobCreateParams{RunAt: Start.Add(200 * time.Millisecond)})
 	later := f.create(db.JobCreateParams{RunAt: Start.Add(time.Second)})
@@ -442,11 +443,25 @@ func testRunClaimAhead(t *testing.T, f *fixture) {
 	if c := f.claim("w", 10); len(c) != 0 {
 		t.Fatalf("a job handed back before it was due was claimed again early")
 	}
+	lost, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Max: 10, Ahead: 500 * time.Millisecond, Lease: 50 * time.Millisecond})
+	if err != nil || len(lost) != 1 {
+		t.Fatalf("claim ahead again: %d claims, %v", len(lost), err)
+	}
+	f.Clock.Advance(100 * time.Millisecond) // the lease ran out 100 ms before the job was due
+	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 1 {
+		t.Fatalf("reaped %d, %v; want 1", n, err)
+	}
+	reaped := f.get(soon.ID)
+	if reaped.State != db.StateReady || reaped.Attempt != 0 || !reaped.NextRunAt.Equal(Start.Add(200*time.Millisecond)) {
+		t.Fatalf("after its lease ran out before it was due: %s attempt %d due %v; want ready, attempt 0, due as before",
+			reaped.State, reaped.Attempt, reaped.NextRunAt)
+	}
 	f.Clock.Advance(time.Second)
 	if c := f.claim("w", 10); len(c) != 2 {
 		t.Fatalf("claimed %d jobs once both were due, want 2", len(c))
 	}
 	wantState(t, f.get(later.ID), db.StateRunning)
+	wantCounts(t, f.outcomes(soon.ID), map[string]int{"released": 1, "lease_expired": 1, "running": 1})
 }
 
 func testRunHeartbeat(t *testing.T, f *fixture) {
