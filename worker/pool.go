@@ -411,11 +411,11 @@ func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, erro
 
 // heartbeat renews the lease at once and then every third of it until stop
 // is closed; the pool starts it a third of the lease after the claim, which
-// granted the lease at renewed. It
-// cancels the handler when the lease is lost or cancellation is requested,
-// and also when renewals have failed (the store is unreachable) for so long
-// that the lease may be about to expire: the pool then gives the run up
-// before the reaper can hand the job to another worker. The pool's own
+// granted the lease at renewed. It cancels the handler when the lease is
+// lost or cancellation is requested, and also when renewals have failed (the
+// store is unreachable) for so long that the lease may be about to expire:
+// the pool then gives the run up before the reaper can hand the job to
+// another worker. The pool's own
 // clock bounds the lease from below: a renewal sent at t extends it to at
 // least t+Lease on the store's clock.
 //
