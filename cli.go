@@ -321,23 +321,18 @@ func (c *cli) ls(ctx context.Context, args []string, server, token *string) erro
 	if err := c.noArgs(args, server, token); err != nil {
 		return err
 	}
-	var jobs []db.Job
-	for {
-		page, next, err := c.api.JobList(ctx, p)
-		if err != nil {
-			return err
-		}
-		jobs = append(jobs, page...)
-		p.Cursor = next
-		if !all || next == "" {
-			break
-		}
+	jobs, next, err := pages(p.Cursor, all, func(cursor string) ([]db.Job, string, error) {
+		p.Cursor = cursor
+		return c.api.JobList(ctx, p)
+	})
+	if err != nil {
+		return err
 	}
 	if c.json {
 		return c.printJSON(struct {
 			Jobs       []db.Job `json:"jobs"`
 			NextCursor string   `json:"nextCursor,omitempty"`
-		}{append([]db.Job{}, jobs...), p.Cursor})
+		}{append([]db.Job{}, jobs...), next})
 	}
 	tw := table(c.stdout, "ID", "TYPE", "STATE", "SCHEDULE", "NEXT RUN", "ATTEMPT", "LAST ERROR")
 	for _, j := range jobs {
@@ -347,8 +342,8 @@ func (c *cli) ls(ctx context.Context, args []string, server, token *string) erro
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if p.Cursor != "" {
-		fmt.Fprintf(c.stdout, "more: sked ls --cursor %s (or --all)\n", p.Cursor)
+	if next != "" {
+		fmt.Fprintf(c.stdout, "more: sked ls --cursor %s (or --all)\n", next)
 	}
 	return nil
 }
@@ -385,22 +380,35 @@ func (c *cli) runs(ctx context.Context, args []string, server, token *string) er
 		return err
 	}
 	p.JobID = id
-	var runs []db.Run
-	for {
-		page, next, err := c.api.RunList(ctx, p)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, page...)
-		p.Cursor = next
-		if !all || next == 0 {
-			break
-		}
+	runs, _, err := pages(0, all, func(cursor int64) ([]db.Run, int64, error) {
+		p.Cursor = cursor
+		return c.api.RunList(ctx, p)
+	})
+	if err != nil {
+		return err
 	}
 	if c.json {
 		return c.printJSON(append([]db.Run{}, runs...))
 	}
 	return c.runTable(runs)
+}
+
+// pages reads the page at cursor with list and, when all is set, every
+// page after it, and returns what they held and the cursor of the page after
+// the last one read (the zero value at the end).
+func pages[T any, C comparable](cursor C, all bool, list func(C) ([]T, C, error)) ([]T, C, error) {
+	var items []T
+	for {
+		page, next, err := list(cursor)
+		if err != nil {
+			return nil, next, err
+		}
+		items, cursor = append(items, page...), next
+		var end C
+		if !all || next == end {
+			return items, next, nil
+		}
+	}
 }
 
 // runTable prints runs, newest first, as a table.

@@ -19,27 +19,13 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/skedbin"
 )
 
 // skedBin is the sked binary the process tests run, built once by TestMain.
 var skedBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sked-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	skedBin = filepath.Join(dir, "sked")
-	out, err := exec.Command("go", "build", "-o", skedBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build sked: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { skedbin.Main(m, &skedBin) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

@@ -12,6 +12,15 @@ func PageLimit(limit int) int {
 	return limit
 }
 
+// RunsBefore is the run id a page of runs starts below: cursor, or past
+// every run for the first page (cursor 0).
+func RunsBefore(cursor int64) int64 {
+	if cursor <= 0 {
+		return 1<<63 - 1
+	}
+	return cursor
+}
+
 // Page cuts items, read with one more than limit to learn whether more
 // follow, to limit, and returns the cursor of the next page: key of the last
 // item kept, or the zero value on the last page.

@@ -55,10 +55,7 @@ func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int6
 	if err != nil {
 		return nil, 0, fmt.Errorf("list runs of %s: %w", p.JobID, err)
 	}
-	limit, cursor := db.PageLimit(p.Limit), p.Cursor
-	if cursor <= 0 {
-		cursor = 1<<63 - 1
-	}
+	limit, cursor := db.PageLimit(p.Limit), db.RunsBefore(p.Cursor)
 	rows, err := s.read.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
 		WHERE job_id = ? AND id < ? ORDER BY id DESC LIMIT ?`, p.JobID, cursor, limit+1)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/internal/skedbin"
 )
 
 // skedBin is the sked binary, built by TestMain when a server is configured.
@@ -32,20 +33,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(postgrestest.EnvURL) == "" {
 		os.Exit(m.Run()) // the tests skip
 	}
-	dir, err := os.MkdirTemp("", "sked-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	skedBin = filepath.Join(dir, "sked")
-	out, err := exec.Command("go", "build", "-o", skedBin, "github.com/sked-dev/sked").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build sked: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	skedbin.Main(m, &skedBin)
 }
 
 // node is one sked serve process of the cluster.
