@@ -121,8 +121,14 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	}
 	// failed, timed_out, lease_expired
 	if p.Retryable && j.Attempt < j.MaxAttempts {
-		wait := db.Backoff(j.Attempt, time.Duration(j.Backoff), rnd)
-		return Result{State: db.StateReady, Slot: slot, NextRunAt: now.Add(wait), Attempt: j.Attempt, LastError: p.Error}
+		next := now.Add(db.Backoff(j.Attempt, time.Duration(j.Backoff), rnd))
+		if p.Outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil {
+			// Its worker vanished; the job did not fail. It is due again
+			// at once, in its old place: claims take it before the jobs
+			// that fell due after it.
+			next = *j.NextRunAt
+		}
+		return Result{State: db.StateReady, Slot: slot, NextRunAt: next, Attempt: j.Attempt, LastError: p.Error}
 	}
 	if s == nil {
 		return Result{State: db.StateDead, Slot: slot, Attempt: j.Attempt, LastError: p.Error, GaveUp: true}

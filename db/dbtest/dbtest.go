@@ -569,9 +569,16 @@ func testReaper(t *testing.T, f *fixture) {
 	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 1 {
 		t.Fatalf("reaped %d, %v; want 1", n, err)
 	}
-	wantState(t, f.get(j.ID), db.StateReady)
-	f.Clock.Advance(time.Second)
+	// Due again at once, in its old place: before a job that fell due
+	// while it was held.
+	reaped := f.get(j.ID)
+	wantState(t, reaped, db.StateReady)
+	wantTime(t, "next run of the reaped job", reaped.NextRunAt, *first.Job.NextRunAt)
+	later := f.create(db.JobCreateParams{})
 	second := f.claimOne("w2")
+	if second.Job.ID != j.ID {
+		t.Fatalf("claimed %s first; want the reaped job %s, due before it", second.Job.ID, j.ID)
+	}
 	if second.Job.LeaseGeneration != first.Job.LeaseGeneration+1 {
 		t.Fatalf("generation %d after %d", second.Job.LeaseGeneration, first.Job.LeaseGeneration)
 	}
@@ -590,6 +597,7 @@ func testReaper(t *testing.T, f *fixture) {
 	}
 	wantState(t, f.get(j.ID), db.StateDead)
 	wantCounts(t, f.outcomes(j.ID), map[string]int{"lease_expired": 2})
+	wantState(t, f.get(later.ID), db.StateReady)
 }
 
 func testReleased(t *testing.T, f *fixture) {
