@@ -42,7 +42,7 @@ CREATE TABLE runs (
     reason      TEXT,
     gave_up     INTEGER NOT NULL DEFAULT 0,
     output      TEXT
-) STRICT;
+, late_outcome TEXT, late_error TEXT, late_finished_at TEXT) STRICT;
 
 CREATE INDEX jobs_pause_until ON jobs (pause_until) WHERE state = 'paused' AND pause_until IS NOT NULL;
 
@@ -57,3 +57,5 @@ CREATE INDEX jobs_state_id ON jobs (state, id);
 CREATE INDEX jobs_watched ON jobs (id) WHERE expect_success_ms > 0;
 
 CREATE INDEX runs_job ON runs (job_id, id);
+
+CREATE INDEX runs_live ON runs (job_id, generation) WHERE outcome = 'running';

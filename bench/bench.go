@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/worker"
 )
@@ -55,17 +56,10 @@ func (c Config) withDefaults() Config {
 // noopType is the job type every benchmark job has.
 const noopType = "noop"
 
-// store is what the bench needs of a backend: the whole store and batched
-// creation.
-type store interface {
-	db.Store
-	db.BatchCreator
-}
-
 // env is one temporary database and its stores: one on SQLite, one per
 // node on PostgreSQL. stores[0] enqueues and serves HTTP.
 type env struct {
-	stores []store
+	stores []db.Store
 	dir    string // SQLite: the temporary directory
 	path   string // SQLite: the database file
 	pg     *pgEnv // PostgreSQL: the schema; nil on SQLite
@@ -85,7 +79,7 @@ func openEnv(ctx context.Context, cfg Config) (*env, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	return &env{stores: []store{s}, dir: dir, path: path}, nil
+	return &env{stores: []db.Store{s}, dir: dir, path: path}, nil
 }
 
 // size is the bytes of the database file and its WAL, or of the schema's
@@ -199,12 +193,6 @@ func (c *counter) wait(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// waker is a store that signals when another node (or this one) made a job
-// due, as the PostgreSQL store does through LISTEN/NOTIFY.
-type waker interface {
-	Wakeups(ctx context.Context) <-chan struct{}
-}
-
 // runPools runs one pool per node, slots shared between them, with handler
 // h and completions counted by c, until stop is called; stop returns when
 // every pool has shut down. A node whose store has wake-ups wakes its pool
@@ -220,7 +208,7 @@ func runPools(c *counter, nodes []node, slots int, h worker.HandlerFunc) (pools 
 		})
 		pools = append(pools, pool)
 		wg.Go(func() { pool.Run(ctx) })
-		if w, ok := n.store.(waker); ok {
+		if w, ok := n.store.(*postgres.Store); ok {
 			wg.Go(func() {
 				for range w.Wakeups(ctx) {
 					pool.Wake()

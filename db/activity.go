@@ -37,9 +37,7 @@ const (
 	DefaultActivitySamples = 500
 )
 
-// ActivityReader summarises recent runs. It is apart from Store, like
-// StatsReader, so that the dashboard can use it without every Store having
-// to offer it.
+// ActivityReader summarises recent runs for the dashboard; part of Store.
 type ActivityReader interface {
 	// RunActivity reads the runs of p's window. It only reads.
 	RunActivity(ctx context.Context, p RunActivityParams) (RunActivity, error)

@@ -9,9 +9,7 @@ import (
 // POST /jobs/batch request).
 const MaxBatch = 1000
 
-// BatchCreator is a Store that can create many jobs in one atomic unit. It is
-// separate from Store so that a backend can add it on its own; callers find
-// it with a type assertion.
+// BatchCreator creates many jobs in one atomic unit; part of Store.
 type BatchCreator interface {
 	// JobCreateBatch inserts the jobs of ps in one transaction: all of them
 	// or, on an error, none. A job whose IdempotencyKey names an existing job

@@ -44,8 +44,7 @@ type QuietChange struct {
 }
 
 // Controller is what operators do to schedules beyond the lifecycle, and
-// the sweeps that keep schedules honest. It is apart from Store so a backend
-// can offer it before every backend does.
+// the sweeps that keep schedules honest; part of Store.
 type Controller interface {
 	// JobPauseUntil pauses a ready job with a reason and an optional time
 	// at which JobResumeDue resumes it; a *ConflictError otherwise.

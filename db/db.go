@@ -1,8 +1,8 @@
 // Package db is sked's storage contract: the job and run types, their states,
-// the Store interface every backend implements, the parameters of its methods
-// and the errors callers branch on. It imports only the standard library;
-// db/sqlite (and later db/postgres) implement it, and handlers and worker use
-// it without knowing which backend they hold.
+// the Store interface, the parameters of its methods and the errors callers
+// branch on. It imports only the standard library; db/engine implements it
+// over the dialects in db/sqlite and db/postgres, and handlers and worker use
+// it without knowing which database they hold.
 package db
 
 import (
@@ -76,9 +76,9 @@ const (
 // Outcome is how a run ended.
 type Outcome string
 
-// Run outcomes. OutcomeReleased is sked's addition to DESIGN.md's list: the
-// run was handed back unfinished at a graceful shutdown and does not count as
-// an attempt.
+// Run outcomes. OutcomeReleased means the run was handed back unfinished
+// (at a graceful shutdown, or before it started) and does not count as an
+// attempt.
 const (
 	OutcomeRunning      Outcome = "running"
 	OutcomeSucceeded    Outcome = "succeeded"
@@ -175,6 +175,13 @@ type Run struct {
 	Reason     string     `json:"reason,omitempty"` // why a slot was missed
 	GaveUp     bool       `json:"gaveUp,omitempty"` // the firing's attempts are spent
 	Output     string     `json:"output,omitempty"` // bounded tail
+	// LateOutcome, LateError and LateFinishedAt record a completion its
+	// worker sent after its lease had moved on (the reaper took the job
+	// back, and it may have run again since): the write was refused, but
+	// the execution happened and is shown here.
+	LateOutcome    Outcome    `json:"lateOutcome,omitempty"`
+	LateError      string     `json:"lateError,omitempty"`
+	LateFinishedAt *time.Time `json:"lateFinishedAt,omitempty"`
 }
 
 // Claim is a job leased to a worker, with the run row written for it.
@@ -309,12 +316,21 @@ type Store interface {
 	// RunFinish closes the run and moves the job on: done, retry with
 	// backoff, dead, cancelled, back to ready (released), or the next slot
 	// of a recurring job. ErrStale if p.Generation no longer holds the job;
-	// nothing is changed then.
+	// nothing is changed then but the record of the late outcome on the
+	// generation's run (Run.LateOutcome).
 	RunFinish(ctx context.Context, p RunFinishParams) (Job, error)
 	// RunReapExpired returns jobs whose lease ran out to ready (or dead when
-	// their attempts are spent) and closes their runs as lease_expired. It
-	// returns how many it reaped.
+	// their attempts are spent) and closes their runs as lease_expired. A
+	// job taken back is due again at once, in its old place. It returns how
+	// many it reaped.
 	RunReapExpired(ctx context.Context) (int, error)
+
+	Controller
+	BatchCreator
+	StatsReader
+	ActivityReader
+	ReadyChecker
+	Pruner
 
 	// Close releases the store's connections.
 	Close() error

@@ -8,7 +8,7 @@ import (
 )
 
 // Duration is a time.Duration that travels as a Go duration string ("30s",
-// "5m") on the wire, as DESIGN.md says durations do.
+// "5m") on the wire, as every duration of the API does.
 type Duration time.Duration
 
 // MarshalJSON writes the duration as a string such as "1m30s".

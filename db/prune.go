@@ -17,8 +17,7 @@ type Pruned struct {
 	Runs int // runs of recurring jobs
 }
 
-// Pruner deletes old history (DESIGN.md "Retention"). It is apart from Store,
-// like StatsReader.
+// Pruner deletes old history; part of Store.
 //
 // What goes: one-off jobs that are done or cancelled and last changed before
 // p.Before, with their runs; and finished runs of recurring jobs that

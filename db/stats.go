@@ -26,8 +26,7 @@ type Stats struct {
 	QuietSchedules int64
 }
 
-// StatsReader reads queue statistics. It is apart from Store so that a
-// backend can offer it (and metrics use it) without every Store having to.
+// StatsReader reads queue statistics for metrics; part of Store.
 type StatsReader interface {
 	// Stats reads the statistics as of now, the store's clock. It only
 	// reads, through the partial indexes where it can.
@@ -38,8 +37,7 @@ type StatsReader interface {
 var AllStates = []JobState{StateReady, StateRunning, StateDone, StateDead, StateCancelled, StatePaused}
 
 // ReadyChecker tells whether the database can serve: it is reachable, takes
-// writes and has the schema this binary expects. Apart from Store like
-// StatsReader.
+// writes and has the schema this binary expects; part of Store.
 type ReadyChecker interface {
 	// Ready returns nil when the database is ready, else an error saying
 	// what is wrong. It changes nothing.

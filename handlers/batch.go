@@ -24,12 +24,6 @@ type jobBatchResponse struct {
 // idempotency key is known is not created again; the existing job stands in
 // its place in the answer.
 func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
-	bc, ok := h.store.(db.BatchCreator)
-	if !ok {
-		h.error(w, r, &requestError{Status: http.StatusNotImplemented,
-			Msg: "this server's database does not create jobs in batches; send each job to POST /jobs"})
-		return
-	}
 	var req jobBatchRequest
 	if err := h.decodeBody(w, r, &req); err != nil {
 		h.error(w, r, err)
@@ -58,7 +52,7 @@ func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		ps[i] = p
 	}
-	jobs, err := bc.JobCreateBatch(r.Context(), ps)
+	jobs, err := h.store.JobCreateBatch(r.Context(), ps)
 	if err != nil {
 		h.error(w, r, err)
 		return

@@ -26,9 +26,6 @@ type backfillRequest struct {
 	To   string `json:"to"`
 }
 
-// errNoControls answers the control endpoints on a store without them.
-var errNoControls = &requestError{Status: http.StatusNotImplemented, Msg: "this server's store does not support schedule controls yet"}
-
 // handleJobPause serves POST /jobs/{id}/pause, with an optional body
 // {reason, until}: a pause with an end resumes by itself.
 func (h *handler) handleJobPause(w http.ResponseWriter, r *http.Request) {
@@ -54,42 +51,26 @@ func (h *handler) handleJobPause(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Until = t
 	}
-	if h.controller == nil {
-		h.error(w, r, errNoControls)
-		return
-	}
 	h.jobAction(w, r, actionPause, func(ctx context.Context, _ string) (db.Job, error) {
-		return h.controller.JobPauseUntil(ctx, p)
+		return h.store.JobPauseUntil(ctx, p)
 	}, false)
 }
 
 // handleJobTrigger serves POST /jobs/{id}/trigger: one extra run now; a
 // schedule keeps its pending slot.
 func (h *handler) handleJobTrigger(w http.ResponseWriter, r *http.Request) {
-	if h.controller == nil {
-		h.error(w, r, errNoControls)
-		return
-	}
-	h.jobAction(w, r, actionTrigger, h.controller.JobTrigger, true)
+	h.jobAction(w, r, actionTrigger, h.store.JobTrigger, true)
 }
 
 // handleJobSkip serves POST /jobs/{id}/skip: the pending slot is recorded
 // missed (skipped) and the schedule moves to the following one.
 func (h *handler) handleJobSkip(w http.ResponseWriter, r *http.Request) {
-	if h.controller == nil {
-		h.error(w, r, errNoControls)
-		return
-	}
-	h.jobAction(w, r, actionSkip, h.controller.JobSkipNext, false)
+	h.jobAction(w, r, actionSkip, h.store.JobSkipNext, false)
 }
 
 // handleJobBackfill serves POST /jobs/{id}/backfill {from, to}: one run of
 // each slot in the range, as one-off jobs; repeating it creates nothing.
 func (h *handler) handleJobBackfill(w http.ResponseWriter, r *http.Request) {
-	if h.controller == nil {
-		h.error(w, r, errNoControls)
-		return
-	}
 	var req backfillRequest
 	if err := h.decodeBody(w, r, &req); err != nil {
 		h.error(w, r, err)
@@ -111,7 +92,7 @@ func (h *handler) handleJobBackfill(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, &db.ValidationError{Field: "to", Msg: "to is in the future; backfill covers slots that have passed"})
 		return
 	}
-	b, err := h.controller.JobBackfill(r.Context(), p)
+	b, err := h.store.JobBackfill(r.Context(), p)
 	if err != nil {
 		h.error(w, r, jobError(p.ID, actionBackfill, err))
 		return

@@ -55,18 +55,14 @@ type scheduleCheckResponse struct {
 	Fires []fireTime `json:"fires"`
 }
 
-// errNoStats answers the stats endpoints when the server was built without
+// errNoStats answers GET /stats/series when the server was built without
 // the source they read.
 var errNoStats = &requestError{Status: http.StatusNotFound, Msg: "statistics are not available from this server"}
 
 // handleStats serves GET /stats: the jobs per state and the ready queue now.
 func (h *handler) handleStats(w http.ResponseWriter, r *http.Request) {
-	if h.stats == nil {
-		h.error(w, r, errNoStats)
-		return
-	}
 	now := h.store.Now()
-	st, err := h.stats.Stats(r.Context(), now)
+	st, err := h.store.Stats(r.Context(), now)
 	if err != nil {
 		h.error(w, r, fmt.Errorf("read stats: %w", err))
 		return

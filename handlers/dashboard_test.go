@@ -107,7 +107,6 @@ func TestHandler_Stats(t *testing.T) {
 
 	t.Run("Counts", func(t *testing.T) {
 		e := newTestEnv(t, func(c *Config) {
-			c.Stats = c.Store.(db.StatsReader)
 			c.SeriesFunc = func() any { return map[string]int{"samples": 0} }
 		})
 		e.create(`{"type": "t"}`, http.StatusCreated)
@@ -133,7 +132,6 @@ func TestHandler_Stats(t *testing.T) {
 	})
 	t.Run("NotConfigured", func(t *testing.T) {
 		e := newTestEnv(t, nil)
-		e.do(http.MethodGet, "/stats", "").wantProblem(t, http.StatusNotFound, "not available")
 		e.do(http.MethodGet, "/stats/series", "").wantProblem(t, http.StatusNotFound, "not available")
 	})
 }

@@ -49,9 +49,6 @@ type Config struct {
 	MaxBodyBytes int64
 	// Logger receives the errors that end in a 5xx. Nil discards.
 	Logger *slog.Logger
-	// Stats answers GET /stats (jobs per state, the ready queue). Nil
-	// answers 404.
-	Stats db.StatsReader
 	// SeriesFunc returns the sampled history GET /stats/series answers, as a
 	// JSON-encodable value. Nil answers 404.
 	SeriesFunc func() any
@@ -68,9 +65,6 @@ type Config struct {
 	// TestClock, when set, serves GET and POST /test/clock to read and move
 	// it (sked serve --test-clock). Nil: no such route.
 	TestClock TestClock
-	// Controller serves the schedule controls (pause with an end, trigger,
-	// skip, backfill). Nil answers 501 on those routes.
-	Controller db.Controller
 }
 
 // handler holds the configuration shared by the route handlers. Immutable
@@ -82,7 +76,6 @@ type handler struct {
 	disabledTypes   map[string]string
 	maxBodyBytes    int64
 	logger          *slog.Logger // never nil
-	stats           db.StatsReader
 	seriesFunc      func() any
 	shutdown        <-chan struct{}
 	claimers        *claimWaiters       // long polls of POST /claims; never nil
@@ -90,7 +83,6 @@ type handler struct {
 	metrics         http.Handler
 	readyFunc       func(context.Context) error
 	testClock       TestClock
-	controller      db.Controller
 }
 
 // New returns the API as a chi router with every route of DESIGN.md "HTTP
@@ -106,14 +98,12 @@ func New(cfg Config) http.Handler {
 		disabledTypes:   cfg.DisabledTypes,
 		maxBodyBytes:    cfg.MaxBodyBytes,
 		logger:          cfg.Logger,
-		stats:           cfg.Stats,
 		seriesFunc:      cfg.SeriesFunc,
 		shutdown:        cfg.Shutdown,
 		claimers:        &claimWaiters{},
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,
-		controller:      cfg.Controller,
 	}
 	if h.maxBodyBytes <= 0 {
 		h.maxBodyBytes = DefaultMaxBodyBytes

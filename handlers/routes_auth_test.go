@@ -30,7 +30,7 @@ func TestAuth_EveryRoute(t *testing.T) {
 	t.Parallel()
 	store := sqlitetest.Open(t)
 	h := New(Config{
-		Store: store, Tokens: []string{"secret"}, Stats: store, Controller: store,
+		Store: store, Tokens: []string{"secret"},
 		Metrics:    http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
 		SeriesFunc: func() any { return nil }, TestClock: &fixedClock{now: testNow},
 	})

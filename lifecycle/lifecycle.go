@@ -165,14 +165,14 @@ func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time,
 	return r
 }
 
-// Resumed is where a paused recurring job resumes at now: the first slot
-// after now, with the slots from its old slot up to now recorded missed
-// (reason paused). A slot still in the future is kept.
-func Resumed(s *schedule.Schedule, slot, now time.Time) (time.Time, Missed) {
-	if slot.After(now) {
+// Resumed is where a paused recurring job, waiting for slot, resumes as of
+// at: its first slot at or after at, with the slots from slot up to at
+// (excluded) recorded missed (reason paused). A slot not before at is kept.
+func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
+	if !slot.Before(at) {
 		return slot, Missed{}
 	}
-	latest := latestAtOrBefore(s, slot, now)
+	latest := latestAtOrBefore(s, slot, at.Add(-time.Nanosecond))
 	return s.Next(latest), span(s, slot, latest.Add(time.Nanosecond), db.MissedPaused)
 }
 

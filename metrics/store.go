@@ -120,17 +120,3 @@ func (s *Store) forget(jobID string, generation int64) (claimed, bool) {
 	delete(s.attempts, jobID)
 	return c, true
 }
-
-var _ db.BatchCreator = (*Store)(nil)
-
-// JobCreateBatch passes through to the observed store, so that the
-// decorator does not hide db.BatchCreator from the handlers (POST
-// /jobs/batch would answer 501). Both backends implement it; a store that
-// does not fails every batch.
-func (s *Store) JobCreateBatch(ctx context.Context, ps []db.JobCreateParams) ([]db.Job, error) {
-	bc, ok := s.Store.(db.BatchCreator)
-	if !ok {
-		return nil, errors.New("create jobs in a batch: this store cannot")
-	}
-	return bc.JobCreateBatch(ctx, ps)
-}

@@ -7,13 +7,9 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/clock"
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
 )
-
-// clockUser is a store whose clock the server sets (SQLite; PostgreSQL reads
-// the database's own clock and has no such method).
-type clockUser interface {
-	UseClock(g *clock.Guard)
-}
 
 // newClock returns the guarded wall clock of the process, or, with a test
 // clock, the guarded virtual clock and the virtual clock itself. Every step
@@ -52,15 +48,16 @@ func clockReady(g *clock.Guard, store func(context.Context) error) func(context.
 	}
 }
 
-// useClock hands the guarded clock to the store.
-func useClock(store any, g *clock.Guard, virtual bool) error {
-	cu, ok := store.(clockUser)
+// useClock hands the guarded clock to a SQLite store. PostgreSQL keeps the
+// database's own clock, which a test clock cannot move.
+func useClock(store db.Store, g *clock.Guard, virtual bool) error {
+	s, ok := store.(*sqlite.Store)
 	if !ok {
 		if virtual {
 			return fmt.Errorf("--test-clock needs the SQLite store; PostgreSQL keeps time with now()")
 		}
 		return nil
 	}
-	cu.UseClock(g)
+	s.UseClock(g)
 	return nil
 }

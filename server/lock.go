@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
 )
 
 // lockStore makes this process the only sked serve on the SQLite database
@@ -21,23 +24,17 @@ func lockStore(dsn string) (unlock func(), err error) {
 // themselves otherwise, so their leases never match it.
 func servePrefix(host string) string { return "serve:" + host + "/" }
 
-// leaseExpirer is a store that can end the leases of a dead pool at once
-// (SQLite; on PostgreSQL several live nodes may share a host, so their
-// leases are left to run out).
-type leaseExpirer interface {
-	RunExpireOwnedBy(ctx context.Context, prefix, keep string) (int, error)
-}
-
 // reclaimPredecessor hands back at once the jobs the in-process pool of the
 // previous sked serve on this host held when it died (kill -9, power cut),
-// instead of after their leases run out. Only a store under the
-// single-instance lock offers it: the predecessor is certainly dead.
-func reclaimPredecessor(ctx context.Context, store any, host, self string, log *slog.Logger) error {
-	le, ok := store.(leaseExpirer)
+// instead of after their leases run out. Only SQLite does: it is under the
+// single-instance lock, so the predecessor is certainly dead; on PostgreSQL
+// several live nodes may share a host, so their leases are left to run out.
+func reclaimPredecessor(ctx context.Context, store db.Store, host, self string, log *slog.Logger) error {
+	s, ok := store.(*sqlite.Store)
 	if !ok {
 		return nil
 	}
-	n, err := le.RunExpireOwnedBy(ctx, servePrefix(host), self)
+	n, err := s.RunExpireOwnedBy(ctx, servePrefix(host), self)
 	if err != nil {
 		return err
 	}

@@ -161,7 +161,6 @@ func (s *Server) Run(ctx context.Context) error {
 		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log, MaxIdle: jitteredIdle(worker.DefaultMaxIdle),
 	})
 	reaper := &worker.Reaper{Store: obs, Logger: log}
-	controller, _ := store.(db.Controller)
 	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})
 
 	// Closed when shutdown begins, so that waiting claims answer at once.
@@ -169,10 +168,9 @@ func (s *Server) Run(ctx context.Context) error {
 	srv := &http.Server{
 		Handler: web.Mount(handlers.New(handlers.Config{
 			Store: obs, Wake: pool.Wake, ValidatePayload: worker.ValidatePayload,
-			Tokens: cfg.Tokens, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, readyFunc(store)),
+			Tokens: cfg.Tokens, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: shuttingDown,
-			TestClock: testClock, Controller: controller,
-			Stats: store, SeriesFunc: func() any { return sampler.Series() },
+			TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
 		})),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
@@ -199,26 +197,22 @@ func (s *Server) Run(ctx context.Context) error {
 	services.Go(func() error { return pool.Run(svcCtx) })
 	services.Go(func() error { return reaper.Run(svcCtx) })
 	services.Go(func() error { return forwardWakeups(svcCtx, store, pool.Wake) })
-	if pruner := newPruner(store, cfg.Retention, store.Now, log); pruner != nil {
+	if pruner := newPruner(store, cfg.Retention, log); pruner != nil {
 		services.Go(func() error { return pruner.Run(svcCtx) })
 	}
 	services.Go(func() error { return sampler.Run(svcCtx) })
 	if cp := newCheckpointer(store, mtr, log); cp != nil {
 		services.Go(func() error { return cp.Run(svcCtx) })
 	}
-	if controller != nil {
-		sweeper := &worker.Sweeper{Store: controller, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
-		if len(cfg.NotifySinks) > 0 {
-			sweeper.NotifyFunc = func(ctx context.Context, e notify.Event) error {
-				err := notifier.Notify(ctx, e)
-				pool.Wake()
-				return err
-			}
+	sweeper := &worker.Sweeper{Store: store, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
+	if len(cfg.NotifySinks) > 0 {
+		sweeper.NotifyFunc = func(ctx context.Context, e notify.Event) error {
+			err := notifier.Notify(ctx, e)
+			pool.Wake()
+			return err
 		}
-		services.Go(func() error { return sweeper.Run(svcCtx) })
-	} else {
-		log.Warn("this store has no schedule controls: pause-until, trigger, skip, backfill and the dead-man's switch are off")
 	}
+	services.Go(func() error { return sweeper.Run(svcCtx) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

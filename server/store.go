@@ -12,18 +12,10 @@ import (
 	"github.com/sked-dev/sked/db/sqlite"
 )
 
-// Store is what a server runs on: the storage contract and the readers the
-// metrics and the dashboard use. Both backends implement all of it.
-type Store interface {
-	db.Store
-	db.StatsReader
-	db.ActivityReader
-}
-
 // OpenStore opens and migrates the store dsn names: a postgres:// or
 // postgresql:// URL is a PostgreSQL database that many sked processes may
 // share; anything else is the path of a SQLite file.
-func OpenStore(ctx context.Context, dsn string) (Store, error) {
+func OpenStore(ctx context.Context, dsn string) (db.Store, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		return postgres.Open(ctx, dsn)
 	}
@@ -38,20 +30,15 @@ func redactDSN(dsn string) string {
 	return dsn
 }
 
-// waker is a store whose writes, from any process, can wake this process's
-// dispatcher (PostgreSQL's LISTEN/NOTIFY).
-type waker interface {
-	Wakeups(ctx context.Context) <-chan struct{}
-}
-
-// forwardWakeups calls wake for every wake-up store signals until ctx ends;
-// it returns at once for a store without wake-ups.
-func forwardWakeups(ctx context.Context, store any, wake func()) error {
-	w, ok := store.(waker)
+// forwardWakeups calls wake for every wake-up of a PostgreSQL store (a
+// write of another node that makes a job due soon) until ctx ends; it
+// returns at once for SQLite, whose one process wakes its pool itself.
+func forwardWakeups(ctx context.Context, store db.Store, wake func()) error {
+	pg, ok := store.(*postgres.Store)
 	if !ok {
 		return nil
 	}
-	for range w.Wakeups(ctx) {
+	for range pg.Wakeups(ctx) {
 		wake()
 	}
 	return nil

@@ -40,6 +40,9 @@ func (l *lockedBuffer) String() string {
 func TestPool_LogsEachOutcome(t *testing.T) {
 	s := sqlitetest.Open(t)
 	var logs lockedBuffer
+	// The jobs exist before the pool starts: nothing wakes it for later ones.
+	ok := create(t, s, db.JobCreateParams{Type: "ok"})
+	fail := create(t, s, db.JobCreateParams{Type: "fail"})
 	startPool(t, s, worker.PoolConfig{
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Handlers: map[string]worker.HandlerFunc{
@@ -47,8 +50,6 @@ func TestPool_LogsEachOutcome(t *testing.T) {
 			"fail": func(context.Context, *worker.Job) error { return worker.Permanent(errors.New("bad input")) },
 		},
 	})
-	ok := create(t, s, db.JobCreateParams{Type: "ok"})
-	fail := create(t, s, db.JobCreateParams{Type: "fail"})
 
 	want := map[string]struct {
 		level, outcome string

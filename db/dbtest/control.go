@@ -8,18 +8,8 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// controller returns the fixture's store as a db.Controller, or skips.
-func (f *fixture) controller() db.Controller {
-	f.Helper()
-	c, ok := f.Store.(db.Controller)
-	if !ok {
-		f.Skip("this backend does not implement db.Controller yet")
-	}
-	return c
-}
-
 func testPauseUntil(t *testing.T, f *fixture) {
-	c := f.controller()
+	c := f.Store
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
 	p, err := c.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Reason: "maintenance", Until: Start.Add(150 * time.Minute)})
 	if err != nil {
@@ -46,7 +36,7 @@ func testPauseUntil(t *testing.T, f *fixture) {
 }
 
 func testTrigger(t *testing.T, f *fixture) {
-	c := f.controller()
+	c := f.Store
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", MaxAttempts: 3})
 	f.Clock.Set(Start.Add(10 * time.Minute))
 	if _, err := c.JobTrigger(f.ctx, j.ID); err != nil {
@@ -83,7 +73,7 @@ func testTrigger(t *testing.T, f *fixture) {
 }
 
 func testSkipNext(t *testing.T, f *fixture) {
-	c := f.controller()
+	c := f.Store
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
 	got, err := c.JobSkipNext(f.ctx, j.ID)
 	if err != nil {
@@ -98,7 +88,7 @@ func testSkipNext(t *testing.T, f *fixture) {
 }
 
 func testBackfill(t *testing.T, f *fixture) {
-	c := f.controller()
+	c := f.Store
 	j := f.create(db.JobCreateParams{Type: "report", Schedule: "0 * * * *"})
 	// 13:00 runs as scheduled; then 10:00 to 13:00 is backfilled.
 	f.Clock.Set(Start.Add(time.Hour))
@@ -126,7 +116,7 @@ func testBackfill(t *testing.T, f *fixture) {
 }
 
 func testDeadMansSwitch(t *testing.T, f *fixture) {
-	c := f.controller()
+	c := f.Store
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", ExpectSuccessWithin: 2 * time.Hour, MaxAttempts: 1})
 	f.Clock.Set(Start.Add(2 * time.Hour))
 	if ch, err := c.JobQuietSweep(f.ctx); err != nil || len(ch) != 0 {
@@ -150,7 +140,7 @@ func testDeadMansSwitch(t *testing.T, f *fixture) {
 }
 
 func testDeadSince(t *testing.T, f *fixture) {
-	c := f.controller()
+	c := f.Store
 	j := f.create(db.JobCreateParams{MaxAttempts: 1})
 	f.Clock.Advance(time.Minute)
 	f.finish(f.claimOne("w"), db.OutcomeFailed, true)

@@ -90,6 +90,11 @@ func Run(t *testing.T, open OpenFunc) {
 		"Prune":               testPrune,
 		"JobCreateBatch":      testJobCreateBatch,
 		"Ready":               testReady,
+		"RunFinishGroup":      testRunFinishGroup,
+		"LateOutcome":         testLateOutcome,
+		"ReleasedBeforeDue":   testReleasedBeforeDue,
+		"PauseUntilAsOf":      testPauseUntilAsOf,
+		"RunFinishAfterClose": testRunFinishAfterClose,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -8,19 +8,8 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// as returns the fixture's store as a T, or skips the test.
-func as[T any](f *fixture) T {
-	f.Helper()
-	v, ok := f.Store.(T)
-	if !ok {
-		var zero T
-		f.Skipf("this backend does not implement %T", &zero)
-	}
-	return v
-}
-
 func testPrune(t *testing.T, f *fixture) {
-	p := as[db.Pruner](f)
+	p := f.Store
 	done := f.create(db.JobCreateParams{})
 	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
 	dead := f.create(db.JobCreateParams{MaxAttempts: 1})
@@ -50,7 +39,7 @@ func testPrune(t *testing.T, f *fixture) {
 }
 
 func testJobCreateBatch(t *testing.T, f *fixture) {
-	b := as[db.BatchCreator](f)
+	b := f.Store
 	jobs, err := b.JobCreateBatch(f.ctx, []db.JobCreateParams{
 		{Type: "a", IdempotencyKey: "k1"}, {Type: "b"}, {Type: "c", IdempotencyKey: "k1"},
 	})
@@ -74,7 +63,7 @@ func testJobCreateBatch(t *testing.T, f *fixture) {
 }
 
 func testReady(t *testing.T, f *fixture) {
-	if err := as[db.ReadyChecker](f).Ready(f.ctx); err != nil {
+	if err := f.Store.Ready(f.ctx); err != nil {
 		t.Fatalf("Ready on a fresh store = %v", err)
 	}
 }

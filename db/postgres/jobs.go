@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +9,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/lifecycle"
-	"github.com/sked-dev/sked/schedule"
+	"github.com/sked-dev/sked/db/engine"
 )
 
 // jobColumns is the column list every job query selects, in scanJob's order.
@@ -24,10 +21,6 @@ const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, s
 	cancel_requested, missed_slots, last_error, created_at, updated_at,
 	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
 	triggered, parent_id`
-
-// wakeHorizon is how soon a job must be due for its write to NOTIFY the
-// dispatchers; later jobs are found by their next poll of the due time.
-const wakeHorizon = 5 * time.Second
 
 func scanJob(row pgx.Row) (db.Job, error) {
 	var (
@@ -73,253 +66,274 @@ func deref(s *string) string {
 	return *s
 }
 
-// JobCreate inserts a job; see db.Store.
-func (s *Store) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error) {
-	jobs, created, err := s.createJobs(ctx, []db.JobCreateParams{p}, false)
-	if err != nil {
-		return db.Job{}, false, err
-	}
-	return jobs[0], created[0], nil
+// querier is what queryJobs reads from: the pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// JobCreateBatch inserts jobs in one transaction; see db.BatchCreator.
-func (s *Store) JobCreateBatch(ctx context.Context, ps []db.JobCreateParams) ([]db.Job, error) {
-	if err := db.CheckBatch(len(ps)); err != nil {
+func queryJobs(ctx context.Context, q querier, sql string, args ...any) ([]db.Job, error) {
+	return query(ctx, q, scanJob, sql, args...)
+}
+
+// query scans every row of sql's answer.
+func query[T any](ctx context.Context, q querier, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
 		return nil, err
 	}
-	jobs, _, err := s.createJobs(ctx, ps, true)
+	return collect(rows, scan)
+}
+
+// collect scans every row of rows.
+func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+}
+
+// jobs reads the jobs of sql's answer, sending the queued writes first.
+func (t *tx) jobs(ctx context.Context, sql string, args ...any) (jobs []db.Job, err error) {
+	err = t.query(ctx, func(rows pgx.Rows) error {
+		jobs, err = collect(rows, scanJob)
+		return err
+	}, sql, args...)
 	return jobs, err
 }
 
-// insertJobSQL inserts one job, or nothing when its idempotency key is taken.
-const insertJobSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
+// insertJobsSQL inserts jobs given as arrays, in order, except those whose
+// idempotency key is taken (by an existing job or an earlier one of the
+// same statement). A one-off job stores the recurring policies' defaults.
+const insertJobsSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
 		max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-		expect_success_ms, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, 'ready', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)
+		expect_success_ms, parent_id, created_at, updated_at)
+	SELECT id, type, payload::json, schedule, timezone, state, next_run_at, slot,
+		max_attempts, key, coalesce(overlap, 'skip'), coalesce(misfire, 'run_once'), timeout_ms, backoff_ms, jitter_ms,
+		expect_ms, parent_id, created_at, created_at
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[],
+		$9::integer[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::bigint[],
+		$16::bigint[], $17::text[], $18::timestamptz[])
+		WITH ORDINALITY AS u (id, type, payload, schedule, timezone, state, next_run_at, slot,
+			max_attempts, key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
+			expect_ms, parent_id, created_at, n)
+	ORDER BY n
 	ON CONFLICT (idempotency_key) DO NOTHING
-	RETURNING ` + jobColumns
+	RETURNING id`
 
-// createJobs inserts the jobs of ps in one transaction, all or none. A taken
-// idempotency key yields the existing job and created=false. In a batch, a
-// validation error names its element (jobs[i].field).
-func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch bool) ([]db.Job, []bool, error) {
-	jobs, created := make([]db.Job, len(ps)), make([]bool, len(ps))
-	err := s.withTx(ctx, func(tx pgx.Tx, now time.Time) error {
-		wake := db.Job{}
-		for i, p := range ps {
-			j, ok, err := createJob(ctx, tx, p, now)
-			if err != nil {
-				var ve *db.ValidationError
-				if err = translate(err); batch && errors.As(err, &ve) {
-					err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: ve.Msg}
-				}
-				return err
-			}
-			jobs[i], created[i] = j, ok
-			if ok && (wake.NextRunAt == nil || j.NextRunAt.Before(*wake.NextRunAt)) {
-				wake = j
-			}
-		}
-		return notifyIfDue(ctx, tx, wake, now)
-	})
-	if err != nil {
-		if err = translate(err); errors.Is(err, db.ErrInvalid) {
-			return nil, nil, err
-		}
-		return nil, nil, fmt.Errorf("create jobs: %w", err)
+// JobsInsert inserts jobs in one statement; see engine.Tx.
+func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
+	n := len(jobs)
+	var (
+		ids, types, payloads, zones, states = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		scheds, keys, overlaps, misfires    = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+		parents                             = make([]*string, n)
+		nexts, slots                        = make([]*time.Time, n), make([]*time.Time, n)
+		created                             = make([]time.Time, n)
+		attempts                            = make([]int32, n)
+		timeouts, backoffs, jitters, expect = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	)
+	index := make(map[string]int, n)
+	for i, j := range jobs {
+		ids[i], types[i], payloads[i], zones[i], states[i] = j.ID, j.Type, string(j.Payload), j.Timezone, string(j.State)
+		scheds[i], keys[i], overlaps[i], misfires[i] = nullString(j.Schedule), nullString(j.IdempotencyKey), nullString(j.Overlap), nullString(j.Misfire)
+		parents[i], nexts[i], slots[i], created[i] = nullString(j.ParentID), j.NextRunAt, j.Slot, j.CreatedAt
+		attempts[i] = int32(j.MaxAttempts)
+		timeouts[i], backoffs[i], jitters[i], expect[i] = ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), ms(j.ExpectSuccessWithin)
+		index[j.ID] = i
 	}
-	return jobs, created, nil
+	inserted := make([]bool, n)
+	err := t.query(ctx, func(rows pgx.Rows) error {
+		var id string
+		_, err := pgx.ForEachRow(rows, []any{&id}, func() error { inserted[index[id]] = true; return nil })
+		return err
+	}, insertJobsSQL, ids, types, payloads, scheds, zones, states, nexts, slots,
+		attempts, keys, overlaps, misfires, timeouts, backoffs, jitters, expect, parents, created)
+	if err != nil {
+		return nil, fmt.Errorf("insert jobs: %w", translate(err))
+	}
+	return inserted, nil
 }
 
-// createJob inserts the job p describes at now, inside tx. When its
-// idempotency key is taken (ON CONFLICT waited for the transaction that took
-// it) it returns the first job and created=false.
-func createJob(ctx context.Context, tx pgx.Tx, p db.JobCreateParams, now time.Time) (db.Job, bool, error) {
-	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
-	slot, due, err := lifecycle.FirstSlot(p, id, now)
-	if err != nil {
-		return db.Job{}, false, err
-	}
-	payload := p.Payload
-	if len(payload) == 0 {
-		payload = []byte("{}")
-	}
-	j, err := scanJob(tx.QueryRow(ctx, insertJobSQL,
-		id, p.Type, string(payload), nullString(p.Schedule), cmp.Or(p.Timezone, "UTC"),
-		due, slot, cmp.Or(p.MaxAttempts, db.DefaultMaxAttempts), nullString(p.IdempotencyKey),
-		cmp.Or(p.Overlap, db.OverlapSkip), cmp.Or(p.Misfire, db.MisfireRunOnce),
-		cmp.Or(p.Timeout, db.DefaultTimeout).Milliseconds(), cmp.Or(p.Backoff, db.DefaultBackoff).Milliseconds(),
-		p.Jitter.Milliseconds(), p.ExpectSuccessWithin.Milliseconds(), now))
-	if !errors.Is(err, db.ErrNotFound) {
-		return j, err == nil, err
-	}
-	j, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = $1`, p.IdempotencyKey))
-	if err != nil {
-		return db.Job{}, false, fmt.Errorf("get job by idempotency key: %w", err)
-	}
-	return j, false, nil
+// JobsByKey reads the jobs holding keys; see engine.Tx.
+func (t *tx) JobsByKey(ctx context.Context, keys []string) ([]db.Job, error) {
+	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ANY($1)`, keys)
 }
 
-// notifyIfDue wakes every node's dispatcher, at commit, when j is ready and
-// due within wakeHorizon.
-func notifyIfDue(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) error {
-	if j.State != db.StateReady || j.NextRunAt == nil || j.NextRunAt.After(now.Add(wakeHorizon)) {
-		return nil
-	}
-	return notify(ctx, tx)
+// JobLock reads and locks a job; see engine.Tx.
+func (t *tx) JobLock(ctx context.Context, id string) (db.Job, error) {
+	var j db.Job
+	err := t.queryRow(ctx, func(r pgx.Row) (err error) { j, err = scanJob(r); return err },
+		`SELECT `+jobColumns+` FROM jobs WHERE id = $1 FOR UPDATE`, id)
+	return j, err
 }
 
-// notify wakes every node's dispatcher when tx commits.
-func notify(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, wakeChannel); err != nil {
-		return fmt.Errorf("notify %s: %w", wakeChannel, err)
+// JobsLeased reads and locks the jobs under live leases, in id order so
+// that groups of completions on several nodes lock in one order; see
+// engine.Tx.
+func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, error) {
+	ids, gens := make([]string, len(leases)), make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], gens[i] = l.JobID, l.Generation
 	}
+	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE (id, lease_generation) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))
+			AND state = 'running' AND lease_until >= $3
+		ORDER BY id FOR UPDATE`, ids, gens, t.now)
+}
+
+// JobsExpired reads jobs whose lease ended; see engine.Tx.
+func (t *tx) JobsExpired(ctx context.Context, limit int) ([]db.Job, error) {
+	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE state = 'running' AND lease_until < $1 ORDER BY lease_until LIMIT $2
+		FOR UPDATE SKIP LOCKED`, t.now, limit)
+}
+
+// JobsPauseOver reads paused jobs whose pause ended; see engine.Tx.
+func (t *tx) JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error) {
+	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE state = 'paused' AND pause_until IS NOT NULL AND pause_until <= $1
+		ORDER BY pause_until LIMIT $2 FOR UPDATE SKIP LOCKED`, t.now, limit)
+}
+
+// JobsWatched reads the schedules with a dead-man's switch; see engine.Tx.
+func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
+	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')
+		FOR UPDATE SKIP LOCKED`)
+}
+
+// claimSQL leases due jobs picked FOR UPDATE SKIP LOCKED (rows another node
+// is claiming, cancelling or finishing are passed over, not waited for) and
+// writes their runs in the same statement (see engine.Tx.JobsClaim).
+// Arguments: worker, lease until, now, due by, the types ({}: any), the
+// limit.
+const claimSQL = `WITH claimed AS (
+		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2,
+			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = $3
+		WHERE id IN (SELECT id FROM jobs WHERE state = 'ready' AND next_run_at <= $4
+			AND (cardinality($5::text[]) = 0 OR type = ANY($5)) ORDER BY next_run_at LIMIT $6 FOR UPDATE SKIP LOCKED)
+		RETURNING ` + jobColumns + `
+	), runs AS (
+		INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
+		SELECT id, CASE WHEN triggered THEN $3 ELSE slot END, attempt, lease_generation, lease_owner,
+			greatest($3, next_run_at), 'running', CASE WHEN triggered THEN '` + db.ReasonManual + `' END
+		FROM claimed
+		RETURNING id, job_id
+	)
+	SELECT claimed.*, runs.id FROM claimed JOIN runs ON runs.job_id = claimed.id`
+
+// JobsClaim leases due jobs and writes their runs in one statement; see
+// engine.Tx.
+func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, error) {
+	var claims []db.Claim
+	err := t.query(ctx, func(rows pgx.Rows) (err error) {
+		claims, err = collect(rows, func(r pgx.Row) (c db.Claim, err error) {
+			c.Job, err = scanJob(runIDRow{r, &c.RunID})
+			return c, err
+		})
+		return err
+	}, claimSQL, a.Worker, a.Until, t.now, a.DueBy, append([]string{}, a.Types...), a.Max)
+	return claims, err
+}
+
+// runIDRow scans a job row followed by a run id.
+type runIDRow struct {
+	pgx.Row
+	runID *int64
+}
+
+func (r runIDRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.runID)...) }
+
+// updateJobsSQL writes jobs' lifecycle columns, given as arrays, each
+// fenced by the state and generation it was read with.
+const updateJobsSQL = `UPDATE jobs j SET state = u.state, next_run_at = u.next_run_at, slot = u.slot,
+		attempt = u.attempt, lease_owner = u.lease_owner, lease_until = u.lease_until,
+		cancel_requested = u.cancel_requested, missed_slots = u.missed_slots, last_error = u.last_error,
+		pause_reason = u.pause_reason, pause_until = u.pause_until, last_success_at = u.last_success_at,
+		quiet_since = u.quiet_since, triggered = u.triggered, updated_at = u.updated_at
+	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::timestamptz[],
+		$7::integer[], $8::text[], $9::timestamptz[], $10::boolean[], $11::bigint[], $12::text[],
+		$13::text[], $14::timestamptz[], $15::timestamptz[], $16::timestamptz[], $17::boolean[], $18::timestamptz[])
+		AS u (id, from_state, generation, state, next_run_at, slot,
+			attempt, lease_owner, lease_until, cancel_requested, missed_slots, last_error,
+			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at)
+	WHERE j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`
+
+// JobsUpdate writes jobs, fenced, in one statement; see engine.Tx.
+func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
+	n := len(us)
+	var (
+		ids, froms, states                    = make([]string, n), make([]string, n), make([]string, n)
+		gens, missed                          = make([]int64, n), make([]int64, n)
+		nexts, slots, untils, pauses, oks, qs = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		attempts                              = make([]int32, n)
+		owners, lastErrs, reasons             = make([]*string, n), make([]*string, n), make([]*string, n)
+		cancels, triggered                    = make([]bool, n), make([]bool, n)
+		updated                               = make([]time.Time, n)
+	)
+	for i, u := range us {
+		j := u.Job
+		ids[i], froms[i], gens[i], states[i] = j.ID, string(u.From), j.LeaseGeneration, string(j.State)
+		nexts[i], slots[i], attempts[i], owners[i], untils[i] = j.NextRunAt, j.Slot, int32(j.Attempt), nullString(j.LeaseOwner), j.LeaseUntil
+		cancels[i], missed[i], lastErrs[i] = j.CancelRequested, j.MissedSlots, nullString(text(j.LastError))
+		reasons[i], pauses[i], oks[i], qs[i] = nullString(j.PauseReason), j.PauseUntil, j.LastSuccessAt, j.QuietSince
+		triggered[i], updated[i] = j.Triggered, j.UpdatedAt
+	}
+	// The check fails the transaction if a job was no longer in the state
+	// and generation it was read in; the rows are locked, so it never does.
+	t.exec(rows(n, "update jobs in the state and generation they were read in"), updateJobsSQL, ids, froms, gens, states, nexts, slots,
+		attempts, owners, untils, cancels, missed, lastErrs, reasons, pauses, oks, qs, triggered, updated)
+	return nil
+}
+
+// Heartbeat extends a live lease; see engine.Tx.
+func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (bool, error) {
+	var cancel bool
+	err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&cancel) }, `UPDATE jobs SET lease_until = $1
+		WHERE id = $2 AND lease_generation = $3 AND state = 'running' AND lease_until >= $4
+		RETURNING cancel_requested`, until, job, generation, t.now)
+	return cancel, translate(err)
+}
+
+// Notify wakes every node's dispatcher when the transaction commits; see
+// engine.Tx.
+func (t *tx) Notify(ctx context.Context) error {
+	t.exec(nil, `SELECT pg_notify($1, '')`, wakeChannel)
 	return nil
 }
 
 // JobGet returns a job; see db.Store.
-func (s *Store) JobGet(ctx context.Context, id string) (db.Job, error) {
-	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
+func (d *dialect) JobGet(ctx context.Context, id string) (db.Job, error) {
+	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
 		return db.Job{}, fmt.Errorf("get job %s: %w", id, err)
 	}
 	return j, err
 }
 
-// JobList returns a page of jobs, newest first; see db.Store.
-func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, string, error) {
+// JobsPage reads a page of jobs; see engine.Reader.
+func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) ([]db.Job, error) {
 	var (
 		where []string
 		args  []any
 	)
-	arg := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, cond+" $"+strconv.Itoa(len(args)))
-	}
-	if p.State != "" {
-		arg("state =", string(p.State))
-	}
-	if p.Type != "" {
-		arg("type =", p.Type)
-	}
-	if p.Cursor != "" {
-		arg("id <", p.Cursor)
+	for _, f := range []struct{ cond, v string }{{"state =", string(p.State)}, {"type =", p.Type}, {"id <", p.Cursor}} {
+		if f.v != "" {
+			args = append(args, f.v)
+			where = append(where, f.cond+" $"+strconv.Itoa(len(args)))
+		}
 	}
 	q := `SELECT ` + jobColumns + ` FROM jobs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := db.PageLimit(p.Limit)
-	args = append(args, limit+1)
-	q += ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
-	jobs, err := queryJobs(ctx, s.pool, q, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list jobs: %w", err)
-	}
-	jobs, next := db.Page(append([]db.Job{}, jobs...), limit, func(j db.Job) string { return j.ID })
-	return jobs, next, nil
-}
-
-// JobCancel cancels a job no worker holds; see db.Store.
-func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "cancel", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		noop, err := lifecycle.Cancel(j, func() (*db.Run, error) { return liveRun(ctx, tx, j) })
-		if err != nil || noop {
-			return j, err
-		}
-		return scanJob(tx.QueryRow(ctx, `
-			UPDATE jobs SET state = 'cancelled', next_run_at = NULL, updated_at = $1
-			WHERE id = $2 AND state = $3 RETURNING `+jobColumns,
-			now, j.ID, string(j.State)))
-	})
-}
-
-// JobPause pauses a ready job; see db.Store.
-func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
-	return s.JobPauseUntil(ctx, db.JobPauseParams{ID: id})
-}
-
-// JobResume resumes a paused job; see db.Store.
-func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "resume", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		noop, err := lifecycle.Resume(j)
-		if err != nil || noop {
-			return j, err
-		}
-		return resume(ctx, tx, j, now)
-	})
-}
-
-// resume moves paused job j, locked by the caller, back to ready and wakes
-// the dispatchers if it is due. A one-off job keeps its due time and its
-// attempts; a recurring job resumes at its next slot, and the slots it slept
-// through are recorded missed (paused).
-func resume(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-	slot, missed := *j.Slot, lifecycle.Missed{}
-	due := *j.NextRunAt
-	if j.Recurring() {
-		sched, err := schedule.Parse(j.Schedule, j.Timezone)
-		if err != nil {
-			return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
-		}
-		slot, missed = lifecycle.Resumed(sched, slot, now)
-		if err := insertMissed(ctx, tx, j.ID, missed, now); err != nil {
-			return db.Job{}, err
-		}
-		due = lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter))
-	}
-	out, err := scanJob(tx.QueryRow(ctx, `
-		UPDATE jobs SET state = 'ready', slot = $1, next_run_at = $2,
-			attempt = CASE WHEN schedule IS NULL THEN attempt ELSE 0 END,
-			missed_slots = missed_slots + $3, pause_reason = NULL, pause_until = NULL, updated_at = $4
-		WHERE id = $5 AND state = 'paused' RETURNING `+jobColumns,
-		slot, due, missed.Total, now, j.ID))
-	if err != nil {
-		return db.Job{}, err
-	}
-	return out, notifyIfDue(ctx, tx, out, now)
-}
-
-// JobRetry puts a dead job back to ready; see db.Store.
-func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "retry", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if err := lifecycle.Retry(j); err != nil {
-			return db.Job{}, err
-		}
-		out, err := scanJob(tx.QueryRow(ctx, `
-			UPDATE jobs SET state = 'ready', next_run_at = $1, attempt = 0, updated_at = $1
-			WHERE id = $2 RETURNING `+jobColumns,
-			now, j.ID))
-		if err != nil {
-			return db.Job{}, err
-		}
-		return out, notifyIfDue(ctx, tx, out, now)
-	})
-}
-
-// JobRequestCancelRun marks a running job for cooperative cancellation; see
-// db.Store.
-func (s *Store) JobRequestCancelRun(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "request cancel", func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if err := lifecycle.CancelRun(j); err != nil {
-			return db.Job{}, err
-		}
-		return scanJob(tx.QueryRow(ctx, `
-			UPDATE jobs SET cancel_requested = true, updated_at = $1
-			WHERE id = $2 AND lease_generation = $3 RETURNING `+jobColumns,
-			now, j.ID, j.LeaseGeneration))
-	})
+	args = append(args, limit)
+	return queryJobs(ctx, d.pool, q+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 }
 
 // JobNextDue returns when the earliest ready job of types is due; see
 // db.Store. It reads the jobs_ready partial index only.
-func (s *Store) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
-	q, args := `SELECT next_run_at FROM jobs WHERE state = 'ready'`, []any{}
-	if len(types) > 0 {
-		q, args = q+` AND type = ANY($1)`, append(args, types)
-	}
+func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
 	var next time.Time
-	err := s.pool.QueryRow(ctx, q+` ORDER BY next_run_at LIMIT 1`, args...).Scan(&next)
+	err := d.pool.QueryRow(ctx, `SELECT next_run_at FROM jobs WHERE state = 'ready'
+		AND (cardinality($1::text[]) = 0 OR type = ANY($1)) ORDER BY next_run_at LIMIT 1`, append([]string{}, types...)).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, false, nil
 	}
@@ -329,47 +343,11 @@ func (s *Store) JobNextDue(ctx context.Context, types []string) (time.Time, bool
 	return next.UTC(), true, nil
 }
 
-// transition reads job id for update inside a transaction and applies fn,
-// which returns the job as it leaves it. The row lock holds off claims,
-// finishes and reaps of the job until the transaction ends.
-func (s *Store) transition(ctx context.Context, id, what string, fn func(tx pgx.Tx, j db.Job, now time.Time) (db.Job, error)) (db.Job, error) {
-	var out db.Job
-	err := s.withTx(ctx, func(tx pgx.Tx, now time.Time) error {
-		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1 FOR UPDATE`, id))
-		if err != nil {
-			return err
-		}
-		out, err = fn(tx, j, now)
-		return err
-	})
-	if err != nil {
-		var conflict *db.ConflictError
-		if errors.Is(err, db.ErrNotFound) || errors.As(err, &conflict) {
-			return db.Job{}, err
-		}
-		return db.Job{}, fmt.Errorf("%s job %s: %w", what, id, err)
-	}
-	return out, nil
+// JobsDead reads jobs that went dead since; see engine.Reader.
+func (d *dialect) JobsDead(ctx context.Context, since time.Time, limit int) ([]db.Job, error) {
+	return queryJobs(ctx, d.pool, `SELECT `+jobColumns+` FROM jobs
+		WHERE state = 'dead' AND updated_at >= $1 ORDER BY updated_at LIMIT $2`, since, limit)
 }
 
-// querier is what queryJobs reads from: the pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-func queryJobs(ctx context.Context, q querier, sql string, args ...any) ([]db.Job, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var jobs []db.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, rows.Err()
-}
+// ms is d in whole milliseconds, as the *_ms columns keep durations.
+func ms(d db.Duration) int64 { return time.Duration(d).Milliseconds() }

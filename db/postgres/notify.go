@@ -40,7 +40,7 @@ func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 // listen holds one connection LISTENing on wakeChannel and forwards its
 // notifications to c until ctx ends or the connection fails.
 func (s *Store) listen(ctx context.Context, c chan struct{}) error {
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, s.d.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}

@@ -1,34 +1,35 @@
-// Package postgres implements db.Store on PostgreSQL through
-// github.com/jackc/pgx/v5, so that several sked processes share one
+// Package postgres is the PostgreSQL dialect of sked's store: the
+// transactions, SQL text and scanning that db/engine runs its lifecycle on,
+// through github.com/jackc/pgx/v5, so that several sked processes share one
 // database.
 //
-// Connection policy: one pgxpool per Store, sized by the URL's
-// pool_max_conns (pgx's default otherwise), plus one dedicated connection
-// for LISTEN while Wakeups runs. Transactions are READ COMMITTED; every
-// read-then-write locks the job row it read (SELECT … FOR UPDATE) and every
-// write to a claimed row names the lease generation it expects, so a
-// concurrent claim, reap or finish on another node either waits for the lock
-// and then finds the generation gone (ErrStale) or skips the row. Commits are
-// as durable as the server's synchronous_commit (on by default): a reply is
-// sent after the commit returns, and a handed-out generation is never handed
-// out again. A transaction pooler in transaction mode (PgBouncer) does not
-// carry LISTEN; point sked at the server or a session-mode pool.
+// Connections: one pgxpool per Store, sized by the URL's pool_max_conns
+// (pgx's default otherwise: the larger of 4 and the number of CPUs), plus one
+// connection of its own for LISTEN while Wakeups runs. pgx caches each
+// statement's preparation per connection; every statement here has one
+// fixed text, with arrays (unnest, = ANY) where the number of values varies,
+// so that the cache holds. A transaction pooler in transaction mode
+// (PgBouncer) carries neither LISTEN nor prepared statements; point sked at
+// the server or a session-mode pool.
+//
+// Transactions are READ COMMITTED. A Tx's reads lock the rows they return
+// (SELECT … FOR UPDATE), and the sweeps' and claims' reads pass over rows
+// another transaction holds (SKIP LOCKED), so that several nodes share the
+// work instead of waiting for each other; every write to a claimed row
+// names the lease generation it expects. Commits are as durable as the
+// server's synchronous_commit (on by default): a reply is sent after the
+// commit returns, and a handed-out generation is never handed out again.
+// Batches of rows travel as arrays in one statement (unnest), so that a
+// group of completions or a batch of new jobs costs a few round trips, not
+// a few per row.
 //
 // One clock: every lease and due time is the database's now(), the start of
-// the transaction that writes it, never the node's. Tests set NowFunc to
-// pass their own instant instead (the SQL reads coalesce($now, now())).
+// the transaction that writes it, never the node's. Tests set
+// engine.Store.NowFunc to pass their own instant instead.
 //
-// Many nodes, no leader: claims pick due rows with FOR UPDATE SKIP LOCKED,
-// and the reaper does too, so each expired lease is reaped by exactly one
-// node while the others skip it; reaping closes the run and moves the job
-// with statements fenced by the lease generation, so a reap that loses a
-// race to a finish changes nothing. Every node runs its reaper, and running
-// it on one node or on all of them gives the same result.
-//
-// Wake-ups: writes that make a job due soon (create, resume, retry, a retry
-// or a release after a run) NOTIFY sked_jobs in their transaction; Wakeups
-// LISTENs for them so every node's dispatcher starts the job without waiting
-// for its next poll.
+// Wake-ups: writes that make a job due soon NOTIFY sked_jobs in their
+// transaction; Wakeups LISTENs for them so every node's dispatcher starts
+// the job without waiting for its next poll.
 //
 // Migrations are embedded (migrations/*.sql) and run by goose at Open, under
 // an advisory lock so that nodes starting together migrate once.
@@ -41,7 +42,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,6 +51,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/engine"
 )
 
 //go:embed migrations/*.sql
@@ -58,30 +59,17 @@ var migrations embed.FS
 
 var _ db.Store = (*Store)(nil)
 
-// Store is a db.Store on a PostgreSQL database.
+// Store is sked's store on a PostgreSQL database: db/engine's lifecycle
+// over this dialect, plus its wake-ups.
 type Store struct {
-	// NowFunc, when non-nil, replaces the database's now() in every
-	// statement; tests set it before use. nil (the default) means the
-	// database's clock.
-	NowFunc func() time.Time
-	// RandFunc draws the backoff jitter in [0,1); tests replace it. Never nil.
-	RandFunc func() float64
-	// MisfireGrace is how late a recurring slot may start before it counts
-	// as misfired (see db.MisfireSkip).
-	MisfireGrace time.Duration
-	// CatchUpWindow bounds db.MisfireRunAll: slots older than this are
-	// recorded missed instead of replayed.
-	CatchUpWindow time.Duration
-
-	pool *pgxpool.Pool // immutable; never nil
+	*engine.Store
+	d *dialect // immutable; never nil
 }
 
-// Defaults of the misfire settings, equal to db/sqlite's so that both
-// backends behave alike.
-const (
-	DefaultMisfireGrace  = time.Minute
-	DefaultCatchUpWindow = 24 * time.Hour
-)
+// dialect is the engine.Dialect of one database.
+type dialect struct {
+	pool *pgxpool.Pool // immutable; never nil
+}
 
 // Open connects to the database at url (postgres://… or any connection
 // string pgx accepts) and migrates it to the current schema.
@@ -94,21 +82,16 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
-	s := &Store{
-		RandFunc:      rand.Float64,
-		MisfireGrace:  DefaultMisfireGrace,
-		CatchUpWindow: DefaultCatchUpWindow,
-		pool:          pool,
-	}
-	if err := s.migrate(ctx); err != nil {
+	d := &dialect{pool: pool}
+	if err := d.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return s, nil
+	return &Store{Store: engine.New(engine.Config{Dialect: d}), d: d}, nil
 }
 
-func (s *Store) migrate(ctx context.Context) error {
-	conn := stdlib.OpenDBFromPool(s.pool)
+func (d *dialect) migrate(ctx context.Context) error {
+	conn := stdlib.OpenDBFromPool(d.pool)
 	defer conn.Close()
 	p, err := provider(conn)
 	if err != nil {
@@ -155,58 +138,20 @@ func (schemaLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
 }
 
 // Close closes the connection pool.
-func (s *Store) Close() error {
-	s.pool.Close()
+func (d *dialect) Close() error {
+	d.pool.Close()
 	return nil
 }
 
-// Now is the store's clock: NowFunc when set, else the database's now(). It
-// is only advice (the dispatcher uses it to sleep until a due time); when the
-// database does not answer it falls back to this machine's clock.
-func (s *Store) Now() time.Time {
-	if s.NowFunc != nil {
-		return s.NowFunc().UTC()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+// Now reads the database's clock.
+func (d *dialect) Now(ctx context.Context) (time.Time, error) {
 	var t time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&t); err != nil {
-		return time.Now().UTC()
-	}
-	return t.UTC()
+	err := d.pool.QueryRow(ctx, `SELECT now()`).Scan(&t)
+	return t.UTC(), err
 }
 
-// nowArg is the $now of coalesce($now, now()): NULL (the database's clock)
-// unless a test set NowFunc.
-func (s *Store) nowArg() *time.Time {
-	if s.NowFunc == nil {
-		return nil
-	}
-	t := s.NowFunc().UTC()
-	return &t
-}
-
-// txNow reads the clock inside tx. now() is the start time of the
-// transaction, so every time the transaction writes agrees with it.
-func (s *Store) txNow(ctx context.Context, tx pgx.Tx) (time.Time, error) {
-	var t time.Time
-	if err := tx.QueryRow(ctx, `SELECT coalesce($1::timestamptz, now())`, s.nowArg()).Scan(&t); err != nil {
-		return time.Time{}, fmt.Errorf("read clock: %w", err)
-	}
-	return t.UTC(), nil
-}
-
-// withTx runs fn in a transaction with the transaction's clock and commits
-// it.
-func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx, now time.Time) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		now, err := s.txNow(ctx, tx)
-		if err != nil {
-			return err
-		}
-		return fn(tx, now)
-	})
-}
+// Precision is timestamptz's.
+func (d *dialect) Precision() time.Duration { return time.Microsecond }
 
 // translate turns the driver's errors into db's at the edge: no rows is
 // ErrNotFound, a value the schema refuses is ErrInvalid. Others pass through.
@@ -221,6 +166,10 @@ func translate(err error) error {
 			return &db.ValidationError{Field: "payload", Msg: "not a JSON document: " + pgErr.Message}
 		case pgErr.Code == "23514": // check_violation
 			return &db.ValidationError{Field: pgErr.ColumnName, Msg: "value out of range (" + pgErr.ConstraintName + ")"}
+		case pgErr.Code == "53100": // disk_full
+			return fmt.Errorf("%w: %w", db.ErrStorageFull, err)
+		case pgErr.Code == "55P03": // lock_not_available
+			return fmt.Errorf("%w: %w", db.ErrBusy, err)
 		}
 	}
 	return err

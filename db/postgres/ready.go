@@ -6,11 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5/stdlib"
-
-	"github.com/sked-dev/sked/db"
 )
-
-var _ db.ReadyChecker = (*Store)(nil)
 
 // errPending is returned by Ready when the database's schema is behind the
 // migrations of this binary.
@@ -21,8 +17,8 @@ var errPending = errors.New("database schema is behind this binary's migrations;
 // in a transaction that is rolled back: it changes nothing and locks no
 // row, yet a read-only server (a standby, default_transaction_read_only)
 // refuses it.
-func (s *Store) Ready(ctx context.Context) error {
-	conn := stdlib.OpenDBFromPool(s.pool)
+func (d *dialect) Ready(ctx context.Context) error {
+	conn := stdlib.OpenDBFromPool(d.pool)
 	defer conn.Close()
 	p, err := provider(conn)
 	if err != nil {
@@ -35,7 +31,7 @@ func (s *Store) Ready(ctx context.Context) error {
 	if pending {
 		return errPending
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := d.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin write: %w", err)
 	}

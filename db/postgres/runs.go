@@ -1,31 +1,29 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/lifecycle"
-	"github.com/sked-dev/sked/schedule"
+	"github.com/sked-dev/sked/db/engine"
 )
 
 const runColumns = `id, job_id, slot, attempt, generation, worker_id, started_at,
-	finished_at, outcome, error, reason, gave_up, output`
+	finished_at, outcome, error, reason, gave_up, output, late_outcome, late_error, late_finished_at`
 
 func scanRun(row pgx.Row) (db.Run, error) {
 	var (
 		r                            db.Run
 		worker, errText, reason, out *string
+		lateOutcome, lateErr         *string
 	)
 	err := row.Scan(&r.ID, &r.JobID, &r.Slot, &r.Attempt, &r.Generation, &worker, &r.StartedAt,
-		&r.FinishedAt, &r.Outcome, &errText, &reason, &r.GaveUp, &out)
+		&r.FinishedAt, &r.Outcome, &errText, &reason, &r.GaveUp, &out, &lateOutcome, &lateErr, &r.LateFinishedAt)
 	if err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
 			return db.Run{}, err
@@ -33,334 +31,157 @@ func scanRun(row pgx.Row) (db.Run, error) {
 		return db.Run{}, fmt.Errorf("scan run: %w", err)
 	}
 	r.WorkerID, r.Error, r.Reason, r.Output = deref(worker), deref(errText), deref(reason), deref(out)
-	r.Slot, r.StartedAt, r.FinishedAt = utc(r.Slot), utc(r.StartedAt), utc(r.FinishedAt)
+	r.LateOutcome, r.LateError = db.Outcome(deref(lateOutcome)), deref(lateErr)
+	r.Slot, r.StartedAt, r.FinishedAt, r.LateFinishedAt = utc(r.Slot), utc(r.StartedAt), utc(r.FinishedAt), utc(r.LateFinishedAt)
 	return r, nil
 }
 
-// RunList returns a page of a job's runs, newest first; see db.Store.
-func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int64, error) {
-	var one int
-	err := s.pool.QueryRow(ctx, `SELECT 1 FROM jobs WHERE id = $1`, p.JobID).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, 0, db.ErrNotFound
+// RunsInsert inserts runs in one statement; see engine.Tx.
+func (t *tx) RunsInsert(ctx context.Context, runs []db.Run) ([]int64, error) {
+	n := len(runs)
+	var (
+		jobs, outcomes      = make([]string, n), make([]string, n)
+		slots, starts, ends = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		attempts            = make([]int32, n)
+		gens                = make([]int64, n)
+		workers, reasons    = make([]*string, n), make([]*string, n)
+	)
+	for i, r := range runs {
+		jobs[i], outcomes[i], slots[i], starts[i], ends[i] = r.JobID, string(r.Outcome), r.Slot, r.StartedAt, r.FinishedAt
+		attempts[i], gens[i], workers[i], reasons[i] = int32(r.Attempt), r.Generation, nullString(r.WorkerID), nullString(r.Reason)
 	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("list runs of %s: %w", p.JobID, err)
-	}
-	limit, cursor := db.PageLimit(p.Limit), db.RunsBefore(p.Cursor)
-	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs
-		WHERE job_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, p.JobID, cursor, limit+1)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list runs of %s: %w", p.JobID, err)
-	}
-	defer rows.Close()
-	runs := []db.Run{}
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("list runs of %s: %w", p.JobID, err)
-	}
-	runs, next := db.Page(runs, limit, func(r db.Run) int64 { return r.ID })
-	return runs, next, nil
+	var ids []int64
+	err := t.query(ctx, func(rows pgx.Rows) (err error) {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}, `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason)
+		SELECT job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason
+		FROM unnest($1::text[], $2::timestamptz[], $3::integer[], $4::bigint[], $5::text[], $6::timestamptz[],
+			$7::timestamptz[], $8::text[], $9::text[])
+			WITH ORDINALITY AS u (job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason, n)
+		ORDER BY n
+		RETURNING id`, jobs, slots, attempts, gens, workers, starts, ends, outcomes, reasons)
+	return ids, err
 }
 
-// RunClaim leases due jobs in one UPDATE … RETURNING whose candidates are
-// picked FOR UPDATE SKIP LOCKED (rows another node is claiming, cancelling or
-// finishing are skipped, not waited for), and writes their runs in the same
-// transaction; see db.Store.
-func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
-	if p.Max <= 0 {
-		return nil, nil
-	}
-	var claims []db.Claim
-	err := s.withTx(ctx, func(tx pgx.Tx, now time.Time) error {
-		q := `UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2,
-				lease_generation = lease_generation + 1, attempt = attempt + 1,
-				cancel_requested = false, updated_at = $3
-			WHERE id IN (SELECT id FROM jobs WHERE state = 'ready' AND next_run_at <= $5`
-		args := []any{p.WorkerID, now.Add(cmp.Or(p.Lease, db.DefaultLease)), now, p.Max, now.Add(max(p.Ahead, 0))}
-		if len(p.Types) > 0 {
-			q, args = q+` AND type = ANY($6)`, append(args, p.Types)
-		}
-		q += ` ORDER BY next_run_at LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING ` + jobColumns
-		jobs, err := queryJobs(ctx, tx, q, args...)
-		if err != nil {
-			return err
-		}
-		sort.Slice(jobs, func(a, b int) bool { return jobs[a].NextRunAt.Before(*jobs[b].NextRunAt) })
-		for _, j := range jobs {
-			run, ok, err := s.startFiring(ctx, tx, j, now)
-			if err != nil {
-				return err
-			}
-			if ok {
-				claims = append(claims, db.Claim{Job: run})
-			}
-		}
-		return insertRuns(ctx, tx, claims, p.WorkerID, now)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim runs: %w", err)
-	}
-	return claims, nil
+// RunsDelete deletes runs; see engine.Tx.
+func (t *tx) RunsDelete(ctx context.Context, ids []int64) error {
+	t.exec(nil, `DELETE FROM runs WHERE id = ANY($1)`, ids)
+	return nil
 }
 
-// insertRuns writes the running run of each claim in one statement and sets
-// the claims' RunIDs. An operator's extra run (triggered) is recorded at its
-// own time (startFiring set the claim's slot to now), marked manual, so that
-// the schedule's pending slot still shows as not run. A job claimed ahead
-// of its due time starts when it is due (see db.RunClaimParams.Ahead).
-func insertRuns(ctx context.Context, tx pgx.Tx, claims []db.Claim, worker string, now time.Time) error {
-	if len(claims) == 0 {
-		return nil
+// leases is ends as arrays, for statements over many leases.
+func leases(ends []engine.RunEnd) (jobs []string, gens []int64, outcomes []string, errs, outputs []*string, gaveUp []bool) {
+	for _, e := range ends {
+		jobs, gens, outcomes = append(jobs, e.JobID), append(gens, e.Generation), append(outcomes, string(e.Outcome))
+		errs, outputs = append(errs, nullString(text(e.Error))), append(outputs, nullString(text(e.Output)))
+		gaveUp = append(gaveUp, e.GaveUp)
+	}
+	return
+}
+
+// RunsEnd closes runs in one statement; see engine.Tx.
+func (t *tx) RunsEnd(ctx context.Context, ends []engine.RunEnd) error {
+	jobs, gens, outcomes, errs, outputs, gaveUp := leases(ends)
+	t.exec(nil, `UPDATE runs r SET outcome = u.outcome, error = u.error, output = u.output, gave_up = u.gave_up,
+			finished_at = $1, started_at = least(r.started_at, $1)
+		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::boolean[])
+			AS u (job_id, generation, outcome, error, output, gave_up)
+		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.outcome = 'running'`,
+		t.now, jobs, gens, outcomes, errs, outputs, gaveUp)
+	return nil
+}
+
+// RunsLate records late outcomes in one statement; see engine.Tx.
+func (t *tx) RunsLate(ctx context.Context, ends []engine.RunEnd) error {
+	jobs, gens, outcomes, errs, _, _ := leases(ends)
+	t.exec(nil, `UPDATE runs r SET late_outcome = u.outcome, late_error = u.error, late_finished_at = $1
+		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[]) AS u (job_id, generation, outcome, error)
+		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.generation > 0 AND r.late_outcome IS NULL`,
+		t.now, jobs, gens, outcomes, errs)
+	return nil
+}
+
+// RunLive reads the running run of a lease; see engine.Tx.
+func (t *tx) RunLive(ctx context.Context, job string, generation int64) (db.Run, error) {
+	var r db.Run
+	err := t.queryRow(ctx, func(row pgx.Row) (err error) { r, err = scanRun(row); return err }, `SELECT `+runColumns+` FROM runs
+		WHERE job_id = $1 AND generation = $2 AND outcome = 'running'`, job, generation)
+	return r, err
+}
+
+// RunsSucceeded reads which slots have a succeeded run; see engine.Tx.
+func (t *tx) RunsSucceeded(ctx context.Context, job string, slots []time.Time) ([]time.Time, error) {
+	var ran []time.Time
+	err := t.query(ctx, func(rows pgx.Rows) (err error) {
+		ran, err = collect(rows, func(r pgx.Row) (at time.Time, err error) {
+			err = r.Scan(&at)
+			return at.UTC(), err
+		})
+		return err
+	}, `SELECT DISTINCT slot FROM runs WHERE job_id = $1 AND outcome = 'succeeded' AND slot = ANY($2)`, job, slots)
+	return ran, err
+}
+
+// Prune deletes old history; see engine.Tx. A job's runs go with it through
+// the foreign key's ON DELETE CASCADE. The runs statement walks runs by id,
+// oldest first, so a batch ends as soon as it has found its Limit; runs has
+// no index on finished_at. Both take their rows FOR UPDATE SKIP LOCKED, so
+// pruners on several nodes share the work instead of waiting for each other.
+func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
+	var out db.Pruned
+	count := func(n *int) func(pgconn.CommandTag) error {
+		return func(tag pgconn.CommandTag) error { *n = int(tag.RowsAffected()); return nil }
+	}
+	t.exec(count(&out.Jobs), `DELETE FROM jobs WHERE id IN (
+			SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND schedule IS NULL AND updated_at < $1
+			LIMIT $2 FOR UPDATE SKIP LOCKED)`, p.Before, p.Limit)
+	t.exec(count(&out.Runs), `DELETE FROM runs WHERE id IN (
+			SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id
+			WHERE j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < $1
+			ORDER BY r.id LIMIT $2 FOR UPDATE OF r SKIP LOCKED)`, p.Before, p.Limit)
+	return out, t.flush(ctx)
+}
+
+// RunsPage reads a page of a job's runs; see engine.Reader.
+func (d *dialect) RunsPage(ctx context.Context, job string, before int64, limit int) ([]db.Run, error) {
+	return query(ctx, d.pool, scanRun, `SELECT `+runColumns+` FROM runs
+		WHERE job_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, job, before, limit)
+}
+
+// RunStarts reads the runs of an activity window; see engine.Reader. Both
+// queries walk only the newest p.Scan runs by primary key, so their cost
+// does not grow with the history.
+func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64, []engine.Start, error) {
+	var finished int64
+	err := d.pool.QueryRow(ctx, `SELECT count(*) FROM
+			(SELECT finished_at, outcome FROM runs ORDER BY id DESC LIMIT $1) r
+		WHERE outcome <> 'missed' AND finished_at > $2 AND finished_at <= $3`,
+		p.Scan, p.From, p.To).Scan(&finished)
+	if err != nil {
+		return 0, nil, fmt.Errorf("count finished runs: %w", err)
+	}
+	rows, err := d.pool.Query(ctx, `SELECT r.job_id, r.slot, r.started_at, j.jitter_ms FROM
+			(SELECT id, job_id, slot, attempt, started_at, outcome FROM runs ORDER BY id DESC LIMIT $1) r
+			JOIN jobs j ON j.id = r.job_id
+		WHERE r.attempt = 1 AND r.outcome <> 'missed' AND r.slot IS NOT NULL
+			AND r.started_at > $2 AND r.started_at <= $3
+		ORDER BY r.id DESC LIMIT $4`,
+		p.Scan, p.From, p.To, p.MaxLateness)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read starts: %w", err)
 	}
 	var (
-		ids         []string
-		slots       []*time.Time
-		attempts    []int32
-		generations []int64
-		reasons     []*string
-		starts      []time.Time
+		st       engine.Start
+		jitterMS int64
+		starts   []engine.Start
 	)
-	for _, c := range claims {
-		ids, slots = append(ids, c.Job.ID), append(slots, c.Job.Slot)
-		starts = append(starts, lifecycle.StartsAt(c.Job, now))
-		attempts, generations = append(attempts, int32(c.Job.Attempt)), append(generations, c.Job.LeaseGeneration)
-		var reason *string
-		if c.Job.Triggered {
-			reason = nullString(db.ReasonManual)
-		}
-		reasons = append(reasons, reason)
-	}
-	rows, err := tx.Query(ctx, `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
-		SELECT u.job_id, u.slot, u.attempt, u.generation, $6, u.started_at, 'running', u.reason
-		FROM unnest($1::text[], $2::timestamptz[], $3::integer[], $4::bigint[], $5::text[], $7::timestamptz[])
-			AS u (job_id, slot, attempt, generation, reason, started_at)
-		RETURNING id, job_id`, ids, slots, attempts, generations, reasons, worker, starts)
-	if err != nil {
-		return fmt.Errorf("insert runs: %w", err)
-	}
-	defer rows.Close()
-	runIDs := make(map[string]int64, len(claims))
-	for rows.Next() {
-		var id int64
-		var jobID string
-		if err := rows.Scan(&id, &jobID); err != nil {
-			return fmt.Errorf("insert runs: %w", err)
-		}
-		runIDs[jobID] = id
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("insert runs: %w", err)
-	}
-	for i := range claims {
-		claims[i].RunID = runIDs[claims[i].Job.ID]
-	}
-	return nil
-}
-
-// startFiring applies the misfire policy to a just-claimed recurring job. It
-// returns the job as it will run, or ok=false when the policy runs nothing
-// now and the claim was undone.
-func (s *Store) startFiring(ctx context.Context, tx pgx.Tx, j db.Job, now time.Time) (db.Job, bool, error) {
-	if !j.Recurring() {
-		return j, true, nil
-	}
-	if j.Triggered {
-		j.Slot = &now // the handler sees the run's own time; the row keeps the schedule's slot
-		return j, true, nil
-	}
-	sched, err := schedule.Parse(j.Schedule, j.Timezone)
-	if err != nil {
-		return db.Job{}, false, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
-	}
-	f := lifecycle.Claimed(sched, j.Misfire, *j.Slot, now, s.MisfireGrace, s.CatchUpWindow)
-	if f.Slot.Equal(*j.Slot) && f.Run {
-		return j, true, nil
-	}
-	if err := insertMissed(ctx, tx, j.ID, f.Missed, now); err != nil {
-		return db.Job{}, false, err
-	}
-	if !f.Run {
-		_, err := tx.Exec(ctx, `UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL,
-				attempt = 0, slot = $1, next_run_at = $2, missed_slots = missed_slots + $3
-			WHERE id = $4 AND lease_generation = $5`,
-			f.Slot, lifecycle.DueAt(j.ID, f.Slot, time.Duration(j.Jitter)), f.Missed.Total, j.ID, j.LeaseGeneration)
-		if err != nil {
-			return db.Job{}, false, fmt.Errorf("skip misfired job %s: %w", j.ID, err)
-		}
-		return db.Job{}, false, nil
-	}
-	j, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET slot = $1, attempt = 1, missed_slots = missed_slots + $2
-		WHERE id = $3 AND lease_generation = $4 RETURNING `+jobColumns,
-		f.Slot, f.Missed.Total, j.ID, j.LeaseGeneration))
-	if err != nil {
-		return db.Job{}, false, fmt.Errorf("move misfired job %s to slot %s: %w", j.ID, f.Slot, err)
-	}
-	return j, true, nil
-}
-
-// RunHeartbeat extends a live lease in one fenced statement; see db.Store.
-func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
-	var hb db.Heartbeat
-	err := s.pool.QueryRow(ctx, `UPDATE jobs SET lease_until = coalesce($1::timestamptz, now()) + $2::bigint * interval '1 microsecond'
-		WHERE id = $3 AND lease_generation = $4 AND state = 'running' AND lease_until >= coalesce($1::timestamptz, now())
-		RETURNING lease_until, cancel_requested`,
-		s.nowArg(), cmp.Or(p.Lease, db.DefaultLease).Microseconds(), p.JobID, p.Generation).Scan(&hb.LeaseUntil, &hb.CancelRequested)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return db.Heartbeat{}, db.ErrStale
-	}
-	if err != nil {
-		return db.Heartbeat{}, fmt.Errorf("heartbeat %s/%d: %w", p.JobID, p.Generation, err)
-	}
-	hb.LeaseUntil = hb.LeaseUntil.UTC()
-	return hb, nil
-}
-
-// RunFinish records a run's end under its lease; see db.Store. The job row is
-// locked first: a reaper on another node that got there first has moved the
-// generation on (ErrStale); one that comes later skips the locked row.
-func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
-	var out db.Job
-	err := s.withTx(ctx, func(tx pgx.Tx, now time.Time) error {
-		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs
-			WHERE id = $1 AND lease_generation = $2 AND state = 'running' AND lease_until >= $3
-			FOR UPDATE`,
-			p.JobID, p.Generation, now))
-		if errors.Is(err, db.ErrNotFound) {
-			return db.ErrStale
-		}
-		if err != nil {
-			return err
-		}
-		out, err = s.finish(ctx, tx, j, p, now)
-		return err
-	})
-	if errors.Is(err, db.ErrStale) {
-		return db.Job{}, err
-	}
-	if err != nil {
-		return db.Job{}, fmt.Errorf("finish run %s/%d: %w", p.JobID, p.Generation, err)
-	}
-	return out, nil
-}
-
-// RunReapExpired returns expired leases; see db.Store. It is safe on every
-// node at once: the expired rows are taken FOR UPDATE SKIP LOCKED, so each is
-// reaped by one node, and every write is fenced by the generation read.
-func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
-	n := 0
-	err := s.withTx(ctx, func(tx pgx.Tx, now time.Time) error {
-		jobs, err := queryJobs(ctx, tx, `SELECT `+jobColumns+` FROM jobs
-			WHERE state = 'running' AND lease_until < $1 ORDER BY lease_until LIMIT 500
-			FOR UPDATE SKIP LOCKED`, now)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			_, err := s.finish(ctx, tx, j, db.RunFinishParams{
-				JobID: j.ID, Generation: j.LeaseGeneration, Outcome: db.OutcomeLeaseExpired, Retryable: true,
-				Error: fmt.Sprintf("lease expired at %s: worker %s stopped heartbeating",
-					j.LeaseUntil.Format(time.RFC3339Nano), j.LeaseOwner),
-			}, now)
-			if err != nil {
-				return err
-			}
-		}
-		n = len(jobs)
+	_, err = pgx.ForEachRow(rows, []any{&st.JobID, &st.Slot, &st.Started, &jitterMS}, func() error {
+		starts = append(starts, engine.Start{JobID: st.JobID, Slot: st.Slot.UTC(), Started: st.Started.UTC(), Jitter: time.Duration(jitterMS) * time.Millisecond})
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("reap expired leases: %w", err)
+		return 0, nil, fmt.Errorf("read starts: %w", err)
 	}
-	return n, nil
-}
-
-// finish closes the run of j's current lease and moves j on, inside tx, with
-// j's row locked. Both writes are fenced by the lease generation.
-func (s *Store) finish(ctx context.Context, tx pgx.Tx, j db.Job, p db.RunFinishParams, now time.Time) (db.Job, error) {
-	claimedAt := now
-	var started *time.Time
-	err := tx.QueryRow(ctx, `SELECT started_at FROM runs WHERE job_id = $1 AND generation = $2 AND outcome = 'running'`,
-		j.ID, j.LeaseGeneration).Scan(&started)
-	switch {
-	case err != nil && !errors.Is(err, pgx.ErrNoRows):
-		return db.Job{}, fmt.Errorf("read run: %w", err)
-	case started != nil:
-		claimedAt = started.UTC()
-	}
-	var sched *schedule.Schedule
-	if j.Recurring() {
-		if sched, err = schedule.Parse(j.Schedule, j.Timezone); err != nil {
-			return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
-		}
-	}
-	r := lifecycle.Finished(&j, sched, p, claimedAt, now, s.RandFunc)
-	if err := insertMissed(ctx, tx, j.ID, r.Missed, now); err != nil {
-		return db.Job{}, err
-	}
-	var succeededAt *time.Time
-	if p.Outcome == db.OutcomeSucceeded {
-		succeededAt = &now
-	}
-	out, err := scanJob(tx.QueryRow(ctx, `UPDATE jobs SET state = $1, slot = $2, next_run_at = $3, attempt = $4,
-			last_error = $5, lease_owner = NULL, lease_until = NULL, cancel_requested = false,
-			missed_slots = missed_slots + $6, triggered = $7, last_success_at = coalesce($8, last_success_at),
-			updated_at = $9
-		WHERE id = $10 AND lease_generation = $11 AND state = 'running' RETURNING `+jobColumns,
-		string(r.State), nullTime(r.Slot), nullTime(r.NextRunAt), r.Attempt, nullString(text(r.LastError)),
-		r.Missed.Total, r.Triggered, succeededAt, now, j.ID, j.LeaseGeneration))
-	if err != nil {
-		return db.Job{}, fmt.Errorf("update job: %w", err)
-	}
-	_, err = tx.Exec(ctx, `UPDATE runs SET outcome = $1, error = $2, output = $3, finished_at = $4, gave_up = $5
-		WHERE job_id = $6 AND generation = $7 AND outcome = 'running'`,
-		string(p.Outcome), nullString(text(p.Error)), nullString(text(tail(p.Output))), now, r.GaveUp, j.ID, j.LeaseGeneration)
-	if err != nil {
-		return db.Job{}, fmt.Errorf("close run: %w", err)
-	}
-	return out, notifyIfDue(ctx, tx, out, now)
-}
-
-// liveRun is the run of j's current lease.
-func liveRun(ctx context.Context, tx pgx.Tx, j db.Job) (*db.Run, error) {
-	r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE job_id = $1 AND generation = $2`,
-		j.ID, j.LeaseGeneration))
-	if err != nil {
-		return nil, fmt.Errorf("read live run of %s: %w", j.ID, err)
-	}
-	return &r, nil
-}
-
-// insertMissed writes one missed run per listed slot, in one statement.
-func insertMissed(ctx context.Context, tx pgx.Tx, jobID string, m lifecycle.Missed, now time.Time) error {
-	if len(m.Slots) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO runs (job_id, slot, attempt, generation, finished_at, outcome, reason)
-		SELECT $1, slot, 0, 0, $3, 'missed', $4 FROM unnest($2::timestamptz[]) AS slot`,
-		jobID, m.Slots, now, m.Reason)
-	if err != nil {
-		return fmt.Errorf("insert missed runs of %s: %w", jobID, err)
-	}
-	return nil
-}
-
-// text makes s storable as PostgreSQL text, which refuses NUL bytes and
-// invalid UTF-8 (a command's output can hold both, and tail may cut a rune).
-func text(s string) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
-}
-
-// tail keeps the last db.OutputTailBytes of s.
-func tail(s string) string {
-	if len(s) > db.OutputTailBytes {
-		return s[len(s)-db.OutputTailBytes:]
-	}
-	return s
+	return finished, starts, nil
 }

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -9,22 +8,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/lifecycle"
-)
-
-var (
-	_ db.StatsReader    = (*Store)(nil)
-	_ db.ActivityReader = (*Store)(nil)
 )
 
 // Stats reads the queue's gauges in one snapshot; see db.StatsReader. The
 // ready figures read the jobs_ready partial index.
-func (s *Store) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
+func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	st := db.Stats{JobsByState: map[db.JobState]int64{}, RunningByType: map[string]int64{}}
 	for _, state := range db.AllStates {
 		st.JobsByState[state] = 0
 	}
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var oldest *time.Time
 		err := tx.QueryRow(ctx, `SELECT min(next_run_at) FILTER (WHERE next_run_at <= $1),
 				count(*) FILTER (WHERE next_run_at <= $2)
@@ -74,43 +67,4 @@ func readCounts(ctx context.Context, tx pgx.Tx, q string, add func(string, int64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { add(k, n); return nil })
 	return err
-}
-
-// RunActivity summarises the runs of p's window; see db.ActivityReader. Both
-// queries walk only the newest p.Scan runs by primary key, so their cost does
-// not grow with the history.
-func (s *Store) RunActivity(ctx context.Context, p db.RunActivityParams) (db.RunActivity, error) {
-	scan := cmp.Or(p.Scan, db.DefaultActivityScan)
-	var a db.RunActivity
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM
-			(SELECT finished_at, outcome FROM runs ORDER BY id DESC LIMIT $1) r
-		WHERE outcome <> 'missed' AND finished_at > $2 AND finished_at <= $3`,
-		scan, p.From, p.To).Scan(&a.Finished)
-	if err != nil {
-		return db.RunActivity{}, fmt.Errorf("count finished runs: %w", err)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT r.job_id, r.slot, r.started_at, j.jitter_ms FROM
-			(SELECT id, job_id, slot, attempt, started_at, outcome FROM runs ORDER BY id DESC LIMIT $1) r
-			JOIN jobs j ON j.id = r.job_id
-		WHERE r.attempt = 1 AND r.outcome <> 'missed' AND r.slot IS NOT NULL
-			AND r.started_at > $2 AND r.started_at <= $3
-		ORDER BY r.id DESC LIMIT $4`,
-		scan, p.From, p.To, cmp.Or(p.MaxLateness, db.DefaultActivitySamples))
-	if err != nil {
-		return db.RunActivity{}, fmt.Errorf("read start lateness: %w", err)
-	}
-	var (
-		jobID         string
-		slot, started time.Time
-		jitterMS      int64
-	)
-	_, err = pgx.ForEachRow(rows, []any{&jobID, &slot, &started, &jitterMS}, func() error {
-		due := lifecycle.DueAt(jobID, slot.UTC(), time.Duration(jitterMS)*time.Millisecond)
-		a.Lateness = append(a.Lateness, started.Sub(due))
-		return nil
-	})
-	if err != nil {
-		return db.RunActivity{}, fmt.Errorf("read start lateness: %w", err)
-	}
-	return a, nil
 }

@@ -1,13 +1,66 @@
 package sqlite
 
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
 // The hot statements, for the plan checks of plans_test.go.
-var (
-	ClaimSQL      = claimSQL
-	InsertRunsSQL = insertRunsSQL
-	LeasedJobSQL  = leasedJobSQL
-	FinishJobSQL  = finishJobSQL
-	FinishRunSQL  = finishRunSQL
+const (
+	ClaimSQL     = claimSQL
+	ClaimRunsSQL = claimRunsSQL
+	LeasedJobSQL = leasedJobSQL
+	UpdateJobSQL = updateJobSQL
+	EndRunSQL    = endRunSQL
+	LiveRunSQL   = liveRunSQL
+	HeartbeatSQL = heartbeatSQL
 )
 
 // ParseFixed exposes parseFixed to FuzzParseFixed.
 var ParseFixed = parseFixed
+
+// ClaimCandidatesQuery is the subquery RunClaim uses to pick due jobs (with
+// a fixed time and limit), for plan checks.
+const ClaimCandidatesQuery = `SELECT id FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= '2026-01-01T00:00:00.000Z' ORDER BY next_run_at LIMIT 100`
+
+// Schema returns the CREATE statements of sked's tables and indexes, as
+// schema.sql holds them.
+func (s *Store) Schema(ctx context.Context) (string, error) {
+	rows, err := s.d.read.QueryContext(ctx, `SELECT sql FROM sqlite_schema
+		WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'goose_%'
+		ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END, name`)
+	if err != nil {
+		return "", fmt.Errorf("read schema: %w", err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	b.WriteString("-- The SQLite schema as the migrations in db/sqlite/migrations leave it.\n-- Generated: go test ./db/sqlite -run TestSchema -update\n")
+	for rows.Next() {
+		var stmt string
+		if err := rows.Scan(&stmt); err != nil {
+			return "", fmt.Errorf("read schema: %w", err)
+		}
+		b.WriteString("\n" + stmt + ";\n")
+	}
+	return b.String(), rows.Err()
+}
+
+// ExplainQueryPlan returns SQLite's plan for q with args, one step a line.
+func (s *Store) ExplainQueryPlan(ctx context.Context, q string, args ...any) (string, error) {
+	rows, err := s.d.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return "", fmt.Errorf("explain: %w", err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			return "", fmt.Errorf("explain: %w", err)
+		}
+		b.WriteString(detail + "\n")
+	}
+	return b.String(), rows.Err()
+}

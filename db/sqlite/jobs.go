@@ -3,17 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/failpoint"
-	"github.com/sked-dev/sked/lifecycle"
-	"github.com/sked-dev/sked/schedule"
+	"github.com/sked-dev/sked/db/engine"
 )
 
 // jobColumns is the column list every job query selects, in scanJob's order.
@@ -27,362 +24,306 @@ const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, s
 type scanner interface{ Scan(dest ...any) error }
 
 func scanJob(row scanner) (db.Job, error) {
-	var (
-		j                              db.Job
-		payload                        string
-		sched, owner, key, lastErr     sql.NullString
-		next, slot, until              sql.NullString
-		created, updated               string
-		timeoutMS, backoffMS, jitterMS int64
-		cancelReq, triggered           int
-		pauseReason, parent            sql.NullString
-		pauseUntil, lastOK, quiet      sql.NullString
-		expectMS                       int64
-	)
-	err := row.Scan(&j.ID, &j.Type, &payload, &sched, &j.Timezone, &j.State, &next, &slot,
-		&j.Attempt, &j.MaxAttempts, &owner, &until, &j.LeaseGeneration,
-		&key, &j.Overlap, &j.Misfire, &timeoutMS, &backoffMS, &jitterMS,
-		&cancelReq, &j.MissedSlots, &lastErr, &created, &updated,
-		&pauseReason, &pauseUntil, &expectMS, &lastOK, &quiet,
-		&triggered, &parent)
+	var j db.Job
+	err := row.Scan(&j.ID, &j.Type, (*[]byte)(&j.Payload), text{&j.Schedule}, &j.Timezone, &j.State, at{&j.NextRunAt}, at{&j.Slot},
+		&j.Attempt, &j.MaxAttempts, text{&j.LeaseOwner}, at{&j.LeaseUntil}, &j.LeaseGeneration,
+		text{&j.IdempotencyKey}, &j.Overlap, &j.Misfire, millis{&j.Timeout}, millis{&j.Backoff}, millis{&j.Jitter},
+		&j.CancelRequested, &j.MissedSlots, text{&j.LastError}, moment{&j.CreatedAt}, moment{&j.UpdatedAt},
+		text{&j.PauseReason}, at{&j.PauseUntil}, millis{&j.ExpectSuccessWithin}, at{&j.LastSuccessAt}, at{&j.QuietSince},
+		&j.Triggered, text{&j.ParentID})
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.Job{}, db.ErrNotFound
 	}
 	if err != nil {
 		return db.Job{}, fmt.Errorf("scan job: %w", err)
 	}
-	j.Payload = []byte(payload)
-	j.Schedule, j.LeaseOwner, j.IdempotencyKey, j.LastError = sched.String, owner.String, key.String, lastErr.String
-	j.Timeout = db.Duration(time.Duration(timeoutMS) * time.Millisecond)
-	j.Backoff = db.Duration(time.Duration(backoffMS) * time.Millisecond)
-	j.Jitter = db.Duration(time.Duration(jitterMS) * time.Millisecond)
-	j.CancelRequested = cancelReq != 0
-	j.PauseReason, j.ParentID, j.Triggered = pauseReason.String, parent.String, triggered != 0
-	j.ExpectSuccessWithin = db.Duration(time.Duration(expectMS) * time.Millisecond)
 	if !j.Recurring() {
 		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
 	}
-	for _, f := range []struct {
-		dst **time.Time
-		src sql.NullString
-	}{{&j.NextRunAt, next}, {&j.Slot, slot}, {&j.LeaseUntil, until},
-		{&j.PauseUntil, pauseUntil}, {&j.LastSuccessAt, lastOK}, {&j.QuietSince, quiet}} {
-		if *f.dst, err = parseTime(f.src); err != nil {
-			return db.Job{}, err
-		}
-	}
-	for _, f := range []struct {
-		dst *time.Time
-		src string
-	}{{&j.CreatedAt, created}, {&j.UpdatedAt, updated}} {
-		t, err := parseTime(sql.NullString{String: f.src, Valid: true})
-		if err != nil {
-			return db.Job{}, err
-		}
-		*f.dst = *t
-	}
 	return j, nil
 }
 
-// JobCreate inserts a job; see db.Store.
-func (s *Store) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error) {
-	jobs, created, err := s.createJobs(ctx, []db.JobCreateParams{p}, false)
-	if err != nil {
-		return db.Job{}, false, err
-	}
-	return jobs[0], created[0], nil
-}
+// scanJobs reads the jobs of a query's answer.
+func scanJobs(rows *sql.Rows, err error) ([]db.Job, error) { return collect(rows, err, scanJob) }
 
-// JobCreateBatch inserts jobs in one transaction; see db.BatchCreator.
-func (s *Store) JobCreateBatch(ctx context.Context, ps []db.JobCreateParams) ([]db.Job, error) {
-	if err := db.CheckBatch(len(ps)); err != nil {
+// collect scans every row of a query's answer.
+func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
 		return nil, err
 	}
-	jobs, _, err := s.createJobs(ctx, ps, true)
-	return jobs, err
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
-// insertJobSQL inserts one job, or nothing when its idempotency key is taken.
+// insertJobSQL inserts one job, or nothing when its idempotency key is
+// taken. A one-off job stores the recurring policies' defaults.
 const insertJobSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
 		max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-		expect_success_ms, created_at, updated_at)
-	VALUES (?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		expect_success_ms, parent_id, created_at, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, 'skip'), coalesce(?, 'run_once'), ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (idempotency_key) DO NOTHING`
 
-// createJobs validates every element of ps, then inserts them all in one
-// transaction. A taken idempotency key yields the existing job and
-// created=false. In a batch, a validation error names its element.
-func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch bool) ([]db.Job, []bool, error) {
-	now := s.Now()
-	jobs, created := make([]db.Job, len(ps)), make([]bool, len(ps))
-	for i, p := range ps {
-		j, err := newJob(p, now)
-		var ve *db.ValidationError
-		if batch && errors.As(err, &ve) {
-			err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: ve.Msg}
+// JobsInsert inserts jobs one statement each; see engine.Tx.
+func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
+	ins := t.stmt(ctx, t.stmts.insertJob)
+	inserted := make([]bool, len(jobs))
+	for i, j := range jobs {
+		res, err := ins.ExecContext(ctx, j.ID, j.Type, string(j.Payload), nullString(j.Schedule), j.Timezone, j.State,
+			nullTime(deref(j.NextRunAt)), nullTime(deref(j.Slot)), j.MaxAttempts, nullString(j.IdempotencyKey),
+			nullString(j.Overlap), nullString(j.Misfire), ms(j.Timeout), ms(j.Backoff), ms(j.Jitter),
+			ms(j.ExpectSuccessWithin), nullString(j.ParentID), fmtTime(j.CreatedAt), fmtTime(j.UpdatedAt))
+		if err != nil {
+			return nil, fmt.Errorf("insert job: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, fmt.Errorf("insert job: %w", err)
+		}
+		inserted[i] = n == 1
+	}
+	return inserted, nil
+}
+
+// JobsByKey reads the jobs holding keys; see engine.Tx.
+func (t *tx) JobsByKey(ctx context.Context, keys []string) ([]db.Job, error) {
+	get := t.stmt(ctx, t.stmts.jobByKey)
+	jobs := make([]db.Job, 0, len(keys))
+	for _, k := range keys {
+		j, err := scanJob(get.QueryRowContext(ctx, k))
+		if err != nil {
+			return nil, fmt.Errorf("job by key %q: %w", k, err)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// JobLock reads a job; the writer holds the database. See engine.Tx.
+func (t *tx) JobLock(ctx context.Context, id string) (db.Job, error) {
+	return scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+}
+
+// leasedJobSQL reads a job under a live lease. Arguments: job id,
+// generation, now.
+const leasedJobSQL = `SELECT ` + jobColumns + ` FROM jobs
+	WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?`
+
+// JobsLeased reads the jobs under live leases; see engine.Tx.
+func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, error) {
+	get := t.stmt(ctx, t.stmts.leasedJob)
+	var jobs []db.Job
+	for _, l := range leases {
+		j, err := scanJob(get.QueryRowContext(ctx, l.JobID, l.Generation, fmtTime(t.now)))
+		if errors.Is(err, db.ErrNotFound) {
+			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		jobs[i] = j
+		jobs = append(jobs, j)
 	}
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		ins, get := tx.StmtContext(ctx, s.stmts.insertJob), tx.StmtContext(ctx, s.stmts.jobByKey)
-		for i := range jobs {
-			if i > 0 && i == len(jobs)/2 {
-				failpoint.Hit(failpoint.MidBatchInsert)
-			}
-			res, err := ins.ExecContext(ctx, insertArgs(jobs[i])...)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 1 {
-				created[i] = true
-				continue
-			}
-			// The idempotency key is taken: the first job stands.
-			if jobs[i], err = scanJob(get.QueryRowContext(ctx, ps[i].IdempotencyKey)); err != nil {
-				return err
-			}
+	return jobs, nil
+}
+
+// JobsExpired reads jobs whose lease ended; see engine.Tx.
+func (t *tx) JobsExpired(ctx context.Context, limit int) ([]db.Job, error) {
+	return scanJobs(t.tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_running
+		WHERE state = 'running' AND lease_until < ? ORDER BY lease_until LIMIT ?`, fmtTime(t.now), limit))
+}
+
+// JobsPauseOver reads paused jobs whose pause ended; see engine.Tx.
+func (t *tx) JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error) {
+	return scanJobs(t.tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_pause_until
+		WHERE state = 'paused' AND pause_until IS NOT NULL AND pause_until <= ? ORDER BY pause_until LIMIT ?`, fmtTime(t.now), limit))
+}
+
+// JobsWatched reads the schedules with a dead-man's switch; see engine.Tx.
+func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
+	return scanJobs(t.tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_watched
+		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')`))
+}
+
+// claimSQL leases due jobs. The candidates are named by rowid, which the
+// partial index holds, so that each is found without a search of the id
+// index. Arguments: worker, lease until, now, due by, the types as a JSON
+// array ("[]": any), the limit.
+const claimSQL = `UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2,
+		lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = 0, updated_at = ?3
+	WHERE rowid IN (SELECT rowid FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?4
+		AND (?5 = '[]' OR type IN (SELECT value FROM json_each(?5))) ORDER BY next_run_at LIMIT ?6)
+	RETURNING ` + jobColumns
+
+// claimRunsSQL writes the run rows of the just-claimed jobs named in a JSON
+// array, in one statement, from the jobs' rows as the claim left them (see
+// engine.Tx.JobsClaim). Arguments: now, the job ids.
+const claimRunsSQL = `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
+	SELECT id, CASE WHEN triggered = 1 THEN ?1 ELSE slot END, attempt, lease_generation, lease_owner, max(?1, next_run_at), 'running',
+		CASE WHEN triggered = 1 THEN '` + db.ReasonManual + `' END
+	FROM jobs WHERE id IN (SELECT value FROM json_each(?2))
+	RETURNING id, job_id`
+
+// JobsClaim leases due jobs and writes their runs; see engine.Tx.
+func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, error) {
+	types, err := json.Marshal(append([]string{}, a.Types...))
+	if err != nil {
+		return nil, fmt.Errorf("encode types: %w", err)
+	}
+	now := fmtTime(t.now)
+	jobs, err := scanJobs(t.stmt(ctx, t.stmts.claim).QueryContext(ctx, a.Worker, fmtTime(a.Until), now, fmtTime(a.DueBy), string(types), a.Max))
+	if err != nil || len(jobs) == 0 {
+		return nil, err
+	}
+	ids := make([]string, len(jobs))
+	byID := make(map[string]*db.Claim, len(jobs))
+	claims := make([]db.Claim, len(jobs))
+	for i, j := range jobs {
+		ids[i], claims[i].Job = j.ID, j
+		byID[j.ID] = &claims[i]
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("encode claimed ids: %w", err)
+	}
+	rows, err := t.stmt(ctx, t.stmts.insertRuns).QueryContext(ctx, now, string(idsJSON))
+	if err != nil {
+		return nil, fmt.Errorf("insert runs: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var (
+			runID int64
+			jobID string
+		)
+		if err := rows.Scan(&runID, &jobID); err != nil {
+			return nil, fmt.Errorf("insert runs: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("create jobs: %w", err)
+		if c := byID[jobID]; c != nil {
+			c.RunID = runID
+			n++
+		}
 	}
-	return jobs, created, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("insert runs: %w", err)
+	}
+	if n != len(claims) {
+		return nil, fmt.Errorf("insert runs: %d run rows written for %d claims", n, len(claims))
+	}
+	return claims, nil
 }
 
-// newJob checks p's schedule and returns the job it creates at now, as
-// the store will hold it (times to the millisecond, defaults filled in), so
-// that creating needs no read back.
-func newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
-	now = *timePtr(now)
-	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
-	slot, due, err := lifecycle.FirstSlot(p, id, now)
-	if err != nil {
-		return db.Job{}, err
+// updateJobSQL writes a job's lifecycle columns, fenced by the state and
+// generation it was read with.
+const updateJobSQL = `UPDATE jobs SET state = ?, next_run_at = ?, slot = ?, attempt = ?,
+		lease_owner = ?, lease_until = ?, cancel_requested = ?, missed_slots = ?, last_error = ?,
+		pause_reason = ?, pause_until = ?, last_success_at = ?, quiet_since = ?, triggered = ?, updated_at = ?
+	WHERE id = ? AND state = ? AND lease_generation = ?`
+
+// JobsUpdate writes jobs, fenced; see engine.Tx.
+func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
+	upd := t.stmt(ctx, t.stmts.updateJob)
+	for _, u := range us {
+		j := u.Job
+		res, err := upd.ExecContext(ctx, j.State, nullTime(deref(j.NextRunAt)), nullTime(deref(j.Slot)), j.Attempt,
+			nullString(j.LeaseOwner), nullTime(deref(j.LeaseUntil)), j.CancelRequested, j.MissedSlots, nullString(j.LastError),
+			nullString(j.PauseReason), nullTime(deref(j.PauseUntil)), nullTime(deref(j.LastSuccessAt)), nullTime(deref(j.QuietSince)),
+			j.Triggered, fmtTime(j.UpdatedAt), j.ID, u.From, j.LeaseGeneration)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("job %s is no longer %s at generation %d (%d rows, %v)", j.ID, u.From, j.LeaseGeneration, n, err)
+		}
 	}
-	ms := func(d time.Duration) db.Duration { return db.Duration(d.Truncate(time.Millisecond)) }
-	j := db.Job{
-		ID: id, Type: p.Type, Payload: orEmptyObject(p.Payload), Schedule: p.Schedule,
-		Timezone: cmpOr(p.Timezone, "UTC"), State: db.StateReady,
-		NextRunAt: timePtr(due), Slot: timePtr(slot),
-		MaxAttempts: cmpOr(p.MaxAttempts, db.DefaultMaxAttempts), IdempotencyKey: p.IdempotencyKey,
-		Timeout: ms(cmpOr(p.Timeout, db.DefaultTimeout)), Backoff: ms(cmpOr(p.Backoff, db.DefaultBackoff)),
-		Jitter: ms(p.Jitter), ExpectSuccessWithin: ms(p.ExpectSuccessWithin),
-		CreatedAt: now, UpdatedAt: now,
-	}
-	if j.Recurring() {
-		j.Overlap, j.Misfire = cmpOr(p.Overlap, db.OverlapSkip), cmpOr(p.Misfire, db.MisfireRunOnce)
-	}
-	return j, nil
+	return nil
 }
 
-// insertArgs are insertJobSQL's arguments for j.
-func insertArgs(j db.Job) []any {
-	return []any{j.ID, j.Type, string(j.Payload), nullString(j.Schedule), j.Timezone,
-		fmtTime(*j.NextRunAt), fmtTime(*j.Slot), j.MaxAttempts, nullString(j.IdempotencyKey),
-		cmpOr(j.Overlap, db.OverlapSkip), cmpOr(j.Misfire, db.MisfireRunOnce),
-		time.Duration(j.Timeout).Milliseconds(), time.Duration(j.Backoff).Milliseconds(),
-		time.Duration(j.Jitter).Milliseconds(), time.Duration(j.ExpectSuccessWithin).Milliseconds(),
-		fmtTime(j.CreatedAt), fmtTime(j.UpdatedAt)}
+// heartbeatSQL extends a live lease and says whether cancellation was
+// requested. Arguments: lease until, job id, generation, now.
+const heartbeatSQL = `UPDATE jobs SET lease_until = ?
+	WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?
+	RETURNING cancel_requested`
+
+// Heartbeat extends a live lease; see engine.Tx.
+func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (bool, error) {
+	var cancel int
+	err := t.stmt(ctx, t.stmts.heartbeat).QueryRowContext(ctx, fmtTime(until), job, generation, fmtTime(t.now)).Scan(&cancel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, db.ErrNotFound
+	}
+	return cancel != 0, err
 }
 
-func orEmptyObject(b []byte) []byte {
-	if len(b) == 0 {
-		return []byte("{}")
-	}
-	return b
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
+// Notify does nothing: one process owns a SQLite file.
+func (t *tx) Notify(context.Context) error { return nil }
 
 // JobGet returns a job; see db.Store.
-func (s *Store) JobGet(ctx context.Context, id string) (db.Job, error) {
-	j, err := scanJob(s.read.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+func (d *dialect) JobGet(ctx context.Context, id string) (db.Job, error) {
+	j, err := scanJob(d.read.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
 		return db.Job{}, fmt.Errorf("get job %s: %w", id, err)
 	}
 	return j, err
 }
 
-// JobList returns a page of jobs, newest first; see db.Store.
-func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, string, error) {
+// JobsPage reads a page of jobs; see engine.Reader.
+func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) ([]db.Job, error) {
 	var (
 		where []string
 		args  []any
 	)
-	if p.State != "" {
-		where, args = append(where, "state = ?"), append(args, p.State)
-	}
-	if p.Type != "" {
-		where, args = append(where, "type = ?"), append(args, p.Type)
-	}
-	if p.Cursor != "" {
-		where, args = append(where, "id < ?"), append(args, p.Cursor)
+	for _, f := range []struct{ cond, v string }{{"state = ?", string(p.State)}, {"type = ?", p.Type}, {"id < ?", p.Cursor}} {
+		if f.v != "" {
+			where, args = append(where, f.cond), append(args, f.v)
+		}
 	}
 	q := `SELECT ` + jobColumns + ` FROM jobs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := db.PageLimit(p.Limit)
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit+1)
-	jobs, err := scanJobs(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", fmt.Errorf("list jobs: %w", err)
-	}
-	jobs, next := db.Page(append([]db.Job{}, jobs...), limit, func(j db.Job) string { return j.ID })
-	return jobs, next, nil
-}
-
-// JobCancel cancels a job no worker holds; see db.Store.
-func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "cancel", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-		noop, err := lifecycle.Cancel(j, func() (*db.Run, error) { return liveRun(ctx, tx, j) })
-		if err != nil || noop {
-			return j, err
-		}
-		return updateJobState(ctx, tx, j, db.StateCancelled, nil, now)
-	})
-}
-
-// JobPause pauses a ready job; see db.Store.
-func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
-	return s.JobPauseUntil(ctx, db.JobPauseParams{ID: id})
-}
-
-// JobResume resumes a paused job; see db.Store.
-func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "resume", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-		noop, err := lifecycle.Resume(j)
-		if err != nil || noop {
-			return j, err
-		}
-		return resume(ctx, tx, j, now)
-	})
-}
-
-// resume moves paused job j back to ready. A recurring job resumes at its
-// next slot; the slots it slept through are recorded missed (paused).
-func resume(ctx context.Context, tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-	slot, missed := *j.Slot, lifecycle.Missed{}
-	due := *j.NextRunAt
-	if j.Recurring() {
-		sched, err := schedule.Parse(j.Schedule, j.Timezone)
-		if err != nil {
-			return db.Job{}, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
-		}
-		slot, missed = lifecycle.Resumed(sched, slot, now)
-		if err := insertMissed(ctx, tx, j.ID, missed, now); err != nil {
-			return db.Job{}, err
-		}
-		due = lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter))
-	}
-	return scanJob(tx.QueryRowContext(ctx, `
-		UPDATE jobs SET state = 'ready', slot = ?, next_run_at = ?,
-			attempt = CASE WHEN schedule IS NULL THEN attempt ELSE 0 END,
-			missed_slots = missed_slots + ?, pause_reason = NULL, pause_until = NULL, updated_at = ?
-		WHERE id = ? AND state = 'paused' RETURNING `+jobColumns,
-		fmtTime(slot), fmtTime(due), missed.Total, fmtTime(now), j.ID))
-}
-
-// JobRetry puts a dead job back to ready; see db.Store.
-func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "retry", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if err := lifecycle.Retry(j); err != nil {
-			return db.Job{}, err
-		}
-		return scanJob(tx.QueryRowContext(ctx, `
-			UPDATE jobs SET state = 'ready', next_run_at = ?, attempt = 0, updated_at = ?
-			WHERE id = ? RETURNING `+jobColumns,
-			fmtTime(now), fmtTime(now), j.ID))
-	})
-}
-
-// JobRequestCancelRun marks a running job for cooperative cancellation; see
-// db.Store.
-func (s *Store) JobRequestCancelRun(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "request cancel", func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error) {
-		if err := lifecycle.CancelRun(j); err != nil {
-			return db.Job{}, err
-		}
-		return scanJob(tx.QueryRowContext(ctx, `
-			UPDATE jobs SET cancel_requested = 1, updated_at = ?
-			WHERE id = ? AND lease_generation = ? RETURNING `+jobColumns,
-			fmtTime(now), j.ID, j.LeaseGeneration))
-	})
+	return scanJobs(d.read.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...))
 }
 
 // JobNextDue returns when the earliest ready job of types is due; see
 // db.Store. It reads the jobs_ready index only.
-func (s *Store) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
-	q, args := `SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready'`, []any{}
-	if len(types) > 0 {
-		q += ` AND type IN (` + placeholders(len(types)) + `)`
-		for _, t := range types {
-			args = append(args, t)
-		}
+func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
+	typesJSON, err := json.Marshal(append([]string{}, types...))
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("encode types: %w", err)
 	}
-	var next sql.NullString
-	err := s.read.QueryRowContext(ctx, q+` ORDER BY next_run_at LIMIT 1`, args...).Scan(&next)
+	var next time.Time
+	err = d.read.QueryRowContext(ctx, `SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready'
+		AND (?1 = '[]' OR type IN (SELECT value FROM json_each(?1))) ORDER BY next_run_at LIMIT 1`, string(typesJSON)).Scan(moment{&next})
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
-	t, err := parseTime(next)
-	if err != nil || t == nil {
-		return time.Time{}, false, err
-	}
-	return *t, true, nil
+	return next, true, nil
 }
 
-// transition reads job id inside a write transaction and applies fn, which
-// returns the job as it leaves it.
-func (s *Store) transition(ctx context.Context, id, what string, fn func(tx *sql.Tx, j db.Job, now time.Time) (db.Job, error)) (db.Job, error) {
-	var out db.Job
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
-		if err != nil {
-			return err
-		}
-		out, err = fn(tx, j, s.Now())
-		return err
-	})
-	if err != nil {
-		var conflict *db.ConflictError
-		if errors.Is(err, db.ErrNotFound) || errors.As(err, &conflict) {
-			return db.Job{}, err
-		}
-		return db.Job{}, fmt.Errorf("%s job %s: %w", what, id, err)
-	}
-	return out, nil
+// JobsDead reads jobs that went dead since; see engine.Reader.
+func (d *dialect) JobsDead(ctx context.Context, since time.Time, limit int) ([]db.Job, error) {
+	return scanJobs(d.read.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_state_id
+		WHERE state = 'dead' AND updated_at >= ? ORDER BY updated_at LIMIT ?`, fmtTime(since), limit))
 }
 
-// updateJobState moves a job no worker holds to state. The WHERE names the
-// state read in the same transaction.
-func updateJobState(ctx context.Context, tx *sql.Tx, j db.Job, state db.JobState, next *time.Time, now time.Time) (db.Job, error) {
-	var nextArg any
-	if next != nil && state != db.StateCancelled {
-		nextArg = fmtTime(*next)
-	}
-	return scanJob(tx.QueryRowContext(ctx, `
-		UPDATE jobs SET state = ?, next_run_at = ?, updated_at = ?
-		WHERE id = ? AND state = ? RETURNING `+jobColumns,
-		state, nextArg, fmtTime(now), j.ID, j.State))
-}
+// ms is d in whole milliseconds, as the *_ms columns keep durations.
+func ms(d db.Duration) int64 { return time.Duration(d).Milliseconds() }
 
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+// deref is *t, or the zero time for nil.
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }

@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/sked-dev/sked/db"
 )
-
-var _ db.ReadyChecker = (*Store)(nil)
 
 // errPending is returned by Ready when the file's schema is behind the
 // migrations of this binary.
@@ -19,8 +15,8 @@ var errPending = errors.New("database schema is behind this binary's migrations;
 // user_version with its own value inside a transaction that is rolled back,
 // so nothing reaches the file: a read-only file or directory fails it, a
 // held lock makes it wait up to busy_timeout.
-func (s *Store) Ready(ctx context.Context) error {
-	p, err := Migrations(s.write)
+func (d *dialect) Ready(ctx context.Context) error {
+	p, err := Migrations(d.write)
 	if err != nil {
 		return err
 	}
@@ -31,7 +27,7 @@ func (s *Store) Ready(ctx context.Context) error {
 	if pending {
 		return errPending
 	}
-	return s.writeProbe(ctx)
+	return d.writeProbe(ctx)
 }
 
 // writeProbe takes the write lock and writes, in a transaction it rolls
@@ -39,8 +35,8 @@ func (s *Store) Ready(ctx context.Context) error {
 // (permissions, an immutable attribute, a read-only mount) fails it with a
 // message that says so; a lock held by another process past busy_timeout
 // fails it with db.ErrBusy.
-func (s *Store) writeProbe(ctx context.Context) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+func (d *dialect) writeProbe(ctx context.Context) error {
+	tx, err := d.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin write: %w", translate(err))
 	}

@@ -1,47 +1,47 @@
-// Package sqlite implements db.Store on an embedded SQLite file through
-// modernc.org/sqlite (pure Go, so the binary stays static).
+// Package sqlite is the SQLite dialect of sked's store: the transactions,
+// SQL text and scanning that db/engine runs its lifecycle on, over an
+// embedded file through modernc.org/sqlite (pure Go, so the binary stays
+// static).
 //
 // Connection policy: every write goes through one writer connection
 // (SetMaxOpenConns(1)) whose transactions begin IMMEDIATE, so writers queue in
 // Go instead of failing with "database is locked", and a read-then-write
-// inside a transaction cannot be interleaved with another writer. Reads that
-// need no transaction use a separate pool of connections; in WAL mode they
-// never block the writer nor it them. Both open with journal_mode=WAL,
+// inside a transaction cannot be interleaved with another writer: the writer
+// holds the whole database, which is how a Tx's reads hold their rows. Reads
+// that need no transaction use a separate pool of connections; in WAL mode
+// they never block the writer nor it them. Both open with journal_mode=WAL,
 // busy_timeout (another process holding the lock is waited for, not failed
 // on), foreign_keys=on and synchronous=FULL: a commit is fsynced before it
 // returns, so an acknowledged write and a handed-out lease generation survive
-// power loss (DESIGN.md guarantees 3 and 6). Options.Synchronous can lower it
-// to NORMAL, which in WAL mode survives a crash of the process but not of the
-// machine; it exists to measure what FULL costs.
+// power loss. Options.Synchronous can lower it to NORMAL, which in WAL mode
+// survives a crash of the process but not of the machine; it exists to
+// measure what FULL costs.
 //
-// Completions are committed in groups: concurrent RunFinish calls are queued
-// to one committer goroutine, which finishes every queued call in one
-// transaction and answers each with its own result once that transaction is
-// on disk. The hot statements are prepared once on the writer (stmts.go).
+// The store's clock is this machine's (engine.Store.NowFunc), read once a
+// transaction holds the writer, so that times follow commit order. The
+// statements every job runs are prepared once on the writer (stmts).
 //
 // Migrations are embedded and run by goose at Open.
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"net/url"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
-	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/engine"
 )
 
 //go:embed migrations/*.sql
@@ -49,39 +49,19 @@ var migrations embed.FS
 
 var _ db.Store = (*Store)(nil)
 
-// Store is a db.Store on one SQLite file.
+// Store is sked's store on one SQLite file: db/engine's lifecycle over this
+// dialect, plus what only SQLite has (checkpoints, backups, plans).
 type Store struct {
-	// NowFunc is the store's clock; tests replace it before use. Never nil.
-	NowFunc func() time.Time
-	// ClockGuard, when set, is the clock NowFunc reads through: while it
-	// holds after a backward step RunClaim claims nothing, and slots that a
-	// forward step jumped over are recorded missed as clock_step.
-	ClockGuard *clock.Guard
-	// RandFunc draws the backoff jitter in [0,1); tests replace it. Never nil.
-	RandFunc func() float64
-	// MisfireGrace is how late a recurring slot may start before it counts
-	// as misfired (see db.MisfireSkip).
-	MisfireGrace time.Duration
-	// CatchUpWindow bounds db.MisfireRunAll: slots older than this are
-	// recorded missed instead of replayed.
-	CatchUpWindow time.Duration
+	*engine.Store
+	d *dialect // immutable; never nil
+}
 
+// dialect is the engine.Dialect of one file.
+type dialect struct {
 	path  string  // the database file; its WAL is path+"-wal"
 	write *sql.DB // one connection: all writes
 	read  *sql.DB // a pool: reads outside transactions
 	stmts statements
-
-	finishes chan *finishReq // RunFinish calls waiting for the committer
-	// claiming counts the RunClaim calls waiting for or holding the
-	// writer, and moreUntil is until when (UnixNano) another claim is
-	// expected because the last one came back full and said More. The
-	// committer lets claims go first (see yieldToClaims).
-	claiming   atomic.Int32
-	moreUntil  atomic.Int64
-	claimsDone chan struct{} // buffered(1): a claim returned
-	quit       chan struct{} // closed by Close: the committer stops
-	quitOnce   sync.Once     // Close may be called more than once
-	stopped    chan struct{} // closed when the committer has returned
 }
 
 // Options tune Open. Zero values mean the defaults.
@@ -92,12 +72,6 @@ type Options struct {
 	Synchronous string
 }
 
-// Defaults of the misfire settings.
-const (
-	DefaultMisfireGrace  = time.Minute
-	DefaultCatchUpWindow = 24 * time.Hour
-)
-
 // Open opens (creating if needed) the database file at path and migrates it
 // to the current schema, with the default Options.
 func Open(ctx context.Context, path string) (*Store, error) {
@@ -106,7 +80,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
-	sync := strings.ToUpper(cmpOr(o.Synchronous, "FULL"))
+	sync := strings.ToUpper(o.Synchronous)
+	if sync == "" {
+		sync = "FULL"
+	}
 	if sync != "FULL" && sync != "NORMAL" {
 		return nil, fmt.Errorf("open %s: synchronous %q: use FULL or NORMAL", path, o.Synchronous)
 	}
@@ -117,27 +94,16 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
-	s := &Store{
-		NowFunc:       time.Now,
-		RandFunc:      rand.Float64,
-		MisfireGrace:  DefaultMisfireGrace,
-		CatchUpWindow: DefaultCatchUpWindow,
-		path:          path,
-		write:         w,
-		finishes:      make(chan *finishReq, maxGroup),
-		claimsDone:    make(chan struct{}, 1),
-		quit:          make(chan struct{}),
-		stopped:       make(chan struct{}),
-	}
-	if err := s.migrate(ctx); err != nil {
+	d := &dialect{path: path, write: w}
+	if err := d.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}
-	if err := s.writeProbe(ctx); err != nil && !errors.Is(err, db.ErrBusy) {
+	if err := d.writeProbe(ctx); err != nil && !errors.Is(err, db.ErrBusy) {
 		w.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := s.stmts.prepare(ctx, w); err != nil {
+	if err := d.stmts.prepare(ctx, w); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -147,9 +113,8 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
-	s.read = r
-	go s.commitLoop()
-	return s, nil
+	d.read = r
+	return &Store{Store: engine.New(engine.Config{Dialect: d, NowFunc: time.Now, YieldToClaims: true}), d: d}, nil
 }
 
 // busyTimeout is how long a connection waits for a lock another connection
@@ -180,8 +145,8 @@ func dsn(path, sync string, writer bool) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-func (s *Store) migrate(ctx context.Context) error {
-	p, err := Migrations(s.write)
+func (d *dialect) migrate(ctx context.Context) error {
+	p, err := Migrations(d.write)
 	if err != nil {
 		return err
 	}
@@ -204,16 +169,16 @@ func Migrations(conn *sql.DB) (*goose.Provider, error) {
 	return p, nil
 }
 
-// Close stops the committer (after it has answered the queued completions)
-// and closes both connection pools. Closing again does nothing.
-func (s *Store) Close() error {
-	s.quitOnce.Do(func() { close(s.quit) })
-	<-s.stopped
-	return errors.Join(s.read.Close(), s.write.Close())
+// Close closes both connection pools.
+func (d *dialect) Close() error {
+	return errors.Join(d.read.Close(), d.write.Close())
 }
 
-// Now is the store's clock, in UTC.
-func (s *Store) Now() time.Time { return s.NowFunc().UTC() }
+// Now is this machine's clock: SQLite has none of its own.
+func (d *dialect) Now(context.Context) (time.Time, error) { return time.Now().UTC(), nil }
+
+// Precision is that of timeFormat.
+func (d *dialect) Precision() time.Duration { return time.Millisecond }
 
 // timeFormat is how every time is stored: fixed width and UTC, so that
 // string order is time order (next_run_at is compared and indexed as text).
@@ -236,18 +201,63 @@ func nullString(s string) any {
 	return s
 }
 
-func parseTime(s sql.NullString) (*time.Time, error) {
-	if !s.Valid {
-		return nil, nil
+// parseTime reads a time in timeFormat.
+func parseTime(s string) (time.Time, error) {
+	if t, ok := parseFixed(s); ok {
+		return t, nil
 	}
-	if t, ok := parseFixed(s.String); ok {
-		return &t, nil
-	}
-	t, err := time.Parse(timeFormat, s.String)
+	t, err := time.Parse(timeFormat, s)
 	if err != nil {
-		return nil, fmt.Errorf("parse stored time %q: %w", s.String, err)
+		return time.Time{}, fmt.Errorf("parse stored time %q: %w", s, err)
 	}
-	return &t, nil
+	return t, nil
+}
+
+// Scanners of the columns the database keeps in its own way.
+type (
+	at     struct{ t **time.Time }  // a time in timeFormat, or NULL (nil)
+	moment struct{ t *time.Time }   // a time in timeFormat, never NULL
+	millis struct{ d *db.Duration } // a duration in milliseconds
+	text   struct{ s *string }      // text, or NULL ("")
+)
+
+func (a at) Scan(v any) error {
+	if v == nil {
+		*a.t = nil
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("stored time %v is %T, not text", v, v)
+	}
+	t, err := parseTime(s)
+	*a.t = &t
+	return err
+}
+
+func (m moment) Scan(v any) error {
+	var t *time.Time
+	if err := (at{&t}).Scan(v); err != nil || t == nil {
+		return cmp.Or(err, errors.New("stored time is NULL"))
+	}
+	*m.t = *t
+	return nil
+}
+
+func (m millis) Scan(v any) error {
+	n, ok := v.(int64)
+	if !ok {
+		return fmt.Errorf("stored duration %v is %T, not an integer", v, v)
+	}
+	*m.d = db.Duration(time.Duration(n) * time.Millisecond)
+	return nil
+}
+
+func (t text) Scan(v any) error {
+	var s sql.NullString
+	err := s.Scan(v)
+	*t.s = s.String
+	return err
 }
 
 // parseFixed reads a time in timeFormat by position, several times faster
@@ -278,34 +288,10 @@ func parseFixed(s string) (t time.Time, ok bool) {
 	return t, t.Day() == day // rejects 31 April and the like
 }
 
-// withTx runs fn in an IMMEDIATE transaction on the writer connection and
-// commits it. A full disk or a lock held past busy_timeout comes back as
-// db.ErrStorageFull or db.ErrBusy (see translate).
-func (s *Store) withTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", translate(err))
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return translate(err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", translate(err))
-	}
-	return nil
-}
-
 func fsSub() (fs.FS, error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return nil, fmt.Errorf("embedded migrations: %w", err)
 	}
 	return sub, nil
-}
-
-// UseClock makes g the store's clock: NowFunc reads through it, claims hold
-// while it holds, and slots it jumped over are recorded as clock_step.
-func (s *Store) UseClock(g *clock.Guard) {
-	s.NowFunc, s.ClockGuard = g.Now, g
 }

@@ -2,54 +2,49 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/sked-dev/sked/db"
 )
 
-var _ db.StatsReader = (*Store)(nil)
-
 // Stats reads the queue statistics on the read pool; see db.StatsReader.
 // The ready and running figures come from the partial indexes, the per-state
 // counts from the (state, id) index; only the missed-slot sum reads the
 // recurring jobs' rows.
-func (s *Store) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
+func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	st := db.Stats{JobsByState: map[db.JobState]int64{}, RunningByType: map[string]int64{}}
 	for _, state := range db.AllStates {
 		st.JobsByState[state] = 0
 	}
-	var oldest sql.NullString
-	err := s.read.QueryRowContext(ctx, `SELECT min(next_run_at),
+	var oldest *time.Time
+	err := d.read.QueryRowContext(ctx, `SELECT min(next_run_at),
 			(SELECT count(*) FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?)
 		FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?`,
-		fmtTime(now.Add(time.Minute)), fmtTime(now)).Scan(&oldest, &st.DueNextMinute)
+		fmtTime(now.Add(time.Minute)), fmtTime(now)).Scan(at{&oldest}, &st.DueNextMinute)
 	if err != nil {
 		return db.Stats{}, fmt.Errorf("read ready stats: %w", err)
 	}
-	if t, err := parseTime(oldest); err != nil {
-		return db.Stats{}, err
-	} else if t != nil {
-		st.ReadyOldestDue = *t
+	if oldest != nil {
+		st.ReadyOldestDue = *oldest
 	}
-	if err := s.readCounts(ctx, `SELECT state, count(*) FROM jobs GROUP BY state`, func(k string, n int64) {
+	if err := d.readCounts(ctx, `SELECT state, count(*) FROM jobs GROUP BY state`, func(k string, n int64) {
 		st.JobsByState[db.JobState(k)] = n
 	}); err != nil {
 		return db.Stats{}, fmt.Errorf("count jobs by state: %w", err)
 	}
-	if err := s.readCounts(ctx, `SELECT type, count(*) FROM jobs INDEXED BY jobs_running
+	if err := d.readCounts(ctx, `SELECT type, count(*) FROM jobs INDEXED BY jobs_running
 		WHERE state = 'running' GROUP BY type`, func(k string, n int64) {
 		st.RunningByType[k] = n
 	}); err != nil {
 		return db.Stats{}, fmt.Errorf("count running jobs: %w", err)
 	}
-	err = s.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0) FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL`).
+	err = d.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0) FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL`).
 		Scan(&st.MissedSlots)
 	if err != nil {
 		return db.Stats{}, fmt.Errorf("sum missed slots: %w", err)
 	}
-	err = s.read.QueryRowContext(ctx, `SELECT count(*) FROM jobs INDEXED BY jobs_watched
+	err = d.read.QueryRowContext(ctx, `SELECT count(*) FROM jobs INDEXED BY jobs_watched
 		WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL`).Scan(&st.QuietSchedules)
 	if err != nil {
 		return db.Stats{}, fmt.Errorf("count quiet schedules: %w", err)
@@ -58,8 +53,8 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 }
 
 // readCounts runs a query of (key, count) rows and hands each to add.
-func (s *Store) readCounts(ctx context.Context, q string, add func(string, int64)) error {
-	rows, err := s.read.QueryContext(ctx, q)
+func (d *dialect) readCounts(ctx context.Context, q string, add func(string, int64)) error {
+	rows, err := d.read.QueryContext(ctx, q)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package sqlite_test
+package worker_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/worker"
 )
 
 // walBound is what the test holds the WAL to: the checkpointer's threshold
@@ -49,7 +50,7 @@ func TestCheckpointer_LongReader(t *testing.T) {
 		v, _ := results.LoadOrStore(r, new(atomic.Int64))
 		return v.(*atomic.Int64).Load()
 	}
-	cp := &sqlite.Checkpointer{Store: s, Interval: 50 * time.Millisecond, MaxWALBytes: walThreshold,
+	cp := &worker.Checkpointer{Store: s, Interval: 50 * time.Millisecond, MaxWALBytes: walThreshold,
 		ResultFunc: func(r string) {
 			v, _ := results.LoadOrStore(r, new(atomic.Int64))
 			v.(*atomic.Int64).Add(1)
@@ -112,8 +113,8 @@ func TestCheckpointer_LongReader(t *testing.T) {
 	}
 	start := time.Now()
 	maxWAL, n = load(func(wal int64) bool { return wal > 2*walBound && time.Since(start) >= phase })
-	t.Logf("long reader: %d batches, max wal %d bytes, busy checkpoints %d", n, maxWAL, count(sqlite.CheckpointBusy))
-	if count(sqlite.CheckpointBusy) == 0 {
+	t.Logf("long reader: %d batches, max wal %d bytes, busy checkpoints %d", n, maxWAL, count(worker.CheckpointBusy))
+	if count(worker.CheckpointBusy) == 0 {
 		t.Errorf("no checkpoint reported busy while the reader was open")
 	}
 
@@ -122,21 +123,21 @@ func TestCheckpointer_LongReader(t *testing.T) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	truncatedBefore := count(sqlite.CheckpointTruncated)
+	truncatedBefore := count(worker.CheckpointTruncated)
 	var last int64
 	_, n = load(func(wal int64) bool { last = wal; return wal <= walBound })
 	t.Logf("reader gone: wal back to %d bytes after %d batches", last, n)
 	start = time.Now()
 	maxWAL, n = load(forAbout(phase))
 	t.Logf("after: %d batches, max wal %d bytes, truncated %d, busy %d, errors %d", n, maxWAL,
-		count(sqlite.CheckpointTruncated), count(sqlite.CheckpointBusy), count(sqlite.CheckpointError))
+		count(worker.CheckpointTruncated), count(worker.CheckpointBusy), count(worker.CheckpointError))
 	if maxWAL > walBound {
 		t.Errorf("after the reader ended the wal reached %d bytes, want <= %d", maxWAL, walBound)
 	}
-	if count(sqlite.CheckpointTruncated) == truncatedBefore {
+	if count(worker.CheckpointTruncated) == truncatedBefore {
 		t.Errorf("no truncating checkpoint after the reader ended")
 	}
-	if c := count(sqlite.CheckpointError); c > 0 {
+	if c := count(worker.CheckpointError); c > 0 {
 		t.Errorf("%d checkpoints failed", c)
 	}
 	if err := s.Ready(ctx); err != nil {

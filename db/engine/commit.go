@@ -1,8 +1,7 @@
-package sqlite
+package engine
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -41,7 +40,7 @@ type finishResult struct {
 
 // RunFinish records a run's end under its lease; see db.Store. The call is
 // committed together with the other completions queued at the same time
-// (group commit); it returns once that transaction is on disk, with its own
+// (group commit); it returns once that transaction is durable, with its own
 // result: ErrStale for its generation alone, never for its neighbours'.
 func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
 	req := &finishReq{ctx: ctx, p: p, done: make(chan finishResult, 1)}
@@ -65,20 +64,17 @@ func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, er
 	case <-s.quit:
 		r.err = errClosed
 	}
-	switch {
-	case errors.Is(r.err, db.ErrStale):
-		return db.Job{}, r.err
-	case r.err != nil:
-		return db.Job{}, fmt.Errorf("finish run %s/%d: %w", p.JobID, p.Generation, r.err)
+	if r.err != nil {
+		return db.Job{}, wrap(r.err, "finish run %s/%d", p.JobID, p.Generation)
 	}
 	return r.job, nil
 }
 
 // commitLoop is the committer: it takes the first queued completion and
 // every other one queued behind it, up to maxGroup, and commits them in one
-// transaction. A group forms while the previous one is being fsynced, so a
-// lone completion waits for nothing. It returns when Close is called, after
-// answering what was queued.
+// transaction. A group forms while the previous one is being committed, so
+// a lone completion waits for nothing. It returns when Close is called,
+// after answering what was queued.
 func (s *Store) commitLoop() {
 	defer close(s.stopped)
 	group := make([]*finishReq, 0, maxGroup)
@@ -86,7 +82,9 @@ func (s *Store) commitLoop() {
 		select {
 		case r := <-s.finishes:
 			group = append(group[:0], r)
-			s.yieldToClaims()
+			if s.yield {
+				s.yieldToClaims()
+			}
 		case <-s.quit:
 			for {
 				select {
@@ -147,23 +145,31 @@ func signal(c chan struct{}) {
 }
 
 // commitGroup finishes the group's runs in one transaction and answers each
-// caller. A stale generation changes nothing and fails alone. If any other
-// error occurs the transaction is rolled back and every call is retried in a
-// transaction of its own, so one bad call cannot fail its neighbours.
+// caller. A stale generation changes nothing but its own record and fails
+// alone. If any other error occurs the transaction is rolled back and every
+// call is retried in a transaction of its own, so one bad call cannot fail
+// its neighbours.
 func (s *Store) commitGroup(group []*finishReq) {
 	ctx := context.Background()
 	results := make([]finishResult, len(group))
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		now := s.Now()
+	err := s.inTx(ctx, func(tx Tx) error {
+		var (
+			ps    []db.RunFinishParams
+			index []int
+		)
 		for i, r := range group {
 			if err := r.ctx.Err(); err != nil {
 				results[i].err = err
 				continue
 			}
-			results[i].job, results[i].err = s.finishLeased(ctx, tx, r.p, now)
-			if results[i].err != nil && !errors.Is(results[i].err, db.ErrStale) {
-				return results[i].err
-			}
+			ps, index = append(ps, r.p), append(index, i)
+		}
+		jobs, errs, err := s.finishLeased(ctx, tx, ps)
+		if err != nil {
+			return err
+		}
+		for k, i := range index {
+			results[i] = finishResult{job: jobs[k], err: errs[k]}
 		}
 		failpoint.Hit(failpoint.BeforeFinishCommit)
 		return nil
@@ -176,21 +182,8 @@ func (s *Store) commitGroup(group []*finishReq) {
 	}
 	for i, r := range group {
 		if err != nil {
-			results[i] = finishResult{err: err}
+			results[i] = finishResult{err: fmt.Errorf("commit completions: %w", err)}
 		}
 		r.done <- results[i]
 	}
-}
-
-// finishLeased finishes the run of p's lease inside tx, or returns ErrStale
-// and changes nothing when p.Generation no longer holds a live lease.
-func (s *Store) finishLeased(ctx context.Context, tx *sql.Tx, p db.RunFinishParams, now time.Time) (db.Job, error) {
-	j, err := scanJob(tx.StmtContext(ctx, s.stmts.leasedJob).QueryRowContext(ctx, p.JobID, p.Generation, fmtTime(now)))
-	if errors.Is(err, db.ErrNotFound) {
-		return db.Job{}, db.ErrStale
-	}
-	if err != nil {
-		return db.Job{}, err
-	}
-	return s.finish(ctx, tx, j, p, now)
 }

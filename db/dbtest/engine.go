@@ -1,0 +1,171 @@
+package dbtest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// testRunFinishGroup finishes many claimed runs at once, some with a stale
+// generation, so that the store commits them in groups: each caller gets
+// its own result, and a stale call changes nothing of its job while its
+// neighbours in the same transaction are recorded.
+func testRunFinishGroup(t *testing.T, f *fixture) {
+	const n = 60
+	ps := make([]db.JobCreateParams, n)
+	for i := range ps {
+		ps[i] = db.JobCreateParams{Type: "t"}
+	}
+	if _, err := f.Store.JobCreateBatch(f.ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Max: n, Lease: time.Minute})
+	if err != nil || len(claims) != n {
+		t.Fatalf("claimed %d, %v; want %d", len(claims), err, n)
+	}
+	stale := func(i int) bool { return i%4 == 0 }
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, c := range claims {
+		wg.Go(func() {
+			gen := c.Job.LeaseGeneration
+			if stale(i) {
+				gen++
+			}
+			_, errs[i] = f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: c.Job.ID, Generation: gen, Outcome: db.OutcomeSucceeded})
+		})
+	}
+	wg.Wait()
+	for i, c := range claims {
+		j := f.get(c.Job.ID)
+		switch {
+		case stale(i) && !errors.Is(errs[i], db.ErrStale):
+			t.Errorf("job %d: finish with a stale generation: got %v, want ErrStale", i, errs[i])
+		case stale(i) && j.State != db.StateRunning:
+			t.Errorf("job %d: a stale finish moved the job to %s", i, j.State)
+		case !stale(i) && errs[i] != nil:
+			t.Errorf("job %d: finish: %v", i, errs[i])
+		case !stale(i) && j.State != db.StateDone:
+			t.Errorf("job %d: state %s after its finish, want done", i, j.State)
+		}
+	}
+}
+
+// testLateOutcome checks that a completion refused as stale is still
+// recorded on its own run: the execution happened, whether the reaper got
+// there first or not yet.
+func testLateOutcome(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 3})
+	first := f.claimLease("w1", 1, 10*time.Second)[0]
+	f.Clock.Advance(11 * time.Second)
+	// The lease ran out but nobody reaped it yet: still refused.
+	if _, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: first.Job.LeaseGeneration,
+		Outcome: db.OutcomeSucceeded, Output: "done once"}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("finish after the lease ran out: %v, want ErrStale", err)
+	}
+	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 1 {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+	second := f.claimOne("w2")
+	// A second late report of the first run changes nothing more.
+	if _, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: first.Job.LeaseGeneration,
+		Outcome: db.OutcomeFailed, Error: "again"}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("second late finish: %v, want ErrStale", err)
+	}
+	f.finish(second, db.OutcomeSucceeded, false)
+	runs := f.runs(j.ID) // newest first
+	if len(runs) != 2 {
+		t.Fatalf("runs = %+v, want 2", runs)
+	}
+	late, live := runs[1], runs[0]
+	if late.Outcome != db.OutcomeLeaseExpired || late.LateOutcome != db.OutcomeSucceeded || late.LateFinishedAt == nil {
+		t.Errorf("first run = outcome %s, late outcome %q at %v; want lease_expired, late succeeded", late.Outcome, late.LateOutcome, late.LateFinishedAt)
+	}
+	wantTime(t, "late finished at", late.LateFinishedAt, Start.Add(11*time.Second))
+	if live.Outcome != db.OutcomeSucceeded || live.LateOutcome != "" {
+		t.Errorf("second run = outcome %s, late %q; want succeeded and no late outcome", live.Outcome, live.LateOutcome)
+	}
+}
+
+// testReleasedBeforeDue checks that a run handed back before it was due
+// (claimed ahead) does not end before it started.
+func testReleasedBeforeDue(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{RunAt: Start.Add(200 * time.Millisecond)})
+	c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Max: 1, Ahead: time.Second})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim ahead: %d, %v", len(c), err)
+	}
+	f.Clock.Advance(50 * time.Millisecond)
+	f.finish(c[0], db.OutcomeReleased, false)
+	r := f.runs(j.ID)[0]
+	if r.StartedAt == nil || r.FinishedAt == nil || r.FinishedAt.Before(*r.StartedAt) {
+		t.Fatalf("released run started %v, finished %v: it ends before it starts", r.StartedAt, r.FinishedAt)
+	}
+	wantTime(t, "finished at", r.FinishedAt, Start.Add(50*time.Millisecond))
+}
+
+// testPauseUntilAsOf checks that a pause with an end resumes as of that end,
+// however late the sweep runs: the slots at or after it run.
+func testPauseUntilAsOf(t *testing.T, f *fixture) {
+	for _, tc := range []struct {
+		name        string
+		until       time.Duration // after Start
+		sweep       time.Duration // after Start
+		slot        time.Duration // the slot it resumes at
+		missedSlots int
+	}{
+		{"BetweenSlots", 36 * time.Second, 40*time.Second + 290*time.Millisecond, 40 * time.Second, 3},
+		{"OnASlot", 40 * time.Second, 40*time.Second + 290*time.Millisecond, 40 * time.Second, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.Clock.Set(Start)
+			j := f.create(db.JobCreateParams{Schedule: "*/10 * * * * *"})
+			if _, err := f.Store.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Until: Start.Add(tc.until)}); err != nil {
+				t.Fatal(err)
+			}
+			f.Clock.Set(Start.Add(tc.sweep))
+			if n, err := f.Store.JobResumeDue(f.ctx); err != nil || n != 1 {
+				t.Fatalf("resumed %d, %v", n, err)
+			}
+			got := f.get(j.ID)
+			wantTime(t, "slot after the pause", got.Slot, Start.Add(tc.slot))
+			wantCounts(t, f.outcomes(j.ID), map[string]int{"missed:paused": tc.missedSlots})
+			if _, err := f.Store.JobCancel(f.ctx, j.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// testRunFinishAfterClose checks that a completion sent to a closed store
+// fails instead of waiting for a committer that has stopped, and that
+// closing twice is harmless.
+func testRunFinishAfterClose(t *testing.T, f *fixture) {
+	if err := f.Store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for range 50 {
+			if _, e := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: "x", Generation: 1, Outcome: db.OutcomeSucceeded}); e == nil {
+				err = errors.New("RunFinish on a closed store succeeded")
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("RunFinish on a closed store is still waiting after 30s")
+	}
+	if err := f.Store.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

@@ -1,0 +1,338 @@
+// Package engine is sked's job lifecycle, written once for every database.
+// It implements db.Store over a Dialect: create, claim, heartbeat, finish,
+// reap, the operator's controls and the sweeps are decided here (with the
+// pure decisions of package lifecycle) and orchestrated here, inside one
+// transaction each; a Dialect supplies only the transactions and the
+// statements, as its own SQL text and scanning.
+//
+// Every transition follows one pattern: read the rows it changes inside the
+// transaction (a Dialect holds them against other writers until it ends),
+// decide in Go, and write the rows back with statements fenced by the state
+// and lease generation that were read, so that a write can never land on a
+// lease that moved on. The rows the engine returns are built in Go, as the
+// database now holds them, rather than read back.
+//
+// Completions are committed in groups (commit.go): concurrent RunFinish
+// calls are queued to one committer, which finishes every queued call in one
+// transaction and answers each with its own result once it is durable.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sked-dev/sked/clock"
+	"github.com/sked-dev/sked/db"
+)
+
+// Dialect is one database's side of the engine: its transactions and, in
+// Reader and Tx, its statements.
+type Dialect interface {
+	Reader
+	// InTx runs fn in a write transaction and commits it when fn returns
+	// nil, else rolls it back. now is the clock of the transaction's
+	// times; nil means the database's own, read once as the transaction
+	// starts. A write that cannot take the database's lock in time fails
+	// with db.ErrBusy, one that finds no space with db.ErrStorageFull.
+	InTx(ctx context.Context, now func() time.Time, fn func(Tx) error) error
+	// Now reads the database's clock (used when the engine has none).
+	Now(ctx context.Context) (time.Time, error)
+	// Precision is the resolution at which the database keeps times; the
+	// engine rounds the times of the rows it builds to it.
+	Precision() time.Duration
+	// Close releases the database's connections.
+	Close() error
+}
+
+// Reader is what a Dialect reads outside a transaction. The methods named
+// as db.Store's are db.Store's, promoted as they are.
+type Reader interface {
+	// JobGet returns db.ErrNotFound if the job does not exist.
+	JobGet(ctx context.Context, id string) (db.Job, error)
+	// JobNextDue, Stats and Ready: see db.Store.
+	JobNextDue(ctx context.Context, types []string) (time.Time, bool, error)
+	Stats(ctx context.Context, now time.Time) (db.Stats, error)
+	Ready(ctx context.Context) error
+
+	// JobsDead returns up to limit jobs that are dead and were last
+	// updated at or after since, oldest update first.
+	JobsDead(ctx context.Context, since time.Time, limit int) ([]db.Job, error)
+
+	// JobsPage returns up to limit jobs matching p's State and Type with
+	// an id below p.Cursor (any id when empty), newest first.
+	JobsPage(ctx context.Context, p db.JobListParams, limit int) ([]db.Job, error)
+	// RunsPage returns up to limit runs of job with an id below before,
+	// newest first.
+	RunsPage(ctx context.Context, job string, before int64, limit int) ([]db.Run, error)
+	// RunStarts reads what RunActivity summarises: how many runs (not
+	// missed slots) finished in (p.From, p.To], and the first attempts
+	// that started in it, newest first, at most p.MaxLateness; both among
+	// the newest p.Scan runs.
+	RunStarts(ctx context.Context, p db.RunActivityParams) (finished int64, starts []Start, err error)
+}
+
+// Start is a first attempt's start, for the lateness of RunActivity.
+type Start struct {
+	JobID   string
+	Slot    time.Time
+	Started time.Time
+	Jitter  time.Duration // the job's
+}
+
+// Tx is a write transaction's statements. Its reads hold the rows they
+// return against other writers until the transaction ends (SQLite's one
+// writer holds the whole database; PostgreSQL locks the rows).
+type Tx interface {
+	// Now is the transaction's clock: every time it writes comes from it.
+	Now() time.Time
+
+	// JobsInsert inserts jobs, except those whose idempotency key another
+	// job holds, and reports which it inserted.
+	JobsInsert(ctx context.Context, jobs []db.Job) (inserted []bool, err error)
+	// JobsByKey returns the jobs that hold keys, in any order.
+	JobsByKey(ctx context.Context, keys []string) ([]db.Job, error)
+	// JobLock reads job id; db.ErrNotFound if it does not exist.
+	JobLock(ctx context.Context, id string) (db.Job, error)
+	// JobsLeased reads the running jobs that leases name whose lease is
+	// live at Now, in any order; the others are left out.
+	JobsLeased(ctx context.Context, leases []Lease) ([]db.Job, error)
+	// JobsExpired reads up to limit running jobs whose lease ended before
+	// Now, the longest expired first, passing over rows another
+	// transaction holds.
+	JobsExpired(ctx context.Context, limit int) ([]db.Job, error)
+	// JobsPauseOver reads up to limit paused jobs whose pause ends at or
+	// before Now, passing over rows another transaction holds.
+	JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error)
+	// JobsWatched reads the ready and running recurring jobs with a
+	// dead-man's switch, passing over rows another transaction holds.
+	JobsWatched(ctx context.Context) ([]db.Job, error)
+	// JobsClaim leases up to a.Max ready jobs of a.Types (any, if none)
+	// due by a.DueBy, earliest due first, passing over rows another
+	// transaction holds: state running, lease owner a.Worker until
+	// a.Until, generation and attempt one up, cancel request cleared,
+	// updated at Now. In the same statement or transaction it writes the
+	// running run of each: the job's slot, attempt and generation, worker
+	// a.Worker, started at the later of Now and the job's due time; for a
+	// triggered job (an operator's extra run) the slot is Now and the
+	// reason db.ReasonManual. It returns the jobs as leased, with their
+	// run ids, in any order.
+	JobsClaim(ctx context.Context, a ClaimArgs) ([]db.Claim, error)
+	// JobsUpdate writes the lifecycle columns of each job (state, times,
+	// attempt, lease, marks and counters; not its definition), each only
+	// if the row is still in state From with the job's lease generation.
+	// A row that is not fails the call.
+	JobsUpdate(ctx context.Context, us []JobUpdate) error
+
+	// RunsInsert inserts runs and returns their ids, in order.
+	RunsInsert(ctx context.Context, runs []db.Run) ([]int64, error)
+	// RunsDelete deletes runs by id.
+	RunsDelete(ctx context.Context, ids []int64) error
+	// RunsEnd closes the running run of each lease: outcome, error,
+	// output, gave-up, finished at Now, and started no later than that (a
+	// run claimed ahead and handed back before it was due never started).
+	RunsEnd(ctx context.Context, ends []RunEnd) error
+	// RunsLate records on the run of each lease, unless it has one, the
+	// outcome its worker reported after the lease had moved on: late
+	// outcome, late error, late finished at Now.
+	RunsLate(ctx context.Context, ends []RunEnd) error
+	// RunLive reads the run of a job's lease generation; db.ErrNotFound
+	// if there is none.
+	RunLive(ctx context.Context, job string, generation int64) (db.Run, error)
+	// RunsSucceeded returns which of slots have a succeeded run of job.
+	RunsSucceeded(ctx context.Context, job string, slots []time.Time) ([]time.Time, error)
+
+	// Heartbeat extends the live lease of a job to until, and reports
+	// whether cancellation was requested; db.ErrNotFound when generation
+	// does not hold a live lease at Now.
+	Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (cancelRequested bool, err error)
+	// Prune deletes history as db.Store.Prune says.
+	Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error)
+	// Notify wakes, when the transaction commits, the dispatchers of every
+	// process sharing the database (PostgreSQL's NOTIFY); a no-op where
+	// one process owns the database.
+	Notify(ctx context.Context) error
+}
+
+// Lease names a job's lease.
+type Lease struct {
+	JobID      string
+	Generation int64
+}
+
+// ClaimArgs is what Tx.JobsClaim leases.
+type ClaimArgs struct {
+	Worker string
+	Types  []string
+	Max    int
+	Until  time.Time // the lease's end
+	DueBy  time.Time // Now, or later when claiming ahead
+}
+
+// JobUpdate is a job row to write, fenced by the state it was read in (From)
+// and its lease generation.
+type JobUpdate struct {
+	Job  db.Job
+	From db.JobState
+}
+
+// RunEnd is how the run of a lease ended.
+type RunEnd struct {
+	Lease
+	Outcome db.Outcome
+	Error   string
+	Output  string
+	GaveUp  bool
+}
+
+// Config configures a Store. Zero values mean the defaults.
+type Config struct {
+	Dialect Dialect // never nil
+	// NowFunc is the store's clock; nil means the database's own.
+	NowFunc func() time.Time
+	// YieldToClaims makes completions wait for claims in flight (see
+	// committer.yieldToClaims): right where one connection takes every
+	// write, as on SQLite.
+	YieldToClaims bool
+}
+
+// Defaults of the misfire settings.
+const (
+	DefaultMisfireGrace  = time.Minute
+	DefaultCatchUpWindow = 24 * time.Hour
+)
+
+var _ db.Store = (*Store)(nil)
+
+// Store is db.Store over a Dialect.
+type Store struct {
+	Reader // the dialect's reads
+
+	// NowFunc is the store's clock; nil means the database's own. Tests
+	// replace it before use.
+	NowFunc func() time.Time
+	// ClockGuard, when set, is the clock NowFunc reads through: while it
+	// holds after a backward step RunClaim claims nothing, and slots that a
+	// forward step jumped over are recorded missed as clock_step.
+	ClockGuard *clock.Guard
+	// RandFunc draws the backoff jitter in [0,1); tests replace it. Never
+	// nil.
+	RandFunc func() float64
+	// MisfireGrace is how late a recurring slot may start before it counts
+	// as misfired (see db.MisfireSkip).
+	MisfireGrace time.Duration
+	// CatchUpWindow bounds db.MisfireRunAll: slots older than this are
+	// recorded missed instead of replayed.
+	CatchUpWindow time.Duration
+
+	d     Dialect
+	yield bool
+
+	finishes chan *finishReq // RunFinish calls waiting for the committer
+	// claiming counts the RunClaim calls in flight, and moreUntil is until
+	// when (UnixNano) another claim is expected because the last one came
+	// back full and said More; the committer lets claims go first.
+	claiming   atomic.Int32
+	moreUntil  atomic.Int64
+	claimsDone chan struct{} // buffered(1): a claim returned
+	quit       chan struct{} // closed by Close: the committer stops
+	quitOnce   sync.Once
+	stopped    chan struct{} // closed when the committer has returned
+}
+
+// New returns a Store over cfg.Dialect and starts its committer; Close stops
+// it. It panics without a dialect: that is a wiring mistake.
+func New(cfg Config) *Store {
+	if cfg.Dialect == nil {
+		panic("engine: New needs a dialect")
+	}
+	s := &Store{
+		Reader:        cfg.Dialect,
+		NowFunc:       cfg.NowFunc,
+		RandFunc:      rand.Float64,
+		MisfireGrace:  DefaultMisfireGrace,
+		CatchUpWindow: DefaultCatchUpWindow,
+		d:             cfg.Dialect,
+		yield:         cfg.YieldToClaims,
+		finishes:      make(chan *finishReq, maxGroup),
+		claimsDone:    make(chan struct{}, 1),
+		quit:          make(chan struct{}),
+		stopped:       make(chan struct{}),
+	}
+	go s.commitLoop()
+	return s
+}
+
+// Close stops the committer, after it has answered the queued completions,
+// and closes the dialect. Closing again does nothing more.
+func (s *Store) Close() error {
+	var err error
+	s.quitOnce.Do(func() {
+		close(s.quit)
+		<-s.stopped
+		err = s.d.Close()
+	})
+	return err
+}
+
+// Now is the store's clock, in UTC: NowFunc, else the database's. When the
+// database does not answer it falls back to this machine's clock; it is
+// only advice then (the dispatcher sleeps by it), never written.
+func (s *Store) Now() time.Time {
+	if s.NowFunc != nil {
+		return s.NowFunc().UTC()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	t, err := s.d.Now(ctx)
+	if err != nil {
+		return time.Now().UTC()
+	}
+	return t.UTC()
+}
+
+// UseClock makes g the store's clock: NowFunc reads through it, claims hold
+// while it holds, and slots it jumped over are recorded as clock_step.
+func (s *Store) UseClock(g *clock.Guard) {
+	s.NowFunc, s.ClockGuard = g.Now, g
+}
+
+// inTx runs fn in a write transaction on the store's clock.
+func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
+	var now func() time.Time
+	if s.NowFunc != nil {
+		now = s.Now
+	}
+	return s.d.InTx(ctx, now, fn)
+}
+
+// stored is t as the database keeps it: UTC at its precision.
+func (s *Store) stored(t time.Time) time.Time {
+	return t.UTC().Truncate(s.d.Precision())
+}
+
+// storedPtr is stored(t), or nil for the zero time.
+func (s *Store) storedPtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = s.stored(t)
+	return &t
+}
+
+// wrap adds what was attempted to err, leaving the errors callers branch on
+// (not found, a conflict, bad input, a stale lease) as they are.
+func wrap(err error, format string, args ...any) error {
+	var conflict *db.ConflictError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, db.ErrNotFound), errors.Is(err, db.ErrStale), errors.Is(err, db.ErrInvalid), errors.As(err, &conflict):
+		return err
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}

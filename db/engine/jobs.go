@@ -1,0 +1,469 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/failpoint"
+	"github.com/sked-dev/sked/lifecycle"
+	"github.com/sked-dev/sked/schedule"
+)
+
+// wakeHorizon is how soon a job must be due for its write to wake the
+// dispatchers of other processes (Tx.Notify); later jobs are found by their
+// next look at the due time.
+const wakeHorizon = 5 * time.Second
+
+// JobCreate inserts a job; see db.Store.
+func (s *Store) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error) {
+	jobs, created, err := s.createJobs(ctx, []db.JobCreateParams{p}, false)
+	if err != nil {
+		return db.Job{}, false, err
+	}
+	return jobs[0], created[0], nil
+}
+
+// JobCreateBatch inserts jobs in one transaction; see db.Store.
+func (s *Store) JobCreateBatch(ctx context.Context, ps []db.JobCreateParams) ([]db.Job, error) {
+	if err := db.CheckBatch(len(ps)); err != nil {
+		return nil, err
+	}
+	jobs, _, err := s.createJobs(ctx, ps, true)
+	return jobs, err
+}
+
+// createJobs builds the jobs of ps and inserts them in one transaction, all
+// or none. A taken idempotency key yields the job that holds it and
+// created=false. In a batch, a validation error names its element.
+func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch bool) ([]db.Job, []bool, error) {
+	jobs := make([]db.Job, len(ps))
+	var created []bool
+	err := s.inTx(ctx, func(tx Tx) error {
+		now := tx.Now()
+		for i, p := range ps {
+			j, err := s.newJob(p, now)
+			var ve *db.ValidationError
+			if batch && errors.As(err, &ve) {
+				err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: ve.Msg}
+			}
+			if err != nil {
+				return err
+			}
+			jobs[i] = j
+		}
+		var err error
+		if created, err = s.insert(ctx, tx, jobs); err != nil {
+			return err
+		}
+		if len(jobs) > 1 {
+			failpoint.Hit(failpoint.MidBatchInsert)
+		}
+		return s.wakeIfDue(ctx, tx, jobs...)
+	})
+	if err != nil {
+		return nil, nil, wrap(err, "create jobs")
+	}
+	return jobs, created, nil
+}
+
+// insert inserts jobs and reports which it created; where an idempotency
+// key was taken, the job that holds it replaces the one in jobs.
+func (s *Store) insert(ctx context.Context, tx Tx, jobs []db.Job) ([]bool, error) {
+	created, err := tx.JobsInsert(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for i, ok := range created {
+		if !ok {
+			keys = append(keys, jobs[i].IdempotencyKey)
+		}
+	}
+	if len(keys) == 0 {
+		return created, nil
+	}
+	holders, err := tx.JobsByKey(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read jobs by idempotency key: %w", err)
+	}
+	byKey := make(map[string]db.Job, len(holders))
+	for _, j := range holders {
+		byKey[j.IdempotencyKey] = j
+	}
+	for i, ok := range created {
+		if !ok {
+			jobs[i] = byKey[jobs[i].IdempotencyKey]
+		}
+	}
+	return created, nil
+}
+
+// newJob is the job p creates at now, as the database will hold it (times
+// at its precision, durations in milliseconds, every default filled in), so
+// that creating needs no read back. The error is a *db.ValidationError when
+// the schedule does not parse or never fires.
+func (s *Store) newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
+	now = s.stored(now)
+	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
+	slot, due, err := lifecycle.FirstSlot(p, id, now)
+	if err != nil {
+		return db.Job{}, err
+	}
+	ms := func(d time.Duration) db.Duration { return db.Duration(d.Truncate(time.Millisecond)) }
+	j := db.Job{
+		ID: id, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule,
+		Timezone: cmp.Or(p.Timezone, "UTC"), State: db.StateReady,
+		NextRunAt: s.storedPtr(due), Slot: s.storedPtr(slot),
+		MaxAttempts: cmp.Or(p.MaxAttempts, db.DefaultMaxAttempts), IdempotencyKey: p.IdempotencyKey,
+		Timeout: ms(cmp.Or(p.Timeout, db.DefaultTimeout)), Backoff: ms(cmp.Or(p.Backoff, db.DefaultBackoff)),
+		Jitter: ms(p.Jitter), ExpectSuccessWithin: ms(p.ExpectSuccessWithin),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if len(j.Payload) == 0 {
+		j.Payload = []byte("{}")
+	}
+	if j.Recurring() {
+		j.Overlap, j.Misfire = cmp.Or(p.Overlap, db.OverlapSkip), cmp.Or(p.Misfire, db.MisfireRunOnce)
+	}
+	return j, nil
+}
+
+// JobList returns a page of jobs, newest first; see db.Store.
+func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, string, error) {
+	limit := db.PageLimit(p.Limit)
+	jobs, err := s.Reader.JobsPage(ctx, p, limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("list jobs: %w", err)
+	}
+	jobs, next := db.Page(jobs, limit, func(j db.Job) string { return j.ID })
+	return append([]db.Job{}, jobs...), next, nil
+}
+
+// JobCancel cancels a job no worker holds; see db.Store.
+func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "cancel", func(tx Tx, j db.Job) (db.Job, error) {
+		noop, err := lifecycle.Cancel(j, func() (*db.Run, error) {
+			r, err := tx.RunLive(ctx, j.ID, j.LeaseGeneration)
+			if err != nil {
+				return nil, fmt.Errorf("read live run of %s: %w", j.ID, err)
+			}
+			return &r, nil
+		})
+		if err != nil || noop {
+			return j, err
+		}
+		to := j
+		to.State, to.NextRunAt = db.StateCancelled, nil
+		return s.update(ctx, tx, j, to)
+	})
+}
+
+// JobPause pauses a ready job; see db.Store.
+func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
+	return s.JobPauseUntil(ctx, db.JobPauseParams{ID: id})
+}
+
+// JobPauseUntil pauses a ready job; see db.Store.
+func (s *Store) JobPauseUntil(ctx context.Context, p db.JobPauseParams) (db.Job, error) {
+	return s.transition(ctx, p.ID, "pause", func(tx Tx, j db.Job) (db.Job, error) {
+		noop, err := lifecycle.Pause(j, p)
+		if err != nil || noop {
+			return j, err
+		}
+		to := j
+		to.State, to.PauseReason, to.PauseUntil, to.Triggered = db.StatePaused, p.Reason, s.storedPtr(p.Until), false
+		return s.update(ctx, tx, j, to)
+	})
+}
+
+// JobResume resumes a paused job; see db.Store.
+func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "resume", func(tx Tx, j db.Job) (db.Job, error) {
+		noop, err := lifecycle.Resume(j)
+		if err != nil || noop {
+			return j, err
+		}
+		return s.resume(ctx, tx, j, tx.Now())
+	})
+}
+
+// JobResumeDue resumes the paused jobs whose pause has run out, each as of
+// its end; see db.Store.
+func (s *Store) JobResumeDue(ctx context.Context) (int, error) {
+	n := 0
+	err := s.inTx(ctx, func(tx Tx) error {
+		jobs, err := tx.JobsPauseOver(ctx, maxSweep)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if _, err := s.resume(ctx, tx, j, *j.PauseUntil); err != nil {
+				return err
+			}
+		}
+		n = len(jobs)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("resume paused jobs: %w", err)
+	}
+	return n, nil
+}
+
+// maxSweep bounds the jobs one sweep (reap, resume) moves in a transaction.
+const maxSweep = 500
+
+// resume moves paused job j back to ready as of at. A one-off job keeps its
+// due time and attempts; a recurring job resumes at its first slot at or
+// after at, and the slots before at that it slept through are recorded
+// missed (paused).
+func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.Job, error) {
+	to := j
+	to.State, to.PauseReason, to.PauseUntil = db.StateReady, "", nil
+	if j.Recurring() {
+		sched, err := parse(j)
+		if err != nil {
+			return db.Job{}, err
+		}
+		slot, missed := lifecycle.Resumed(sched, *j.Slot, at)
+		if err := s.insertMissed(ctx, tx, j.ID, missed); err != nil {
+			return db.Job{}, err
+		}
+		to.Slot, to.NextRunAt = s.storedPtr(slot), s.storedPtr(lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter)))
+		to.Attempt, to.MissedSlots = 0, j.MissedSlots+missed.Total
+	}
+	out, err := s.update(ctx, tx, j, to)
+	if err != nil {
+		return db.Job{}, err
+	}
+	return out, s.wakeIfDue(ctx, tx, out)
+}
+
+// JobRetry puts a dead job back to ready; see db.Store.
+func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "retry", func(tx Tx, j db.Job) (db.Job, error) {
+		if err := lifecycle.Retry(j); err != nil {
+			return db.Job{}, err
+		}
+		to := j
+		to.State, to.NextRunAt, to.Attempt = db.StateReady, s.storedPtr(tx.Now()), 0
+		out, err := s.update(ctx, tx, j, to)
+		if err != nil {
+			return db.Job{}, err
+		}
+		return out, s.wakeIfDue(ctx, tx, out)
+	})
+}
+
+// JobRequestCancelRun marks a running job for cooperative cancellation; see
+// db.Store.
+func (s *Store) JobRequestCancelRun(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "request cancel", func(tx Tx, j db.Job) (db.Job, error) {
+		if err := lifecycle.CancelRun(j); err != nil {
+			return db.Job{}, err
+		}
+		to := j
+		to.CancelRequested = true
+		return s.update(ctx, tx, j, to)
+	})
+}
+
+// JobTrigger makes a ready job run once now; see db.Store. A one-off job
+// simply becomes due; a recurring one gets an extra run and keeps its
+// pending slot.
+func (s *Store) JobTrigger(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "trigger", func(tx Tx, j db.Job) (db.Job, error) {
+		if err := lifecycle.Trigger(j, tx.Now()); err != nil {
+			return db.Job{}, err
+		}
+		to := j
+		to.NextRunAt, to.Triggered = s.storedPtr(tx.Now()), j.Recurring()
+		out, err := s.update(ctx, tx, j, to)
+		if err != nil {
+			return db.Job{}, err
+		}
+		return out, s.wakeIfDue(ctx, tx, out)
+	})
+}
+
+// JobSkipNext skips the pending slot of a recurring job; see db.Store.
+func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
+	return s.transition(ctx, id, "skip", func(tx Tx, j db.Job) (db.Job, error) {
+		if err := lifecycle.SkipNext(j); err != nil {
+			return db.Job{}, err
+		}
+		sched, err := parse(j)
+		if err != nil {
+			return db.Job{}, err
+		}
+		skipped := lifecycle.Missed{Slots: []time.Time{*j.Slot}, Total: 1, Reason: db.MissedSkipped}
+		if err := s.insertMissed(ctx, tx, j.ID, skipped); err != nil {
+			return db.Job{}, err
+		}
+		to := j
+		next := sched.Next(*j.Slot)
+		to.Slot, to.NextRunAt, to.Attempt, to.MissedSlots = s.storedPtr(next), nil, 0, j.MissedSlots+1
+		if next.IsZero() {
+			to.State, to.Slot = db.StateDone, j.Slot
+		} else {
+			to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, next, time.Duration(j.Jitter)))
+		}
+		return s.update(ctx, tx, j, to)
+	})
+}
+
+// JobBackfill runs the slots of a time range once each; see db.Store. Slots
+// that already have a succeeded run of the schedule are not run again.
+func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Backfill, error) {
+	var out db.Backfill
+	if err := lifecycle.BackfillRange(p); err != nil {
+		return out, err
+	}
+	_, err := s.transition(ctx, p.ID, "backfill", func(tx Tx, j db.Job) (db.Job, error) {
+		slots, total, err := lifecycle.Backfill(j, p)
+		if err != nil {
+			return db.Job{}, err
+		}
+		out.Slots = total
+		ran, err := tx.RunsSucceeded(ctx, j.ID, slots)
+		if err != nil {
+			return db.Job{}, fmt.Errorf("read succeeded slots: %w", err)
+		}
+		var jobs []db.Job
+		for _, slot := range slots {
+			if containsTime(ran, slot) {
+				continue
+			}
+			child, err := s.newJob(db.JobCreateParams{
+				Type: j.Type, Payload: j.Payload, Timezone: j.Timezone, MaxAttempts: j.MaxAttempts,
+				Timeout: time.Duration(j.Timeout), Backoff: time.Duration(j.Backoff),
+				IdempotencyKey: "backfill:" + j.ID + ":" + slot.UTC().Format(time.RFC3339),
+			}, tx.Now())
+			if err != nil {
+				return db.Job{}, err
+			}
+			child.Slot, child.ParentID = s.storedPtr(slot), j.ID
+			jobs = append(jobs, child)
+		}
+		if len(jobs) == 0 {
+			return j, nil
+		}
+		created, err := s.insert(ctx, tx, jobs)
+		if err != nil {
+			return db.Job{}, fmt.Errorf("insert backfill jobs: %w", err)
+		}
+		for i, c := range jobs {
+			out.JobIDs = append(out.JobIDs, c.ID)
+			if created[i] {
+				out.Created++
+			}
+		}
+		return j, s.wakeIfDue(ctx, tx, jobs...)
+	})
+	return out, err
+}
+
+func containsTime(ts []time.Time, t time.Time) bool {
+	for _, u := range ts {
+		if u.Equal(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// JobQuietSweep raises and clears dead-man's switches; see db.Store.
+func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
+	var changes []db.QuietChange
+	err := s.inTx(ctx, func(tx Tx) error {
+		jobs, err := tx.JobsWatched(ctx)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			quiet, changed := lifecycle.Quiet(j, tx.Now())
+			if !changed {
+				continue
+			}
+			to := j
+			to.QuietSince = nil
+			if quiet {
+				to.QuietSince = s.storedPtr(tx.Now())
+			}
+			marked, err := s.update(ctx, tx, j, to)
+			if err != nil {
+				return fmt.Errorf("mark job %s: %w", j.ID, err)
+			}
+			changes = append(changes, db.QuietChange{Job: marked, Quiet: quiet})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check quiet schedules: %w", err)
+	}
+	return changes, nil
+}
+
+// JobDeadSince lists jobs that went dead at or after since; see db.Store.
+func (s *Store) JobDeadSince(ctx context.Context, since time.Time, limit int) ([]db.Job, error) {
+	jobs, err := s.Reader.JobsDead(ctx, since, cmp.Or(limit, 100))
+	if err != nil {
+		return nil, fmt.Errorf("list dead jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// transition reads job id inside a write transaction and applies fn, which
+// returns the job as it leaves it.
+func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {
+	var out db.Job
+	err := s.inTx(ctx, func(tx Tx) error {
+		j, err := tx.JobLock(ctx, id)
+		if err != nil {
+			return err
+		}
+		out, err = fn(tx, j)
+		return err
+	})
+	if err != nil {
+		return db.Job{}, wrap(err, "%s job %s", what, id)
+	}
+	return out, nil
+}
+
+// update writes to, the new state of job from, fenced by from's state and
+// generation, and returns it as written.
+func (s *Store) update(ctx context.Context, tx Tx, from, to db.Job) (db.Job, error) {
+	to.UpdatedAt = s.stored(tx.Now())
+	if err := tx.JobsUpdate(ctx, []JobUpdate{{Job: to, From: from.State}}); err != nil {
+		return db.Job{}, fmt.Errorf("update job %s: %w", from.ID, err)
+	}
+	return to, nil
+}
+
+// wakeIfDue wakes the dispatchers of other processes when one of jobs is
+// ready and due within wakeHorizon.
+func (s *Store) wakeIfDue(ctx context.Context, tx Tx, jobs ...db.Job) error {
+	horizon := tx.Now().Add(wakeHorizon)
+	for _, j := range jobs {
+		if j.State == db.StateReady && j.NextRunAt != nil && !j.NextRunAt.After(horizon) {
+			return tx.Notify(ctx)
+		}
+	}
+	return nil
+}
+
+// parse parses j's stored schedule.
+func parse(j db.Job) (*schedule.Schedule, error) {
+	sched, err := schedule.Parse(j.Schedule, j.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+	}
+	return sched, nil
+}

@@ -1,0 +1,374 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/failpoint"
+	"github.com/sked-dev/sked/lifecycle"
+	"github.com/sked-dev/sked/schedule"
+)
+
+// RunList returns a page of a job's runs, newest first; see db.Store.
+func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int64, error) {
+	limit := db.PageLimit(p.Limit)
+	runs, err := s.Reader.RunsPage(ctx, p.JobID, db.RunsBefore(p.Cursor), limit+1)
+	if err == nil && len(runs) == 0 {
+		_, err = s.Reader.JobGet(ctx, p.JobID) // no runs, or no such job?
+	}
+	if err != nil {
+		return nil, 0, wrap(err, "list runs of %s", p.JobID)
+	}
+	runs, next := db.Page(runs, limit, func(r db.Run) int64 { return r.ID })
+	return append([]db.Run{}, runs...), next, nil
+}
+
+// RunActivity summarises the runs of p's window; see db.Store.
+func (s *Store) RunActivity(ctx context.Context, p db.RunActivityParams) (db.RunActivity, error) {
+	p.Scan, p.MaxLateness = cmp.Or(p.Scan, db.DefaultActivityScan), cmp.Or(p.MaxLateness, db.DefaultActivitySamples)
+	finished, starts, err := s.Reader.RunStarts(ctx, p)
+	if err != nil {
+		return db.RunActivity{}, fmt.Errorf("read run activity: %w", err)
+	}
+	a := db.RunActivity{Finished: finished}
+	for _, st := range starts {
+		a.Lateness = append(a.Lateness, st.Started.Sub(lifecycle.DueAt(st.JobID, st.Slot, st.Jitter)))
+	}
+	return a, nil
+}
+
+// RunClaim leases due jobs and writes their runs in one transaction; see
+// db.Store.
+func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	if p.Max <= 0 {
+		return nil, nil
+	}
+	if s.ClockGuard != nil {
+		if hold, _ := s.ClockGuard.Holding(); hold {
+			return nil, nil // the clock went back: no slot fires twice
+		}
+	}
+	s.claiming.Add(1)
+	var claims []db.Claim
+	defer func() {
+		if p.More && len(claims) == p.Max {
+			s.moreUntil.Store(time.Now().Add(claimGap).UnixNano())
+		}
+		s.claiming.Add(-1)
+		signal(s.claimsDone)
+	}()
+	err := s.inTx(ctx, func(tx Tx) error {
+		now := tx.Now()
+		got, err := tx.JobsClaim(ctx, ClaimArgs{
+			Worker: p.WorkerID, Types: p.Types, Max: p.Max,
+			Until: now.Add(cmp.Or(p.Lease, db.DefaultLease)), DueBy: now.Add(max(p.Ahead, 0)),
+		})
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(got, func(a, b db.Claim) int { return a.Job.NextRunAt.Compare(*b.Job.NextRunAt) })
+		claims = got[:0]
+		for _, c := range got {
+			c, ok, err := s.startFiring(ctx, tx, c)
+			if err != nil {
+				return err
+			}
+			if ok {
+				claims = append(claims, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		claims = nil
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	failpoint.Hit(failpoint.AfterClaimCommit)
+	return claims, nil
+}
+
+// startFiring applies the misfire policy to a just-claimed recurring job. It
+// returns the claim as it will run, or ok=false when the policy runs nothing
+// now and the claim was undone.
+func (s *Store) startFiring(ctx context.Context, tx Tx, c db.Claim) (db.Claim, bool, error) {
+	j, now := c.Job, tx.Now()
+	switch {
+	case !j.Recurring():
+		return c, true, nil
+	case j.Triggered:
+		// The handler sees the run's own time; the row keeps the
+		// schedule's pending slot.
+		c.Job.Slot = s.storedPtr(now)
+		return c, true, nil
+	}
+	sched, err := parse(j)
+	if err != nil {
+		return db.Claim{}, false, err
+	}
+	f := lifecycle.Claimed(sched, j.Misfire, *j.Slot, now, s.MisfireGrace, s.CatchUpWindow)
+	if f.Run && f.Slot.Equal(*j.Slot) {
+		return c, true, nil
+	}
+	// The claim wrote a run of the slot the job was waiting for; the
+	// policy runs another slot or none.
+	if err := tx.RunsDelete(ctx, []int64{c.RunID}); err != nil {
+		return db.Claim{}, false, fmt.Errorf("undo run of misfired job %s: %w", j.ID, err)
+	}
+	for _, m := range s.splitStepped(f.Missed) {
+		if err := s.insertMissed(ctx, tx, j.ID, m); err != nil {
+			return db.Claim{}, false, err
+		}
+	}
+	to := j
+	to.Slot, to.MissedSlots = s.storedPtr(f.Slot), j.MissedSlots+f.Missed.Total
+	if !f.Run {
+		to.State, to.LeaseOwner, to.LeaseUntil, to.Attempt = db.StateReady, "", nil, 0
+		to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, f.Slot, time.Duration(j.Jitter)))
+		_, err := s.update(ctx, tx, j, to)
+		return db.Claim{}, false, err
+	}
+	to.Attempt = 1
+	if to, err = s.update(ctx, tx, j, to); err != nil {
+		return db.Claim{}, false, err
+	}
+	ids, err := tx.RunsInsert(ctx, []db.Run{{
+		JobID: j.ID, Slot: to.Slot, Attempt: to.Attempt, Generation: j.LeaseGeneration, WorkerID: j.LeaseOwner,
+		StartedAt: s.storedPtr(lifecycle.StartsAt(to, now)), Outcome: db.OutcomeRunning,
+	}})
+	if err != nil {
+		return db.Claim{}, false, fmt.Errorf("insert run of misfired job %s: %w", j.ID, err)
+	}
+	return db.Claim{Job: to, RunID: ids[0]}, true, nil
+}
+
+// RunHeartbeat extends a live lease; see db.Store.
+func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
+	var hb db.Heartbeat
+	err := s.inTx(ctx, func(tx Tx) error {
+		until := s.stored(tx.Now().Add(cmp.Or(p.Lease, db.DefaultLease)))
+		cancel, err := tx.Heartbeat(ctx, p.JobID, p.Generation, until)
+		if errors.Is(err, db.ErrNotFound) {
+			return db.ErrStale
+		}
+		hb = db.Heartbeat{LeaseUntil: until, CancelRequested: cancel}
+		return err
+	})
+	if err != nil {
+		return db.Heartbeat{}, wrap(err, "heartbeat %s/%d", p.JobID, p.Generation)
+	}
+	return hb, nil
+}
+
+// RunReapExpired returns expired leases; see db.Store. Every write is fenced
+// by the generation it read, so reapers on several nodes reap each lease
+// once.
+func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
+	n := 0
+	err := s.inTx(ctx, func(tx Tx) error {
+		jobs, err := tx.JobsExpired(ctx, maxSweep)
+		if err != nil {
+			return err
+		}
+		ps := make([]db.RunFinishParams, len(jobs))
+		for i, j := range jobs {
+			ps[i] = db.RunFinishParams{
+				JobID: j.ID, Generation: j.LeaseGeneration, Outcome: db.OutcomeLeaseExpired, Retryable: true,
+				Error: fmt.Sprintf("lease expired at %s: worker %s stopped heartbeating", j.LeaseUntil.Format(time.RFC3339Nano), j.LeaseOwner),
+			}
+		}
+		_, err = s.finish(ctx, tx, jobs, ps)
+		n = len(jobs)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reap expired leases: %w", err)
+	}
+	return n, nil
+}
+
+// finishLeased finishes the runs of ps inside tx, each under its lease. One
+// whose generation no longer holds a live lease changes nothing but the
+// record of its late outcome, and its result is db.ErrStale.
+func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams) ([]db.Job, []error, error) {
+	leases := make([]Lease, len(ps))
+	for i, p := range ps {
+		leases[i] = Lease{p.JobID, p.Generation}
+	}
+	held, err := tx.JobsLeased(ctx, leases)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read leased jobs: %w", err)
+	}
+	byLease := make(map[Lease]db.Job, len(held))
+	for _, j := range held {
+		byLease[Lease{j.ID, j.LeaseGeneration}] = j
+	}
+	var (
+		jobs  []db.Job
+		live  []db.RunFinishParams
+		late  []RunEnd
+		order = make([]int, len(ps)) // index into jobs, or -1 when stale
+		errs  = make([]error, len(ps))
+	)
+	for i, p := range ps {
+		j, ok := byLease[leases[i]]
+		if !ok {
+			order[i], errs[i] = -1, db.ErrStale
+			late = append(late, runEnd(p, false))
+			continue
+		}
+		delete(byLease, leases[i]) // a lease finished twice in one group: the second is stale
+		order[i] = len(jobs)
+		jobs, live = append(jobs, j), append(live, p)
+	}
+	if len(late) > 0 {
+		if err := tx.RunsLate(ctx, late); err != nil {
+			return nil, nil, fmt.Errorf("record late outcomes: %w", err)
+		}
+	}
+	after, err := s.finish(ctx, tx, jobs, live)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]db.Job, len(ps))
+	for i, k := range order {
+		if k >= 0 {
+			out[i] = after[k]
+		}
+	}
+	return out, errs, nil
+}
+
+// finish closes the runs of jobs' current leases as ps say and moves each
+// job on, inside tx, with few statements for all of them. Every write is
+// fenced by the lease generation read in the same transaction.
+func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFinishParams) ([]db.Job, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	now := tx.Now()
+	after := make([]db.Job, len(jobs))
+	updates := make([]JobUpdate, len(jobs))
+	ends := make([]RunEnd, len(jobs))
+	var missed []db.Run
+	for i, j := range jobs {
+		var sched *schedule.Schedule
+		claimedAt := now // only a schedule's next firing looks at it
+		if j.Recurring() {
+			var err error
+			if sched, err = parse(j); err != nil {
+				return nil, err
+			}
+			run, err := tx.RunLive(ctx, j.ID, j.LeaseGeneration)
+			switch {
+			case err == nil && run.StartedAt != nil:
+				claimedAt = *run.StartedAt
+			case err != nil && !errors.Is(err, db.ErrNotFound):
+				return nil, fmt.Errorf("read run of %s: %w", j.ID, err)
+			}
+		}
+		r := lifecycle.Finished(&j, sched, ps[i], claimedAt, now, s.RandFunc)
+		for _, m := range s.splitStepped(r.Missed) {
+			missed = append(missed, s.missedRuns(j.ID, m, now)...)
+		}
+		after[i] = s.finished(j, r, ps[i].Outcome, now)
+		updates[i] = JobUpdate{Job: after[i], From: db.StateRunning}
+		ends[i] = runEnd(ps[i], r.GaveUp)
+	}
+	if len(missed) > 0 {
+		if _, err := tx.RunsInsert(ctx, missed); err != nil {
+			return nil, fmt.Errorf("insert missed runs: %w", err)
+		}
+	}
+	if err := tx.JobsUpdate(ctx, updates); err != nil {
+		return nil, fmt.Errorf("update finished jobs: %w", err)
+	}
+	if err := tx.RunsEnd(ctx, ends); err != nil {
+		return nil, fmt.Errorf("close runs: %w", err)
+	}
+	return after, s.wakeIfDue(ctx, tx, after...)
+}
+
+// runEnd is how the run of p's lease ended.
+func runEnd(p db.RunFinishParams, gaveUp bool) RunEnd {
+	return RunEnd{Lease: Lease{p.JobID, p.Generation}, Outcome: p.Outcome, Error: p.Error, Output: tail(p.Output), GaveUp: gaveUp}
+}
+
+// finished is j as it leaves the run that ended at now with outcome, moved
+// on as r says.
+func (s *Store) finished(j db.Job, r lifecycle.Result, outcome db.Outcome, now time.Time) db.Job {
+	j.State, j.Attempt, j.LastError, j.Triggered = r.State, r.Attempt, r.LastError, r.Triggered
+	j.Slot, j.NextRunAt = s.storedPtr(r.Slot), s.storedPtr(r.NextRunAt)
+	j.LeaseOwner, j.LeaseUntil, j.CancelRequested = "", nil, false
+	j.MissedSlots += r.Missed.Total
+	if outcome == db.OutcomeSucceeded {
+		j.LastSuccessAt = s.storedPtr(now)
+	}
+	j.UpdatedAt = s.stored(now)
+	return j
+}
+
+// insertMissed writes one missed run per slot of m.
+func (s *Store) insertMissed(ctx context.Context, tx Tx, jobID string, m lifecycle.Missed) error {
+	if len(m.Slots) == 0 {
+		return nil
+	}
+	if _, err := tx.RunsInsert(ctx, s.missedRuns(jobID, m, tx.Now())); err != nil {
+		return fmt.Errorf("insert missed runs of %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// missedRuns are the runs that record, at now, m's slots of job as missed.
+func (s *Store) missedRuns(jobID string, m lifecycle.Missed, now time.Time) []db.Run {
+	runs := make([]db.Run, len(m.Slots))
+	for i, slot := range m.Slots {
+		runs[i] = db.Run{JobID: jobID, Slot: s.storedPtr(slot), FinishedAt: s.storedPtr(now), Outcome: db.OutcomeMissed, Reason: m.Reason}
+	}
+	return runs
+}
+
+// splitStepped relabels the missed slots that a forward clock step jumped
+// over as clock_step; the rest keep their reason.
+func (s *Store) splitStepped(m lifecycle.Missed) []lifecycle.Missed {
+	if s.ClockGuard == nil || len(m.Slots) == 0 {
+		return []lifecycle.Missed{m}
+	}
+	stepped := lifecycle.Missed{Reason: db.MissedClockStep}
+	rest := lifecycle.Missed{Reason: m.Reason, Total: m.Total}
+	for _, slot := range m.Slots {
+		if s.ClockGuard.JumpedOver(slot) {
+			stepped.Slots = append(stepped.Slots, slot)
+		} else {
+			rest.Slots = append(rest.Slots, slot)
+		}
+	}
+	return []lifecycle.Missed{stepped, rest}
+}
+
+// Prune deletes a batch of old history in one transaction; see db.Store.
+func (s *Store) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
+	p.Limit = cmp.Or(p.Limit, maxSweep)
+	var out db.Pruned
+	err := s.inTx(ctx, func(tx Tx) error {
+		var err error
+		out, err = tx.Prune(ctx, p)
+		return err
+	})
+	if err != nil {
+		return db.Pruned{}, fmt.Errorf("prune: %w", err)
+	}
+	return out, nil
+}
+
+// tail keeps the last db.OutputTailBytes of s.
+func tail(s string) string {
+	if len(s) > db.OutputTailBytes {
+		return s[len(s)-db.OutputTailBytes:]
+	}
+	return s
+}

@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sked-dev/sked/db/engine"
+)
+
+var _ engine.Tx = (*tx)(nil)
+
+// tx is an engine.Tx: a READ COMMITTED transaction on one connection of the
+// pool. Its writes whose answer the engine does not need are queued and
+// sent together with the next statement that has an answer, or with the
+// COMMIT: a group of completions costs two round trips, not one per
+// statement. A queued write that fails makes the server skip everything
+// after it, the COMMIT included, so nothing of a failed transaction lands.
+type tx struct {
+	conn   *pgx.Conn
+	now    time.Time
+	queued *pgx.Batch // writes not yet sent
+}
+
+// InTx runs fn in a transaction and commits it; see engine.Dialect. BEGIN
+// and the reading of the clock (now, or the database's now(): the start of
+// the transaction) share a round trip.
+func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine.Tx) error) (err error) {
+	var at *time.Time
+	if now != nil {
+		t := now().UTC()
+		at = &t
+	}
+	c, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire connection: %w", translate(err))
+	}
+	// A connection left inside a transaction (a failed ROLLBACK, a
+	// cancelled statement) is closed by Release, not reused.
+	defer c.Release()
+	t := &tx{conn: c.Conn(), queued: &pgx.Batch{}}
+	t.queued.Queue(`BEGIN`)
+	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now) }, `SELECT coalesce($1::timestamptz, now())`, at); err != nil {
+		return translate(err)
+	}
+	t.now = t.now.UTC()
+	if err := fn(t); err != nil {
+		t.rollback(ctx)
+		return translate(err)
+	}
+	t.queued.Queue(`COMMIT`)
+	if err := t.flush(ctx); err != nil {
+		t.rollback(ctx)
+		return fmt.Errorf("commit: %w", translate(err))
+	}
+	return nil
+}
+
+// rollback ends the transaction after a failure, if the connection still
+// holds one.
+func (t *tx) rollback(ctx context.Context) {
+	if t.conn.IsClosed() || t.conn.PgConn().TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	t.conn.Exec(ctx, `ROLLBACK`)
+}
+
+func (t *tx) Now() time.Time { return t.now }
+
+// exec queues a write; check, when not nil, judges its command tag once it
+// has run.
+func (t *tx) exec(check func(pgconn.CommandTag) error, sql string, args ...any) {
+	q := t.queued.Queue(sql, args...)
+	if check != nil {
+		q.Exec(check)
+	}
+}
+
+// query sends the queued writes and sql in one round trip and hands sql's
+// rows to scan.
+func (t *tx) query(ctx context.Context, scan func(pgx.Rows) error, sql string, args ...any) error {
+	t.queued.Queue(sql, args...).Query(scan)
+	return t.flush(ctx)
+}
+
+// queryRow is query for one row; pgx.ErrNoRows when there is none.
+func (t *tx) queryRow(ctx context.Context, scan func(pgx.Row) error, sql string, args ...any) error {
+	t.queued.Queue(sql, args...).QueryRow(scan)
+	return t.flush(ctx)
+}
+
+// flush sends the queued statements and runs their checks.
+func (t *tx) flush(ctx context.Context) error {
+	b := t.queued
+	t.queued = &pgx.Batch{}
+	return t.conn.SendBatch(ctx, b).Close()
+}
+
+// rows is a check that a write changed n rows.
+func rows(n int, what string) func(pgconn.CommandTag) error {
+	return func(tag pgconn.CommandTag) error {
+		if got := tag.RowsAffected(); got != int64(n) {
+			return fmt.Errorf("%s: %d of %d rows", what, got, n)
+		}
+		return nil
+	}
+}
+
+// text makes s storable as PostgreSQL text, which refuses NUL bytes and
+// invalid UTF-8 (a command's output can hold both, and a tail may cut a
+// rune).
+func text(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}

@@ -1,0 +1,91 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sked-dev/sked/db/engine"
+)
+
+var _ engine.Tx = (*tx)(nil)
+
+// tx is an engine.Tx: an IMMEDIATE transaction on the writer connection,
+// which holds the whole database until it ends.
+type tx struct {
+	tx    *sql.Tx
+	stmts *statements
+	now   time.Time
+}
+
+// InTx runs fn in an IMMEDIATE transaction on the writer connection and
+// commits it; see engine.Dialect. now is read once the transaction holds the
+// writer. A full disk or a lock held past busy_timeout comes back as
+// db.ErrStorageFull or db.ErrBusy (see translate).
+func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine.Tx) error) error {
+	t, err := d.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", translate(err))
+	}
+	defer t.Rollback()
+	if now == nil {
+		now = time.Now
+	}
+	if err := fn(&tx{tx: t, stmts: &d.stmts, now: now().UTC()}); err != nil {
+		return translate(err)
+	}
+	if err := t.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", translate(err))
+	}
+	return nil
+}
+
+func (t *tx) Now() time.Time { return t.now }
+
+// stmt is s bound to the transaction; it reuses s's preparation, since the
+// writer has exactly one connection.
+func (t *tx) stmt(ctx context.Context, s *sql.Stmt) *sql.Stmt { return t.tx.StmtContext(ctx, s) }
+
+// statements are the statements every job runs, prepared once on the writer
+// connection so that SQLite parses and plans them once.
+type statements struct {
+	insertJob  *sql.Stmt // insertJobSQL
+	jobByKey   *sql.Stmt // a job by idempotency key
+	leasedJob  *sql.Stmt // leasedJobSQL
+	claim      *sql.Stmt // claimSQL
+	insertRuns *sql.Stmt // claimRunsSQL
+	updateJob  *sql.Stmt // updateJobSQL
+	insertRun  *sql.Stmt // insertRunSQL
+	endRun     *sql.Stmt // endRunSQL
+	liveRun    *sql.Stmt // liveRunSQL
+	heartbeat  *sql.Stmt // heartbeatSQL
+}
+
+// prepare prepares the statements on w. It must run before any transaction
+// holds w's one connection.
+func (st *statements) prepare(ctx context.Context, w *sql.DB) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{
+		{&st.insertJob, insertJobSQL},
+		{&st.jobByKey, `SELECT ` + jobColumns + ` FROM jobs WHERE idempotency_key = ?`},
+		{&st.leasedJob, leasedJobSQL},
+		{&st.claim, claimSQL},
+		{&st.insertRuns, claimRunsSQL},
+		{&st.updateJob, updateJobSQL},
+		{&st.insertRun, insertRunSQL},
+		{&st.endRun, endRunSQL},
+		{&st.liveRun, liveRunSQL},
+		{&st.heartbeat, heartbeatSQL},
+	} {
+		s, err := w.PrepareContext(ctx, p.q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", strings.Fields(p.q)[:3], err)
+		}
+		*p.dst = s
+	}
+	return nil
+}
