@@ -32,11 +32,12 @@ var (
 	// size limit) holding the database is exhausted. The write was rolled
 	// back whole; it can succeed once space is freed.
 	ErrStorageFull = errors.New("database storage is full")
-	// ErrBusy is returned by any write when another process held the
-	// database's write lock for longer than the store waits for it
-	// (SQLite's busy_timeout). Nothing was written; retrying later can
-	// succeed.
-	ErrBusy = errors.New("database is locked by another process")
+	// ErrBusy is returned by any write that could not begin within the
+	// store's bound (5 s on SQLite): another process held the database's
+	// write lock, or this process's own writes queued ahead of it for that
+	// long. Nothing was written, and nothing of it will be; retrying later
+	// can succeed.
+	ErrBusy = errors.New("database is locked")
 )
 
 // ConflictError says why a change was refused. It unwraps to ErrConflict.

@@ -88,7 +88,7 @@ func problemFor(err error) problem {
 		p.Detail = "the disk holding sked's database is full: nothing was written; free space there and retry (no restart is needed)"
 	case errors.Is(err, db.ErrBusy):
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryLockedAfter
-		p.Detail = "sked's database is locked by another process: nothing was written; retry shortly"
+		p.Detail = "sked's database is locked (by another process, or by writes queued ahead of this one) and did not take the write within 5s: nothing was written, nor will be; retry shortly"
 	default:
 		p.Status, p.Detail = http.StatusInternalServerError, internalDetail
 	}

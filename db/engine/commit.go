@@ -174,7 +174,8 @@ func (s *Store) commitGroup(group []*finishReq) {
 		failpoint.Hit(failpoint.BeforeFinishCommit)
 		return nil
 	})
-	if err != nil && len(group) > 1 {
+	if err != nil && len(group) > 1 && !errors.Is(err, db.ErrBusy) && !errors.Is(err, db.ErrStorageFull) {
+		// Not the database refusing every write: retry each alone.
 		for _, r := range group {
 			s.commitGroup([]*finishReq{r})
 		}

@@ -37,7 +37,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -52,6 +51,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/engine"
+	"github.com/sked-dev/sked/db/schema"
 )
 
 //go:embed migrations/*.sql
@@ -90,51 +90,40 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	return &Store{Store: engine.New(engine.Config{Dialect: d}), d: d}, nil
 }
 
+// migrate migrates the database under a session advisory lock keyed by the
+// schema's name, so that nodes starting together migrate once: the others
+// wait in the server (pg_advisory_lock blocks) and then find nothing to do.
+// The lock covers all of goose's work, whose first look at the version table
+// would otherwise create it outside any lock (and the losers of that race
+// log an ERROR). Databases in other schemas of the same server (parallel
+// tests) do not wait for each other.
 func (d *dialect) migrate(ctx context.Context) error {
-	conn := stdlib.OpenDBFromPool(d.pool)
-	defer conn.Close()
-	p, err := provider(conn)
+	lock, err := d.pool.Acquire(ctx)
 	if err != nil {
-		return err
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
-}
-
-// provider is the goose provider of the embedded migrations on conn; its Up
-// holds schemaLocker's lock.
-func provider(conn *sql.DB) (*goose.Provider, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("embedded migrations: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, conn, sub, goose.WithSessionLocker(schemaLocker{}))
-	if err != nil {
-		return nil, fmt.Errorf("load migrations: %w", err)
-	}
-	return p, nil
-}
-
-// schemaLocker serializes migrations of one schema across processes with a
-// session advisory lock keyed by the schema's name. It waits in the server
-// (pg_advisory_lock blocks) instead of polling, and databases in other
-// schemas of the same server (parallel tests) do not wait for each other.
-type schemaLocker struct{}
-
-func (schemaLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext('sked.migrate.' || current_schema()))`); err != nil {
 		return fmt.Errorf("lock migrations: %w", err)
 	}
-	return nil
+	defer lock.Release()
+	const key = `hashtext('sked.migrate.' || current_schema())`
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
+		return fmt.Errorf("lock migrations: %w", err)
+	}
+	defer lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+key+`)`)
+	return d.withProvider(func(p *goose.Provider) error { return schema.Up(ctx, p) })
 }
 
-func (schemaLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock(hashtext('sked.migrate.' || current_schema()))`); err != nil {
-		return fmt.Errorf("unlock migrations: %w", err)
+// withProvider runs fn with the goose provider of the embedded migrations.
+func (d *dialect) withProvider(fn func(*goose.Provider) error) error {
+	conn := stdlib.OpenDBFromPool(d.pool)
+	defer conn.Close()
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("embedded migrations: %w", err)
 	}
-	return nil
+	p, err := goose.NewProvider(goose.DialectPostgres, conn, sub)
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	return fn(p)
 }
 
 // Close closes the connection pool.

@@ -2,13 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
-)
 
-// errPending is returned by Ready when the file's schema is behind the
-// migrations of this binary.
-var errPending = errors.New("database schema is behind this binary's migrations; run sked migrate")
+	"github.com/sked-dev/sked/db/schema"
+)
 
 // Ready checks that the schema is current and that the writer can take the
 // write lock and write; see db.ReadyChecker. The write rewrites
@@ -20,12 +17,8 @@ func (d *dialect) Ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pending, err := p.HasPending(ctx)
-	if err != nil {
-		return fmt.Errorf("check migrations: %w", err)
-	}
-	if pending {
-		return errPending
+	if err := schema.Check(ctx, p); err != nil {
+		return err
 	}
 	return d.writeProbe(ctx)
 }
@@ -36,11 +29,11 @@ func (d *dialect) Ready(ctx context.Context) error {
 // message that says so; a lock held by another process past busy_timeout
 // fails it with db.ErrBusy.
 func (d *dialect) writeProbe(ctx context.Context) error {
-	tx, err := d.write.BeginTx(ctx, nil)
+	tx, end, err := d.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("begin write: %w", translate(err))
+		return err
 	}
-	defer tx.Rollback()
+	defer end()
 	var v int64
 	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
 		return fmt.Errorf("read user_version: %w", err)

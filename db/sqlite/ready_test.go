@@ -3,11 +3,13 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sked-dev/sked/db/schema"
 	"github.com/sked-dev/sked/db/sqlite"
 )
 
@@ -60,6 +62,22 @@ func TestStore_Ready(t *testing.T) {
 		}
 		if err := s.Ready(ctx); err == nil || !strings.Contains(err.Error(), "sked migrate") {
 			t.Errorf("Ready with a migration pending = %v, want an error naming sked migrate", err)
+		}
+	})
+
+	t.Run("Newer", func(t *testing.T) {
+		if _, err := other.ExecContext(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)`); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Ready(ctx)
+		if !errors.Is(err, schema.ErrNewer) || !strings.Contains(err.Error(), "version 99") {
+			t.Errorf("Ready on a database a newer sked migrated = %v, want ErrNewer naming version 99", err)
+		}
+		if s2, err := sqlite.Open(ctx, path); !errors.Is(err, schema.ErrNewer) {
+			if s2 != nil {
+				s2.Close()
+			}
+			t.Errorf("Open of a database a newer sked migrated = %v, want ErrNewer", err)
 		}
 	})
 }

@@ -42,6 +42,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/engine"
+	"github.com/sked-dev/sked/db/schema"
 )
 
 //go:embed migrations/*.sql
@@ -150,10 +151,7 @@ func (d *dialect) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
+	return schema.Up(ctx, p)
 }
 
 // Migrations returns the goose provider of the embedded migrations on conn.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sked-dev/sked/db"
+
 	"github.com/sked-dev/sked/db/engine"
 )
 
@@ -22,14 +24,14 @@ type tx struct {
 
 // InTx runs fn in an IMMEDIATE transaction on the writer connection and
 // commits it; see engine.Dialect. now is read once the transaction holds the
-// writer. A full disk or a lock held past busy_timeout comes back as
-// db.ErrStorageFull or db.ErrBusy (see translate).
+// writer. A full disk comes back as db.ErrStorageFull, a write that could
+// not begin within writeWait as db.ErrBusy (see begin).
 func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine.Tx) error) error {
-	t, err := d.write.BeginTx(ctx, nil)
+	t, end, err := d.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("begin: %w", translate(err))
+		return err
 	}
-	defer t.Rollback()
+	defer end()
 	if now == nil {
 		now = time.Now
 	}
@@ -40,6 +42,49 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil
+}
+
+// writeWait bounds how long a write waits to begin: for the writer
+// connection, which this process's other writes may hold, and then for the
+// file's write lock, which another process may hold (SQLite's busy
+// timeout gets what is left). Past it the write fails with db.ErrBusy having
+// written nothing, so that a caller is answered within it and a write it was
+// told failed never commits later.
+const writeWait = busyTimeout
+
+// begin begins an IMMEDIATE transaction on the writer within writeWait; end
+// rolls it back unless it was committed, and returns the connection.
+func (d *dialect) begin(ctx context.Context) (t *sql.Tx, end func(), err error) {
+	deadline := time.Now().Add(writeWait)
+	txCtx, cancel := context.WithCancel(ctx) // ends the transaction, at end or when the wait runs out
+	waiting := time.AfterFunc(writeWait, cancel)
+	c, err := d.write.Conn(txCtx)
+	if err == nil {
+		_, err = c.ExecContext(txCtx, fmt.Sprintf("PRAGMA busy_timeout = %d", max(time.Until(deadline).Milliseconds(), 1)))
+	}
+	if err == nil {
+		t, err = c.BeginTx(txCtx, nil)
+	}
+	end = func() {
+		if t != nil {
+			t.Rollback()
+		}
+		if c != nil {
+			c.Close()
+		}
+		cancel()
+	}
+	switch {
+	case !waiting.Stop() && ctx.Err() == nil:
+		// The wait ran out: txCtx is done, so even a transaction that
+		// began just now is rolled back.
+		end()
+		return nil, nil, fmt.Errorf("begin: %w: no write could begin within %s", db.ErrBusy, writeWait)
+	case err != nil:
+		end()
+		return nil, nil, fmt.Errorf("begin: %w", translate(err))
+	}
+	return t, end, nil
 }
 
 func (t *tx) Now() time.Time { return t.now }
