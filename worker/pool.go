@@ -210,10 +210,32 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 	case <-p.wake:
 		p.drained = false
 	case <-p.freed:
+		p.settle(ctx)
 	case <-p.recheck:
 		p.readNextDue(ctx)
 	case <-t.C:
 		p.drained = false
+	}
+}
+
+// settleTime bounds how long a freed slot waits for others (see settle).
+const settleTime = time.Millisecond
+
+// settle gives slots that come free together (the runs of a spike ending at
+// once) time to do so, so that one claim takes jobs for all of them instead
+// of a claim, a transaction, per slot: it waits, at most settleTime, while
+// fewer than half the slots are free.
+func (p *Pool) settle(ctx context.Context) {
+	t := time.NewTimer(settleTime)
+	defer t.Stop()
+	for 2*(cap(p.sem)-len(p.sem)) < cap(p.sem) {
+		select {
+		case <-p.freed:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -280,7 +302,17 @@ func (p *Pool) work(ctx, runCtx context.Context, c db.Claim) {
 // handed back instead of started.
 func (p *Pool) execute(ctx, runCtx context.Context, c db.Claim) {
 	defer p.wg.Done()
-	defer func() { <-p.sem; signal(p.freed) }()
+	// The slot is freed when the handler returns: the next job may start
+	// while this one's outcome is recorded.
+	freed := false
+	free := func() {
+		if !freed {
+			freed = true
+			<-p.sem
+			signal(p.freed)
+		}
+	}
+	defer free()
 
 	j := c.Job
 	// A job claimed ahead waits until it is due; everything else is made
@@ -324,6 +356,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c db.Claim) {
 		<-beatDone
 	}
 
+	free()
 	fin := db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Output: job.Output.String()}
 	cause := context.Cause(hctx)
 	switch {

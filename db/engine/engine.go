@@ -232,6 +232,10 @@ type Store struct {
 	d     Dialect
 	yield bool
 
+	// offset is the database's clock minus this machine's (nanoseconds)
+	// as last read, at offsetAt (UnixNano; 0: never). See Now.
+	offset, offsetAt atomic.Int64
+
 	finishes chan *finishReq // RunFinish calls waiting for the committer
 	// claiming counts the RunClaim calls in flight, and moreUntil is until
 	// when (UnixNano) another claim is expected because the last one came
@@ -279,21 +283,33 @@ func (s *Store) Close() error {
 	return err
 }
 
-// Now is the store's clock, in UTC: NowFunc, else the database's. When the
-// database does not answer it falls back to this machine's clock; it is
-// only advice then (the dispatcher sleeps by it), never written.
+// Now is the store's clock, in UTC: NowFunc, else the database's. The
+// database's is read at most every clockRefresh, and this machine's clock
+// carries it in between, offset by what the last reading found. Now is
+// advice (the dispatcher sleeps by it, a worker waits for a job claimed
+// ahead by it); what is written always takes the transaction's clock.
 func (s *Store) Now() time.Time {
 	if s.NowFunc != nil {
 		return s.NowFunc().UTC()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	t, err := s.d.Now(ctx)
-	if err != nil {
-		return time.Now().UTC()
+	local := time.Now()
+	if at := s.offsetAt.Load(); at == 0 || local.Sub(time.Unix(0, at)) > clockRefresh {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		t, err := s.d.Now(ctx)
+		cancel()
+		if err == nil {
+			after := time.Now()
+			// The reading stands for the middle of the round trip.
+			s.offset.Store(int64(t.Sub(local.Add(after.Sub(local) / 2))))
+			s.offsetAt.Store(after.UnixNano())
+			local = after
+		}
 	}
-	return t.UTC()
+	return local.Add(time.Duration(s.offset.Load())).UTC()
 }
+
+// clockRefresh is how often Now reads the database's clock.
+const clockRefresh = time.Second
 
 // UseClock makes g the store's clock: NowFunc reads through it, claims hold
 // while it holds, and slots it jumped over are recorded as clock_step.
