@@ -129,8 +129,11 @@ func (h *handler) routes(r chi.Router) {
 	r.NotFound(h.handleNotFound)
 	r.MethodNotAllowed(h.handleMethodNotAllowed(r))
 
-	r.Get("/healthz", h.handleHealthz)
-	r.Get("/readyz", h.handleReadyz)
+	// Load balancers probe with HEAD and OPTIONS too.
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodOptions} {
+		r.MethodFunc(m, "/healthz", h.handleHealthz)
+		r.MethodFunc(m, "/readyz", h.handleReadyz)
+	}
 	if h.metrics != nil {
 		r.Method(http.MethodGet, "/metrics", h.metrics)
 	}
