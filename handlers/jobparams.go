@@ -10,15 +10,25 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/schedule"
 )
 
-// Limits on the strings of a new job.
+// Limits on the fields of a new job.
 const (
 	maxTypeLen           = 100
 	maxIdempotencyKeyLen = 255
+	// maxOneOffJitter bounds the jitter of a one-off job. Jitter spreads
+	// jobs created for the same instant over a window; a longer wait is a
+	// later runAt. A recurring job's jitter is bounded by its schedule
+	// instead (see checkJitter).
+	maxOneOffJitter = 24 * time.Hour
+	// gapSlots is how many of a schedule's coming slots checkJitter looks
+	// at for the shortest time between two.
+	gapSlots = 500
 )
 
 // jobCreateRequest is the body of POST /jobs. Pointers and raw fields tell an
@@ -41,11 +51,11 @@ type jobCreateRequest struct {
 	ExpectSuccessWithin json.RawMessage `json:"expectSuccessWithin"`
 }
 
-// jobParams validates req as jobCreateParams does, then refuses disabled
-// types and checks the payload of its kind. Every error is a
-// *db.ValidationError.
+// jobParams validates req as jobCreateParams does, at the store's now, then
+// refuses disabled types and checks the payload of its kind. Every error is
+// a *db.ValidationError.
 func (h *handler) jobParams(req *jobCreateRequest, headerKeys []string) (db.JobCreateParams, error) {
-	p, err := jobCreateParams(req, headerKeys)
+	p, err := jobCreateParams(req, headerKeys, h.store.Now())
 	if err != nil {
 		return p, err
 	}
@@ -64,11 +74,11 @@ func (h *handler) jobParams(req *jobCreateRequest, headerKeys []string) (db.JobC
 	return p, nil
 }
 
-// jobCreateParams validates req (and the Idempotency-Key header values) and
-// fills in the defaults. The checks run in the order listed; the first fault
-// found is the error, a *db.ValidationError.
-func jobCreateParams(req *jobCreateRequest, headerKeys []string) (db.JobCreateParams, error) {
-	c := &jobCheck{req: req, headerKeys: headerKeys, p: db.JobCreateParams{
+// jobCreateParams validates req (and the Idempotency-Key header values) for
+// a job created at now and fills in the defaults. The checks run in the
+// order listed; the first fault found is the error, a *db.ValidationError.
+func jobCreateParams(req *jobCreateRequest, headerKeys []string, now time.Time) (db.JobCreateParams, error) {
+	c := &jobCheck{req: req, headerKeys: headerKeys, now: now, p: db.JobCreateParams{
 		Type:        req.Type,
 		Schedule:    req.Schedule,
 		Timezone:    req.Timezone,
@@ -92,7 +102,9 @@ func jobCreateParams(req *jobCreateRequest, headerKeys []string) (db.JobCreatePa
 // one field (or two that depend on each other) of req and sets it in p.
 type jobCheck struct {
 	req        *jobCreateRequest
-	headerKeys []string // values of the Idempotency-Key header
+	headerKeys []string           // values of the Idempotency-Key header
+	now        time.Time          // when the job is created
+	sched      *schedule.Schedule // req.Schedule parsed by checkSchedule; nil for a one-off job
 	p          db.JobCreateParams
 }
 
@@ -154,9 +166,11 @@ func (c *jobCheck) checkSchedule() error {
 	if c.req.Schedule == "" {
 		return nil
 	}
-	if _, err := schedule.Parse(c.req.Schedule, c.req.Timezone); err != nil {
+	sched, err := schedule.Parse(c.req.Schedule, c.req.Timezone)
+	if err != nil {
 		return fieldError("schedule", "schedule: %v", err)
 	}
+	c.sched = sched
 	c.p.Timezone = cmp.Or(c.p.Timezone, "UTC")
 	c.p.Overlap, c.p.Misfire = db.OverlapSkip, db.MisfireRunOnce
 	return nil
@@ -210,8 +224,30 @@ func (c *jobCheck) checkBackoff() error {
 	return setDuration(&c.p.Backoff, "backoff", c.req.Backoff, db.DefaultBackoff)
 }
 
+// checkJitter parses jitter and bounds it. A job is due at its slot plus a
+// fixed offset below its jitter, so a recurring job's jitter is at most the
+// shortest time between two of its slots (among the next gapSlots): then
+// every run is due before the next slot. A one-off job's is at most
+// maxOneOffJitter.
 func (c *jobCheck) checkJitter() error {
-	return setDuration(&c.p.Jitter, "jitter", c.req.Jitter, 0)
+	if err := setDuration(&c.p.Jitter, "jitter", c.req.Jitter, 0); err != nil || c.p.Jitter == 0 {
+		return err
+	}
+	jitter := c.p.Jitter
+	if c.sched == nil {
+		if jitter > maxOneOffJitter {
+			return fieldError("jitter", "jitter %s is longer than %s, the most a one-off job allows; to run it later, set runAt", jitter, maxOneOffJitter)
+		}
+		return nil
+	}
+	gap, from := c.sched.ShortestGap(c.now, gapSlots)
+	if gap > 0 && jitter > gap {
+		loc := c.sched.Location()
+		return fieldError("jitter", "jitter %s is longer than %s, the shortest time between two slots of schedule %q (%s to %s); "+
+			"give at most %s, so that each run is due before the next slot",
+			jitter, gap, c.req.Schedule, from.In(loc).Format(time.RFC3339), from.Add(gap).In(loc).Format(time.RFC3339), gap)
+	}
+	return nil
 }
 
 func (c *jobCheck) checkExpectSuccessWithin() error {
@@ -279,7 +315,9 @@ func normalizePayload(raw json.RawMessage) (json.RawMessage, error) {
 
 // idempotencyKey merges the body's key with the Idempotency-Key header's. The
 // header may be a structured-field string ("…", as the IETF draft has it) or
-// bare. Both may be given only when they agree.
+// bare. Both may be given only when they agree. The key is UTF-8 text without
+// control characters: it reaches handlers as an HTTP header and an
+// environment variable, where CR, LF and NUL cannot go.
 func idempotencyKey(body string, header []string) (string, error) {
 	invalid := func(format string, args ...any) (string, error) {
 		return "", fieldError("idempotencyKey", format, args...)
@@ -303,6 +341,13 @@ func idempotencyKey(body string, header []string) (string, error) {
 	}
 	if len(key) > maxIdempotencyKeyLen {
 		return invalid("idempotencyKey is %d bytes long; at most %d are allowed", len(key), maxIdempotencyKeyLen)
+	}
+	if !utf8.ValidString(key) {
+		return invalid("idempotencyKey %q is not valid UTF-8; send the key as UTF-8 text", key)
+	}
+	if i := strings.IndexFunc(key, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(key[i:])
+		return invalid("idempotencyKey %q contains a control character (%U at byte %d); use printable characters only", key, r, i)
 	}
 	return key, nil
 }
