@@ -66,6 +66,8 @@ func TestHandler_JobBatch(t *testing.T) {
 				t.Errorf("%s: field got %q, want %q", tc.body, p.Field, tc.field)
 			}
 		}
+		e.do(http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "a"}]}`, "Content-Type", "").
+			wantProblem(t, http.StatusUnsupportedMediaType, "send it as Content-Type: application/json")
 		jobs, _, err := e.store.JobList(context.Background(), db.JobListParams{})
 		if err != nil || len(jobs) != 0 {
 			t.Fatalf("stored: %d jobs, %v; want none", len(jobs), err)

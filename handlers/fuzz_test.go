@@ -35,6 +35,7 @@ func FuzzJobCreateParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		h := &handler{maxBodyBytes: DefaultMaxBodyBytes}
 		r := httptest.NewRequest(http.MethodPost, "/jobs", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
 		var req jobCreateRequest
 		err := h.decodeBody(httptest.NewRecorder(), r, &req)
 		var p db.JobCreateParams

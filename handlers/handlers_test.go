@@ -54,7 +54,8 @@ type response struct {
 
 // do sends method path with body (no body if empty) and extra headers given
 // as name, value pairs. A body is sent as application/json unless the
-// headers set Content-Type.
+// headers set Content-Type; an empty value leaves the header out, and
+// "Host" sets the request's Host.
 func (e *testEnv) do(method, path, body string, headers ...string) response {
 	e.t.Helper()
 	var rd io.Reader
@@ -69,7 +70,14 @@ func (e *testEnv) do(method, path, body string, headers ...string) response {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		switch name, value := headers[i], headers[i+1]; {
+		case name == "Host":
+			req.Host = value
+		case value == "":
+			req.Header.Del(name)
+		default:
+			req.Header.Set(name, value)
+		}
 	}
 	res, err := e.srv.Client().Do(req)
 	if err != nil {
@@ -340,6 +348,8 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"EmptyKeyHeader", `{"type": "noop"}`, []string{"Idempotency-Key", `""`}, 422, "Idempotency-Key header is empty", "idempotencyKey"},
 		{"LongKey", `{"type": "noop", "idempotencyKey": "` + strings.Repeat("k", 256) + `"}`, nil, 422, "at most 255", "idempotencyKey"},
 		{"NotJSONContentType", `type=noop`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "send application/json", ""},
+		{"NoContentType", `{"type": "noop"}`, []string{"Content-Type", ""}, 415, "request body has no Content-Type; send it as Content-Type: application/json", ""},
+		{"TextPlainJSON", `{"type": "noop"}`, []string{"Content-Type", "text/plain;charset=UTF-8"}, 415, "send application/json", ""},
 		{"KeyWithNUL", `{"type": "noop", "idempotencyKey": "k\u0000x"}`, nil, 422, `idempotencyKey "k\x00x" contains a control character`, "idempotencyKey"},
 		{"KeyWithCRLF", `{"type": "noop", "idempotencyKey": "k\r\nX: 1"}`, nil, 422, "contains a control character", "idempotencyKey"},
 		{"KeyWithTab", `{"type": "noop", "idempotencyKey": "k\tx"}`, nil, 422, "contains a control character", "idempotencyKey"},
