@@ -10,7 +10,8 @@
 # refuses to start without a token: set SKED_TOKEN (several tokens may be
 # given comma-separated; clients send "Authorization: Bearer <token>"), or
 # set SKED_INSECURE=true if something in front of it does the
-# authentication. /healthz and /readyz never need the token.
+# authentication (then SKED_ALLOWED_HOSTS=name,… lists the Host names it
+# answers besides localhost). /healthz and /readyz never need the token.
 # Other settings are SKED_… variables too: SKED_WORKERS, SKED_ENABLE_EXEC,
 # SKED_RETENTION, SKED_LOG_FORMAT=json, … (see `sked serve -h`).
 #

@@ -119,6 +119,7 @@ type serveConfig struct {
 	LogFormat           string
 	TestClock           time.Time     // zero: the real clock
 	Tokens              []string      // bearer tokens the API requires; none: open
+	AllowedHosts        []string      // Host names served without a token besides loopback ones
 	Insecure            bool          // serve beyond loopback without a token
 	Retention           time.Duration // prune history older than this; 0: never
 	NotifySinks         []notify.Sink // where dead jobs, quiet schedules and clock steps are told
@@ -253,6 +254,6 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		DB: cfg.DB, Addr: cfg.Addr, Workers: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
 		EnableExec: cfg.EnableExec, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
 		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), Version: version, TestClock: cfg.TestClock,
-		Tokens: cfg.Tokens, Retention: offWhenZero(cfg.Retention), NotifySinks: cfg.NotifySinks, ClaimAhead: offWhenZero(cfg.ClaimAhead),
+		Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Retention: offWhenZero(cfg.Retention), NotifySinks: cfg.NotifySinks, ClaimAhead: offWhenZero(cfg.ClaimAhead),
 	}).Run(ctx)
 }

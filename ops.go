@@ -14,7 +14,7 @@ import (
 // opsFlags are the flags of `sked serve` for operators: who may call it and
 // how long history is kept.
 type opsFlags struct {
-	token, insecure, retention string
+	token, insecure, allowedHosts, retention string
 }
 
 // register adds the flags to fs; env gives each its SKED_… fallback.
@@ -23,6 +23,9 @@ func (o *opsFlags) register(fs *flag.FlagSet, env func(name, def string) string)
 		"require this bearer token on every API request; several, comma-separated, are all accepted (SKED_TOKEN)")
 	fs.StringVar(&o.insecure, "insecure", env("insecure", "false"),
 		"allow listening beyond loopback without a token (SKED_INSECURE)")
+	fs.StringVar(&o.allowedHosts, "allowed-hosts", env("allowed-hosts", ""),
+		"without a token the API answers only the Host names localhost, 127.0.0.1 and [::1]; "+
+			"also answer these, comma-separated, e.g. the name a reverse proxy forwards (SKED_ALLOWED_HOSTS)")
 	fs.StringVar(&o.retention, "retention", env("retention", worker.DefaultRetention.String()),
 		"prune finished one-off jobs and runs of recurring jobs older than this; 0 keeps everything (SKED_RETENTION)")
 }
@@ -35,6 +38,9 @@ func (o *opsFlags) apply(c *serveConfig) error {
 		}
 	}
 	var err error
+	if c.AllowedHosts, err = parseAllowedHosts(o.allowedHosts); err != nil {
+		return err
+	}
 	if c.Insecure, err = strconv.ParseBool(o.insecure); err != nil {
 		return fmt.Errorf("--insecure %q: %w", o.insecure, err)
 	}
@@ -42,6 +48,23 @@ func (o *opsFlags) apply(c *serveConfig) error {
 		return fmt.Errorf("--retention %q: give a duration such as 720h, or 0 to keep everything", o.retention)
 	}
 	return nil
+}
+
+// parseAllowedHosts splits the value of --allowed-hosts: host names or IP
+// addresses, comma-separated, each without scheme, port or wildcard.
+func parseAllowedHosts(v string) ([]string, error) {
+	var hosts []string
+	for h := range strings.SplitSeq(v, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err == nil || strings.ContainsAny(h, "/@*? ") {
+			return nil, fmt.Errorf("--allowed-hosts %q: give host names such as sked.example.com, comma-separated, "+
+				"without scheme, port or wildcard (every port is served)", h)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
 }
 
 // checkExposure refuses to serve beyond loopback without a token, unless

@@ -223,3 +223,44 @@ func parseMetrics(t *testing.T, b []byte) map[string]*dto.MetricFamily {
 	}
 	return fams
 }
+
+// TestServe_AllowedHosts runs sked without a token and checks which Host
+// names it answers: loopback ones and those of --allowed-hosts, not others
+// (a DNS name rebound to 127.0.0.1 gets 403); the flag falls back to
+// SKED_ALLOWED_HOSTS and refuses a value with a port or scheme.
+func TestServe_AllowedHosts(t *testing.T) {
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(t.TempDir(), "sked.db"), addr, "--allowed-hosts", "sked.lan, proxy.example")
+	_, port, _ := strings.Cut(addr, ":")
+	for host, want := range map[string]int{
+		addr: http.StatusOK, "localhost:" + port: http.StatusOK, "sked.lan:" + port: http.StatusOK, "proxy.example": http.StatusOK,
+		"rebound.example:" + port: http.StatusForbidden, "sked.lan.evil.example": http.StatusForbidden,
+	} {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/jobs", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /jobs with Host %s: %d %s, want %d", host, resp.StatusCode, b, want)
+		}
+	}
+
+	getenv := func(k string) string { return map[string]string{"SKED_ALLOWED_HOSTS": "a.example,b.example"}[k] }
+	cfg, err := parseServeConfig(nil, getenv, io.Discard)
+	if err != nil || strings.Join(cfg.AllowedHosts, " ") != "a.example b.example" {
+		t.Errorf("SKED_ALLOWED_HOSTS: %q, %v", cfg.AllowedHosts, err)
+	}
+	if cfg, err = parseServeConfig([]string{"--allowed-hosts", "c.example"}, getenv, io.Discard); err != nil || strings.Join(cfg.AllowedHosts, " ") != "c.example" {
+		t.Errorf("--allowed-hosts over SKED_ALLOWED_HOSTS: %q, %v", cfg.AllowedHosts, err)
+	}
+	for _, bad := range []string{"sked.lan:8080", "https://sked.lan", "*.lan", "[::1]:80"} {
+		_, err := parseServeConfig([]string{"--allowed-hosts", bad}, func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "without scheme, port or wildcard") {
+			t.Errorf("--allowed-hosts %s: %v, want a refusal that says what to give", bad, err)
+		}
+	}
+}

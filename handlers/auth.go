@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// publicPaths are served without a token: probes of a load balancer, an
-// orchestrator or a container's HEALTHCHECK do not carry one.
+// publicPaths are served without a token and under any Host: probes of a
+// load balancer, an orchestrator or a container's HEALTHCHECK carry no token
+// and may name the machine by any address.
 var publicPaths = map[string]bool{"/healthz": true, "/readyz": true}
 
 // authenticate answers 401 with WWW-Authenticate: Bearer unless the request

@@ -70,8 +70,33 @@ func TestHealth_Readyz(t *testing.T) {
 			return store.Ready(ctx)
 		}
 	})
-	e.do("GET", "/healthz", "").wantStatus(t, http.StatusOK)
-	e.do("GET", "/readyz", "").wantStatus(t, http.StatusOK)
+	// Load balancers probe with HEAD or OPTIONS as well as GET: each answers
+	// as GET does, HEAD without a body.
+	probe := func(path string, status int) {
+		t.Helper()
+		get := e.do("GET", path, "")
+		get.wantStatus(t, status)
+		for _, method := range []string{"HEAD", "OPTIONS"} {
+			res := e.do(method, path, "")
+			if res.status != status {
+				t.Errorf("%s %s: status %d, want %d as GET answers; body %s", method, path, res.status, status, res.body)
+			}
+			if got, want := res.header.Get("Content-Type"), get.header.Get("Content-Type"); got != want {
+				t.Errorf("%s %s: Content-Type %q, want %q as GET answers", method, path, got, want)
+			}
+			if got, want := res.header.Get("Retry-After"), get.header.Get("Retry-After"); got != want {
+				t.Errorf("%s %s: Retry-After %q, want %q as GET answers", method, path, got, want)
+			}
+			if method == "HEAD" && len(res.body) != 0 {
+				t.Errorf("HEAD %s: body %q, want none", path, res.body)
+			}
+			if method == "OPTIONS" && string(res.body) != string(get.body) {
+				t.Errorf("OPTIONS %s: body %q, want GET's %q", path, res.body, get.body)
+			}
+		}
+	}
+	probe("/healthz", http.StatusOK)
+	probe("/readyz", http.StatusOK)
 	err := errors.New("database is locked")
 	fail.Store(&err)
 	res := e.do("GET", "/readyz", "")
@@ -79,4 +104,6 @@ func TestHealth_Readyz(t *testing.T) {
 	if got := res.header.Get("Retry-After"); got != "5" {
 		t.Errorf("Retry-After = %q, want 5", got)
 	}
+	probe("/readyz", http.StatusServiceUnavailable)
+	probe("/healthz", http.StatusOK)
 }

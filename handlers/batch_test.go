@@ -52,6 +52,27 @@ func TestHandler_JobBatch(t *testing.T) {
 			t.Fatalf("stored: %d jobs, %v; want none", len(jobs), err)
 		}
 	})
+	t.Run("ElementChecks", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		for _, tc := range []struct{ body, field, detail string }{
+			{`{"jobs": [{"type": "a", "idempotencyKey": "k\u0000x"}]}`, "jobs[0].idempotencyKey", "jobs[0]: idempotencyKey \"k\\x00x\" contains a control character"},
+			{`{"jobs": [{"type": "a"}, {"type": "a", "idempotencyKey": "k\r\nX: 1"}]}`, "jobs[1].idempotencyKey", "control character"},
+			{`{"jobs": [{"type": "a"}, {"type": "a", "jitter": "2562047h"}]}`, "jobs[1].jitter", "jobs[1]: jitter 2562047h0m0s is longer than 24h0m0s"},
+			{`{"jobs": [{"type": "a", "schedule": "@every 10s", "jitter": "11s"}]}`, "jobs[0].jitter", "longer than 10s, the shortest time between two slots"},
+		} {
+			p := e.do(http.MethodPost, "/jobs/batch", tc.body).wantProblem(t, http.StatusUnprocessableEntity, tc.detail)
+			if p.Field != tc.field {
+				t.Errorf("%s: field got %q, want %q", tc.body, p.Field, tc.field)
+			}
+		}
+		e.do(http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "a"}]}`, "Content-Type", "").
+			wantProblem(t, http.StatusUnsupportedMediaType, "send it as Content-Type: application/json")
+		jobs, _, err := e.store.JobList(context.Background(), db.JobListParams{})
+		if err != nil || len(jobs) != 0 {
+			t.Fatalf("stored: %d jobs, %v; want none", len(jobs), err)
+		}
+	})
 	t.Run("Empty", func(t *testing.T) {
 		t.Parallel()
 		e := newTestEnv(t, nil)

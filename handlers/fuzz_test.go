@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sked-dev/sked/db"
 )
@@ -24,6 +26,8 @@ func FuzzJobCreateParams(f *testing.F) {
 		`{"type": "x", "timeout": "-9223372036854775808ns"}`,
 		`{"type": "x", "payload": null, "runAt": null, "timeout": null}`,
 		`{"type": "x"} trailing`,
+		`{"type": "x", "idempotencyKey": "k\u0000x", "jitter": "2562047h"}`, // control character; jitter in 2299
+		`{"type": "r", "schedule": "@every 1m", "jitter": "1m"}`,            // jitter at its bound
 		`[`, ``, `null`, `"str"`,
 	} {
 		f.Add(seed)
@@ -31,11 +35,12 @@ func FuzzJobCreateParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		h := &handler{maxBodyBytes: DefaultMaxBodyBytes}
 		r := httptest.NewRequest(http.MethodPost, "/jobs", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
 		var req jobCreateRequest
 		err := h.decodeBody(httptest.NewRecorder(), r, &req)
 		var p db.JobCreateParams
 		if err == nil {
-			p, err = jobCreateParams(&req, nil)
+			p, err = jobCreateParams(&req, nil, testNow)
 		}
 		if err != nil {
 			if s := problemFor(err).Status; s < 400 || s >= 500 {
@@ -57,6 +62,12 @@ func FuzzJobCreateParams(f *testing.F) {
 		}
 		if p.Schedule == "" && (p.Overlap != "" || p.Misfire != "") {
 			t.Errorf("accepted overlap %q misfire %q without a schedule", p.Overlap, p.Misfire)
+		}
+		if p.Schedule == "" && p.Jitter > maxOneOffJitter {
+			t.Errorf("accepted jitter %v on a one-off job", p.Jitter)
+		}
+		if !utf8.ValidString(p.IdempotencyKey) || strings.IndexFunc(p.IdempotencyKey, unicode.IsControl) >= 0 {
+			t.Errorf("accepted idempotency key %q", p.IdempotencyKey)
 		}
 	})
 }

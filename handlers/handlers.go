@@ -58,6 +58,11 @@ type Config struct {
 	// Tokens are the bearer tokens a request must carry one of. Empty: no
 	// authentication. GET /healthz and /readyz never need one.
 	Tokens []string
+	// AllowedHosts are the Host names (without port) served besides
+	// localhost, 127.0.0.1 and [::1] when there are no Tokens, e.g. the name
+	// a reverse proxy forwards. Without tokens any other Host answers 403,
+	// except on /healthz and /readyz; with tokens the Host is not checked.
+	AllowedHosts []string
 	// Metrics serves GET /metrics (Prometheus). Nil answers 404.
 	Metrics http.Handler
 	// ReadyFunc decides GET /readyz: nil error is ready. Nil: always ready.
@@ -80,6 +85,7 @@ type handler struct {
 	shutdown        <-chan struct{}
 	claimers        *claimWaiters       // long polls of POST /claims; never nil
 	tokens          [][sha256.Size]byte // digests of Config.Tokens
+	allowedHosts    []string            // Config.AllowedHosts as hostName has them
 	metrics         http.Handler
 	readyFunc       func(context.Context) error
 	testClock       TestClock
@@ -117,6 +123,9 @@ func New(cfg Config) http.Handler {
 	for _, t := range cfg.Tokens {
 		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
 	}
+	for _, host := range cfg.AllowedHosts {
+		h.allowedHosts = append(h.allowedHosts, hostName(host))
+	}
 	r := chi.NewRouter()
 	h.routes(r)
 	return r
@@ -125,12 +134,17 @@ func New(cfg Config) http.Handler {
 // routes registers every route on r.
 func (h *handler) routes(r chi.Router) {
 	r.Use(h.recoverer)
+	r.Use(h.checkHost)
+	r.Use(h.refuseCrossOrigin)
 	r.Use(h.authenticate)
 	r.NotFound(h.handleNotFound)
 	r.MethodNotAllowed(h.handleMethodNotAllowed(r))
 
-	r.Get("/healthz", h.handleHealthz)
-	r.Get("/readyz", h.handleReadyz)
+	// Load balancers probe with HEAD and OPTIONS too.
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodOptions} {
+		r.MethodFunc(m, "/healthz", h.handleHealthz)
+		r.MethodFunc(m, "/readyz", h.handleReadyz)
+	}
 	if h.metrics != nil {
 		r.Method(http.MethodGet, "/metrics", h.metrics)
 	}

@@ -54,7 +54,8 @@ type response struct {
 
 // do sends method path with body (no body if empty) and extra headers given
 // as name, value pairs. A body is sent as application/json unless the
-// headers set Content-Type.
+// headers set Content-Type; an empty value leaves the header out, and
+// "Host" sets the request's Host.
 func (e *testEnv) do(method, path, body string, headers ...string) response {
 	e.t.Helper()
 	var rd io.Reader
@@ -69,7 +70,14 @@ func (e *testEnv) do(method, path, body string, headers ...string) response {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		switch name, value := headers[i], headers[i+1]; {
+		case name == "Host":
+			req.Host = value
+		case value == "":
+			req.Header.Del(name)
+		default:
+			req.Header.Set(name, value)
+		}
 	}
 	res, err := e.srv.Client().Do(req)
 	if err != nil {
@@ -230,6 +238,33 @@ func TestHandler_JobCreate(t *testing.T) {
 		}
 	})
 
+	t.Run("JitterAtItsBound", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		for _, body := range []string{
+			`{"type": "noop", "jitter": "24h"}`,
+			`{"type": "noop", "schedule": "@every 1m", "jitter": "1m"}`,
+			`{"type": "noop", "schedule": "0 9 * * 1-5", "jitter": "24h"}`,
+			`{"type": "noop", "schedule": "30 2 * * *", "timezone": "America/New_York", "jitter": "23h30m"}`,
+			`{"type": "noop", "schedule": "0 0 1 * *", "jitter": "672h"}`, // February
+		} {
+			j := e.create(body, http.StatusCreated)
+			if j.Jitter == 0 || j.NextRunAt.Sub(*j.Slot) >= time.Duration(j.Jitter) {
+				t.Errorf("%s: jitter %v, due %v after its slot", body, j.Jitter, j.NextRunAt.Sub(*j.Slot))
+			}
+		}
+	})
+
+	t.Run("IdempotencyKeyPrintable", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		j := e.create(`{"type": "noop", "idempotencyKey": "Rechnung 2026/03 – München ✓"}`, http.StatusCreated)
+		if j.IdempotencyKey != "Rechnung 2026/03 – München ✓" {
+			t.Errorf("key: got %q", j.IdempotencyKey)
+		}
+		e.create(`{"type": "noop"}`, http.StatusCreated, "Idempotency-Key", `"order:42 ÄÖÜ"`)
+	})
+
 	t.Run("IdempotencyKeyInBody", func(t *testing.T) {
 		t.Parallel()
 		e := newTestEnv(t, nil)
@@ -297,8 +332,8 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"MaxAttemptsZero", `{"type": "noop", "maxAttempts": 0}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},
 		{"MaxAttemptsNegative", `{"type": "noop", "maxAttempts": -1}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},
 		{"TooLarge", long, nil, 413, "larger than the limit of 512 bytes", ""},
-		{"BadOverlap", `{"type": "noop", "schedule": "@hourly", "overlap": "always"}`, nil, 422, `overlap "always" is not a policy`, "overlap"},
-		{"BadMisfire", `{"type": "noop", "schedule": "@hourly", "misfire": "later"}`, nil, 422, `misfire "later" is not a policy`, "misfire"},
+		{"BadOverlap", `{"type": "noop", "schedule": "@hourly", "overlap": "always"}`, nil, 422, `overlap "always" is not a policy; use "skip" (the default) or "queue_one"`, "overlap"},
+		{"BadMisfire", `{"type": "noop", "schedule": "@hourly", "misfire": "later"}`, nil, 422, `misfire "later" is not a policy; use "run_once" (the default), "skip" or "run_all"`, "misfire"},
 		{"OverlapWithoutSchedule", `{"type": "noop", "overlap": "skip"}`, nil, 422, "overlap applies only to recurring jobs", "overlap"},
 		{"MisfireWithoutSchedule", `{"type": "noop", "misfire": "run_all"}`, nil, 422, "misfire applies only to recurring jobs", "misfire"},
 		{"NegativeTimeout", `{"type": "noop", "timeout": "-5s"}`, nil, 422, "timeout must not be negative", "timeout"},
@@ -313,6 +348,23 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"EmptyKeyHeader", `{"type": "noop"}`, []string{"Idempotency-Key", `""`}, 422, "Idempotency-Key header is empty", "idempotencyKey"},
 		{"LongKey", `{"type": "noop", "idempotencyKey": "` + strings.Repeat("k", 256) + `"}`, nil, 422, "at most 255", "idempotencyKey"},
 		{"NotJSONContentType", `type=noop`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "send application/json", ""},
+		{"NoContentType", `{"type": "noop"}`, []string{"Content-Type", ""}, 415, "request body has no Content-Type; send it as Content-Type: application/json", ""},
+		{"TextPlainJSON", `{"type": "noop"}`, []string{"Content-Type", "text/plain;charset=UTF-8"}, 415, "send application/json", ""},
+		{"KeyWithNUL", `{"type": "noop", "idempotencyKey": "k\u0000x"}`, nil, 422, `idempotencyKey "k\x00x" contains a control character`, "idempotencyKey"},
+		{"KeyWithCRLF", `{"type": "noop", "idempotencyKey": "k\r\nX: 1"}`, nil, 422, "contains a control character", "idempotencyKey"},
+		{"KeyWithTab", `{"type": "noop", "idempotencyKey": "k\tx"}`, nil, 422, "contains a control character", "idempotencyKey"},
+		{"KeyWithDEL", `{"type": "noop", "idempotencyKey": "k\u007f"}`, nil, 422, "contains a control character", "idempotencyKey"},
+		{"HeaderKeyEscapedNUL", `{"type": "noop"}`, []string{"Idempotency-Key", `"k\u0000x"`}, 422, "contains a control character", "idempotencyKey"},
+		{"HeaderKeyEscapedCRLF", `{"type": "noop"}`, []string{"Idempotency-Key", `"k\r\nX: 1"`}, 422, "contains a control character", "idempotencyKey"},
+		{"HeaderKeyTab", `{"type": "noop"}`, []string{"Idempotency-Key", "k\tx"}, 422, "contains a control character", "idempotencyKey"},
+		{"HeaderKeyNotUTF8", `{"type": "noop"}`, []string{"Idempotency-Key", "k\xffx"}, 422, "is not valid UTF-8", "idempotencyKey"},
+		{"JitterOneOffTooLong", `{"type": "noop", "jitter": "2562047h"}`, nil, 422, "jitter 2562047h0m0s is longer than 24h0m0s, the most a one-off job allows; to run it later, set runAt", "jitter"},
+		{"JitterOneOffOverADay", `{"type": "noop", "jitter": "24h0m1s"}`, nil, 422, "longer than 24h0m0s", "jitter"},
+		{"JitterOverEvery", `{"type": "noop", "schedule": "@every 1m", "jitter": "61s"}`, nil, 422, `jitter 1m1s is longer than 1m0s, the shortest time between two slots of schedule "@every 1m" (2026-03-01T10:01:00Z to 2026-03-01T10:02:00Z); give at most 1m0s`, "jitter"},
+		{"JitterHugeRecurring", `{"type": "noop", "schedule": "@hourly", "jitter": "2562047h"}`, nil, 422, "longer than 1h0m0s, the shortest time between two slots", "jitter"},
+		{"JitterOverWeekdays", `{"type": "noop", "schedule": "0 9 * * 1-5", "jitter": "25h"}`, nil, 422, "longer than 24h0m0s, the shortest time between two slots", "jitter"},
+		{"JitterOverDSTDay", `{"type": "noop", "schedule": "30 2 * * *", "timezone": "America/New_York", "jitter": "24h"}`, nil, 422,
+			"longer than 23h30m0s, the shortest time between two slots of schedule \"30 2 * * *\" (2026-03-07T02:30:00-05:00 to 2026-03-08T03:00:00-04:00)", "jitter"},
 	}
 	e := newTestEnv(t, func(c *Config) {
 		c.MaxBodyBytes = 512

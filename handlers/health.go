@@ -13,15 +13,17 @@ const (
 	readyRetryAfter = 5 * time.Second
 )
 
-// handleHealthz serves GET /healthz: the process is up and serving HTTP. It
-// never looks at the database, so that an orchestrator does not restart a
-// process that only waits for its disk.
+// handleHealthz serves GET, HEAD and OPTIONS /healthz: the process is up and
+// serving HTTP. It never looks at the database, so that an orchestrator does
+// not restart a process that only waits for its disk. net/http sends no body
+// for HEAD.
 func (h *handler) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	h.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleReadyz serves GET /readyz: 200 when the database takes writes and
-// its schema is current, else 503 with Retry-After and what is wrong.
+// handleReadyz serves GET, HEAD and OPTIONS /readyz: 200 when the database
+// takes writes and its schema is current, else 503 with Retry-After and what
+// is wrong.
 func (h *handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if h.readyFunc != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)

@@ -153,7 +153,7 @@ func (h *handler) handleNotFound(w http.ResponseWriter, r *http.Request) {
 func (h *handler) handleMethodNotAllowed(routes chi.Routes) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var allowed []string
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			if routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
 				allowed = append(allowed, m)
 			}

@@ -20,16 +20,22 @@ import (
 // JSON object v. Unknown fields, wrong types, trailing data and anything that
 // is not JSON are refused with an error that says which field and how to fix
 // it: 400 when the body is not a JSON object at all, 422 (a
-// *db.ValidationError) for a field, 413 when it is too big and 415 when the
-// Content-Type says it is not JSON.
+// *db.ValidationError) for a field, 413 when it is too big and 415 unless the
+// Content-Type is application/json. Requiring the Content-Type keeps web
+// pages out: a browser sends application/json to another origin only after
+// a CORS preflight, which sked does not answer.
 func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return &requestError{
-				Status: http.StatusUnsupportedMediaType,
-				Msg:    fmt.Sprintf("Content-Type %q is not supported; send application/json", ct),
-			}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return &requestError{
+			Status: http.StatusUnsupportedMediaType,
+			Msg:    "request body has no Content-Type; send it as Content-Type: application/json",
+		}
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return &requestError{
+			Status: http.StatusUnsupportedMediaType,
+			Msg:    fmt.Sprintf("Content-Type %q is not supported; send application/json", ct),
 		}
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, h.maxBodyBytes))

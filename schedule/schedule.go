@@ -327,6 +327,24 @@ func (s *Schedule) Slots(after, until time.Time, max int) (slots []time.Time, to
 	return slots, total
 }
 
+// ShortestGap returns the shortest time between two consecutive slots among
+// the first n slots after t, and the earlier slot of the first such pair. It
+// returns a zero gap when fewer than two slots exist.
+func (s *Schedule) ShortestGap(t time.Time, n int) (gap time.Duration, from time.Time) {
+	prev := s.Next(t)
+	for i := 1; i < n && !prev.IsZero(); i++ {
+		next := s.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		if d := next.Sub(prev); gap == 0 || d < gap {
+			gap, from = d, prev
+		}
+		prev = next
+	}
+	return gap, from
+}
+
 // Offset returns a deterministic per-job offset in [0, jitter), taken from
 // the FNV-1a hash of jobID, so that jobs sharing a schedule do not all fire
 // in the same instant. It is 0 when jitter <= 0.

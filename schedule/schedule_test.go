@@ -369,6 +369,38 @@ func TestSchedule_Slots(t *testing.T) {
 	}
 }
 
+func TestSchedule_ShortestGap(t *testing.T) {
+	t0 := utc(t, "2026-01-01T00:00:00Z") // a Thursday
+	tests := []struct {
+		name, spec, tz string
+		n              int
+		wantGap        time.Duration
+		wantFrom       string // "": zero time
+	}{
+		{"Every", "@every 90s", "", 1000, 90 * time.Second, "2026-01-01T00:01:30Z"},
+		{"Hourly", "@hourly", "", 1000, time.Hour, "2026-01-01T01:00:00Z"},
+		{"WeekdaysFromThursday", "0 9 * * 1-5", "", 1000, 24 * time.Hour, "2026-01-01T09:00:00Z"},
+		{"FridaysAndMondays", "0 9 * * 1,5", "", 500, 72 * time.Hour, "2026-01-02T09:00:00Z"},
+		{"OnlyTwoSlots", "0 9 * * 1-5", "", 2, 24 * time.Hour, "2026-01-01T09:00:00Z"},
+		{"TwiceADay", "0 6,8 * * *", "", 1000, 2 * time.Hour, "2026-01-01T06:00:00Z"},
+		{"ShortDayOfDST", "30 2 * * *", "America/New_York", 1000, 23*time.Hour + 30*time.Minute, "2026-03-07T07:30:00Z"},
+		{"February", "0 0 1 * *", "", 1000, 28 * 24 * time.Hour, "2026-02-01T00:00:00Z"},
+		{"OneSlot", "@hourly", "", 1, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gap, from := mustParse(t, tt.spec, tt.tz).ShortestGap(t0, tt.n)
+			var wantFrom time.Time
+			if tt.wantFrom != "" {
+				wantFrom = utc(t, tt.wantFrom)
+			}
+			if gap != tt.wantGap || !from.Equal(wantFrom) {
+				t.Errorf("ShortestGap = %v from %v, want %v from %v", gap, from, tt.wantGap, wantFrom)
+			}
+		})
+	}
+}
+
 func TestOffset(t *testing.T) {
 	for _, jitter := range []time.Duration{time.Nanosecond, time.Second, time.Minute, 7 * time.Hour} {
 		for _, id := range []string{"", "a", "job-1", "01J9Z8K3G7ZC0Y5V0X7W6T2QHN"} {

@@ -50,6 +50,10 @@ type Config struct {
 	// Tokens are the bearer tokens the API accepts; empty: no
 	// authentication (sked serve refuses that beyond loopback).
 	Tokens []string
+	// AllowedHosts are the Host names (without port) the API serves besides
+	// localhost, 127.0.0.1 and [::1] when there are no Tokens, e.g. the name
+	// a reverse proxy forwards (see handlers.Config.AllowedHosts).
+	AllowedHosts []string
 	// Retention is the age past which finished history is pruned (see
 	// db.Pruner); zero means worker.DefaultRetention, negative never.
 	Retention time.Duration
@@ -168,7 +172,7 @@ func (s *Server) Run(ctx context.Context) error {
 	srv := &http.Server{
 		Handler: web.Mount(handlers.New(handlers.Config{
 			Store: obs, Wake: pool.Wake, ValidatePayload: worker.ValidatePayload,
-			Tokens: cfg.Tokens, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
+			Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: shuttingDown,
 			TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
 		})),

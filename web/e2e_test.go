@@ -18,6 +18,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/sked-dev/sked/client"
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/server"
 )
 
@@ -144,16 +146,102 @@ func TestDashboard_AsksForToken(t *testing.T) {
 	}
 }
 
-// openBrowser starts headless Chromium (the binary browser) on url for the
-// rest of the test.
-func openBrowser(t *testing.T, browser, url string) *page {
+// attackPage is a page of another site that tries, without CORS, every way a
+// page can make a browser send a state-changing request to sked: fetch in
+// no-cors mode with an untyped Blob and with text, a pause with no body, a
+// form post in text/plain shaped as JSON, and a JSON fetch that needs a
+// preflight. SKED is replaced by sked's base URL and JOB by a job's id. It
+// sets window.attackDone to what each attempt got when all have ended.
+const attackPage = `<!doctype html>
+<meta charset="utf-8">
+<title>another site</title>
+<iframe name="sink" id="sink"></iframe>
+<form id="form" method="post" enctype="text/plain" target="sink" action="SKED/jobs">
+  <input type="hidden" name='{"type": "evil", "via": "form", "pad": "' value='"}'>
+</form>
+<script>
+const job = JSON.stringify({type: "evil"});
+async function attempt(name, path, init) {
+  try { await fetch("SKED" + path, init); return name + ": answered"; }
+  catch (e) { return name + ": " + e.message; }
+}
+(async () => {
+  const results = [
+    await attempt("no-cors blob", "/jobs", {method: "POST", mode: "no-cors", body: new Blob([job])}),
+    await attempt("no-cors text", "/jobs", {method: "POST", mode: "no-cors", body: job}),
+    await attempt("no-cors batch", "/jobs/batch", {method: "POST", mode: "no-cors", body: new Blob(['{"jobs": [' + job + ']}'])}),
+    await attempt("no-cors pause", "/jobs/JOB/pause", {method: "POST", mode: "no-cors"}),
+    await attempt("cors json", "/jobs", {method: "POST", headers: {"Content-Type": "application/json"}, body: job}),
+  ];
+  await new Promise((resolve) => {
+    document.getElementById("sink").addEventListener("load", resolve, {once: true});
+    document.getElementById("form").submit();
+  });
+  results.push("form: loaded");
+  window.attackDone = results.join("; ");
+})();
+</script>`
+
+// TestDashboard_OtherOriginsCannotChangeJobs checks in Chromium that web
+// pages cannot use a sked without a token: a page of another site (another
+// host and port) tries every request a page can send without CORS, and a
+// page under a DNS name rebound to 127.0.0.1 (DNS rebinding: its fetches
+// are same-origin and reach sked) tries a JSON fetch. Afterwards no job was
+// created and the one job is not paused.
+func TestDashboard_OtherOriginsCannotChangeJobs(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	base, api := startServer(t, "")
+	id := api.create(t, map[string]any{"type": "t", "runAt": "2030-01-01T00:00:00Z"})
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, strings.NewReplacer("SKED", base, "JOB", id).Replace(attackPage))
+	}))
+	t.Cleanup(evil.Close)
+	_, evilPort, _ := net.SplitHostPort(strings.TrimPrefix(evil.URL, "http://"))
+	_, skedPort, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
+
+	// localhost is another site than 127.0.0.1, where sked is.
+	b := openBrowser(t, browser, "http://localhost:"+evilPort+"/",
+		chromedp.Flag("host-resolver-rules", "MAP rebound.test 127.0.0.1"))
+	got := b.wait(`window.attackDone`)
+	t.Logf("another site's attempts: %s", got)
+	if !strings.Contains(got, "no-cors blob: answered") || !strings.Contains(got, "form: loaded") {
+		t.Errorf("the attempts did not reach sked (%s); the test proves nothing", got)
+	}
+
+	b.do(chromedp.Navigate("http://rebound.test:" + skedPort + "/"))
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`fetch("/jobs", {method: "POST",
+		headers: {"Content-Type": "application/json"}, body: JSON.stringify({type: "evil"})})
+		.then((r) => { window.rebound = "status " + r.status; }, (e) => { window.rebound = e.message; }); 0`)); err != nil {
+		t.Fatalf("fetch from the rebound page: %v", err)
+	}
+	if got := b.wait(`window.rebound`); got != "status 403" {
+		t.Errorf("a JSON fetch under a rebound DNS name got %q, want status 403", got)
+	}
+
+	jobs, _, err := (&client.Client{BaseURL: base}).JobList(context.Background(), db.JobListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].ID != id || jobs[0].State != db.StateReady {
+		t.Errorf("after the attempts the jobs are %+v; want only job %s, still ready", jobs, id)
+	}
+}
+
+// openBrowser starts headless Chromium (the binary browser), with the extra
+// options, on url for the rest of the test.
+func openBrowser(t *testing.T, browser, url string, extra ...chromedp.ExecAllocatorOption) *page {
 	t.Helper()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 1000),
-		chromedp.UserDataDir(t.TempDir()))
+		chromedp.UserDataDir(t.TempDir()),
+	}, extra...)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() {
 		cancelTab()
