@@ -42,7 +42,7 @@ CREATE TABLE runs (
     reason      TEXT,
     gave_up     INTEGER NOT NULL DEFAULT 0,
     output      TEXT
-, late_outcome TEXT, late_error TEXT, late_finished_at TEXT) STRICT;
+, late_outcome TEXT, late_error TEXT, late_finished_at TEXT, slot_count INTEGER, last_slot TEXT) STRICT;
 
 CREATE INDEX jobs_pause_until ON jobs (pause_until) WHERE state = 'paused' AND pause_until IS NOT NULL;
 

@@ -176,6 +176,11 @@ type Run struct {
 	Reason     string     `json:"reason,omitempty"` // why a slot was missed
 	GaveUp     bool       `json:"gaveUp,omitempty"` // the firing's attempts are spent
 	Output     string     `json:"output,omitempty"` // bounded tail
+	// SlotCount and LastSlot make a missed run stand for SlotCount
+	// consecutive slots, from Slot to LastSlot: those of one event past
+	// the first 10,000, which get a row each. Zero and nil for one slot.
+	SlotCount int64      `json:"slotCount,omitempty"`
+	LastSlot  *time.Time `json:"lastSlot,omitempty"`
 	// LateOutcome, LateError and LateFinishedAt record a completion its
 	// worker sent after its lease had moved on (the reaper took the job
 	// back, and it may have run again since): the write was refused, but

@@ -13,8 +13,9 @@ import (
 	"github.com/sked-dev/sked/schedule"
 )
 
-// MaxMissedRows bounds the missed rows written for one event (a night of
-// downtime under "@every 1s" is 30,000 slots); Missed.Total still counts all.
+// MaxMissedRows bounds the missed slots listed one a row for one event (a
+// night of downtime under "@every 1s" is 30,000 slots); the rest are
+// recorded as one span (Missed.Rest), so that every slot is accounted for.
 const MaxMissedRows = 10000
 
 // Missed is the slots an event passed over without running them.
@@ -22,6 +23,15 @@ type Missed struct {
 	Slots  []time.Time // the earliest of them, at most MaxMissedRows
 	Total  int64       // how many in all
 	Reason string      // db.Missed*
+	// Rest is the slots after Slots, when there are more than
+	// MaxMissedRows; nil otherwise.
+	Rest *Span
+}
+
+// Span is Count consecutive slots of a schedule, from First to Last.
+type Span struct {
+	First, Last time.Time
+	Count       int64
 }
 
 // Firing is what a just-claimed recurring job does.
@@ -189,7 +199,11 @@ func span(s *schedule.Schedule, first, end time.Time, reason string) Missed {
 		return Missed{}
 	}
 	rest, n := s.Slots(first, end.Add(-time.Nanosecond), MaxMissedRows-1)
-	return Missed{Slots: append([]time.Time{first}, rest...), Total: int64(n) + 1, Reason: reason}
+	m := Missed{Slots: append([]time.Time{first}, rest...), Total: int64(n) + 1, Reason: reason}
+	if listed := int64(len(m.Slots)); m.Total > listed {
+		m.Rest = &Span{First: s.Next(m.Slots[listed-1]), Last: latestAtOrBefore(s, first, end.Add(-time.Nanosecond)), Count: m.Total - listed}
+	}
+	return m
 }
 
 // latestAtOrBefore is the last slot at or before now, starting from first

@@ -95,6 +95,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"ReleasedBeforeDue":   testReleasedBeforeDue,
 		"PauseUntilAsOf":      testPauseUntilAsOf,
 		"RunFinishAfterClose": testRunFinishAfterClose,
+		"MissedSpan":          testMissedSpan,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -169,3 +169,39 @@ func testRunFinishAfterClose(t *testing.T, f *fixture) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// testMissedSpan checks that an event that passes over more slots than get
+// a row each still accounts for every one: the rest are one span row.
+func testMissedSpan(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "@every 1s"})
+	f.Clock.Set(Start.Add(4 * time.Hour))
+	c := f.claimLease("w", 1, time.Hour)
+	if len(c) != 1 {
+		t.Fatalf("claimed %d after four hours down, want 1", len(c))
+	}
+	wantTime(t, "catch-up slot", c[0].Job.Slot, Start.Add(4*time.Hour))
+	after := f.finish(c[0], db.OutcomeSucceeded, false)
+	const missed = 4*3600 - 1 // every second from Start+1s, but the one that ran
+	if after.MissedSlots != missed {
+		t.Fatalf("missedSlots = %d, want %d", after.MissedSlots, missed)
+	}
+	var rows, spans, accounted int64
+	for _, r := range f.runs(j.ID) {
+		if r.Outcome != db.OutcomeMissed {
+			continue
+		}
+		rows++
+		accounted += max(r.SlotCount, 1)
+		if r.SlotCount > 0 {
+			spans++
+			wantTime(t, "span's first slot", r.Slot, Start.Add(10001*time.Second))
+			wantTime(t, "span's last slot", r.LastSlot, Start.Add(4*time.Hour-time.Second))
+			if r.SlotCount != missed-10000 {
+				t.Errorf("span of %d slots, want %d", r.SlotCount, missed-10000)
+			}
+		}
+	}
+	if rows != 10001 || spans != 1 || accounted != missed {
+		t.Fatalf("%d missed rows (%d spans) accounting for %d slots; want 10,001 rows, one span, %d slots", rows, spans, accounted, missed)
+	}
+}

@@ -323,11 +323,16 @@ func (s *Store) insertMissed(ctx context.Context, tx Tx, jobID string, m lifecyc
 	return nil
 }
 
-// missedRuns are the runs that record, at now, m's slots of job as missed.
+// missedRuns are the runs that record, at now, m's slots of job as missed:
+// one a slot, and one for the span of the rest.
 func (s *Store) missedRuns(jobID string, m lifecycle.Missed, now time.Time) []db.Run {
-	runs := make([]db.Run, len(m.Slots))
+	runs := make([]db.Run, len(m.Slots), len(m.Slots)+1)
 	for i, slot := range m.Slots {
 		runs[i] = db.Run{JobID: jobID, Slot: s.storedPtr(slot), FinishedAt: s.storedPtr(now), Outcome: db.OutcomeMissed, Reason: m.Reason}
+	}
+	if r := m.Rest; r != nil {
+		runs = append(runs, db.Run{JobID: jobID, Slot: s.storedPtr(r.First), LastSlot: s.storedPtr(r.Last), SlotCount: r.Count,
+			FinishedAt: s.storedPtr(now), Outcome: db.OutcomeMissed, Reason: m.Reason})
 	}
 	return runs
 }
@@ -339,7 +344,7 @@ func (s *Store) splitStepped(m lifecycle.Missed) []lifecycle.Missed {
 		return []lifecycle.Missed{m}
 	}
 	stepped := lifecycle.Missed{Reason: db.MissedClockStep}
-	rest := lifecycle.Missed{Reason: m.Reason, Total: m.Total}
+	rest := lifecycle.Missed{Reason: m.Reason, Total: m.Total, Rest: m.Rest}
 	for _, slot := range m.Slots {
 		if s.ClockGuard.JumpedOver(slot) {
 			stepped.Slots = append(stepped.Slots, slot)

@@ -14,16 +14,19 @@ import (
 )
 
 const runColumns = `id, job_id, slot, attempt, generation, worker_id, started_at,
-	finished_at, outcome, error, reason, gave_up, output, late_outcome, late_error, late_finished_at`
+	finished_at, outcome, error, reason, gave_up, output, late_outcome, late_error, late_finished_at,
+	slot_count, last_slot`
 
 func scanRun(row pgx.Row) (db.Run, error) {
 	var (
 		r                            db.Run
 		worker, errText, reason, out *string
 		lateOutcome, lateErr         *string
+		slotCount                    *int64
 	)
 	err := row.Scan(&r.ID, &r.JobID, &r.Slot, &r.Attempt, &r.Generation, &worker, &r.StartedAt,
-		&r.FinishedAt, &r.Outcome, &errText, &reason, &r.GaveUp, &out, &lateOutcome, &lateErr, &r.LateFinishedAt)
+		&r.FinishedAt, &r.Outcome, &errText, &reason, &r.GaveUp, &out, &lateOutcome, &lateErr, &r.LateFinishedAt,
+		&slotCount, &r.LastSlot)
 	if err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
 			return db.Run{}, err
@@ -33,6 +36,9 @@ func scanRun(row pgx.Row) (db.Run, error) {
 	r.WorkerID, r.Error, r.Reason, r.Output = deref(worker), deref(errText), deref(reason), deref(out)
 	r.LateOutcome, r.LateError = db.Outcome(deref(lateOutcome)), deref(lateErr)
 	r.Slot, r.StartedAt, r.FinishedAt, r.LateFinishedAt = utc(r.Slot), utc(r.StartedAt), utc(r.FinishedAt), utc(r.LateFinishedAt)
+	if slotCount != nil {
+		r.SlotCount, r.LastSlot = *slotCount, utc(r.LastSlot)
+	}
 	return r, nil
 }
 
@@ -42,6 +48,8 @@ func (t *tx) RunsInsert(ctx context.Context, runs []db.Run) ([]int64, error) {
 	var (
 		jobs, outcomes      = make([]string, n), make([]string, n)
 		slots, starts, ends = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		lasts               = make([]*time.Time, n)
+		counts              = make([]*int64, n)
 		attempts            = make([]int32, n)
 		gens                = make([]int64, n)
 		workers, reasons    = make([]*string, n), make([]*string, n)
@@ -49,18 +57,21 @@ func (t *tx) RunsInsert(ctx context.Context, runs []db.Run) ([]int64, error) {
 	for i, r := range runs {
 		jobs[i], outcomes[i], slots[i], starts[i], ends[i] = r.JobID, string(r.Outcome), r.Slot, r.StartedAt, r.FinishedAt
 		attempts[i], gens[i], workers[i], reasons[i] = int32(r.Attempt), r.Generation, nullString(r.WorkerID), nullString(r.Reason)
+		if r.SlotCount != 0 {
+			counts[i], lasts[i] = &runs[i].SlotCount, r.LastSlot
+		}
 	}
 	var ids []int64
 	err := t.query(ctx, func(rows pgx.Rows) (err error) {
 		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 		return err
-	}, `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason)
-		SELECT job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason
+	}, `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason, slot_count, last_slot)
+		SELECT job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason, slot_count, last_slot
 		FROM unnest($1::text[], $2::timestamptz[], $3::integer[], $4::bigint[], $5::text[], $6::timestamptz[],
-			$7::timestamptz[], $8::text[], $9::text[])
-			WITH ORDINALITY AS u (job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason, n)
+			$7::timestamptz[], $8::text[], $9::text[], $10::bigint[], $11::timestamptz[])
+			WITH ORDINALITY AS u (job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason, slot_count, last_slot, n)
 		ORDER BY n
-		RETURNING id`, jobs, slots, attempts, gens, workers, starts, ends, outcomes, reasons)
+		RETURNING id`, jobs, slots, attempts, gens, workers, starts, ends, outcomes, reasons, counts, lasts)
 	return ids, err
 }
 

@@ -12,13 +12,14 @@ import (
 )
 
 const runColumns = `id, job_id, slot, attempt, generation, worker_id, started_at,
-	finished_at, outcome, error, reason, gave_up, output, late_outcome, late_error, late_finished_at`
+	finished_at, outcome, error, reason, gave_up, output, late_outcome, late_error, late_finished_at,
+	slot_count, last_slot`
 
 func scanRun(row scanner) (db.Run, error) {
 	var r db.Run
 	err := row.Scan(&r.ID, &r.JobID, at{&r.Slot}, &r.Attempt, &r.Generation, text{&r.WorkerID}, at{&r.StartedAt},
 		at{&r.FinishedAt}, &r.Outcome, text{&r.Error}, text{&r.Reason}, &r.GaveUp, text{&r.Output},
-		text{(*string)(&r.LateOutcome)}, text{&r.LateError}, at{&r.LateFinishedAt})
+		text{(*string)(&r.LateOutcome)}, text{&r.LateError}, at{&r.LateFinishedAt}, count{&r.SlotCount}, at{&r.LastSlot})
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.Run{}, db.ErrNotFound
 	}
@@ -29,8 +30,9 @@ func scanRun(row scanner) (db.Run, error) {
 }
 
 // insertRunSQL inserts one run.
-const insertRunSQL = `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertRunSQL = `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, finished_at, outcome, reason,
+		slot_count, last_slot)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // RunsInsert inserts runs one statement each; see engine.Tx.
 func (t *tx) RunsInsert(ctx context.Context, runs []db.Run) ([]int64, error) {
@@ -38,7 +40,8 @@ func (t *tx) RunsInsert(ctx context.Context, runs []db.Run) ([]int64, error) {
 	ids := make([]int64, len(runs))
 	for i, r := range runs {
 		res, err := ins.ExecContext(ctx, r.JobID, nullTime(deref(r.Slot)), r.Attempt, r.Generation, nullString(r.WorkerID),
-			nullTime(deref(r.StartedAt)), nullTime(deref(r.FinishedAt)), r.Outcome, nullString(r.Reason))
+			nullTime(deref(r.StartedAt)), nullTime(deref(r.FinishedAt)), r.Outcome, nullString(r.Reason),
+			nullCount(r.SlotCount), nullTime(deref(r.LastSlot)))
 		if err != nil {
 			return nil, err
 		}

@@ -217,6 +217,7 @@ type (
 	moment struct{ t *time.Time }   // a time in timeFormat, never NULL
 	millis struct{ d *db.Duration } // a duration in milliseconds
 	text   struct{ s *string }      // text, or NULL ("")
+	count  struct{ n *int64 }       // an integer, or NULL (0)
 )
 
 func (a at) Scan(v any) error {
@@ -249,6 +250,21 @@ func (m millis) Scan(v any) error {
 	}
 	*m.d = db.Duration(time.Duration(n) * time.Millisecond)
 	return nil
+}
+
+func (c count) Scan(v any) error {
+	var n sql.NullInt64
+	err := n.Scan(v)
+	*c.n = n.Int64
+	return err
+}
+
+// nullCount is n, or NULL for 0.
+func nullCount(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
 }
 
 func (t text) Scan(v any) error {
