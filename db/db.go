@@ -38,6 +38,10 @@ var (
 	// long. Nothing was written, and nothing of it will be; retrying later
 	// can succeed.
 	ErrBusy = errors.New("database is locked")
+	// ErrCorrupt is returned by any call that found the database's file
+	// damaged (SQLite's SQLITE_CORRUPT, PostgreSQL's data_corrupted). The
+	// store is not ready from then on.
+	ErrCorrupt = errors.New("database is corrupt")
 )
 
 // ConflictError says why a change was refused. It unwraps to ErrConflict.

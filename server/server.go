@@ -122,6 +122,9 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer store.Close()
+	if err := checkAtStart(ctx, store, cfg.DB, log); err != nil {
+		return err
+	}
 	// The pool, the reaper and the worker API write through obs, which
 	// observes claims, completions and lease expirations for /metrics.
 	mtr := metrics.New(metrics.Config{Stats: store, NowFunc: store.Now, Logger: log})

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"strings"
@@ -20,6 +22,33 @@ func OpenStore(ctx context.Context, dsn string) (db.Store, error) {
 		return postgres.Open(ctx, dsn)
 	}
 	return sqlite.Open(ctx, dsn)
+}
+
+// quickCheckMax is the largest SQLite file checked at start: quick_check
+// reads the whole file, a few hundred MiB a second.
+const quickCheckMax = 256 << 20
+
+// checkAtStart runs SQLite's quick_check on a file small enough to check
+// quickly and refuses to serve a damaged one; of a larger file it logs how
+// to check it. PostgreSQL checks its own pages (data checksums).
+func checkAtStart(ctx context.Context, store db.Store, path string, log *slog.Logger) error {
+	s, ok := store.(*sqlite.Store)
+	if !ok {
+		return nil
+	}
+	size, err := s.Size()
+	if err != nil {
+		return err
+	}
+	if size > quickCheckMax {
+		log.Info("the database is too large to check at every start; check it with `sked check --db "+path+"`",
+			"bytes", size, "checked_up_to", quickCheckMax)
+		return nil
+	}
+	if err := s.QuickCheck(ctx); err != nil {
+		return fmt.Errorf("%s is damaged, so sked will not serve it: %w; see what is wrong with `sked check --db %s`, then restore a backup (sked backup makes them)", path, err, path)
+	}
+	return nil
 }
 
 // redactDSN is dsn fit for a log: a URL's password is replaced by "xxxxx".

@@ -49,12 +49,12 @@ type Dialect interface {
 	Close() error
 }
 
-// Reader is what a Dialect reads outside a transaction. The methods named
-// as db.Store's are db.Store's, promoted as they are.
+// Reader is what a Dialect reads outside a transaction.
 type Reader interface {
 	// JobGet returns db.ErrNotFound if the job does not exist.
 	JobGet(ctx context.Context, id string) (db.Job, error)
-	// JobNextDue, Stats and Ready: see db.Store.
+	// JobNextDue, Stats and Ready: see db.Store. Ready checks the
+	// database itself; the Store adds what its writes saw (see health).
 	JobNextDue(ctx context.Context, types []string) (time.Time, bool, error)
 	Stats(ctx context.Context, now time.Time) (db.Stats, error)
 	Ready(ctx context.Context) error
@@ -210,8 +210,6 @@ var _ db.Store = (*Store)(nil)
 
 // Store is db.Store over a Dialect.
 type Store struct {
-	Reader // the dialect's reads
-
 	// NowFunc is the store's clock; nil means the database's own. Tests
 	// replace it before use.
 	NowFunc func() time.Time
@@ -236,6 +234,8 @@ type Store struct {
 	// as last read, at offsetAt (UnixNano; 0: never). See Now.
 	offset, offsetAt atomic.Int64
 
+	health health
+
 	finishes chan *finishReq // RunFinish calls waiting for the committer
 	// claiming counts the RunClaim calls in flight, and moreUntil is until
 	// when (UnixNano) another claim is expected because the last one came
@@ -255,7 +255,6 @@ func New(cfg Config) *Store {
 		panic("engine: New needs a dialect")
 	}
 	s := &Store{
-		Reader:        cfg.Dialect,
 		NowFunc:       cfg.NowFunc,
 		RandFunc:      rand.Float64,
 		MisfireGrace:  DefaultMisfireGrace,
@@ -317,13 +316,93 @@ func (s *Store) UseClock(g *clock.Guard) {
 	s.NowFunc, s.ClockGuard = g.Now, g
 }
 
-// inTx runs fn in a write transaction on the store's clock.
+// inTx runs fn in a write transaction on the store's clock. Its outcome
+// tells the store's health: a committed transaction that wrote shows the
+// disk has room again (a claim that found nothing wrote nothing).
 func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
 	var now func() time.Time
 	if s.NowFunc != nil {
 		now = s.Now
 	}
-	return s.d.InTx(ctx, now, fn)
+	wrote := true
+	err := s.d.InTx(ctx, now, func(tx Tx) error {
+		err := fn(tx)
+		if errors.Is(err, errNothingWritten) {
+			wrote, err = false, nil
+		}
+		return err
+	})
+	s.health.saw(err, wrote)
+	return err
+}
+
+// errNothingWritten is what a transaction's fn returns to commit having
+// written nothing (see inTx).
+var errNothingWritten = errors.New("nothing written")
+
+// JobGet returns a job; see db.Store.
+func (s *Store) JobGet(ctx context.Context, id string) (db.Job, error) {
+	j, err := s.d.JobGet(ctx, id)
+	s.health.saw(err, false)
+	return j, err
+}
+
+// JobNextDue returns when the earliest ready job of types is due; see
+// db.Store.
+func (s *Store) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
+	t, ok, err := s.d.JobNextDue(ctx, types)
+	s.health.saw(err, false)
+	return t, ok, err
+}
+
+// Stats reads the queue statistics; see db.Store.
+func (s *Store) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
+	st, err := s.d.Stats(ctx, now)
+	s.health.saw(err, false)
+	return st, err
+}
+
+// Ready reports the database not ready while its disk is full (the last
+// writes failed for space) or after it was found corrupt, and otherwise
+// asks the database itself; see db.Store.
+func (s *Store) Ready(ctx context.Context) error {
+	if err := s.health.err(); err != nil {
+		return err
+	}
+	err := s.d.Ready(ctx)
+	s.health.saw(err, false)
+	return err
+}
+
+// health is what the store's own reads and writes saw of the database:
+// since when writes fail for space, and the first sign of corruption.
+type health struct {
+	fullSince atomic.Int64          // UnixNano of the first write refused for space since one succeeded; 0: none
+	corrupt   atomic.Pointer[error] // the first corruption seen; never cleared
+}
+
+// saw records err, the outcome of a read or (wrote) a write that wrote.
+func (h *health) saw(err error, wrote bool) {
+	switch {
+	case errors.Is(err, db.ErrCorrupt):
+		h.corrupt.CompareAndSwap(nil, &err)
+	case errors.Is(err, db.ErrStorageFull):
+		h.fullSince.CompareAndSwap(0, time.Now().UnixNano())
+	case err == nil && wrote:
+		h.fullSince.Store(0)
+	}
+}
+
+// err is why the database is not ready, or nil.
+func (h *health) err() error {
+	if c := h.corrupt.Load(); c != nil {
+		return fmt.Errorf("the database was found damaged (%w); stop sked and run `sked check --db FILE`, then restore a backup", *c)
+	}
+	if at := h.fullSince.Load(); at != 0 {
+		return fmt.Errorf("%w: writes have failed for lack of space since %s; free space on the disk that holds it",
+			db.ErrStorageFull, time.Unix(0, at).UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // stored is t as the database keeps it: UTC at its precision.

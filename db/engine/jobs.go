@@ -137,7 +137,8 @@ func (s *Store) newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
 // JobList returns a page of jobs, newest first; see db.Store.
 func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, string, error) {
 	limit := db.PageLimit(p.Limit)
-	jobs, err := s.Reader.JobsPage(ctx, p, limit+1)
+	jobs, err := s.d.JobsPage(ctx, p, limit+1)
+	s.health.saw(err, false)
 	if err != nil {
 		return nil, "", fmt.Errorf("list jobs: %w", err)
 	}
@@ -412,7 +413,8 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 
 // JobDeadSince lists jobs that went dead at or after since; see db.Store.
 func (s *Store) JobDeadSince(ctx context.Context, since time.Time, limit int) ([]db.Job, error) {
-	jobs, err := s.Reader.JobsDead(ctx, since, cmp.Or(limit, 100))
+	jobs, err := s.d.JobsDead(ctx, since, cmp.Or(limit, 100))
+	s.health.saw(err, false)
 	if err != nil {
 		return nil, fmt.Errorf("list dead jobs: %w", err)
 	}

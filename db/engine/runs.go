@@ -17,10 +17,11 @@ import (
 // RunList returns a page of a job's runs, newest first; see db.Store.
 func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int64, error) {
 	limit := db.PageLimit(p.Limit)
-	runs, err := s.Reader.RunsPage(ctx, p.JobID, db.RunsBefore(p.Cursor), limit+1)
+	runs, err := s.d.RunsPage(ctx, p.JobID, db.RunsBefore(p.Cursor), limit+1)
 	if err == nil && len(runs) == 0 {
-		_, err = s.Reader.JobGet(ctx, p.JobID) // no runs, or no such job?
+		_, err = s.d.JobGet(ctx, p.JobID) // no runs, or no such job?
 	}
+	s.health.saw(err, false)
 	if err != nil {
 		return nil, 0, wrap(err, "list runs of %s", p.JobID)
 	}
@@ -31,7 +32,8 @@ func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int6
 // RunActivity summarises the runs of p's window; see db.Store.
 func (s *Store) RunActivity(ctx context.Context, p db.RunActivityParams) (db.RunActivity, error) {
 	p.Scan, p.MaxLateness = cmp.Or(p.Scan, db.DefaultActivityScan), cmp.Or(p.MaxLateness, db.DefaultActivitySamples)
-	finished, starts, err := s.Reader.RunStarts(ctx, p)
+	finished, starts, err := s.d.RunStarts(ctx, p)
+	s.health.saw(err, false)
 	if err != nil {
 		return db.RunActivity{}, fmt.Errorf("read run activity: %w", err)
 	}
@@ -70,6 +72,9 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 		})
 		if err != nil {
 			return err
+		}
+		if len(got) == 0 {
+			return errNothingWritten
 		}
 		slices.SortFunc(got, func(a, b db.Claim) int { return a.Job.NextRunAt.Compare(*b.Job.NextRunAt) })
 		claims = got[:0]

@@ -35,6 +35,8 @@ func translate(err error) error {
 		return &driverError{err, db.ErrStorageFull}
 	case code&0xff == sqlite3.SQLITE_BUSY:
 		return &driverError{err, db.ErrBusy}
+	case code&0xff == sqlite3.SQLITE_CORRUPT, code&0xff == sqlite3.SQLITE_NOTADB:
+		return &driverError{err, db.ErrCorrupt}
 	}
 	return err
 }

@@ -49,18 +49,18 @@ func scanJobs(rows *sql.Rows, err error) ([]db.Job, error) { return collect(rows
 // collect scans every row of a query's answer.
 func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
-			return nil, err
+			return nil, translate(err)
 		}
 		out = append(out, v)
 	}
-	return out, rows.Err()
+	return out, translate(rows.Err())
 }
 
 // insertJobSQL inserts one job, or nothing when its idempotency key is
@@ -269,7 +269,7 @@ func (t *tx) Notify(context.Context) error { return nil }
 func (d *dialect) JobGet(ctx context.Context, id string) (db.Job, error) {
 	j, err := scanJob(d.read.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
-		return db.Job{}, fmt.Errorf("get job %s: %w", id, err)
+		return db.Job{}, fmt.Errorf("get job %s: %w", id, translate(err))
 	}
 	return j, err
 }
@@ -306,7 +306,7 @@ func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bo
 		return time.Time{}, false, nil
 	}
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+		return time.Time{}, false, fmt.Errorf("next due: %w", translate(err))
 	}
 	return next, true, nil
 }

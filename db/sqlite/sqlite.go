@@ -98,11 +98,11 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	d := &dialect{path: path, write: w}
 	if err := d.migrate(ctx); err != nil {
 		w.Close()
-		return nil, err
+		return nil, fmt.Errorf("open %s: %w", path, d.full(err))
 	}
 	if err := d.writeProbe(ctx); err != nil && !errors.Is(err, db.ErrBusy) {
 		w.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, d.full(err))
 	}
 	if err := d.stmts.prepare(ctx, w); err != nil {
 		w.Close()

@@ -23,7 +23,7 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 		FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?`,
 		fmtTime(now.Add(time.Minute)), fmtTime(now)).Scan(at{&oldest}, &st.DueNextMinute)
 	if err != nil {
-		return db.Stats{}, fmt.Errorf("read ready stats: %w", err)
+		return db.Stats{}, fmt.Errorf("read ready stats: %w", translate(err))
 	}
 	if oldest != nil {
 		st.ReadyOldestDue = *oldest
@@ -31,23 +31,23 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	if err := d.readCounts(ctx, `SELECT state, count(*) FROM jobs GROUP BY state`, func(k string, n int64) {
 		st.JobsByState[db.JobState(k)] = n
 	}); err != nil {
-		return db.Stats{}, fmt.Errorf("count jobs by state: %w", err)
+		return db.Stats{}, fmt.Errorf("count jobs by state: %w", translate(err))
 	}
 	if err := d.readCounts(ctx, `SELECT type, count(*) FROM jobs INDEXED BY jobs_running
 		WHERE state = 'running' GROUP BY type`, func(k string, n int64) {
 		st.RunningByType[k] = n
 	}); err != nil {
-		return db.Stats{}, fmt.Errorf("count running jobs: %w", err)
+		return db.Stats{}, fmt.Errorf("count running jobs: %w", translate(err))
 	}
 	err = d.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0) FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL`).
 		Scan(&st.MissedSlots)
 	if err != nil {
-		return db.Stats{}, fmt.Errorf("sum missed slots: %w", err)
+		return db.Stats{}, fmt.Errorf("sum missed slots: %w", translate(err))
 	}
 	err = d.read.QueryRowContext(ctx, `SELECT count(*) FROM jobs INDEXED BY jobs_watched
 		WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL`).Scan(&st.QuietSchedules)
 	if err != nil {
-		return db.Stats{}, fmt.Errorf("count quiet schedules: %w", err)
+		return db.Stats{}, fmt.Errorf("count quiet schedules: %w", translate(err))
 	}
 	return st, nil
 }
