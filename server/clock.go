@@ -34,6 +34,24 @@ func newClock(testClock time.Time, log *slog.Logger, also func(clock.Step)) (*cl
 	return clock.NewGuard(v.Now, v.Elapsed, onStep), v
 }
 
+// movedClock is a test clock that wakes the sweeper whenever it is moved,
+// so that pauses that end and schedules that go quiet are seen on the
+// test clock's time, not at the next sweep on the real one.
+type movedClock struct {
+	*clock.Virtual
+	moved func()
+}
+
+func (c movedClock) Set(t time.Time) {
+	c.Virtual.Set(t)
+	c.moved()
+}
+
+func (c movedClock) Advance(d time.Duration) {
+	c.Virtual.Advance(d)
+	c.moved()
+}
+
 // clockReady is readyFunc with the clock guard: not ready while firing is
 // held after the wall clock went back.
 func clockReady(g *clock.Guard, store func(context.Context) error) func(context.Context) error {

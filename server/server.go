@@ -147,11 +147,6 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := useClock(store, guard, virtual != nil); err != nil {
 		return err
 	}
-	var testClock handlers.TestClock
-	if virtual != nil {
-		testClock = virtual
-		log.Warn("running on a test clock: time moves only by POST /test/clock", "now", virtual.Now())
-	}
 
 	disabled := map[string]string{}
 	if !cfg.EnableExec {
@@ -169,6 +164,20 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	reaper := &worker.Reaper{Store: obs, Logger: log}
 	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})
+
+	sweeper := &worker.Sweeper{Store: store, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
+	if len(cfg.NotifySinks) > 0 {
+		sweeper.NotifyFunc = func(ctx context.Context, e notify.Event) error {
+			err := notifier.Notify(ctx, e)
+			pool.Wake()
+			return err
+		}
+	}
+	var testClock handlers.TestClock
+	if virtual != nil {
+		testClock = movedClock{Virtual: virtual, moved: sweeper.Wake}
+		log.Warn("running on a test clock: time moves only by POST /test/clock", "now", virtual.Now())
+	}
 
 	// Closed when shutdown begins, so that waiting claims answer at once.
 	shuttingDown := make(chan struct{})
@@ -210,14 +219,6 @@ func (s *Server) Run(ctx context.Context) error {
 	services.Go(func() error { return sampler.Run(svcCtx) })
 	if cp := newCheckpointer(store, mtr, log); cp != nil {
 		services.Go(func() error { return cp.Run(svcCtx) })
-	}
-	sweeper := &worker.Sweeper{Store: store, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
-	if len(cfg.NotifySinks) > 0 {
-		sweeper.NotifyFunc = func(ctx context.Context, e notify.Event) error {
-			err := notifier.Notify(ctx, e)
-			pool.Wake()
-			return err
-		}
 	}
 	services.Go(func() error { return sweeper.Run(svcCtx) })
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/sked-dev/sked/db"
@@ -37,6 +38,18 @@ type Sweeper struct {
 	OnQuietFunc func(db.QuietChange)
 
 	deadSince time.Time // jobs dead at or after this are still to be announced
+
+	wake     chan struct{} // buffered(1): sweep now; made by wakeOnce
+	wakeOnce sync.Once
+}
+
+// Wake makes the sweeper sweep at once, as when a test clock moved. It never
+// blocks.
+func (s *Sweeper) Wake() { signal(s.wakeC()) }
+
+func (s *Sweeper) wakeC() chan struct{} {
+	s.wakeOnce.Do(func() { s.wake = make(chan struct{}, 1) })
+	return s.wake
 }
 
 // Run sweeps every Interval until ctx is done.
@@ -55,6 +68,7 @@ func (s *Sweeper) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-s.wakeC():
 		}
 	}
 }
