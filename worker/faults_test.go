@@ -135,4 +135,7 @@ func TestPool_SlowHeartbeatKeepsLease(t *testing.T) {
 	if n := f.staleBeats.Load(); n > 0 {
 		t.Errorf("%d heartbeats found the lease lost", n)
 	}
+	if n := f.beats.Load(); n < 3 {
+		t.Errorf("%d slow heartbeats accepted, want at least 3: the run did not outlast the lease", n)
+	}
 }
