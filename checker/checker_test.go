@@ -555,6 +555,14 @@ func TestCheck_Empty(t *testing.T) {
 		for _, id := range ids {
 			wantRule(t, got, id, checker.RuleLost)
 		}
+		rep, err := checker.Check(f.ctx, f.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"the jobs log " + f.in.JobsLog + " holds no execution", "the server log " + f.in.ServerLog + " holds no completion"}
+		if v := rep.Violations[0]; v.Rule != checker.RuleEmpty || !slices.Equal(v.Evidence, want) {
+			t.Errorf("first violation %v, want empty with evidence %q", v, want)
+		}
 	})
 }
 
@@ -613,6 +621,10 @@ func TestCheck_NeverRan(t *testing.T) {
 	t.Run("CancelledNeverRanIsFine", func(t *testing.T) {
 		t.Parallel()
 		r := newRun(t) // r.cancelled never ran
+		j := r.enqueue(db.JobCreateParams{Type: "x", Schedule: "@every 1m", MaxAttempts: 1})
+		r.clock.Set(*j.NextRunAt)
+		r.failToStart(r.lease("x"))
+		r.cancel(j.ID, 204)
 		if got := r.check(); len(got) != 0 {
 			t.Fatalf("violations: %v", got)
 		}
