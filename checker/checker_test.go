@@ -195,6 +195,14 @@ func newRun(t *testing.T) *run {
 	return r
 }
 
+// wantNone fails unless got holds no violation; what says of which run.
+func wantNone(t *testing.T, got map[string][]checker.Rule, what string) {
+	t.Helper()
+	if len(got) != 0 {
+		t.Fatalf("%s: violations %v, want none", what, got)
+	}
+}
+
 func wantRules(t *testing.T, got map[string][]checker.Rule, jobID string, want ...checker.Rule) {
 	t.Helper()
 	if len(got) != 1 || !slices.Equal(got[jobID], want) {
@@ -213,9 +221,7 @@ func wantRule(t *testing.T, got map[string][]checker.Rule, jobID string, rule ch
 func TestCheck_CorrectRunPasses(t *testing.T) {
 	t.Parallel()
 	r := newRun(t)
-	if got := r.check(); len(got) != 0 {
-		t.Fatalf("a correct run has violations: %v", got)
-	}
+	wantNone(t, r.check(), "a correct run has violations")
 	rep, err := checker.Check(r.ctx, r.in)
 	if err != nil {
 		t.Fatal(err)
@@ -263,9 +269,7 @@ func TestCheck_Lost(t *testing.T) {
 		late := r.enqueue(db.JobCreateParams{Type: "e"})
 		wantRules(t, r.check(), late.ID, checker.RuleLost)
 		r.in.Finished = false // still running: ready is fine
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("unfinished run: %v", got)
-		}
+		wantNone(t, r.check(), "unfinished run")
 	})
 	t.Run("DuplicateKey", func(t *testing.T) {
 		t.Parallel()
@@ -304,15 +308,11 @@ func TestCheck_Unasked(t *testing.T) {
 		in := r.in
 		r.in.AllowTypes = []string{"notify"}
 		defer func() { r.in = in }()
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("allowed type: %v", got)
-		}
+		wantNone(t, r.check(), "allowed type")
 	})
 	t.Run("SentNotAcknowledged", func(t *testing.T) {
 		r.appendJSON(r.in.ClientLog, checker.ClientRecord{Op: checker.OpEnqueueUnacked, IdempotencyKey: "k-unacked"})
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("sent, answer lost: %v", got)
-		}
+		wantNone(t, r.check(), "sent, answer lost")
 	})
 	t.Run("OnlyInLogs", func(t *testing.T) {
 		r.appendJSON(r.in.JobsLog, checker.ExecRecord{JobID: "ghost", Generation: 1, Start: 1, End: 2})
@@ -454,9 +454,7 @@ func TestCheck_Slots(t *testing.T) {
 		t.Parallel()
 		r := newRun(t)
 		r.sql(`DELETE FROM runs WHERE id = (SELECT min(id) FROM runs WHERE job_id = ? AND outcome = 'missed')`, r.recurring.ID)
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("a slot counted in missed_slots: %v", got)
-		}
+		wantNone(t, r.check(), "a slot counted in missed_slots")
 	})
 	t.Run("SilentlyMissing", func(t *testing.T) {
 		t.Parallel()
@@ -476,9 +474,7 @@ func TestCheck_TruncatedLastLine(t *testing.T) {
 	}
 	w.WriteString(`{"jobId":"x","gener`) // killed mid-write
 	w.Close()
-	if got := r.check(); len(got) != 0 {
-		t.Fatalf("a cut last line: %v", got)
-	}
+	wantNone(t, r.check(), "a cut last line")
 	r.appendJSON(r.in.JobsLog, checker.ExecRecord{}) // now it is in the middle
 	if _, err := checker.Check(r.ctx, r.in); err == nil {
 		t.Fatal("a malformed line in the middle of the jobs log: no error")
@@ -532,9 +528,7 @@ func TestCheck_Empty(t *testing.T) {
 		f.touchLogs()
 		wantRules(t, f.check(), "-", checker.RuleEmpty)
 		f.in.Finished = false
-		if got := f.check(); len(got) != 0 {
-			t.Fatalf("an unfinished empty run: %v", got)
-		}
+		wantNone(t, f.check(), "an unfinished empty run")
 	})
 	t.Run("DatabaseOnly", func(t *testing.T) {
 		t.Parallel()
@@ -588,9 +582,7 @@ func TestCheck_NeverRan(t *testing.T) {
 			}
 		}
 		r.in.Finished = false
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("unfinished run: %v", got)
-		}
+		wantNone(t, r.check(), "unfinished run")
 	})
 	t.Run("DatabaseOnlyLeasesExpired", func(t *testing.T) {
 		t.Parallel()
@@ -625,9 +617,7 @@ func TestCheck_NeverRan(t *testing.T) {
 		r.clock.Set(*j.NextRunAt)
 		r.failToStart(r.lease("x"))
 		r.cancel(j.ID, 204)
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("violations: %v", got)
-		}
+		wantNone(t, r.check(), "violations")
 	})
 }
 
@@ -685,24 +675,18 @@ func TestCheck_SlotsFromCreation(t *testing.T) {
 		r, j := neverFired(t)
 		// Nothing was written after the create: the evidence ends there
 		// and only the end given says an hour passed.
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("without an end: %v", got)
-		}
+		wantNone(t, r.check(), "without an end")
 		r.in.End = r.clock.Now()
 		violation(t, r, j.ID)
 		r.in.Finished = false // the server may be down: the pending slot is open
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("unfinished run: %v", got)
-		}
+		wantNone(t, r.check(), "unfinished run")
 	})
 	t.Run("PendingDueJustBeforeTheEnd", func(t *testing.T) {
 		t.Parallel()
 		r := newOneOffRun(t)
 		j := r.enqueue(db.JobCreateParams{Type: "s", Schedule: "@every 1h"})
 		r.in.End = j.NextRunAt.Add(checker.DuePending - time.Millisecond)
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("a slot due %s before the end: %v", checker.DuePending-time.Millisecond, got)
-		}
+		wantNone(t, r.check(), "a slot due just under DuePending before the end")
 		r.in.End = j.NextRunAt.Add(checker.DuePending)
 		violation(t, r, j.ID)
 	})
@@ -714,9 +698,7 @@ func TestCheck_SlotsFromCreation(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.in.End = r.clock.Now().Add(time.Hour)
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("a paused schedule records its slots when resumed: %v", got)
-		}
+		wantNone(t, r.check(), "a paused schedule records its slots when resumed")
 	})
 	t.Run("CancelledBeforeDue", func(t *testing.T) {
 		t.Parallel()
@@ -724,9 +706,7 @@ func TestCheck_SlotsFromCreation(t *testing.T) {
 		j := r.enqueue(db.JobCreateParams{Type: "s", Schedule: "@every 1m"})
 		r.cancel(j.ID, 204)
 		r.in.End = r.clock.Now().Add(time.Hour)
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("no slot is due after a cancel: %v", got)
-		}
+		wantNone(t, r.check(), "no slot is due after a cancel")
 	})
 	t.Run("CancelledLongAfterDue", func(t *testing.T) {
 		t.Parallel()

@@ -19,12 +19,16 @@ var errIO = errors.New("disk I/O error (injected)")
 // faultyStore is the real store behind injected faults on the worker's
 // writes: the first FailFinishes completions fail before reaching it, and
 // every heartbeat is delayed by BeatDelay (a slow fsync) before it does.
+// BeatFunc, when set, then sees the n-th renewal (from 1) and may answer an
+// error in the store's place (an unreachable store).
 type faultyStore struct {
 	*sqlite.Store
 	FailFinishes int32
 	BeatDelay    time.Duration
+	BeatFunc     func(ctx context.Context, n int32) error
 
 	finishCalls atomic.Int32
+	sentBeats   atomic.Int32 // heartbeats the pool sent
 	beats       atomic.Int32 // heartbeats the store accepted
 	staleBeats  atomic.Int32
 }
@@ -43,6 +47,11 @@ func (f *faultyStore) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams)
 	case <-ctx.Done():
 		return db.Heartbeat{}, ctx.Err()
 	case <-t.C:
+	}
+	if n := f.sentBeats.Add(1); f.BeatFunc != nil {
+		if err := f.BeatFunc(ctx, n); err != nil {
+			return db.Heartbeat{}, err
+		}
 	}
 	hb, err := f.Store.RunHeartbeat(ctx, p)
 	switch {

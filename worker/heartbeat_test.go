@@ -10,33 +10,9 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/worker"
 )
-
-// beatStore is the real store behind heartbeats that may fail: FailFunc
-// sees the n-th renewal (from 1) and answers an error in the store's
-// place, or nil to pass the renewal on. It counts renewals and the
-// outcomes recorded.
-type beatStore struct {
-	*sqlite.Store
-	FailFunc func(ctx context.Context, n int32) error
-
-	beats, finishes atomic.Int32
-}
-
-func (b *beatStore) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
-	if err := b.FailFunc(ctx, b.beats.Add(1)); err != nil {
-		return db.Heartbeat{}, err
-	}
-	return b.Store.RunHeartbeat(ctx, p)
-}
-
-func (b *beatStore) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
-	b.finishes.Add(1)
-	return b.Store.RunFinish(ctx, p)
-}
 
 // errNotStopped is what a handler returns when its context was not
 // cancelled within a long guard: the pool did not give the run up.
@@ -80,7 +56,7 @@ func TestPool_HeartbeatStaleAbandonsRun(t *testing.T) {
 	setNow := func(t time.Time) { now.Store(&t) }
 	setNow(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC))
 	s.NowFunc = func() time.Time { return *now.Load() }
-	b := &beatStore{Store: s, FailFunc: func(context.Context, int32) error { return nil }}
+	b := &faultyStore{Store: s}
 	const lease = 1500 * time.Millisecond
 	started, causes := make(chan struct{}, 1), make(chan error, 1)
 	stuck := untilStopped(started, causes)
@@ -107,7 +83,7 @@ func TestPool_HeartbeatStaleAbandonsRun(t *testing.T) {
 	if len(rs) != 2 || rs[1].Generation != 1 || rs[1].Outcome != db.OutcomeLeaseExpired || rs[0].Outcome != db.OutcomeSucceeded {
 		t.Fatalf("runs %+v, want generation 1 lease_expired, then a success", rs)
 	}
-	if got := b.finishes.Load(); got != 1 {
+	if got := b.finishCalls.Load(); got != 1 {
 		t.Errorf("%d outcomes recorded, want 1 (generation 2's)", got)
 	}
 	waitLog(t, &logs, `"msg":"run abandoned: lease lost"`)
@@ -123,7 +99,7 @@ func TestPool_HeartbeatGivesUpWhenStoreUnreachable(t *testing.T) {
 	s := sqlitetest.Open(t)
 	const lease = 3 * time.Second
 	var left atomic.Int64 // how long the first renewal was given, as it was sent
-	b := &beatStore{Store: s, FailFunc: func(ctx context.Context, n int32) error {
+	b := &faultyStore{Store: s, BeatFunc: func(ctx context.Context, n int32) error {
 		if deadline, ok := ctx.Deadline(); ok && n == 1 {
 			left.Store(int64(time.Until(deadline)))
 		}
@@ -144,7 +120,7 @@ func TestPool_HeartbeatGivesUpWhenStoreUnreachable(t *testing.T) {
 	if !strings.Contains(logs.String(), `"msg":"heartbeat failed until the lease may expire; giving the run up"`) {
 		t.Errorf("the give-up is not logged:\n%s", logs.String())
 	}
-	if got := b.beats.Load(); got != 1 {
+	if got := b.sentBeats.Load(); got != 1 {
 		t.Errorf("%d renewals sent, want 1: the first failed past half the lease", got)
 	}
 	// Sent a third of the lease after the claim, it may wait until five
@@ -152,7 +128,7 @@ func TestPool_HeartbeatGivesUpWhenStoreUnreachable(t *testing.T) {
 	if got := time.Duration(left.Load()); got <= 0 || got > lease/2 {
 		t.Errorf("the renewal was given %s, want at most %s", got, lease/2)
 	}
-	if got := b.finishes.Load(); got != 0 {
+	if got := b.finishCalls.Load(); got != 0 {
 		t.Errorf("%d outcomes recorded for a run given up, want 0", got)
 	}
 	if rs := runs(t, s, j.ID); len(rs) != 1 || rs[0].Outcome != db.OutcomeRunning {
@@ -165,7 +141,7 @@ func TestPool_HeartbeatGivesUpWhenStoreUnreachable(t *testing.T) {
 func TestPool_HeartbeatRetriesWithinTheLease(t *testing.T) {
 	t.Parallel()
 	s := sqlitetest.Open(t)
-	b := &beatStore{Store: s, FailFunc: func(_ context.Context, n int32) error {
+	b := &faultyStore{Store: s, BeatFunc: func(_ context.Context, n int32) error {
 		if n == 1 {
 			return errIO
 		}
@@ -176,7 +152,7 @@ func TestPool_HeartbeatRetriesWithinTheLease(t *testing.T) {
 	// before the give-up point at half of it.
 	p, _ := startPool(t, s, worker.PoolConfig{Store: b, Lease: 6 * time.Second, Slots: 1, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Handlers: map[string]worker.HandlerFunc{"long": func(ctx context.Context, _ *worker.Job) error {
-			for b.beats.Load() < 2 {
+			for b.sentBeats.Load() < 2 {
 				select {
 				case <-ctx.Done():
 					return context.Cause(ctx)
