@@ -41,6 +41,7 @@ func (f *faultyStore) RunFinish(ctx context.Context, p db.RunFinishParams) (db.J
 }
 
 func (f *faultyStore) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
+	n := f.sentBeats.Add(1)
 	t := time.NewTimer(f.BeatDelay)
 	defer t.Stop()
 	select {
@@ -48,7 +49,7 @@ func (f *faultyStore) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams)
 		return db.Heartbeat{}, ctx.Err()
 	case <-t.C:
 	}
-	if n := f.sentBeats.Add(1); f.BeatFunc != nil {
+	if f.BeatFunc != nil {
 		if err := f.BeatFunc(ctx, n); err != nil {
 			return db.Heartbeat{}, err
 		}

@@ -136,6 +136,45 @@ func TestPool_HeartbeatGivesUpWhenStoreUnreachable(t *testing.T) {
 	}
 }
 
+// Renewals count from the last one that succeeded: after a success, the
+// next renewal may wait until five sixths of a lease after that success was
+// sent, not after the claim. Here the second renewal hangs until its
+// deadline, which ends the run.
+func TestPool_HeartbeatCountsFromLastRenewal(t *testing.T) {
+	t.Parallel()
+	s := sqlitetest.Open(t)
+	const lease = 3 * time.Second
+	var firstSent, secondDeadline atomic.Int64 // Unix ns
+	b := &faultyStore{Store: s, BeatFunc: func(ctx context.Context, n int32) error {
+		if n == 1 {
+			firstSent.Store(time.Now().UnixNano())
+			return nil
+		}
+		if deadline, ok := ctx.Deadline(); ok && n == 2 {
+			secondDeadline.Store(deadline.UnixNano())
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	started, causes := make(chan struct{}, 1), make(chan error, 1)
+	p, _ := startPool(t, s, worker.PoolConfig{Store: b, Lease: lease, Slots: 1,
+		Handlers: map[string]worker.HandlerFunc{"long": untilStopped(started, causes)}})
+	create(t, s, db.JobCreateParams{Type: "long"})
+	p.Wake()
+	<-started
+	if err := <-causes; err == nil || !strings.Contains(err.Error(), "lease lost") {
+		t.Fatalf("handler stopped with cause %v, want the lease lost", err)
+	}
+	// Counted from the claim, it would lie at most half a lease after the
+	// first renewal, which went out a third of a lease after the claim.
+	if got := time.Duration(secondDeadline.Load() - firstSent.Load()); got <= lease/2 {
+		t.Errorf("the second renewal's deadline is %s after the first renewal, want more than %s", got, lease/2)
+	}
+	if got := b.sentBeats.Load(); got != 2 {
+		t.Errorf("%d renewals sent, want 2", got)
+	}
+}
+
 // A renewal that fails while the lease is still young is tried again at
 // the next tick; the run goes on and succeeds once.
 func TestPool_HeartbeatRetriesWithinTheLease(t *testing.T) {
