@@ -78,19 +78,19 @@ type problemAnswer struct {
 	Took       time.Duration
 }
 
-// answerBound is how long a refused write may take to answer: twice sked's
-// 5 s busy_timeout, the bound the README gives for a locked database.
-const answerBound = 10 * time.Second
+// answerBound is how long a refused write may take to answer: twice the
+// write bound. A test that holds answers to it lets its client wait longer
+// (patientTimeout), so that a slow answer is measured and reported as slow
+// instead of being cut off as no answer at all.
+const (
+	answerBound    = 2 * writeBound
+	patientTimeout = 3 * answerBound
+)
 
-// patient waits well past answerBound, so that a slow answer is measured
-// and reported as slow instead of being cut off as no answer at all.
-var patient = &http.Client{Timeout: 3 * answerBound}
-
-// postJob sends one create and returns its answer, however long it takes
-// (up to patient's timeout).
+// postJob sends one create and returns its answer.
 func (r *faultRig) postJob(body map[string]any) problemAnswer {
 	start := time.Now()
-	code, b, h := r.postWith(patient, "/jobs", body)
+	code, b, h := r.post("/jobs", body)
 	a := problemAnswer{Status: code, Took: time.Since(start)}
 	if h != nil {
 		a.RetryAfter, a.Type = h.Get("Retry-After"), h.Get("Content-Type")
@@ -121,6 +121,7 @@ func TestFaults_DiskFull(t *testing.T) {
 	mnt := mountTmpfs(t, "16m")
 	r := newFaultRig(t, t.TempDir())
 	r.db = filepath.Join(mnt, "sked.db")
+	r.http.Timeout = patientTimeout
 	p := r.start("")
 	waitFor(t, "sked to listen", r.listening)
 
@@ -211,15 +212,16 @@ func TestFaults_DiskFull(t *testing.T) {
 }
 
 // TestFaults_Locked holds the database's write lock from another process
-// (a transaction begun IMMEDIATE on a connection of the test) past sked's
-// busy_timeout.
+// (a transaction begun IMMEDIATE on a connection of the test) past the
+// time sked waits for it (writeBound).
 //
 // Run: one lock. Pass: while it is held, POST /jobs answers 503 with
 // Retry-After and a problem detail saying the database is locked, within
-// answerBound (busy_timeout is 5 s), and GET /readyz answers 503; once it
-// is released, POST /jobs answers 201 from the same process.
+// answerBound, and GET /readyz answers 503; once it is released, POST /jobs
+// answers 201 from the same process.
 func TestFaults_Locked(t *testing.T) {
 	r := newFaultRig(t, t.TempDir())
+	r.http.Timeout = patientTimeout
 	p := r.start("")
 	waitFor(t, "sked to listen", r.listening)
 	if a := r.postJob(r.jobBody("before", false)); a.Status != http.StatusCreated {

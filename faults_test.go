@@ -164,13 +164,8 @@ func (r *faultRig) record(rec checker.ClientRecord) {
 // post sends body to path and returns the status and answer; status 0 when
 // no answer came (refused, reset, timed out).
 func (r *faultRig) post(path string, body any) (int, []byte, http.Header) {
-	return r.postWith(r.http, path, body)
-}
-
-// postWith is post through c.
-func (r *faultRig) postWith(c *http.Client, path string, body any) (int, []byte, http.Header) {
 	b, _ := json.Marshal(body)
-	resp, err := c.Post("http://"+r.addr+path, "application/json", bytes.NewReader(b))
+	resp, err := r.http.Post("http://"+r.addr+path, "application/json", bytes.NewReader(b))
 	if err != nil {
 		return 0, nil, nil
 	}
