@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/sked-dev/sked/checker"
 )
@@ -22,12 +23,20 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&in.JobsLog, "jobs-log", "", "JSON lines of the no-op jobs' starts and ends")
 	fs.StringVar(&in.ServerLog, "server-log", "", "sked serve --log-format json output")
 	allow := fs.String("allow-type", "", "comma-separated job types that need no enqueue (internal jobs)")
-	fs.BoolVar(&in.Finished, "finished", false, "the run is over and drained: acknowledged one-off jobs must be final")
+	fs.BoolVar(&in.Finished, "finished", false, "the run is over and drained: acknowledged jobs must be final and have executed, schedules must not have stopped firing")
+	end := fs.String("end", "", "when the run ended, RFC 3339 (default: the latest time in the evidence)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if in.DB == "" || fs.NArg() > 0 {
-		return fmt.Errorf("usage: sked check --db FILE [--client-log FILE] [--jobs-log FILE] [--server-log FILE] [--allow-type T,…] [--finished]")
+		return fmt.Errorf("usage: sked check --db FILE [--client-log FILE] [--jobs-log FILE] [--server-log FILE] [--allow-type T,…] [--finished [--end TIME]]")
+	}
+	if *end != "" {
+		t, err := time.Parse(time.RFC3339Nano, *end)
+		if err != nil {
+			return fmt.Errorf("--end %q is not an RFC 3339 time such as 2026-03-02T12:00:00Z", *end)
+		}
+		in.End = t
 	}
 	if *allow != "" {
 		in.AllowTypes = strings.Split(*allow, ",")

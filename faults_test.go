@@ -70,6 +70,12 @@ func newFaultRig(t *testing.T, dir string) *faultRig {
 	}
 	r.clientFile = f
 	t.Cleanup(func() { f.Close() })
+	// The jobs log exists from the start, so that a run in which no command
+	// started is judged on an empty log (see checker.RuleEmpty) rather than
+	// failing to read one.
+	if err := os.WriteFile(r.jobsLog, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 
@@ -276,7 +282,16 @@ func (r *faultRig) cancel() {
 func (r *faultRig) load(ctx context.Context) {
 	for n := 0; ctx.Err() == nil; n++ {
 		key := "k" + strconv.Itoa(n)
+		r.mu.Lock()
+		schedules := r.recurring
+		r.mu.Unlock()
 		switch x := rand.IntN(100); {
+		case schedules == 0 || 75 <= x && x < 78:
+			// Until one schedule is acknowledged every request creates
+			// one, so that every run has slots to judge; then a few more.
+			if schedules < 4 {
+				r.enqueue(key, true)
+			}
 		case x < 50:
 			r.enqueue(key, false)
 		case x < 58:
@@ -288,13 +303,6 @@ func (r *faultRig) load(ctx context.Context) {
 			r.enqueue(key, false)
 		case x < 75:
 			r.enqueueBatch(key, 2+rand.IntN(5))
-		case x < 78:
-			r.mu.Lock()
-			few := r.recurring < 4
-			r.mu.Unlock()
-			if few {
-				r.enqueue(key, true)
-			}
 		default:
 			r.cancel()
 		}
@@ -305,18 +313,24 @@ func (r *faultRig) load(ctx context.Context) {
 	}
 }
 
-// pendingOneOffs counts one-off jobs not yet final, read from the database
-// file directly.
-func pendingOneOffs(t *testing.T, dbPath string) int {
+// countJobs counts the jobs that match where, read from the database file
+// directly.
+func countJobs(t *testing.T, dbPath, where string) int {
 	t.Helper()
 	conn := openReadOnly(t, dbPath)
 	defer conn.Close()
 	var n int
-	if err := conn.QueryRow(`SELECT count(*) FROM jobs WHERE schedule IS NULL AND state IN ('ready', 'running')`).Scan(&n); err != nil {
+	if err := conn.QueryRow(`SELECT count(*) FROM jobs WHERE ` + where).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
+
+// Which jobs countJobs counts.
+const (
+	pendingOneOffs = `schedule IS NULL AND state IN ('ready', 'running')`
+	doneOneOffs    = `schedule IS NULL AND state = 'done'`
+)
 
 // check runs the evidence checker on the rig, the run finished and drained,
 // and fails the test on any violation.
@@ -331,6 +345,30 @@ func (r *faultRig) check() *checker.Report {
 		r.t.Errorf("%s", v)
 	}
 	return rep
+}
+
+// requireWork fails the test unless the run did work: at least floor
+// acknowledged enqueues, executions in the jobs log and one-off jobs done,
+// and, once a schedule was acknowledged, recurring slots judged. A run in
+// which no command started, or no create was answered, breaks no rule.
+func (r *faultRig) requireWork(rep *checker.Report, floor int) {
+	r.t.Helper()
+	r.mu.Lock()
+	schedules := r.recurring
+	r.mu.Unlock()
+	for _, w := range []struct {
+		what     string
+		got, min int
+	}{
+		{"acknowledged enqueues", rep.Enqueues, floor},
+		{"executions in the jobs log", rep.Executions, floor},
+		{"one-off jobs done", countJobs(r.t, r.db, doneOneOffs), floor},
+		{"recurring slots judged", rep.Slots, min(schedules, 1)},
+	} {
+		if w.got < w.min {
+			r.t.Errorf("%s: %d, want at least %d: the run did too little work to trust its verdict", w.what, w.got, w.min)
+		}
+	}
 }
 
 // TestFaults_Kill9Server kills sked serve with SIGKILL under load, cycle
@@ -400,10 +438,11 @@ func TestFaults_Kill9Server(t *testing.T) {
 	waitLong(t, "sked to listen after the last cycle", 30*time.Second, r.listening)
 	stopLoad()
 	<-loadDone
-	waitLong(t, "every one-off job to be final", 120*time.Second, func() bool { return pendingOneOffs(t, r.db) == 0 })
+	waitLong(t, "every one-off job to be final", 120*time.Second, func() bool { return countJobs(t, r.db, pendingOneOffs) == 0 })
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	r.reap(p)
 	rep := r.check()
+	r.requireWork(rep, 3*cycles)
 	t.Logf("%d kill cycles (named points reached: %v) in %s; client: %d acknowledged enqueues, %d unacknowledged, %d cancels, %d batches; %s",
 		cycles, reached, time.Since(began).Round(time.Millisecond), r.enqueues, r.unacked, r.cancels, r.batchesSent, rep.Summary())
 }
@@ -562,20 +601,50 @@ func checkPowerLossCopy(t *testing.T, path string, acked, started []string) {
 	}
 }
 
+// powerCopy is what a stop of TestFaults_PowerLoss copied: the database
+// and -wal files, where the WAL's last commit ends, and the jobs
+// acknowledged and the executions started before the stop.
+type powerCopy struct {
+	db, wal        []byte
+	last           int
+	acked, started []string
+}
+
+// tornNext returns the WAL of c with the writes that followed it torn: c's
+// WAL up to its last commit, then the frames the server wrote after the
+// stop (read from later, a WAL that continues c's) cut at a random byte
+// before their last commit. That is the file a power cut leaves while a
+// later transaction is being written: everything c acknowledged was synced
+// and must survive; the torn transaction must vanish. ok is false when
+// later does not continue c's WAL (a checkpoint restarted it) or holds no
+// new commit.
+func tornNext(c powerCopy, later []byte) (torn []byte, ok bool) {
+	end := walLastCommit(later)
+	if end <= c.last+1 || !bytes.Equal(later[:c.last], c.wal[:c.last]) {
+		return nil, false
+	}
+	return later[:c.last+1+rand.IntN(end-c.last-1)], true
+}
+
 // TestFaults_PowerLoss simulates power cuts: while sked serve is under
 // write load (creates, batches, cancels, claims and completions of no-op
 // exec jobs), it is stopped with SIGSTOP mid-write, its database and -wal
-// files are copied, and it is continued. Each copy is judged twice: as
-// copied, and with the WAL cut at its last sync point (the end of its last
-// valid commit frame; see walLastCommit).
+// files are copied, and it is continued. Each copy is judged as copied, and
+// with the WAL cut at its last sync point (the end of its last valid commit
+// frame; see walLastCommit); and each copy but the last once more with the
+// writes that followed it torn (see tornNext), the WAL ending inside a
+// transaction.
 //
 // Run: 5 stops in CI; SKED_FAULT_CYCLES sets the count. Pass, for every
-// copy and both variants: the store opens it, integrity_check is ok, every
+// copy and every variant: the store opens it, integrity_check is ok, every
 // job whose create was answered before the stop is present (the default
 // durability is synchronous=FULL), no (job, generation) has two runs nor a
 // job a counter below its runs', and every execution that started before
 // the stop has its generation's run row (a generation handed out was
-// durable, so it can never be issued again).
+// durable, so it can never be issued again). And the test did what it
+// says: jobs were acknowledged and executions started before the last
+// stop, the WAL held commits, and at least one copy's WAL was torn inside a
+// transaction.
 func TestFaults_PowerLoss(t *testing.T) {
 	cycles := faultCycles(t, 5)
 	r := newFaultRig(t, t.TempDir())
@@ -586,7 +655,10 @@ func TestFaults_PowerLoss(t *testing.T) {
 	go func() { defer close(loadDone); r.load(ctx) }()
 	defer func() { stopLoad(); <-loadDone }()
 
-	cut := 0
+	var (
+		prev      *powerCopy
+		cut, torn int
+	)
 	for i := range cycles {
 		time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond) // a random point, not a wait
 		p.cmd.Process.Signal(syscall.SIGSTOP)
@@ -600,25 +672,49 @@ func TestFaults_PowerLoss(t *testing.T) {
 		if err := errors.Join(err1, err2); err != nil {
 			t.Fatal(err)
 		}
-		last := walLastCommit(wal)
-		if last < len(wal) {
+		c := powerCopy{db: dbb, wal: wal, last: walLastCommit(wal), acked: acked, started: started}
+		if c.last < len(wal) {
 			cut++
 		}
-		for _, v := range []struct {
+		variants := []struct {
 			name string
-			wal  []byte
-		}{{"as-copied", wal}, {"cut-at-last-sync", wal[:last]}} {
+			c    powerCopy
+		}{{"as-copied", c}, {"cut-at-last-sync", c}}
+		variants[1].c.wal = wal[:c.last]
+		if prev != nil {
+			if w, ok := tornNext(*prev, wal); ok {
+				v := *prev
+				v.wal = w
+				variants = append(variants, struct {
+					name string
+					c    powerCopy
+				}{"previous-with-next-write-torn", v})
+				if walLastCommit(w) < len(w) {
+					torn++
+				}
+			}
+		}
+		for _, v := range variants {
 			dir := filepath.Join(r.dir, fmt.Sprintf("copy%d-%s", i, v.name))
 			path := filepath.Join(dir, "sked.db")
-			if err := errors.Join(os.Mkdir(dir, 0o755), os.WriteFile(path, dbb, 0o644), os.WriteFile(path+"-wal", v.wal, 0o644)); err != nil {
+			if err := errors.Join(os.Mkdir(dir, 0o755), os.WriteFile(path, v.c.db, 0o644), os.WriteFile(path+"-wal", v.c.wal, 0o644)); err != nil {
 				t.Fatal(err)
 			}
-			checkPowerLossCopy(t, path, acked, started)
+			checkPowerLossCopy(t, path, v.c.acked, v.c.started)
 		}
-		t.Logf("stop %d: db %d bytes, wal %d bytes (last commit ends at %d), %d acknowledged jobs, %d executions started",
-			i+1, len(dbb), len(wal), last, len(acked), len(started))
+		t.Logf("stop %d: db %d bytes, wal %d bytes (last commit ends at %d), %d acknowledged jobs, %d executions started; %d variants judged",
+			i+1, len(dbb), len(wal), c.last, len(acked), len(started), len(variants))
+		prev = &c
 	}
 	stopLoad()
 	<-loadDone
-	t.Logf("%d power-loss copies, %d with a WAL tail past the last commit; %d creates acknowledged", cycles, cut, r.enqueues)
+	t.Logf("%d power-loss copies, %d with a WAL tail past the last commit, %d torn inside a later transaction; %d creates acknowledged",
+		cycles, cut, torn, r.enqueues)
+	if len(prev.acked) == 0 || len(prev.started) == 0 || prev.last == 0 {
+		t.Errorf("the last stop saw %d acknowledged jobs, %d executions started and a WAL with commits up to byte %d: want each above zero, or the copies prove nothing",
+			len(prev.acked), len(prev.started), prev.last)
+	}
+	if torn == 0 {
+		t.Errorf("no copy was judged with its WAL torn inside a transaction: the power cuts cut nothing")
+	}
 }

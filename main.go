@@ -41,8 +41,8 @@ Usage:
   sked work [flags] -- CMD ARGS…
                          a worker on any machine: claims jobs from a server, runs CMD per job
   sked version           print the version
-  sked check --db FILE [--client-log F] [--jobs-log F] [--server-log F]
-                         judge a run's evidence: nothing lost, doubled or run unasked
+  sked check --db FILE [--client-log F] [--jobs-log F] [--server-log F] [--finished]
+                         judge a run's evidence: nothing lost, doubled, run unasked or silently missed
   sked backup FILE       an online, consistent copy of the database
   sked healthcheck       exit 0 if the local server answers /healthz (for containers)
   sked add | ls | show | runs | cancel | pause | resume | retry | trigger | skip | cancel-run | backfill

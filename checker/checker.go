@@ -11,6 +11,18 @@
 // the evidence is coarser than the truth (the database stores times to the
 // millisecond), a rule gives the store the benefit of the doubt.
 //
+// Absence of evidence is not evidence of a correct run. With
+// Input.Finished, the caller says a run took place and ended: then an empty
+// database or an empty named log is a violation (RuleEmpty), every
+// acknowledged job must have executed unless it was cancelled
+// (RuleNeverRan), and every slot a schedule owed between the job's creation
+// and the end of the run must be accounted for (RuleSlotMissing). The
+// database keeps no clock, so the end of a run is the latest time its
+// evidence records unless Input.End says otherwise; a run whose schedules
+// fell silent after its last write needs Input.End to be judged to its
+// end. History deleted by retention cannot be judged: check a run whose
+// retention is longer than the run.
+//
 // Log formats, one JSON object per line, append-only. A last line cut short
 // by a kill is ignored; any other malformed line in the client or jobs log is
 // an error (the evidence itself is broken).
@@ -35,6 +47,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Rule names one guarantee a violation breaks.
@@ -49,6 +62,21 @@ const (
 	// or, when Input.Finished says the run is over and drained, an
 	// acknowledged one-off job that is not done, dead or cancelled.
 	RuleLost Rule = "lost"
+	// RuleNeverRan: when Input.Finished, an acknowledged job that was not
+	// cancelled and never executed: a one-off job done or dead, or a
+	// recurring job claimed for a slot, without one execution. Executed
+	// means an execution in the jobs log when one is given; without it, a
+	// run that a worker ended (succeeded, failed, timed_out, cancelled):
+	// lease_expired and released runs do not show that the job ran. Every
+	// job in the database counts as acknowledged when no client log is
+	// given.
+	RuleNeverRan Rule = "never_ran"
+	// RuleEmpty: when Input.Finished says a run happened, its evidence
+	// shows none: the database holds no job, or a log that was named holds
+	// no record of its kind (no acknowledged enqueue in the client log, no
+	// execution in the jobs log, no completion in the server log). A run
+	// that did nothing cannot show that nothing was lost.
+	RuleEmpty Rule = "empty"
 	// RuleDuplicate: one idempotency key acknowledged with two job ids.
 	RuleDuplicate Rule = "duplicate"
 	// RuleCancel: a cancel answered 204 whose job is not cancelled in the
@@ -94,11 +122,25 @@ const (
 	// succeeded runs, or a run and a missed row, or two missed rows. Final
 	// are succeeded, cancelled, missed, and runs that gave up the firing.
 	RuleSlotTwice Rule = "slot_twice"
-	// RuleSlotMissing: a slot of a recurring job's schedule, between the
-	// first and the last slot that have run rows, with no row at all (run or
-	// missed). Slots beyond the rows the store caps per event
-	// (lifecycle.MaxMissedRows) are allowed as long as the job's
-	// missed_slots counter covers them.
+	// RuleSlotMissing: a due slot of a recurring job's schedule with no
+	// row at all (a run, or a missed row with its reason), or a missed row
+	// without a reason. The slots are walked from the job's creation (its
+	// first slot is the schedule's first after created_at) to the end of
+	// the run (Input.End; a cancelled job's until it was cancelled), a slot
+	// being due at its time plus the job's jitter offset. An operator's
+	// extra run (reason manual) accounts for no slot. Slots beyond the rows
+	// the store caps per event (lifecycle.MaxMissedRows) are allowed as long
+	// as the job's missed_slots counter covers them.
+	//
+	// Slots before the job's pending slot (its slot column) are settled
+	// when the firing moves on, so they must have rows. The pending slot and
+	// those after it may still be open at the end: the store records them
+	// when the firing ends, the job resumes or the server comes back. They
+	// are allowed while the run may still be going (Input.Finished false);
+	// when it finished, only if the job is paused or running, the pending
+	// slot has a run (held, retrying, handed back), or it fell due less
+	// than DuePending before the end. Otherwise the schedule stopped
+	// firing, silently.
 	RuleSlotMissing Rule = "slot_missing"
 	// RuleEarlyStart: an execution in the jobs log that started before its
 	// run's slot, the time it was due (a one-off's runAt, a schedule's
@@ -108,6 +150,11 @@ const (
 	// let pass.
 	RuleEarlyStart Rule = "early_start"
 )
+
+// DuePending is how long, at the end of a finished run, a recurring job's
+// pending slot may have been due without a claim: a dispatcher that is
+// working claims a due job within seconds.
+const DuePending = time.Minute
 
 // Input names the evidence of one run. DB is required; a log left empty is
 // not read, and the rules that need it are skipped.
@@ -119,9 +166,16 @@ type Input struct {
 	// AllowTypes are job types that need no enqueue in the client log
 	// (notifications, internal jobs).
 	AllowTypes []string
-	// Finished says the run is over and every due one-off job had time to
-	// run: acknowledged one-off jobs must then be final.
+	// Finished says the run is over and every due job had time to run:
+	// acknowledged one-off jobs must then be final and have executed, the
+	// evidence must not be empty, and recurring jobs must not have stopped
+	// firing.
 	Finished bool
+	// End is when the run ended; zero means the latest time the evidence
+	// records (a job created or changed, a run started or finished, an
+	// execution started or ended). Set it when the run went on after its
+	// last write: a schedule that never fired writes nothing.
+	End time.Time
 }
 
 // Violation is one broken guarantee.
@@ -150,6 +204,7 @@ type Report struct {
 	Cancels    int // answered cancels in the client log
 	Executions int // distinct (job, generation) executions in the jobs log
 	Completion int // completions and refusals in the server log
+	Slots      int // due slots of recurring jobs accounted for
 }
 
 // Summary is one line saying how much was checked and how it went.
@@ -158,8 +213,8 @@ func (r *Report) Summary() string {
 	if len(r.Violations) > 0 {
 		verdict = fmt.Sprintf("%d violations", len(r.Violations))
 	}
-	return fmt.Sprintf("%s: %d jobs, %d runs, %d acknowledged enqueues, %d cancels, %d executions, %d server completions checked",
-		verdict, r.Jobs, r.Runs, r.Enqueues, r.Cancels, r.Executions, r.Completion)
+	return fmt.Sprintf("%s: %d jobs, %d runs, %d acknowledged enqueues, %d cancels, %d executions, %d server completions, %d recurring slots checked",
+		verdict, r.Jobs, r.Runs, r.Enqueues, r.Cancels, r.Executions, r.Completion, r.Slots)
 }
 
 // Check reads the evidence and applies every rule. It returns an error only
@@ -169,7 +224,7 @@ func Check(ctx context.Context, in Input) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Jobs: len(e.jobs), Cancels: 0}
+	r := &Report{Jobs: len(e.jobs)}
 	for _, n := range e.runs {
 		r.Runs += len(n)
 	}
@@ -183,11 +238,14 @@ func Check(ctx context.Context, in Input) (*Report, error) {
 	}
 	r.Executions, r.Completion = len(e.execs), len(e.server)
 	for _, rule := range []func(*evidence) []Violation{
-		checkIntegrity, checkLost, checkCancels, checkUnasked, checkOverlap,
-		checkEarlyStarts, checkRuns, checkServerLog, checkSlots,
+		checkIntegrity, checkEmpty, checkLost, checkNeverRan, checkCancels, checkUnasked, checkOverlap,
+		checkEarlyStarts, checkRuns, checkServerLog,
 	} {
 		r.Violations = append(r.Violations, rule(e)...)
 	}
+	var slots []Violation
+	r.Slots, slots = checkSlots(e)
+	r.Violations = append(r.Violations, slots...)
 	slices.SortStableFunc(r.Violations, func(a, b Violation) int { return strings.Compare(a.JobID, b.JobID) })
 	return r, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +195,14 @@ func newRun(t *testing.T) *run {
 	return r
 }
 
+// wantNone fails unless got holds no violation; what says of which run.
+func wantNone(t *testing.T, got map[string][]checker.Rule, what string) {
+	t.Helper()
+	if len(got) != 0 {
+		t.Fatalf("%s: violations %v, want none", what, got)
+	}
+}
+
 func wantRules(t *testing.T, got map[string][]checker.Rule, jobID string, want ...checker.Rule) {
 	t.Helper()
 	if len(got) != 1 || !slices.Equal(got[jobID], want) {
@@ -212,16 +221,15 @@ func wantRule(t *testing.T, got map[string][]checker.Rule, jobID string, rule ch
 func TestCheck_CorrectRunPasses(t *testing.T) {
 	t.Parallel()
 	r := newRun(t)
-	if got := r.check(); len(got) != 0 {
-		t.Fatalf("a correct run has violations: %v", got)
-	}
+	wantNone(t, r.check(), "a correct run has violations")
 	rep, err := checker.Check(r.ctx, r.in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 5 jobs; runs: 1 + 2 + 2 succeeded and 2 missed + 1 = 8; enqueues 5;
-	// cancels 2; executions 1 + 2 + 2 + 1 = 6; completions 5.
-	want := checker.Report{Jobs: 5, Runs: 8, Enqueues: 5, Cancels: 2, Executions: 6, Completion: 5}
+	// cancels 2; executions 1 + 2 + 2 + 1 = 6; completions 5; slots of the
+	// recurring job due by the end: 2 run and 2 missed.
+	want := checker.Report{Jobs: 5, Runs: 8, Enqueues: 5, Cancels: 2, Executions: 6, Completion: 5, Slots: 4}
 	rep.Violations = nil
 	if !reflect.DeepEqual(*rep, want) {
 		t.Errorf("report: got %+v, want %+v", *rep, want)
@@ -261,9 +269,7 @@ func TestCheck_Lost(t *testing.T) {
 		late := r.enqueue(db.JobCreateParams{Type: "e"})
 		wantRules(t, r.check(), late.ID, checker.RuleLost)
 		r.in.Finished = false // still running: ready is fine
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("unfinished run: %v", got)
-		}
+		wantNone(t, r.check(), "unfinished run")
 	})
 	t.Run("DuplicateKey", func(t *testing.T) {
 		t.Parallel()
@@ -302,15 +308,11 @@ func TestCheck_Unasked(t *testing.T) {
 		in := r.in
 		r.in.AllowTypes = []string{"notify"}
 		defer func() { r.in = in }()
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("allowed type: %v", got)
-		}
+		wantNone(t, r.check(), "allowed type")
 	})
 	t.Run("SentNotAcknowledged", func(t *testing.T) {
 		r.appendJSON(r.in.ClientLog, checker.ClientRecord{Op: checker.OpEnqueueUnacked, IdempotencyKey: "k-unacked"})
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("sent, answer lost: %v", got)
-		}
+		wantNone(t, r.check(), "sent, answer lost")
 	})
 	t.Run("OnlyInLogs", func(t *testing.T) {
 		r.appendJSON(r.in.JobsLog, checker.ExecRecord{JobID: "ghost", Generation: 1, Start: 1, End: 2})
@@ -371,6 +373,7 @@ func TestCheck_Generation(t *testing.T) {
 		t.Parallel()
 		r := newRun(t)
 		r.appendJSON(r.in.JobsLog, checker.ExecRecord{JobID: r.oneOff.ID, Generation: 7, Start: r.clock.Now().Add(time.Hour).UnixNano()})
+		r.in.End = r.clock.Now() // the forged time lies past the end of the run
 		wantRules(t, r.check(), r.oneOff.ID, checker.RuleGeneration)
 	})
 	t.Run("IssuedTwice", func(t *testing.T) {
@@ -394,6 +397,7 @@ func TestCheck_EarlyClaim(t *testing.T) {
 		t.Parallel()
 		r := newRun(t)
 		r.sql(`UPDATE runs SET finished_at = '2030-01-01T00:00:00.000Z' WHERE job_id = ? AND generation = 1`, r.reaped.ID)
+		r.in.End = r.clock.Now() // the forged time lies past the end of the run
 		wantRule(t, r.check(), r.reaped.ID, checker.RuleEarlyClaim)
 	})
 	t.Run("NeverClosed", func(t *testing.T) {
@@ -410,6 +414,7 @@ func TestCheck_StaleWrite(t *testing.T) {
 		t.Parallel()
 		r := newRun(t)
 		r.sql(`UPDATE runs SET outcome = 'failed', finished_at = '2030-01-01T00:00:00.000Z' WHERE job_id = ? AND generation = 1`, r.reaped.ID)
+		r.in.End = r.clock.Now() // the forged time lies past the end of the run
 		r.in.JobsLog = ""
 		wantRules(t, r.check(), r.reaped.ID, checker.RuleStaleWrite)
 	})
@@ -449,9 +454,7 @@ func TestCheck_Slots(t *testing.T) {
 		t.Parallel()
 		r := newRun(t)
 		r.sql(`DELETE FROM runs WHERE id = (SELECT min(id) FROM runs WHERE job_id = ? AND outcome = 'missed')`, r.recurring.ID)
-		if got := r.check(); len(got) != 0 {
-			t.Fatalf("a slot counted in missed_slots: %v", got)
-		}
+		wantNone(t, r.check(), "a slot counted in missed_slots")
 	})
 	t.Run("SilentlyMissing", func(t *testing.T) {
 		t.Parallel()
@@ -471,11 +474,266 @@ func TestCheck_TruncatedLastLine(t *testing.T) {
 	}
 	w.WriteString(`{"jobId":"x","gener`) // killed mid-write
 	w.Close()
-	if got := r.check(); len(got) != 0 {
-		t.Fatalf("a cut last line: %v", got)
-	}
+	wantNone(t, r.check(), "a cut last line")
 	r.appendJSON(r.in.JobsLog, checker.ExecRecord{}) // now it is in the middle
 	if _, err := checker.Check(r.ctx, r.in); err == nil {
 		t.Fatal("a malformed line in the middle of the jobs log: no error")
 	}
+}
+
+// failToStart records that j's command could not start (a missing
+// interpreter is a permanent error): the run fails and the jobs log shows
+// no execution.
+func (f *fixture) failToStart(j db.Job) {
+	f.t.Helper()
+	f.clock.Advance(time.Second)
+	p := db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Outcome: db.OutcomeFailed,
+		Error: `exec: "sh": executable file not found in $PATH`}
+	if _, err := f.store.RunFinish(f.ctx, p); err != nil {
+		f.t.Fatal(err)
+	}
+	f.slog.Warn("run finished", "job_id", j.ID, "attempt", j.Attempt, "generation", j.LeaseGeneration, "outcome", db.OutcomeFailed)
+}
+
+// lease claims the due job of type typ without logging an execution.
+func (f *fixture) lease(typ string) db.Job {
+	f.t.Helper()
+	claims, err := f.store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w1", Types: []string{typ}, Max: 1, Lease: 30 * time.Second})
+	if err != nil || len(claims) != 1 {
+		f.t.Fatalf("claim %s: %d claims, %v", typ, len(claims), err)
+	}
+	return claims[0].Job
+}
+
+// touchLogs creates the three logs empty, as a run that wrote nothing
+// leaves them.
+func (f *fixture) touchLogs() {
+	f.t.Helper()
+	for _, p := range []string{f.in.ClientLog, f.in.JobsLog, f.in.ServerLog} {
+		w, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		w.Close()
+	}
+}
+
+// Empty evidence: a run said to have finished must show work. Without
+// Finished, the checker judges what there is and an empty run passes.
+func TestCheck_Empty(t *testing.T) {
+	t.Parallel()
+	t.Run("NothingAtAll", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		f.touchLogs()
+		wantRules(t, f.check(), "-", checker.RuleEmpty)
+		f.in.Finished = false
+		wantNone(t, f.check(), "an unfinished empty run")
+	})
+	t.Run("DatabaseOnly", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		f.in.ClientLog, f.in.JobsLog, f.in.ServerLog = "", "", ""
+		wantRules(t, f.check(), "-", checker.RuleEmpty)
+	})
+	t.Run("AcknowledgedNeverExecuted", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		var ids []string
+		for _, typ := range []string{"a", "b", "c"} {
+			ids = append(ids, f.enqueue(db.JobCreateParams{Type: typ}).ID)
+		}
+		f.touchLogs()
+		got := f.check()
+		wantRule(t, got, "-", checker.RuleEmpty)
+		for _, id := range ids {
+			wantRule(t, got, id, checker.RuleLost)
+		}
+		rep, err := checker.Check(f.ctx, f.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"the jobs log " + f.in.JobsLog + " holds no execution", "the server log " + f.in.ServerLog + " holds no completion"}
+		if v := rep.Violations[0]; v.Rule != checker.RuleEmpty || !slices.Equal(v.Evidence, want) {
+			t.Errorf("first violation %v, want empty with evidence %q", v, want)
+		}
+	})
+}
+
+// An acknowledged job that went final without one execution.
+func TestCheck_NeverRan(t *testing.T) {
+	t.Parallel()
+	t.Run("DeadWithoutExecution", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		var ids []string
+		for _, typ := range []string{"x", "y", "z"} {
+			j := r.enqueue(db.JobCreateParams{Type: typ})
+			r.failToStart(r.lease(typ))
+			ids = append(ids, j.ID)
+		}
+		got := r.check()
+		if len(got) != len(ids) {
+			t.Fatalf("violations: got %v, want never_ran for each of %v", got, ids)
+		}
+		for _, id := range ids {
+			if !slices.Equal(got[id], []checker.Rule{checker.RuleNeverRan}) {
+				t.Errorf("job %s: got %v, want [never_ran]", id, got[id])
+			}
+		}
+		r.in.Finished = false
+		wantNone(t, r.check(), "unfinished run")
+	})
+	t.Run("DatabaseOnlyLeasesExpired", func(t *testing.T) {
+		t.Parallel()
+		// Without logs every job in the database counts as acknowledged,
+		// and only a run a worker ended shows an execution: a job whose
+		// one attempt ended in lease_expired never ran.
+		r := newRun(t)
+		dead := r.enqueue(db.JobCreateParams{Type: "x", MaxAttempts: 1})
+		r.in.ClientLog, r.in.JobsLog, r.in.ServerLog = "", "", ""
+		r.lease("x")
+		r.clock.Advance(31 * time.Second)
+		if n, err := r.store.RunReapExpired(r.ctx); err != nil || n != 1 {
+			t.Fatalf("reap: %d, %v", n, err)
+		}
+		if j, err := r.store.JobGet(r.ctx, dead.ID); err != nil || j.State != db.StateDead {
+			t.Fatalf("job after its only lease expired: %+v, %v; want dead", j, err)
+		}
+		wantRules(t, r.check(), dead.ID, checker.RuleNeverRan)
+	})
+	t.Run("RecurringClaimedNeverExecuted", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		j := r.enqueue(db.JobCreateParams{Type: "x", Schedule: "@every 1m", MaxAttempts: 1})
+		r.clock.Set(*j.NextRunAt)
+		r.failToStart(r.lease("x"))
+		wantRules(t, r.check(), j.ID, checker.RuleNeverRan)
+	})
+	t.Run("CancelledNeverRanIsFine", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t) // r.cancelled never ran
+		j := r.enqueue(db.JobCreateParams{Type: "x", Schedule: "@every 1m", MaxAttempts: 1})
+		r.clock.Set(*j.NextRunAt)
+		r.failToStart(r.lease("x"))
+		r.cancel(j.ID, 204)
+		wantNone(t, r.check(), "violations")
+	})
+}
+
+// newOneOffRun is a correct run of one one-off job, the only work done
+// before a test adds a schedule and lets time pass (newRun's schedule would
+// fall behind too).
+func newOneOffRun(t *testing.T) *fixture {
+	f := newFixture(t)
+	f.enqueue(db.JobCreateParams{Type: "a"})
+	f.succeed(f.claim("a"))
+	return f
+}
+
+// TestCheck_SlotsFromCreation holds every recurring job to each slot due
+// from its creation to the end of the run.
+func TestCheck_SlotsFromCreation(t *testing.T) {
+	t.Parallel()
+	// neverFired adds an "@every 1s" job that nothing claims for an hour.
+	neverFired := func(t *testing.T) (*fixture, db.Job) {
+		r := newOneOffRun(t)
+		j := r.enqueue(db.JobCreateParams{Type: "s", Schedule: "@every 1s"})
+		r.clock.Advance(time.Hour)
+		return r, j
+	}
+	violation := func(t *testing.T, r *fixture, jobID string) checker.Violation {
+		t.Helper()
+		rep, err := checker.Check(r.ctx, r.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Violations) != 1 || rep.Violations[0].JobID != jobID || rep.Violations[0].Rule != checker.RuleSlotMissing {
+			t.Fatalf("violations: %v; want one slot_missing for job %s", rep.Violations, jobID)
+		}
+		t.Log(rep.Violations[0])
+		return rep.Violations[0]
+	}
+	t.Run("NeverFiredUntilALaterRun", func(t *testing.T) {
+		t.Parallel()
+		r, j := neverFired(t)
+		// The end of the run is the last thing it wrote: a job run an hour
+		// after the schedule was created.
+		r.enqueue(db.JobCreateParams{Type: "late"})
+		r.succeed(r.claim("late"))
+		v := violation(t, r, j.ID)
+		// Due: the slots from creation+1s to the end, creation+3601s.
+		if want := "3601 due slots from " + j.NextRunAt.Format("2006-01-02T15:04:05.000Z"); !strings.HasPrefix(v.Detail, want) {
+			t.Errorf("detail %q, want it to start %q", v.Detail, want)
+		}
+		if !strings.Contains(v.Detail, "the schedule stopped firing") || len(v.Evidence) != 7 {
+			t.Errorf("want the stop named and the job, five slots and the rest in evidence: %v", v)
+		}
+	})
+	t.Run("NeverFiredEndGiven", func(t *testing.T) {
+		t.Parallel()
+		r, j := neverFired(t)
+		// Nothing was written after the create: the evidence ends there
+		// and only the end given says an hour passed.
+		wantNone(t, r.check(), "without an end")
+		r.in.End = r.clock.Now()
+		violation(t, r, j.ID)
+		r.in.Finished = false // the server may be down: the pending slot is open
+		wantNone(t, r.check(), "unfinished run")
+	})
+	t.Run("PendingDueJustBeforeTheEnd", func(t *testing.T) {
+		t.Parallel()
+		r := newOneOffRun(t)
+		j := r.enqueue(db.JobCreateParams{Type: "s", Schedule: "@every 1h"})
+		r.in.End = j.NextRunAt.Add(checker.DuePending - time.Millisecond)
+		wantNone(t, r.check(), "a slot due just under DuePending before the end")
+		r.in.End = j.NextRunAt.Add(checker.DuePending)
+		violation(t, r, j.ID)
+	})
+	t.Run("Paused", func(t *testing.T) {
+		t.Parallel()
+		r := newOneOffRun(t)
+		j := r.enqueue(db.JobCreateParams{Type: "s", Schedule: "@every 1s"})
+		if _, err := r.store.JobPause(r.ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		r.in.End = r.clock.Now().Add(time.Hour)
+		wantNone(t, r.check(), "a paused schedule records its slots when resumed")
+	})
+	t.Run("CancelledBeforeDue", func(t *testing.T) {
+		t.Parallel()
+		r := newOneOffRun(t)
+		j := r.enqueue(db.JobCreateParams{Type: "s", Schedule: "@every 1m"})
+		r.cancel(j.ID, 204)
+		r.in.End = r.clock.Now().Add(time.Hour)
+		wantNone(t, r.check(), "no slot is due after a cancel")
+	})
+	t.Run("CancelledLongAfterDue", func(t *testing.T) {
+		t.Parallel()
+		r := newOneOffRun(t)
+		j := r.enqueue(db.JobCreateParams{Type: "s", Schedule: "@every 1m"})
+		r.clock.Advance(time.Hour)
+		r.cancel(j.ID, 204)
+		violation(t, r, j.ID)
+	})
+	t.Run("BeforeTheFirstRow", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		r.sql(`DELETE FROM runs WHERE job_id = ? AND generation = 1`, r.recurring.ID)
+		r.in.JobsLog, r.in.ServerLog = "", "" // they would show the lost run
+		r.in.Finished = false                 // settled slots are judged in any run
+		wantRules(t, r.check(), r.recurring.ID, checker.RuleSlotMissing)
+	})
+	t.Run("MissedWithoutReason", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		r.sql(`UPDATE runs SET reason = NULL WHERE id = (SELECT min(id) FROM runs WHERE job_id = ? AND outcome = 'missed')`, r.recurring.ID)
+		wantRules(t, r.check(), r.recurring.ID, checker.RuleSlotMissing)
+	})
+	t.Run("ManualRunIsNoSlot", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		r.sql(`UPDATE runs SET reason = 'manual' WHERE job_id = ? AND generation = 1`, r.recurring.ID)
+		wantRules(t, r.check(), r.recurring.ID, checker.RuleSlotMissing)
+	})
 }

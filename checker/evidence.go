@@ -75,24 +75,26 @@ type execution struct {
 type jobRow struct {
 	id, typ, schedule, timezone, state, idemKey string
 	leaseGeneration, missedSlots                int64
-	leaseUntil                                  *time.Time
+	jitter                                      time.Duration
+	slot, leaseUntil                            *time.Time
+	created, updated                            *time.Time // NOT NULL in the schema
 }
 
 type runRow struct {
-	id, generation      int64
-	jobID, outcome      string
-	slot, started, fini *time.Time
-	gaveUp              bool
+	id, generation         int64
+	jobID, outcome, reason string
+	slot, started, fini    *time.Time
+	gaveUp                 bool
 }
 
 func (r runRow) String() string {
-	return fmt.Sprintf("db runs id=%d job=%s generation=%d slot=%s started_at=%s finished_at=%s outcome=%s gave_up=%t",
-		r.id, r.jobID, r.generation, fmtT(r.slot), fmtT(r.started), fmtT(r.fini), r.outcome, r.gaveUp)
+	return fmt.Sprintf("db runs id=%d job=%s generation=%d slot=%s started_at=%s finished_at=%s outcome=%s reason=%q gave_up=%t",
+		r.id, r.jobID, r.generation, fmtT(r.slot), fmtT(r.started), fmtT(r.fini), r.outcome, r.reason, r.gaveUp)
 }
 
 func (j *jobRow) String() string {
-	return fmt.Sprintf("db jobs id=%s type=%s schedule=%q state=%s lease_generation=%d lease_until=%s missed_slots=%d",
-		j.id, j.typ, j.schedule, j.state, j.leaseGeneration, fmtT(j.leaseUntil), j.missedSlots)
+	return fmt.Sprintf("db jobs id=%s type=%s schedule=%q state=%s slot=%s lease_generation=%d lease_until=%s missed_slots=%d created_at=%s updated_at=%s",
+		j.id, j.typ, j.schedule, j.state, fmtT(j.slot), j.leaseGeneration, fmtT(j.leaseUntil), j.missedSlots, fmtT(j.created), fmtT(j.updated))
 }
 
 func fmtT(t *time.Time) string {
@@ -115,6 +117,7 @@ type evidence struct {
 	jobs      map[string]*jobRow
 	runs      map[string][]runRow // by job; ordered by generation, then id
 	integrity []string            // integrity_check and foreign_key_check answers other than ok
+	end       time.Time           // when the run ended: Input.End or the latest time in the evidence
 }
 
 func load(ctx context.Context, in Input) (*evidence, error) {
@@ -140,7 +143,39 @@ func load(ctx context.Context, in Input) (*evidence, error) {
 	if err := e.loadDB(ctx); err != nil {
 		return nil, err
 	}
+	e.end = in.End
+	if e.end.IsZero() {
+		e.end = e.latest()
+	}
 	return e, nil
+}
+
+// latest is the latest time the evidence records: a job created or
+// changed, a run started or finished, an execution started or ended. The
+// database keeps no clock of its own, so this is when the run is known to
+// have lasted until; Input.End says it when nothing was written at the end.
+func (e *evidence) latest() time.Time {
+	var t time.Time
+	later := func(c *time.Time) {
+		if c != nil && c.After(t) {
+			t = *c
+		}
+	}
+	for _, j := range e.jobs {
+		later(j.created)
+		later(j.updated)
+	}
+	for _, runs := range e.runs {
+		for _, r := range runs {
+			later(r.started)
+			later(r.fini)
+		}
+	}
+	for _, x := range e.execs {
+		c := time.Unix(0, max(x.start, x.end)).UTC()
+		later(&c)
+	}
+	return t
 }
 
 // readLog parses a JSON-lines file; "" reads nothing. A last line cut short
@@ -295,20 +330,26 @@ func queryStrings(ctx context.Context, conn *sql.DB, q string) ([]string, error)
 
 func readJobs(ctx context.Context, conn *sql.DB) (map[string]*jobRow, error) {
 	rows, err := conn.QueryContext(ctx, `SELECT id, type, coalesce(schedule, ''), timezone, state,
-		coalesce(idempotency_key, ''), lease_generation, missed_slots, lease_until FROM jobs`)
+		coalesce(idempotency_key, ''), lease_generation, missed_slots, jitter_ms, slot, lease_until,
+		created_at, updated_at FROM jobs`)
 	if err != nil {
 		return nil, fmt.Errorf("read jobs: %w", err)
 	}
 	defer rows.Close()
 	jobs := map[string]*jobRow{}
 	for rows.Next() {
-		j := &jobRow{}
-		var until sql.NullString
+		var (
+			j                             = &jobRow{}
+			jitterMS                      int64
+			slot, until, created, updated sql.NullString
+		)
 		if err := rows.Scan(&j.id, &j.typ, &j.schedule, &j.timezone, &j.state, &j.idemKey,
-			&j.leaseGeneration, &j.missedSlots, &until); err != nil {
+			&j.leaseGeneration, &j.missedSlots, &jitterMS, &slot, &until, &created, &updated); err != nil {
 			return nil, fmt.Errorf("read jobs: %w", err)
 		}
-		if j.leaseUntil, err = parseDBTime(until); err != nil {
+		j.jitter = time.Duration(jitterMS) * time.Millisecond
+		if err := parseDBTimes(map[**time.Time]sql.NullString{&j.slot: slot, &j.leaseUntil: until,
+			&j.created: created, &j.updated: updated}); err != nil {
 			return nil, err
 		}
 		jobs[j.id] = j
@@ -320,8 +361,8 @@ func readJobs(ctx context.Context, conn *sql.DB) (map[string]*jobRow, error) {
 }
 
 func readRuns(ctx context.Context, conn *sql.DB) (map[string][]runRow, error) {
-	rows, err := conn.QueryContext(ctx, `SELECT id, job_id, generation, outcome, gave_up, slot, started_at, finished_at
-		FROM runs ORDER BY job_id, generation, id`)
+	rows, err := conn.QueryContext(ctx, `SELECT id, job_id, generation, outcome, coalesce(reason, ''), gave_up,
+		slot, started_at, finished_at FROM runs ORDER BY job_id, generation, id`)
 	if err != nil {
 		return nil, fmt.Errorf("read runs: %w", err)
 	}
@@ -333,17 +374,12 @@ func readRuns(ctx context.Context, conn *sql.DB) (map[string][]runRow, error) {
 			gaveUp                  int
 			slot, started, finished sql.NullString
 		)
-		if err := rows.Scan(&r.id, &r.jobID, &r.generation, &r.outcome, &gaveUp, &slot, &started, &finished); err != nil {
+		if err := rows.Scan(&r.id, &r.jobID, &r.generation, &r.outcome, &r.reason, &gaveUp, &slot, &started, &finished); err != nil {
 			return nil, fmt.Errorf("read runs: %w", err)
 		}
 		r.gaveUp = gaveUp != 0
-		for _, f := range []struct {
-			dst **time.Time
-			src sql.NullString
-		}{{&r.slot, slot}, {&r.started, started}, {&r.fini, finished}} {
-			if *f.dst, err = parseDBTime(f.src); err != nil {
-				return nil, err
-			}
+		if err := parseDBTimes(map[**time.Time]sql.NullString{&r.slot: slot, &r.started: started, &r.fini: finished}); err != nil {
+			return nil, err
 		}
 		runs[r.jobID] = append(runs[r.jobID], r)
 	}
@@ -351,6 +387,18 @@ func readRuns(ctx context.Context, conn *sql.DB) (map[string][]runRow, error) {
 		return nil, fmt.Errorf("read runs: %w", err)
 	}
 	return runs, nil
+}
+
+// parseDBTimes parses each stored time into its destination (nil for NULL).
+func parseDBTimes(dsts map[**time.Time]sql.NullString) error {
+	for dst, src := range dsts {
+		t, err := parseDBTime(src)
+		if err != nil {
+			return err
+		}
+		*dst = t
+	}
+	return nil
 }
 
 func parseDBTime(s sql.NullString) (*time.Time, error) {

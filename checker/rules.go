@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sked-dev/sked/lifecycle"
 	"github.com/sked-dev/sked/schedule"
 )
 
@@ -56,6 +57,96 @@ func checkLost(e *evidence) []Violation {
 	return out
 }
 
+// executedOutcomes are the outcomes of a run that a worker ended after it
+// ran the job: the database's only sign of an execution without a jobs log.
+var executedOutcomes = []string{"succeeded", "failed", "timed_out", "cancelled"}
+
+// acknowledged returns the jobs whose creation was acknowledged, each with
+// the evidence line that shows it: the client log's enqueues, or every job
+// in the database when no client log was given.
+func (e *evidence) acknowledged() map[string]string {
+	acked := map[string]string{}
+	if e.in.ClientLog == "" {
+		for id, j := range e.jobs {
+			acked[id] = j.String()
+		}
+		return acked
+	}
+	for _, c := range e.client {
+		if _, ok := acked[c.rec.JobID]; c.rec.Op == OpEnqueue && !ok {
+			acked[c.rec.JobID] = c.at
+		}
+	}
+	return acked
+}
+
+func checkNeverRan(e *evidence) []Violation {
+	if !e.in.Finished {
+		return nil
+	}
+	ran, where := map[string]bool{}, "no run that a worker ended"
+	if e.in.JobsLog != "" {
+		where = "no execution in the jobs log"
+		for _, x := range e.execs {
+			ran[x.jobID] = true
+		}
+	} else {
+		for id, runs := range e.runs {
+			ran[id] = slices.ContainsFunc(runs, func(r runRow) bool { return slices.Contains(executedOutcomes, r.outcome) })
+		}
+	}
+	acked := e.acknowledged()
+	var out []Violation
+	for _, id := range sortedKeys(acked) {
+		j := e.jobs[id]
+		if j == nil || j.state == "cancelled" || ran[id] {
+			continue // checkLost says why a job is missing
+		}
+		var claimed []string
+		for _, r := range e.runs[id] {
+			if r.generation > 0 {
+				claimed = append(claimed, r.String())
+			}
+		}
+		kind := "one-off"
+		if j.schedule != "" {
+			kind = "recurring"
+			if len(claimed) == 0 {
+				continue // checkSlots judges a schedule that never fired
+			}
+		} else if j.state != "done" && j.state != "dead" {
+			continue // checkLost judges a one-off job that is not final
+		}
+		out = append(out, Violation{Rule: RuleNeverRan, JobID: id,
+			Detail:   fmt.Sprintf("acknowledged %s job is %s after %d claims, yet never executed: %s", kind, j.state, len(claimed), where),
+			Evidence: append([]string{acked[id], j.String()}, claimed[:min(len(claimed), maxGapEvidence)]...)})
+	}
+	return out
+}
+
+func checkEmpty(e *evidence) []Violation {
+	if !e.in.Finished {
+		return nil
+	}
+	var empty []string
+	if len(e.jobs) == 0 {
+		empty = append(empty, "the database "+e.in.DB+" holds no job")
+	}
+	if e.in.ClientLog != "" && !slices.ContainsFunc(e.client, func(c line[ClientRecord]) bool { return c.rec.Op == OpEnqueue }) {
+		empty = append(empty, "the client log "+e.in.ClientLog+" holds no acknowledged enqueue")
+	}
+	if e.in.JobsLog != "" && len(e.execs) == 0 {
+		empty = append(empty, "the jobs log "+e.in.JobsLog+" holds no execution")
+	}
+	if e.in.ServerLog != "" && len(e.server) == 0 {
+		empty = append(empty, "the server log "+e.in.ServerLog+" holds no completion")
+	}
+	if len(empty) == 0 {
+		return nil
+	}
+	return []Violation{{Rule: RuleEmpty, JobID: "-", Detail: "the run is said to have finished, but its evidence shows no work", Evidence: empty}}
+}
+
 func checkCancels(e *evidence) []Violation {
 	var out []Violation
 	for _, c := range e.client {
@@ -86,6 +177,9 @@ func checkCancels(e *evidence) []Violation {
 }
 
 func checkUnasked(e *evidence) []Violation {
+	if e.in.ClientLog == "" {
+		return nil // without the client's log, nothing says who asked
+	}
 	acked, sent := map[string]bool{}, map[string]bool{}
 	for _, c := range e.client {
 		switch c.rec.Op {
@@ -298,72 +392,133 @@ func slotFinal(r runRow) bool {
 	return r.outcome == "succeeded" || r.outcome == "cancelled" || r.outcome == "missed" || r.gaveUp
 }
 
-func checkSlots(e *evidence) []Violation {
+// checkSlots holds every recurring job to its schedule: each slot settled
+// at most once and every due slot accounted for (see RuleSlotMissing). It
+// returns how many due slots it walked.
+func checkSlots(e *evidence) (int, []Violation) {
 	var out []Violation
+	walked := 0
 	for _, id := range sortedKeys(e.jobs) {
 		j := e.jobs[id]
-		if j.schedule == "" || len(e.runs[id]) == 0 {
+		if j.schedule == "" {
 			continue
 		}
-		bySlot := map[time.Time][]runRow{}
-		var first, last time.Time
-		missedRows := int64(0)
-		for _, r := range e.runs[id] {
-			if r.slot == nil {
-				continue
-			}
-			s := r.slot.UTC()
-			bySlot[s] = append(bySlot[s], r)
-			if first.IsZero() || s.Before(first) {
-				first = s
-			}
-			if s.After(last) {
-				last = s
-			}
-			if r.outcome == "missed" {
-				missedRows++
-			}
-		}
-		for _, s := range sortedTimes(bySlot) {
-			var final []string
-			for _, r := range bySlot[s] {
-				if slotFinal(r) {
-					final = append(final, r.String())
-				}
-			}
-			if len(final) > 1 {
-				out = append(out, Violation{Rule: RuleSlotTwice, JobID: id,
-					Detail: fmt.Sprintf("slot %s was settled %d times", s.Format(dbTime), len(final)), Evidence: final})
-			}
-		}
+		bySlot, missedRows, vs := slotRows(j, e.runs[id])
+		out = append(out, vs...)
 		sched, err := schedule.Parse(j.schedule, j.timezone)
 		if err != nil {
 			out = append(out, Violation{Rule: RuleSlotMissing, JobID: id,
 				Detail: fmt.Sprintf("stored schedule does not parse: %v", err), Evidence: []string{j.String()}})
 			continue
 		}
-		var gaps []time.Time
-		gapCount := int64(0)
-		for s, n := first, 0; !s.IsZero() && !s.After(last) && n < maxSlotWalk; s, n = sched.Next(s), n+1 {
-			if len(bySlot[s]) == 0 {
-				gapCount++
-				if len(gaps) < 5 {
-					gaps = append(gaps, s)
-				}
-			}
-		}
-		if gapCount > 0 && gapCount > j.missedSlots-missedRows {
-			ev := []string{j.String()}
-			for _, g := range gaps {
-				ev = append(ev, "no run row for slot "+g.Format(dbTime))
-			}
-			out = append(out, Violation{Rule: RuleSlotMissing, JobID: id,
-				Detail: fmt.Sprintf("%d slots between %s and %s have no run row and are not counted missed",
-					gapCount, first.Format(dbTime), last.Format(dbTime)),
-				Evidence: ev})
+		n, v := e.accountSlots(j, sched, bySlot, missedRows)
+		walked += n
+		if v != nil {
+			out = append(out, *v)
 		}
 	}
-	return out
+	return walked, out
+}
+
+// slotRows indexes a recurring job's rows by slot, leaving out operators'
+// extra runs, and reports slots settled twice and missed rows without a
+// reason. missedRows counts the missed rows.
+func slotRows(j *jobRow, runs []runRow) (bySlot map[time.Time][]runRow, missedRows int64, out []Violation) {
+	bySlot = map[time.Time][]runRow{}
+	for _, r := range runs {
+		if r.slot == nil || r.reason == reasonManual {
+			continue
+		}
+		bySlot[r.slot.UTC()] = append(bySlot[r.slot.UTC()], r)
+		if r.outcome == "missed" {
+			missedRows++
+			if r.reason == "" {
+				out = append(out, Violation{Rule: RuleSlotMissing, JobID: j.id,
+					Detail: fmt.Sprintf("slot %s is recorded missed without a reason", fmtT(r.slot)), Evidence: []string{r.String()}})
+			}
+		}
+	}
+	for _, s := range sortedTimes(bySlot) {
+		var final []string
+		for _, r := range bySlot[s] {
+			if slotFinal(r) {
+				final = append(final, r.String())
+			}
+		}
+		if len(final) > 1 {
+			out = append(out, Violation{Rule: RuleSlotTwice, JobID: j.id,
+				Detail: fmt.Sprintf("slot %s was settled %d times", s.Format(dbTime), len(final)), Evidence: final})
+		}
+	}
+	return bySlot, missedRows, out
+}
+
+// reasonManual marks an operator's extra run (db.ReasonManual): its slot is
+// its own time, not one of the schedule's.
+const reasonManual = "manual"
+
+// maxGapEvidence bounds the slots a slot_missing violation lists.
+const maxGapEvidence = 5
+
+// accountSlots walks j's slots from its first, the schedule's first after
+// created_at, while they are due by the end of the run, and reports those
+// without a row that the job's missed_slots counter does not cover. It
+// returns how many slots it walked.
+func (e *evidence) accountSlots(j *jobRow, sched *schedule.Schedule, bySlot map[time.Time][]runRow, missedRows int64) (int, *Violation) {
+	end := e.end
+	if j.state == "cancelled" && j.updated.Before(end) {
+		end = *j.updated // no slot is due after a cancel
+	}
+	open := e.tailOpen(j, bySlot, end)
+	var (
+		gaps        []time.Time
+		last        time.Time
+		gapCount    int64
+		walked      int
+		pendingGaps bool
+	)
+	for s := sched.Next(*j.created); !s.IsZero() && !lifecycle.DueAt(j.id, s, j.jitter).After(end) && walked < maxSlotWalk; s = sched.Next(s) {
+		walked++
+		pending := j.slot != nil && !s.Before(*j.slot)
+		if len(bySlot[s]) > 0 || (open && pending) {
+			continue
+		}
+		gapCount++
+		last, pendingGaps = s, pendingGaps || pending
+		if len(gaps) < maxGapEvidence {
+			gaps = append(gaps, s)
+		}
+	}
+	if gapCount == 0 || gapCount <= j.missedSlots-missedRows {
+		return walked, nil
+	}
+	v := &Violation{Rule: RuleSlotMissing, JobID: j.id, Evidence: []string{j.String()},
+		Detail: fmt.Sprintf("%d due slots from %s to %s have no run row and are not counted missed",
+			gapCount, gaps[0].Format(dbTime), last.Format(dbTime))}
+	if pendingGaps {
+		due := lifecycle.DueAt(j.id, *j.slot, j.jitter)
+		v.Detail += fmt.Sprintf("; the schedule stopped firing: its pending slot %s fell due at %s, %s before the end of the run at %s, and was never claimed",
+			j.slot.Format(dbTime), due.Format(dbTime), end.Sub(due).Round(time.Millisecond), end.Format(dbTime))
+	}
+	for _, g := range gaps {
+		v.Evidence = append(v.Evidence, "no run row for slot "+g.Format(dbTime))
+	}
+	if more := gapCount - int64(len(gaps)); more > 0 {
+		v.Evidence = append(v.Evidence, fmt.Sprintf("… and %d more up to %s", more, last.Format(dbTime)))
+	}
+	return walked, v
+}
+
+// tailOpen reports whether j's pending slot and the slots after it may
+// still be open at end, when the run ended (see RuleSlotMissing).
+func (e *evidence) tailOpen(j *jobRow, bySlot map[time.Time][]runRow, end time.Time) bool {
+	switch {
+	case j.slot == nil:
+		return false
+	case !e.in.Finished, j.state == "paused", j.state == "running", len(bySlot[*j.slot]) > 0:
+		return true
+	}
+	return lifecycle.DueAt(j.id, *j.slot, j.jitter).After(end.Add(-DuePending))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -19,12 +19,16 @@ var errIO = errors.New("disk I/O error (injected)")
 // faultyStore is the real store behind injected faults on the worker's
 // writes: the first FailFinishes completions fail before reaching it, and
 // every heartbeat is delayed by BeatDelay (a slow fsync) before it does.
+// BeatFunc, when set, then sees the n-th renewal (from 1) and may answer an
+// error in the store's place (an unreachable store).
 type faultyStore struct {
 	*sqlite.Store
 	FailFinishes int32
 	BeatDelay    time.Duration
+	BeatFunc     func(ctx context.Context, n int32) error
 
 	finishCalls atomic.Int32
+	sentBeats   atomic.Int32 // heartbeats the pool sent
 	beats       atomic.Int32 // heartbeats the store accepted
 	staleBeats  atomic.Int32
 }
@@ -37,12 +41,18 @@ func (f *faultyStore) RunFinish(ctx context.Context, p db.RunFinishParams) (db.J
 }
 
 func (f *faultyStore) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
+	n := f.sentBeats.Add(1)
 	t := time.NewTimer(f.BeatDelay)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return db.Heartbeat{}, ctx.Err()
 	case <-t.C:
+	}
+	if f.BeatFunc != nil {
+		if err := f.BeatFunc(ctx, n); err != nil {
+			return db.Heartbeat{}, err
+		}
 	}
 	hb, err := f.Store.RunHeartbeat(ctx, p)
 	switch {
@@ -134,5 +144,8 @@ func TestPool_SlowHeartbeatKeepsLease(t *testing.T) {
 	oneRun(t, f.Store, j.ID)
 	if n := f.staleBeats.Load(); n > 0 {
 		t.Errorf("%d heartbeats found the lease lost", n)
+	}
+	if n := f.beats.Load(); n < 3 {
+		t.Errorf("%d slow heartbeats accepted, want at least 3: the run did not outlast the lease", n)
 	}
 }
