@@ -128,9 +128,10 @@ const (
 	// first slot is the schedule's first after created_at) to the end of
 	// the run (Input.End; a cancelled job's until it was cancelled), a slot
 	// being due at its time plus the job's jitter offset. An operator's
-	// extra run (reason manual) accounts for no slot. Slots beyond the rows
-	// the store caps per event (lifecycle.MaxMissedRows) are allowed as long
-	// as the job's missed_slots counter covers them.
+	// extra run (reason manual) accounts for no slot. A missed row that
+	// stands for a span of slots (slot_count, past the store's
+	// lifecycle.MaxMissedRows rows of one event) accounts for the slots
+	// from its slot to its last_slot, and must count exactly those.
 	//
 	// Slots before the job's pending slot (its slot column) are settled
 	// when the firing moves on, so they must have rows. The pending slot and

@@ -454,7 +454,23 @@ func TestCheck_Slots(t *testing.T) {
 		t.Parallel()
 		r := newRun(t)
 		r.sql(`DELETE FROM runs WHERE id = (SELECT min(id) FROM runs WHERE job_id = ? AND outcome = 'missed')`, r.recurring.ID)
-		wantNone(t, r.check(), "a slot counted in missed_slots")
+		wantRules(t, r.check(), r.recurring.ID, checker.RuleSlotMissing) // the counter alone accounts for nothing
+	})
+	t.Run("InASpan", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		// Two missed slots become one row standing for both.
+		r.sql(`UPDATE runs SET slot_count = 2, last_slot = (SELECT slot FROM runs WHERE job_id = ?1 AND outcome = 'missed' ORDER BY slot LIMIT 1 OFFSET 1)
+			WHERE id = (SELECT id FROM runs WHERE job_id = ?1 AND outcome = 'missed' ORDER BY slot LIMIT 1)`, r.recurring.ID)
+		r.sql(`DELETE FROM runs WHERE id = (SELECT id FROM runs WHERE job_id = ? AND outcome = 'missed' ORDER BY slot LIMIT 1 OFFSET 1)`, r.recurring.ID)
+		wantNone(t, r.check(), "two slots in a span row")
+	})
+	t.Run("SpanMiscounted", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		r.sql(`UPDATE runs SET slot_count = 3, last_slot = slot
+			WHERE id = (SELECT id FROM runs WHERE job_id = ? AND outcome = 'missed' ORDER BY slot LIMIT 1)`, r.recurring.ID)
+		wantRules(t, r.check(), r.recurring.ID, checker.RuleSlotMissing)
 	})
 	t.Run("SilentlyMissing", func(t *testing.T) {
 		t.Parallel()

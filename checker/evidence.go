@@ -85,11 +85,19 @@ type runRow struct {
 	jobID, outcome, reason string
 	slot, started, fini    *time.Time
 	gaveUp                 bool
+	// slotCount and lastSlot: a missed row standing for slotCount slots
+	// from slot to lastSlot (0 and nil: one slot).
+	slotCount int64
+	lastSlot  *time.Time
 }
 
 func (r runRow) String() string {
-	return fmt.Sprintf("db runs id=%d job=%s generation=%d slot=%s started_at=%s finished_at=%s outcome=%s reason=%q gave_up=%t",
+	s := fmt.Sprintf("db runs id=%d job=%s generation=%d slot=%s started_at=%s finished_at=%s outcome=%s reason=%q gave_up=%t",
 		r.id, r.jobID, r.generation, fmtT(r.slot), fmtT(r.started), fmtT(r.fini), r.outcome, r.reason, r.gaveUp)
+	if r.slotCount > 0 {
+		s += fmt.Sprintf(" slot_count=%d last_slot=%s", r.slotCount, fmtT(r.lastSlot))
+	}
+	return s
 }
 
 func (j *jobRow) String() string {
@@ -362,7 +370,7 @@ func readJobs(ctx context.Context, conn *sql.DB) (map[string]*jobRow, error) {
 
 func readRuns(ctx context.Context, conn *sql.DB) (map[string][]runRow, error) {
 	rows, err := conn.QueryContext(ctx, `SELECT id, job_id, generation, outcome, coalesce(reason, ''), gave_up,
-		slot, started_at, finished_at FROM runs ORDER BY job_id, generation, id`)
+		slot, started_at, finished_at, coalesce(slot_count, 0), last_slot FROM runs ORDER BY job_id, generation, id`)
 	if err != nil {
 		return nil, fmt.Errorf("read runs: %w", err)
 	}
@@ -373,12 +381,14 @@ func readRuns(ctx context.Context, conn *sql.DB) (map[string][]runRow, error) {
 			r                       runRow
 			gaveUp                  int
 			slot, started, finished sql.NullString
+			lastSlot                sql.NullString
 		)
-		if err := rows.Scan(&r.id, &r.jobID, &r.generation, &r.outcome, &r.reason, &gaveUp, &slot, &started, &finished); err != nil {
+		if err := rows.Scan(&r.id, &r.jobID, &r.generation, &r.outcome, &r.reason, &gaveUp, &slot, &started, &finished,
+			&r.slotCount, &lastSlot); err != nil {
 			return nil, fmt.Errorf("read runs: %w", err)
 		}
 		r.gaveUp = gaveUp != 0
-		if err := parseDBTimes(map[**time.Time]sql.NullString{&r.slot: slot, &r.started: started, &r.fini: finished}); err != nil {
+		if err := parseDBTimes(map[**time.Time]sql.NullString{&r.slot: slot, &r.started: started, &r.fini: finished, &r.lastSlot: lastSlot}); err != nil {
 			return nil, err
 		}
 		runs[r.jobID] = append(runs[r.jobID], r)

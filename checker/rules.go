@@ -403,7 +403,7 @@ func checkSlots(e *evidence) (int, []Violation) {
 		if j.schedule == "" {
 			continue
 		}
-		bySlot, missedRows, vs := slotRows(j, e.runs[id])
+		bySlot, spans, vs := slotRows(j, e.runs[id])
 		out = append(out, vs...)
 		sched, err := schedule.Parse(j.schedule, j.timezone)
 		if err != nil {
@@ -411,27 +411,29 @@ func checkSlots(e *evidence) (int, []Violation) {
 				Detail: fmt.Sprintf("stored schedule does not parse: %v", err), Evidence: []string{j.String()}})
 			continue
 		}
-		n, v := e.accountSlots(j, sched, bySlot, missedRows)
+		n, vs := e.accountSlots(j, sched, bySlot, spans)
 		walked += n
-		if v != nil {
-			out = append(out, *v)
-		}
+		out = append(out, vs...)
 	}
 	return walked, out
 }
 
 // slotRows indexes a recurring job's rows by slot, leaving out operators'
-// extra runs, and reports slots settled twice and missed rows without a
-// reason. missedRows counts the missed rows.
-func slotRows(j *jobRow, runs []runRow) (bySlot map[time.Time][]runRow, missedRows int64, out []Violation) {
+// extra runs and the missed rows that stand for a span of slots, which it
+// returns apart; it reports slots settled twice and missed rows without a
+// reason.
+func slotRows(j *jobRow, runs []runRow) (bySlot map[time.Time][]runRow, spans []runRow, out []Violation) {
 	bySlot = map[time.Time][]runRow{}
 	for _, r := range runs {
 		if r.slot == nil || r.reason == reasonManual {
 			continue
 		}
-		bySlot[r.slot.UTC()] = append(bySlot[r.slot.UTC()], r)
+		if r.slotCount > 0 {
+			spans = append(spans, r)
+		} else {
+			bySlot[r.slot.UTC()] = append(bySlot[r.slot.UTC()], r)
+		}
 		if r.outcome == "missed" {
-			missedRows++
 			if r.reason == "" {
 				out = append(out, Violation{Rule: RuleSlotMissing, JobID: j.id,
 					Detail: fmt.Sprintf("slot %s is recorded missed without a reason", fmtT(r.slot)), Evidence: []string{r.String()}})
@@ -450,7 +452,7 @@ func slotRows(j *jobRow, runs []runRow) (bySlot map[time.Time][]runRow, missedRo
 				Detail: fmt.Sprintf("slot %s was settled %d times", s.Format(dbTime), len(final)), Evidence: final})
 		}
 	}
-	return bySlot, missedRows, out
+	return bySlot, spans, out
 }
 
 // reasonManual marks an operator's extra run (db.ReasonManual): its slot is
@@ -462,9 +464,10 @@ const maxGapEvidence = 5
 
 // accountSlots walks j's slots from its first, the schedule's first after
 // created_at, while they are due by the end of the run, and reports those
-// without a row that the job's missed_slots counter does not cover. It
-// returns how many slots it walked.
-func (e *evidence) accountSlots(j *jobRow, sched *schedule.Schedule, bySlot map[time.Time][]runRow, missedRows int64) (int, *Violation) {
+// without a row, or a span row, that accounts for them, and the span rows
+// whose count is not the schedule's slots between their ends. It returns
+// how many slots it walked.
+func (e *evidence) accountSlots(j *jobRow, sched *schedule.Schedule, bySlot map[time.Time][]runRow, spans []runRow) (int, []Violation) {
 	end := e.end
 	if j.state == "cancelled" && j.updated.Before(end) {
 		end = *j.updated // no slot is due after a cancel
@@ -476,11 +479,12 @@ func (e *evidence) accountSlots(j *jobRow, sched *schedule.Schedule, bySlot map[
 		gapCount    int64
 		walked      int
 		pendingGaps bool
+		inside      = map[int]int64{} // slots walked in each span
 	)
 	for s := sched.Next(*j.created); !s.IsZero() && !lifecycle.DueAt(j.id, s, j.jitter).After(end) && walked < maxSlotWalk; s = sched.Next(s) {
 		walked++
 		pending := j.slot != nil && !s.Before(*j.slot)
-		if len(bySlot[s]) > 0 || (open && pending) {
+		if len(bySlot[s]) > 0 || (open && pending) || inSpan(spans, s, inside) {
 			continue
 		}
 		gapCount++
@@ -489,10 +493,18 @@ func (e *evidence) accountSlots(j *jobRow, sched *schedule.Schedule, bySlot map[
 			gaps = append(gaps, s)
 		}
 	}
-	if gapCount == 0 || gapCount <= j.missedSlots-missedRows {
-		return walked, nil
+	var out []Violation
+	for i, sp := range spans {
+		if inside[i] != sp.slotCount {
+			out = append(out, Violation{Rule: RuleSlotMissing, JobID: j.id, Evidence: []string{sp.String(), j.String()},
+				Detail: fmt.Sprintf("a missed row stands for %d slots from %s to %s, where the schedule has %d",
+					sp.slotCount, fmtT(sp.slot), fmtT(sp.lastSlot), inside[i])})
+		}
 	}
-	v := &Violation{Rule: RuleSlotMissing, JobID: j.id, Evidence: []string{j.String()},
+	if gapCount == 0 {
+		return walked, out
+	}
+	v := Violation{Rule: RuleSlotMissing, JobID: j.id, Evidence: []string{j.String()},
 		Detail: fmt.Sprintf("%d due slots from %s to %s have no run row and are not counted missed",
 			gapCount, gaps[0].Format(dbTime), last.Format(dbTime))}
 	if pendingGaps {
@@ -506,7 +518,19 @@ func (e *evidence) accountSlots(j *jobRow, sched *schedule.Schedule, bySlot map[
 	if more := gapCount - int64(len(gaps)); more > 0 {
 		v.Evidence = append(v.Evidence, fmt.Sprintf("… and %d more up to %s", more, last.Format(dbTime)))
 	}
-	return walked, v
+	return walked, append(out, v)
+}
+
+// inSpan reports whether slot s lies in one of spans, counting it in that
+// span's entry of inside.
+func inSpan(spans []runRow, s time.Time, inside map[int]int64) bool {
+	for i, sp := range spans {
+		if !s.Before(*sp.slot) && sp.lastSlot != nil && !s.After(*sp.lastSlot) {
+			inside[i]++
+			return true
+		}
+	}
+	return false
 }
 
 // tailOpen reports whether j's pending slot and the slots after it may
