@@ -1,32 +1,52 @@
 -- The SQLite schema as the migrations in db/sqlite/migrations leave it.
 -- Generated: go test ./db/sqlite -run TestSchema -update
 
-CREATE TABLE jobs (
-    id               TEXT PRIMARY KEY,
-    type             TEXT NOT NULL,
-    payload          TEXT NOT NULL DEFAULT '{}',
-    schedule         TEXT,
-    timezone         TEXT NOT NULL DEFAULT 'UTC',
-    state            TEXT NOT NULL CHECK (state IN ('ready', 'running', 'done', 'dead', 'cancelled', 'paused')),
-    next_run_at      TEXT,
-    slot             TEXT,
-    attempt          INTEGER NOT NULL DEFAULT 0,
-    max_attempts     INTEGER NOT NULL CHECK (max_attempts >= 1),
-    lease_owner      TEXT,
-    lease_until      TEXT,
-    lease_generation INTEGER NOT NULL DEFAULT 0,
-    idempotency_key  TEXT UNIQUE,
-    overlap          TEXT NOT NULL DEFAULT 'skip' CHECK (overlap IN ('skip', 'queue_one')),
-    misfire          TEXT NOT NULL DEFAULT 'run_once' CHECK (misfire IN ('run_once', 'skip', 'run_all')),
-    timeout_ms       INTEGER NOT NULL,
-    backoff_ms       INTEGER NOT NULL,
-    jitter_ms        INTEGER NOT NULL DEFAULT 0,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    missed_slots     INTEGER NOT NULL DEFAULT 0,
-    last_error       TEXT,
-    created_at       TEXT NOT NULL,
-    updated_at       TEXT NOT NULL
-, pause_reason TEXT, pause_until TEXT, expect_success_ms INTEGER NOT NULL DEFAULT 0, last_success_at TEXT, quiet_since TEXT, triggered INTEGER NOT NULL DEFAULT 0, parent_id TEXT) STRICT;
+CREATE TABLE job_events (
+    id     INTEGER PRIMARY KEY,
+    job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    at     TEXT NOT NULL,
+    kind   TEXT NOT NULL,
+    actor  TEXT,
+    detail TEXT NOT NULL DEFAULT '{}'
+) STRICT;
+
+CREATE TABLE "jobs" (
+    id                TEXT PRIMARY KEY,
+    type              TEXT NOT NULL,
+    payload           TEXT NOT NULL DEFAULT '{}',
+    schedule          TEXT,
+    timezone          TEXT NOT NULL DEFAULT 'UTC',
+    state             TEXT NOT NULL CHECK (state IN ('ready', 'running', 'done', 'dead', 'cancelled', 'paused')),
+    next_run_at       TEXT,
+    slot              TEXT,
+    attempt           INTEGER NOT NULL DEFAULT 0,
+    max_attempts      INTEGER NOT NULL CHECK (max_attempts >= 1),
+    lease_owner       TEXT,
+    lease_until       TEXT,
+    lease_generation  INTEGER NOT NULL DEFAULT 0,
+    idempotency_key   TEXT,
+    overlap           TEXT NOT NULL DEFAULT 'skip' CHECK (overlap IN ('skip', 'queue_one')),
+    misfire           TEXT NOT NULL DEFAULT 'run_once' CHECK (misfire IN ('run_once', 'skip', 'run_all')),
+    timeout_ms        INTEGER NOT NULL,
+    backoff_ms        INTEGER NOT NULL,
+    jitter_ms         INTEGER NOT NULL DEFAULT 0,
+    cancel_requested  INTEGER NOT NULL DEFAULT 0,
+    missed_slots      INTEGER NOT NULL DEFAULT 0,
+    last_error        TEXT,
+    created_at        TEXT NOT NULL,
+    updated_at        TEXT NOT NULL,
+    pause_reason      TEXT,
+    pause_until       TEXT,
+    expect_success_ms INTEGER NOT NULL DEFAULT 0,
+    last_success_at   TEXT,
+    quiet_since       TEXT,
+    triggered         INTEGER NOT NULL DEFAULT 0,
+    parent_id         TEXT,
+    name              TEXT,
+    request_hash      TEXT,
+    notify            TEXT,
+    failing_since     TEXT
+) STRICT;
 
 CREATE TABLE runs (
     id          INTEGER PRIMARY KEY,
@@ -43,6 +63,14 @@ CREATE TABLE runs (
     gave_up     INTEGER NOT NULL DEFAULT 0,
     output      TEXT
 , late_outcome TEXT, late_error TEXT, late_finished_at TEXT, slot_count INTEGER, last_slot TEXT) STRICT;
+
+CREATE INDEX job_events_job ON job_events (job_id, id);
+
+CREATE UNIQUE INDEX jobs_key ON jobs (idempotency_key) WHERE state <> 'cancelled';
+
+CREATE INDEX jobs_name ON jobs (name) WHERE name IS NOT NULL;
+
+CREATE UNIQUE INDEX jobs_name_live ON jobs (name) WHERE state <> 'cancelled';
 
 CREATE INDEX jobs_pause_until ON jobs (pause_until) WHERE state = 'paused' AND pause_until IS NOT NULL;
 

@@ -27,12 +27,16 @@ import (
 // was stopped by SIGTERM), sleeping in between for the payload's "sleep"
 // seconds.
 func evidenceScript(path string) []string {
+	// now retries date: on a machine short of processes a command
+	// substitution can come back empty, and a line without its time is
+	// not evidence.
 	return []string{"sh", "-c", `
+now() { t=; while [ -z "$t" ]; do t=$(date +%s%N); done; echo "$t"; }
 d=$(sed -n 's/.*"sleep":"\([0-9.]*\)".*/\1/p')
-echo "start $SKED_JOB_ID $SKED_GENERATION $(date +%s%N) $PPID" >> ` + path + `
-trap 'echo "end $SKED_JOB_ID $SKED_GENERATION $(date +%s%N) $PPID term" >> ` + path + `; exit 143' TERM
+echo "start $SKED_JOB_ID $SKED_GENERATION $(now) $PPID" >> ` + path + `
+trap 'echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $PPID term" >> ` + path + `; exit 143' TERM
 sleep "${d:-0}" & wait $!
-echo "end $SKED_JOB_ID $SKED_GENERATION $(date +%s%N) $PPID ok" >> ` + path}
+echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $PPID ok" >> ` + path}
 }
 
 // workProc is a `sked work` process under test.

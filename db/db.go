@@ -120,7 +120,10 @@ const (
 
 // Job is one row of the jobs table: a one-off job or a recurring schedule.
 type Job struct {
-	ID              string          `json:"jobId"`
+	ID string `json:"jobId"`
+	// Name, when set, names the job for people: unique among the jobs that
+	// are not cancelled, and accepted wherever a job id is.
+	Name            string          `json:"name,omitempty"`
 	Type            string          `json:"type"`
 	Payload         json.RawMessage `json:"payload"`
 	Schedule        string          `json:"schedule,omitempty"` // empty for one-off jobs
@@ -156,9 +159,31 @@ type Job struct {
 	// running; that run does not move the schedule.
 	Triggered bool `json:"triggered,omitempty"`
 	// ParentID names the recurring job a backfill job runs a slot of.
-	ParentID  string    `json:"parentId,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	ParentID string `json:"parentId,omitempty"`
+	// Notify is the job's own notification settings; nil: the server's.
+	Notify *Notify `json:"notify,omitempty"`
+	// FailingSince is set when a firing of the schedule gave up, until one
+	// succeeds again.
+	FailingSince *time.Time `json:"failingSince,omitempty"`
+	CreatedAt    time.Time  `json:"createdAt"`
+	UpdatedAt    time.Time  `json:"updatedAt"`
+	// RequestHash is the fingerprint of the create request that made the
+	// job (JobCreateParams.Fingerprint), kept to tell a retry of that
+	// request from another request with the same idempotency key.
+	RequestHash string `json:"-"`
+}
+
+// Notify is a job's own notification settings.
+type Notify struct {
+	// On lists the events told: gave_up, recovered, quiet; empty: the
+	// server's default events.
+	On []string `json:"on,omitempty"`
+	// Sinks lists where they go, in sked serve --notify's form; empty: the
+	// server's sinks.
+	Sinks []string `json:"sinks,omitempty"`
+	// Ping is a URL pinged healthchecks.io-style as the job's runs start,
+	// succeed (URL) and fail (URL/fail).
+	Ping string `json:"ping,omitempty"`
 }
 
 // Recurring reports whether the job has a schedule.
@@ -200,9 +225,11 @@ type Claim struct {
 	RunID int64
 }
 
-// JobCreateParams describes a new job. The caller (handlers) has validated
-// it; zero values mean the defaults; times are absolute.
+// JobCreateParams describes a new job: its definition. The caller
+// (handlers) has validated it; zero values mean the defaults; times are
+// absolute.
 type JobCreateParams struct {
+	Name           string // see Job.Name; checked by CheckName
 	Type           string
 	Payload        json.RawMessage
 	RunAt          time.Time // one-off: when it is due (zero: now)
@@ -217,6 +244,7 @@ type JobCreateParams struct {
 	Misfire        string
 	// ExpectSuccessWithin arms the dead-man's switch of a recurring job.
 	ExpectSuccessWithin time.Duration
+	Notify              *Notify
 }
 
 // JobListParams filters and pages GET /jobs. Jobs come newest first; Cursor
@@ -224,6 +252,7 @@ type JobCreateParams struct {
 type JobListParams struct {
 	State  JobState
 	Type   string
+	Name   string
 	Limit  int
 	Cursor string
 }
@@ -278,13 +307,37 @@ type RunFinishParams struct {
 
 // Store keeps jobs and runs. Every method is one atomic unit. The store owns
 // the clock: leases and due times come from Store.Now, never from a caller.
+// Wherever a method takes a job's id it also takes a name: the job of that
+// name that is not cancelled, or (for reads) the newest cancelled one.
 type Store interface {
 	// Now is the store's clock.
 	Now() time.Time
 
-	// JobCreate inserts a job. When p.IdempotencyKey names an existing job it
-	// returns that job and created=false, and changes nothing.
+	// JobCreate inserts a job. When p.IdempotencyKey is held by a job that
+	// is not cancelled it changes nothing: it returns that job and
+	// created=false if the same request made it, and a *KeyReusedError
+	// otherwise. A p.Name held by a job that is not cancelled is a
+	// *ConflictError.
 	JobCreate(ctx context.Context, p JobCreateParams) (job Job, created bool, err error)
+	// JobRedefine changes the definition of a job that is not cancelled to
+	// p.Spec (all of it; see SpecOf) and records the change, who made it
+	// and what changed, as an EventChanged. A running run finishes as it
+	// began; a schedule's next slot comes from the new schedule. Its type
+	// and idempotency key cannot change (*ValidationError), nor a one-off
+	// job become recurring or the reverse. A job whose definition is no
+	// longer p.IfSpec is a *ConflictError.
+	JobRedefine(ctx context.Context, p JobRedefineParams) (Job, error)
+	// JobPut creates the job p.Name names, or redefines the one that holds
+	// the name when its definition differs from p; changed reports whether
+	// anything was written. p.Name is required.
+	JobPut(ctx context.Context, p JobCreateParams, actor string) (job Job, created, changed bool, err error)
+	// EventList returns a page of a job's events, newest first, and the
+	// cursor of the next page (0 at the end); ErrNotFound if the job does
+	// not exist.
+	EventList(ctx context.Context, p EventListParams) (events []Event, next int64, err error)
+	// EventsAfter returns up to limit events of the given kinds (all, if
+	// none) with an id above after, oldest first: the notifier's outbox.
+	EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]Event, error)
 	// JobGet returns ErrNotFound if the job does not exist.
 	JobGet(ctx context.Context, id string) (Job, error)
 	// JobList returns a page of jobs and the cursor of the next ("" at the end).

@@ -13,15 +13,16 @@ type PruneParams struct {
 
 // Pruned counts what one Prune call deleted.
 type Pruned struct {
-	Jobs int // one-off jobs, each with its runs
-	Runs int // runs of recurring jobs
+	Jobs   int // one-off jobs, each with its runs and events
+	Runs   int // runs of recurring jobs
+	Events int // events of recurring jobs
 }
 
 // Pruner deletes old history; part of Store.
 //
 // What goes: one-off jobs that are done or cancelled and last changed before
-// p.Before, with their runs; and finished runs of recurring jobs that
-// finished before p.Before. What stays: every job that can still change
+// p.Before, with their runs and events; finished runs of recurring jobs that
+// finished before p.Before, and their events from before p.Before. What stays: every job that can still change
 // (ready, running, paused), dead jobs (the dead-letter list, until someone
 // retries or cancels them), recurring jobs themselves, and running runs.
 type Pruner interface {

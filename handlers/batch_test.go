@@ -18,7 +18,7 @@ func TestHandler_JobBatch(t *testing.T) {
 		res := e.do(http.MethodPost, "/jobs/batch", `{"jobs": [
 			{"type": "a", "payload": {"n": 1}},
 			{"type": "b", "schedule": "@hourly", "idempotencyKey": "k"},
-			{"type": "a", "idempotencyKey": "k"}]}`)
+			{"type": "b", "schedule": "@hourly", "idempotencyKey": "k"}]}`)
 		res.wantStatus(t, http.StatusCreated)
 		var got jobBatchResponse
 		res.decode(t, &got)
@@ -29,8 +29,10 @@ func TestHandler_JobBatch(t *testing.T) {
 			t.Errorf("jobs do not match the request: %+v", got.Jobs)
 		}
 		if got.Jobs[2].ID != got.Jobs[1].ID {
-			t.Errorf("a known idempotency key created job %s; want the first, %s", got.Jobs[2].ID, got.Jobs[1].ID)
+			t.Errorf("a request repeated with its idempotency key created job %s; want the first, %s", got.Jobs[2].ID, got.Jobs[1].ID)
 		}
+		e.do(http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "c", "idempotencyKey": "k"}]}`).
+			wantProblem(t, http.StatusUnprocessableEntity, "different request")
 		jobs, _, err := e.store.JobList(context.Background(), db.JobListParams{})
 		if err != nil || len(jobs) != 2 {
 			t.Fatalf("stored: %d jobs, %v; want 2", len(jobs), err)

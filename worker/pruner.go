@@ -63,13 +63,14 @@ func (p *Pruner) runOnce(ctx context.Context) db.Pruned {
 		n, err := p.Store.Prune(ctx, db.PruneParams{Before: before, Limit: limit})
 		total.Jobs += n.Jobs
 		total.Runs += n.Runs
+		total.Events += n.Events
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("prune history", "err", err)
 			}
 			break
 		}
-		if n.Jobs < limit && n.Runs < limit {
+		if n.Jobs < limit && n.Runs < limit && n.Events < limit {
 			break
 		}
 		select {
@@ -78,8 +79,8 @@ func (p *Pruner) runOnce(ctx context.Context) db.Pruned {
 		case <-time.After(cmp.Or(p.BatchWait, DefaultPruneBatchWait)):
 		}
 	}
-	if total.Jobs > 0 || total.Runs > 0 {
-		log.Info("pruned history", "jobs", total.Jobs, "runs", total.Runs, "before", before)
+	if total.Jobs > 0 || total.Runs > 0 || total.Events > 0 {
+		log.Info("pruned history", "jobs", total.Jobs, "runs", total.Runs, "events", total.Events, "before", before)
 	}
 	return total
 }

@@ -96,6 +96,11 @@ func Run(t *testing.T, open OpenFunc) {
 		"PauseUntilAsOf":      testPauseUntilAsOf,
 		"RunFinishAfterClose": testRunFinishAfterClose,
 		"MissedSpan":          testMissedSpan,
+		"KeyAfterCancel":      testKeyAfterCancel,
+		"Names":               testNames,
+		"Redefine":            testRedefine,
+		"Put":                 testPut,
+		"Timeline":            testTimeline,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -261,13 +266,20 @@ func testJobCreate(t *testing.T, f *fixture) {
 }
 
 func testJobCreateIdempotent(t *testing.T, f *fixture) {
-	first := f.create(db.JobCreateParams{IdempotencyKey: "k1", Payload: json.RawMessage(`{"n":1}`)})
-	again, created, err := f.Store.JobCreate(f.ctx, db.JobCreateParams{Type: "noop", IdempotencyKey: "k1", Payload: json.RawMessage(`{"n":2}`)})
+	req := db.JobCreateParams{Type: "noop", IdempotencyKey: "k1", Payload: json.RawMessage(`{"n":1}`)}
+	first := f.create(req)
+	again, created, err := f.Store.JobCreate(f.ctx, req)
 	if err != nil || created {
-		t.Fatalf("second create: created=%v err=%v, want false, nil", created, err)
+		t.Fatalf("the same request again: created=%v err=%v, want false, nil", created, err)
 	}
 	if again.ID != first.ID || string(again.Payload) != `{"n":1}` {
-		t.Fatalf("second create returned %s %s, want the first job %s", again.ID, again.Payload, first.ID)
+		t.Fatalf("the same request again returned %s %s, want the first job %s", again.ID, again.Payload, first.ID)
+	}
+	other := req
+	other.Payload = json.RawMessage(`{"n":2}`)
+	var reused *db.KeyReusedError
+	if _, _, err := f.Store.JobCreate(f.ctx, other); !errors.As(err, &reused) || !errors.Is(err, db.ErrInvalid) || reused.Job.ID != first.ID {
+		t.Fatalf("another request with the same key: %v; want a KeyReusedError naming job %s", err, first.ID)
 	}
 	jobs, _, err := f.Store.JobList(f.ctx, db.JobListParams{})
 	if err != nil || len(jobs) != 1 {
@@ -1017,8 +1029,15 @@ func testJobCreateReturnsStoredJob(t *testing.T, f *fixture) {
 			t.Fatalf("JobCreate(%+v) returned\n%s\nbut the store holds\n%s", p, gotJSON, storedJSON)
 		}
 	}
-	again, created, err := f.Store.JobCreate(f.ctx, db.JobCreateParams{Type: "other", IdempotencyKey: "create-returns"})
+	p := db.JobCreateParams{Type: "http", Payload: json.RawMessage(`{"url":"http://x","n":[1,2]}`), RunAt: Start.Add(90*time.Minute + 1500*time.Microsecond),
+		MaxAttempts: 7, Timeout: 90 * time.Second, Backoff: 2500 * time.Microsecond, IdempotencyKey: "create-returns"}
+	again, created, err := f.Store.JobCreate(f.ctx, p)
 	if err != nil || created || again.Type != "http" {
-		t.Fatalf("repeat of a key: %+v created=%v err=%v", again, created, err)
+		t.Fatalf("repeat of a request: %+v created=%v err=%v", again, created, err)
+	}
+	againJSON, _ := json.Marshal(again)
+	storedJSON, _ := json.Marshal(f.get(again.ID))
+	if string(againJSON) != string(storedJSON) {
+		t.Fatalf("a repeated request returned\n%s\nbut the store holds\n%s", againJSON, storedJSON)
 	}
 }

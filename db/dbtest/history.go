@@ -41,13 +41,20 @@ func testPrune(t *testing.T, f *fixture) {
 func testJobCreateBatch(t *testing.T, f *fixture) {
 	b := f.Store
 	jobs, err := b.JobCreateBatch(f.ctx, []db.JobCreateParams{
-		{Type: "a", IdempotencyKey: "k1"}, {Type: "b"}, {Type: "c", IdempotencyKey: "k1"},
+		{Type: "a", IdempotencyKey: "k1"}, {Type: "b"}, {Type: "a", IdempotencyKey: "k1"},
 	})
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("JobCreateBatch = %d jobs, %v; want 3", len(jobs), err)
 	}
 	if jobs[0].Type != "a" || jobs[1].Type != "b" || jobs[2].ID != jobs[0].ID {
-		t.Fatalf("batch = %+v; want a, b, then a again for the repeated key", jobs)
+		t.Fatalf("batch = %+v; want a, b, then a again for the repeated request", jobs)
+	}
+	var reused *db.KeyReusedError
+	if _, err := b.JobCreateBatch(f.ctx, []db.JobCreateParams{{Type: "z"}, {Type: "c", IdempotencyKey: "k1"}}); !errors.As(err, &reused) {
+		t.Fatalf("a batch reusing a key for another request: %v; want a KeyReusedError", err)
+	}
+	if list, _, err := f.Store.JobList(f.ctx, db.JobListParams{Type: "z"}); err != nil || len(list) != 0 {
+		t.Fatalf("jobs of a refused batch = %+v, %v; want none", list, err)
 	}
 	_, err = b.JobCreateBatch(f.ctx, []db.JobCreateParams{{Type: "x"}, {Type: "y", Schedule: "not a schedule"}})
 	var ve *db.ValidationError

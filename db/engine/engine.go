@@ -62,6 +62,15 @@ type Reader interface {
 	// JobsDead returns up to limit jobs that are dead and were last
 	// updated at or after since, oldest update first.
 	JobsDead(ctx context.Context, since time.Time, limit int) ([]db.Job, error)
+	// JobByName returns the job of that name that is not cancelled, else
+	// the newest cancelled one; db.ErrNotFound if there is none.
+	JobByName(ctx context.Context, name string) (db.Job, error)
+	// EventsPage returns up to limit events of job with an id below
+	// before, newest first.
+	EventsPage(ctx context.Context, job string, before int64, limit int) ([]db.Event, error)
+	// EventsAfter returns up to limit events of kinds (any, if none) with
+	// an id above after, oldest first.
+	EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error)
 
 	// JobsPage returns up to limit jobs matching p's State and Type with
 	// an id below p.Cursor (any id when empty), newest first.
@@ -91,13 +100,21 @@ type Tx interface {
 	// Now is the transaction's clock: every time it writes comes from it.
 	Now() time.Time
 
-	// JobsInsert inserts jobs, except those whose idempotency key another
-	// job holds, and reports which it inserted.
+	// JobsInsert inserts jobs, except those whose idempotency key a job
+	// that is not cancelled holds, and reports which it inserted. A name
+	// such a job holds fails the call.
 	JobsInsert(ctx context.Context, jobs []db.Job) (inserted []bool, err error)
-	// JobsByKey returns the jobs that hold keys, in any order.
+	// JobsByKey returns the jobs that are not cancelled and hold keys, in
+	// any order.
 	JobsByKey(ctx context.Context, keys []string) ([]db.Job, error)
+	// JobsByName returns the jobs that are not cancelled and hold names,
+	// in any order.
+	JobsByName(ctx context.Context, names []string) ([]db.Job, error)
 	// JobLock reads job id; db.ErrNotFound if it does not exist.
 	JobLock(ctx context.Context, id string) (db.Job, error)
+	// JobLockName reads the job of that name that is not cancelled;
+	// db.ErrNotFound if there is none.
+	JobLockName(ctx context.Context, name string) (db.Job, error)
 	// JobsLeased reads the running jobs that leases name whose lease is
 	// live at Now, in any order; the others are left out.
 	JobsLeased(ctx context.Context, leases []Lease) ([]db.Job, error)
@@ -127,6 +144,13 @@ type Tx interface {
 	// if the row is still in state From with the job's lease generation.
 	// A row that is not fails the call.
 	JobsUpdate(ctx context.Context, us []JobUpdate) error
+	// JobRedefine writes a job's definition (name, payload, schedule,
+	// timezone, attempts, timeout, backoff, jitter, policies, switch,
+	// notify, request hash) and its lifecycle columns, fenced as
+	// JobsUpdate.
+	JobRedefine(ctx context.Context, u JobUpdate) error
+	// EventsInsert inserts events.
+	EventsInsert(ctx context.Context, events []db.Event) error
 
 	// RunsInsert inserts runs and returns their ids, in order.
 	RunsInsert(ctx context.Context, runs []db.Run) ([]int64, error)
@@ -339,13 +363,6 @@ func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
 // errNothingWritten is what a transaction's fn returns to commit having
 // written nothing (see inTx).
 var errNothingWritten = errors.New("nothing written")
-
-// JobGet returns a job; see db.Store.
-func (s *Store) JobGet(ctx context.Context, id string) (db.Job, error) {
-	j, err := s.d.JobGet(ctx, id)
-	s.health.saw(err, false)
-	return j, err
-}
 
 // JobNextDue returns when the earliest ready job of types is due; see
 // db.Store.

@@ -72,36 +72,112 @@ func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch b
 	return jobs, created, nil
 }
 
-// insert inserts jobs and reports which it created; where an idempotency
-// key was taken, the job that holds it replaces the one in jobs.
+// insert inserts jobs and reports which it created. Where an idempotency
+// key is taken by the same request, the job that holds it replaces the one
+// in jobs; by another request, it is a *db.KeyReusedError. A name taken is
+// a *db.ConflictError.
 func (s *Store) insert(ctx context.Context, tx Tx, jobs []db.Job) ([]bool, error) {
-	created, err := tx.JobsInsert(ctx, jobs)
+	created := make([]bool, len(jobs))
+	all := make([]int, len(jobs))
+	for i := range all {
+		all[i] = i
+	}
+	// Keys already held: the same request sent again, or a reused key.
+	fresh, err := s.settleKeys(ctx, tx, jobs, all)
 	if err != nil {
 		return nil, err
 	}
-	var keys []string
-	for i, ok := range created {
-		if !ok {
-			keys = append(keys, jobs[i].IdempotencyKey)
-		}
+	if err := s.checkNames(ctx, tx, jobs, fresh); err != nil {
+		return nil, err
 	}
-	if len(keys) == 0 {
-		return created, nil
+	batch := make([]db.Job, len(fresh))
+	for k, i := range fresh {
+		batch[k] = jobs[i]
 	}
-	holders, err := tx.JobsByKey(ctx, keys)
+	ins, err := tx.JobsInsert(ctx, batch)
 	if err != nil {
-		return nil, fmt.Errorf("read jobs by idempotency key: %w", err)
+		return nil, err
 	}
-	byKey := make(map[string]db.Job, len(holders))
-	for _, j := range holders {
-		byKey[j.IdempotencyKey] = j
-	}
-	for i, ok := range created {
-		if !ok {
-			jobs[i] = byKey[jobs[i].IdempotencyKey]
+	var lost []int // keys taken meanwhile, or twice in this batch
+	for k, i := range fresh {
+		if created[i] = ins[k]; !ins[k] {
+			lost = append(lost, i)
 		}
+	}
+	if _, err := s.settleKeys(ctx, tx, jobs, lost); err != nil {
+		return nil, err
 	}
 	return created, nil
+}
+
+// settleKeys puts, in place of each job of idx whose idempotency key a job
+// holds, that job, after checking that the same request made it; it
+// returns the others.
+func (s *Store) settleKeys(ctx context.Context, tx Tx, jobs []db.Job, idx []int) (rest []int, err error) {
+	var keys []string
+	for _, i := range idx {
+		if k := jobs[i].IdempotencyKey; k != "" {
+			keys = append(keys, k)
+		}
+	}
+	byKey := map[string]db.Job{}
+	if len(keys) > 0 {
+		holders, err := tx.JobsByKey(ctx, keys)
+		if err != nil {
+			return nil, fmt.Errorf("read jobs by idempotency key: %w", err)
+		}
+		for _, h := range holders {
+			byKey[h.IdempotencyKey] = h
+		}
+	}
+	for _, i := range idx {
+		h, ok := byKey[jobs[i].IdempotencyKey]
+		switch {
+		case !ok || jobs[i].IdempotencyKey == "":
+			rest = append(rest, i)
+		case h.RequestHash != "" && h.RequestHash != jobs[i].RequestHash:
+			return nil, &db.KeyReusedError{Key: h.IdempotencyKey, Job: h}
+		default:
+			jobs[i] = h
+		}
+	}
+	return rest, nil
+}
+
+// checkNames refuses the jobs of idx whose name a job that is not
+// cancelled holds, or an earlier one of them takes.
+func (s *Store) checkNames(ctx context.Context, tx Tx, jobs []db.Job, idx []int) error {
+	var names []string
+	seen := map[string]bool{}
+	for _, i := range idx {
+		n := jobs[i].Name
+		if n == "" {
+			continue
+		}
+		if seen[n] {
+			return &db.ConflictError{Msg: fmt.Sprintf("two jobs of the request are named %q; a name belongs to one job", n)}
+		}
+		seen[n] = true
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	holders, err := tx.JobsByName(ctx, names)
+	if err != nil {
+		return fmt.Errorf("read jobs by name: %w", err)
+	}
+	for _, h := range holders {
+		return nameTaken(h)
+	}
+	return nil
+}
+
+// nameTaken is the conflict of a create or change that would take h's name.
+func nameTaken(h db.Job) error {
+	return &db.ConflictError{State: h.State, Msg: fmt.Sprintf(
+		"the name %q belongs to job %s (%s); change that job (PATCH /jobs/%s or PUT /jobs/by-name/%s), or cancel it first",
+		h.Name, h.ID, h.State, h.Name, h.Name)}
 }
 
 // newJob is the job p creates at now, as the database will hold it (times
@@ -117,7 +193,7 @@ func (s *Store) newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
 	}
 	ms := func(d time.Duration) db.Duration { return db.Duration(d.Truncate(time.Millisecond)) }
 	j := db.Job{
-		ID: id, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule,
+		ID: id, Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Notify: p.Notify, RequestHash: p.Fingerprint(),
 		Timezone: cmp.Or(p.Timezone, "UTC"), State: db.StateReady,
 		NextRunAt: s.storedPtr(due), Slot: s.storedPtr(slot),
 		MaxAttempts: cmp.Or(p.MaxAttempts, db.DefaultMaxAttempts), IdempotencyKey: p.IdempotencyKey,
@@ -421,12 +497,16 @@ func (s *Store) JobDeadSince(ctx context.Context, since time.Time, limit int) ([
 	return jobs, nil
 }
 
-// transition reads job id inside a write transaction and applies fn, which
-// returns the job as it leaves it.
+// transition reads job id (or the live job of that name) inside a write
+// transaction and applies fn, which returns the job as it leaves it.
 func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {
 	var out db.Job
 	err := s.inTx(ctx, func(tx Tx) error {
-		j, err := tx.JobLock(ctx, id)
+		lock := tx.JobLock
+		if !db.IsID(id) {
+			lock = tx.JobLockName
+		}
+		j, err := lock(ctx, id)
 		if err != nil {
 			return err
 		}

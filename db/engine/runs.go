@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,10 +17,14 @@ import (
 
 // RunList returns a page of a job's runs, newest first; see db.Store.
 func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int64, error) {
+	id, err := s.resolve(ctx, p.JobID)
+	if err != nil {
+		return nil, 0, wrap(err, "list runs of %s", p.JobID)
+	}
 	limit := db.PageLimit(p.Limit)
-	runs, err := s.d.RunsPage(ctx, p.JobID, db.RunsBefore(p.Cursor), limit+1)
+	runs, err := s.d.RunsPage(ctx, id, db.RunsBefore(p.Cursor), limit+1)
 	if err == nil && len(runs) == 0 {
-		_, err = s.d.JobGet(ctx, p.JobID) // no runs, or no such job?
+		_, err = s.d.JobGet(ctx, id) // no runs, or no such job?
 	}
 	s.health.saw(err, false)
 	if err != nil {
@@ -78,14 +83,23 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 		}
 		slices.SortFunc(got, func(a, b db.Claim) int { return a.Job.NextRunAt.Compare(*b.Job.NextRunAt) })
 		claims = got[:0]
+		var pings []db.Event
 		for _, c := range got {
 			c, ok, err := s.startFiring(ctx, tx, c)
 			if err != nil {
 				return err
 			}
-			if ok {
-				claims = append(claims, c)
+			if !ok {
+				continue
 			}
+			claims = append(claims, c)
+			if n := c.Job.Notify; n != nil && n.Ping != "" {
+				detail, _ := json.Marshal(map[string]any{"slot": c.Job.Slot, "attempt": c.Job.Attempt}) // plain values
+				pings = append(pings, db.Event{JobID: c.Job.ID, At: s.stored(lifecycle.StartsAt(c.Job, now)), Kind: db.EventStarted, Detail: detail})
+			}
+		}
+		if len(pings) > 0 {
+			return tx.EventsInsert(ctx, pings)
 		}
 		return nil
 	})
@@ -259,7 +273,10 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 	after := make([]db.Job, len(jobs))
 	updates := make([]JobUpdate, len(jobs))
 	ends := make([]RunEnd, len(jobs))
-	var missed []db.Run
+	var (
+		missed []db.Run
+		events []db.Event
+	)
 	for i, j := range jobs {
 		var sched *schedule.Schedule
 		claimedAt := now // only a schedule's next firing looks at it
@@ -283,10 +300,16 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		after[i] = s.finished(j, r, ps[i].Outcome, now)
 		updates[i] = JobUpdate{Job: after[i], From: db.StateRunning}
 		ends[i] = runEnd(ps[i], r.GaveUp)
+		events = append(events, s.runEvents(j, r, ps[i], now)...)
 	}
 	if len(missed) > 0 {
 		if _, err := tx.RunsInsert(ctx, missed); err != nil {
 			return nil, fmt.Errorf("insert missed runs: %w", err)
+		}
+	}
+	if len(events) > 0 {
+		if err := tx.EventsInsert(ctx, events); err != nil {
+			return nil, fmt.Errorf("record events: %w", err)
 		}
 	}
 	if err := tx.JobsUpdate(ctx, updates); err != nil {
@@ -310,8 +333,11 @@ func (s *Store) finished(j db.Job, r lifecycle.Result, outcome db.Outcome, now t
 	j.Slot, j.NextRunAt = s.storedPtr(r.Slot), s.storedPtr(r.NextRunAt)
 	j.LeaseOwner, j.LeaseUntil, j.CancelRequested = "", nil, false
 	j.MissedSlots += r.Missed.Total
-	if outcome == db.OutcomeSucceeded {
-		j.LastSuccessAt = s.storedPtr(now)
+	switch {
+	case outcome == db.OutcomeSucceeded:
+		j.LastSuccessAt, j.FailingSince = s.storedPtr(now), nil
+	case r.GaveUp && j.Recurring() && j.FailingSince == nil:
+		j.FailingSince = s.storedPtr(now)
 	}
 	j.UpdatedAt = s.stored(now)
 	return j

@@ -20,7 +20,7 @@ const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, s
 	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
 	cancel_requested, missed_slots, last_error, created_at, updated_at,
 	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
-	triggered, parent_id`
+	triggered, parent_id, name, request_hash, notify, failing_since`
 
 func scanJob(row pgx.Row) (db.Job, error) {
 	var (
@@ -30,13 +30,14 @@ func scanJob(row pgx.Row) (db.Job, error) {
 		timeoutMS, backoffMS, jitterMS int64
 		pauseReason, parent            *string
 		expectMS                       int64
+		name, hash, notify             *string
 	)
 	err := row.Scan(&j.ID, &j.Type, &payload, &sched, &j.Timezone, &j.State, &j.NextRunAt, &j.Slot,
 		&j.Attempt, &j.MaxAttempts, &owner, &j.LeaseUntil, &j.LeaseGeneration,
 		&key, &j.Overlap, &j.Misfire, &timeoutMS, &backoffMS, &jitterMS,
 		&j.CancelRequested, &j.MissedSlots, &lastErr, &j.CreatedAt, &j.UpdatedAt,
 		&pauseReason, &j.PauseUntil, &expectMS, &j.LastSuccessAt, &j.QuietSince,
-		&j.Triggered, &parent)
+		&j.Triggered, &parent, &name, &hash, &notify, &j.FailingSince)
 	if err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
 			return db.Job{}, err
@@ -48,13 +49,16 @@ func scanJob(row pgx.Row) (db.Job, error) {
 	j.Timeout = db.Duration(time.Duration(timeoutMS) * time.Millisecond)
 	j.Backoff = db.Duration(time.Duration(backoffMS) * time.Millisecond)
 	j.Jitter = db.Duration(time.Duration(jitterMS) * time.Millisecond)
-	j.PauseReason, j.ParentID = deref(pauseReason), deref(parent)
+	j.PauseReason, j.ParentID, j.Name, j.RequestHash = deref(pauseReason), deref(parent), deref(name), deref(hash)
+	if j.Notify, err = db.ParseNotify(deref(notify)); err != nil {
+		return db.Job{}, err
+	}
 	j.ExpectSuccessWithin = db.Duration(time.Duration(expectMS) * time.Millisecond)
 	if !j.Recurring() {
 		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
 	}
 	j.NextRunAt, j.Slot, j.LeaseUntil = utc(j.NextRunAt), utc(j.Slot), utc(j.LeaseUntil)
-	j.PauseUntil, j.LastSuccessAt, j.QuietSince = utc(j.PauseUntil), utc(j.LastSuccessAt), utc(j.QuietSince)
+	j.PauseUntil, j.LastSuccessAt, j.QuietSince, j.FailingSince = utc(j.PauseUntil), utc(j.LastSuccessAt), utc(j.QuietSince), utc(j.FailingSince)
 	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
 	return j, nil
 }
@@ -99,22 +103,23 @@ func (t *tx) jobs(ctx context.Context, sql string, args ...any) (jobs []db.Job, 
 }
 
 // insertJobsSQL inserts jobs given as arrays, in order, except those whose
-// idempotency key is taken (by an existing job or an earlier one of the
-// same statement). A one-off job stores the recurring policies' defaults.
+// idempotency key is taken (by a job that is not cancelled, or an earlier
+// one of the same statement). A one-off job stores the recurring policies'
+// defaults.
 const insertJobsSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
 		max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-		expect_success_ms, parent_id, created_at, updated_at)
+		expect_success_ms, parent_id, created_at, updated_at, name, request_hash, notify)
 	SELECT id, type, payload::json, schedule, timezone, state, next_run_at, slot,
 		max_attempts, key, coalesce(overlap, 'skip'), coalesce(misfire, 'run_once'), timeout_ms, backoff_ms, jitter_ms,
-		expect_ms, parent_id, created_at, created_at
+		expect_ms, parent_id, created_at, created_at, name, hash, notify
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[],
 		$9::integer[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::bigint[],
-		$16::bigint[], $17::text[], $18::timestamptz[])
+		$16::bigint[], $17::text[], $18::timestamptz[], $19::text[], $20::text[], $21::text[])
 		WITH ORDINALITY AS u (id, type, payload, schedule, timezone, state, next_run_at, slot,
 			max_attempts, key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-			expect_ms, parent_id, created_at, n)
+			expect_ms, parent_id, created_at, name, hash, notify, n)
 	ORDER BY n
-	ON CONFLICT (idempotency_key) DO NOTHING
+	ON CONFLICT (idempotency_key) WHERE state <> 'cancelled' DO NOTHING
 	RETURNING id`
 
 // JobsInsert inserts jobs in one statement; see engine.Tx.
@@ -123,7 +128,7 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 	var (
 		ids, types, payloads, zones, states = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		scheds, keys, overlaps, misfires    = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-		parents                             = make([]*string, n)
+		parents, names, hashes, notifies    = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 		nexts, slots                        = make([]*time.Time, n), make([]*time.Time, n)
 		created                             = make([]time.Time, n)
 		attempts                            = make([]int32, n)
@@ -134,6 +139,7 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 		ids[i], types[i], payloads[i], zones[i], states[i] = j.ID, j.Type, string(j.Payload), j.Timezone, string(j.State)
 		scheds[i], keys[i], overlaps[i], misfires[i] = nullString(j.Schedule), nullString(j.IdempotencyKey), nullString(j.Overlap), nullString(j.Misfire)
 		parents[i], nexts[i], slots[i], created[i] = nullString(j.ParentID), j.NextRunAt, j.Slot, j.CreatedAt
+		names[i], hashes[i], notifies[i] = nullString(j.Name), nullString(j.RequestHash), nullString(db.NotifyText(j.Notify))
 		attempts[i] = int32(j.MaxAttempts)
 		timeouts[i], backoffs[i], jitters[i], expect[i] = ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), ms(j.ExpectSuccessWithin)
 		index[j.ID] = i
@@ -144,7 +150,7 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 		_, err := pgx.ForEachRow(rows, []any{&id}, func() error { inserted[index[id]] = true; return nil })
 		return err
 	}, insertJobsSQL, ids, types, payloads, scheds, zones, states, nexts, slots,
-		attempts, keys, overlaps, misfires, timeouts, backoffs, jitters, expect, parents, created)
+		attempts, keys, overlaps, misfires, timeouts, backoffs, jitters, expect, parents, created, names, hashes, notifies)
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", translate(err))
 	}
@@ -153,7 +159,20 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 
 // JobsByKey reads the jobs holding keys; see engine.Tx.
 func (t *tx) JobsByKey(ctx context.Context, keys []string) ([]db.Job, error) {
-	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ANY($1)`, keys)
+	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ANY($1) AND state <> 'cancelled'`, keys)
+}
+
+// JobsByName reads the jobs holding names; see engine.Tx.
+func (t *tx) JobsByName(ctx context.Context, names []string) ([]db.Job, error) {
+	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE name = ANY($1) AND state <> 'cancelled'`, names)
+}
+
+// JobLockName reads and locks the live job of a name; see engine.Tx.
+func (t *tx) JobLockName(ctx context.Context, name string) (db.Job, error) {
+	var j db.Job
+	err := t.queryRow(ctx, func(r pgx.Row) (err error) { j, err = scanJob(r); return err },
+		`SELECT `+jobColumns+` FROM jobs WHERE name = $1 AND state <> 'cancelled' FOR UPDATE`, name)
+	return j, err
 }
 
 // JobLock reads and locks a job; see engine.Tx.
@@ -247,13 +266,14 @@ const updateJobsSQL = `UPDATE jobs j SET state = u.state, next_run_at = u.next_r
 		attempt = u.attempt, lease_owner = u.lease_owner, lease_until = u.lease_until,
 		cancel_requested = u.cancel_requested, missed_slots = u.missed_slots, last_error = u.last_error,
 		pause_reason = u.pause_reason, pause_until = u.pause_until, last_success_at = u.last_success_at,
-		quiet_since = u.quiet_since, triggered = u.triggered, updated_at = u.updated_at
+		quiet_since = u.quiet_since, triggered = u.triggered, updated_at = u.updated_at, failing_since = u.failing_since
 	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::timestamptz[],
 		$7::integer[], $8::text[], $9::timestamptz[], $10::boolean[], $11::bigint[], $12::text[],
-		$13::text[], $14::timestamptz[], $15::timestamptz[], $16::timestamptz[], $17::boolean[], $18::timestamptz[])
+		$13::text[], $14::timestamptz[], $15::timestamptz[], $16::timestamptz[], $17::boolean[], $18::timestamptz[],
+		$19::timestamptz[])
 		AS u (id, from_state, generation, state, next_run_at, slot,
 			attempt, lease_owner, lease_until, cancel_requested, missed_slots, last_error,
-			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at)
+			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at, failing_since)
 	WHERE j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`
 
 // JobsUpdate writes jobs, fenced, in one statement; see engine.Tx.
@@ -267,6 +287,7 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		owners, lastErrs, reasons             = make([]*string, n), make([]*string, n), make([]*string, n)
 		cancels, triggered                    = make([]bool, n), make([]bool, n)
 		updated                               = make([]time.Time, n)
+		failing                               = make([]*time.Time, n)
 	)
 	for i, u := range us {
 		j := u.Job
@@ -274,12 +295,26 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		nexts[i], slots[i], attempts[i], owners[i], untils[i] = j.NextRunAt, j.Slot, int32(j.Attempt), nullString(j.LeaseOwner), j.LeaseUntil
 		cancels[i], missed[i], lastErrs[i] = j.CancelRequested, j.MissedSlots, nullString(text(j.LastError))
 		reasons[i], pauses[i], oks[i], qs[i] = nullString(j.PauseReason), j.PauseUntil, j.LastSuccessAt, j.QuietSince
-		triggered[i], updated[i] = j.Triggered, j.UpdatedAt
+		triggered[i], updated[i], failing[i] = j.Triggered, j.UpdatedAt, j.FailingSince
 	}
 	// The check fails the transaction if a job was no longer in the state
 	// and generation it was read in; the rows are locked, so it never does.
 	t.exec(rows(n, "update jobs in the state and generation they were read in"), updateJobsSQL, ids, froms, gens, states, nexts, slots,
-		attempts, owners, untils, cancels, missed, lastErrs, reasons, pauses, oks, qs, triggered, updated)
+		attempts, owners, untils, cancels, missed, lastErrs, reasons, pauses, oks, qs, triggered, updated, failing)
+	return nil
+}
+
+// JobRedefine writes a job's definition and lifecycle; see engine.Tx.
+func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
+	j := u.Job
+	t.exec(rows(1, "redefine a job in the state and generation it was read in"), `UPDATE jobs SET name = $1, payload = $2::json,
+			schedule = $3, timezone = $4, max_attempts = $5, timeout_ms = $6, backoff_ms = $7, jitter_ms = $8,
+			overlap = coalesce($9, 'skip'), misfire = coalesce($10, 'run_once'), expect_success_ms = $11, notify = $12,
+			slot = $13, next_run_at = $14, updated_at = $15
+		WHERE id = $16 AND state = $17 AND lease_generation = $18`,
+		nullString(j.Name), string(j.Payload), nullString(j.Schedule), j.Timezone, j.MaxAttempts,
+		ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), nullString(j.Overlap), nullString(j.Misfire), ms(j.ExpectSuccessWithin),
+		nullString(db.NotifyText(j.Notify)), j.Slot, j.NextRunAt, j.UpdatedAt, j.ID, string(u.From), j.LeaseGeneration)
 	return nil
 }
 
@@ -314,7 +349,7 @@ func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) (
 		where []string
 		args  []any
 	)
-	for _, f := range []struct{ cond, v string }{{"state =", string(p.State)}, {"type =", p.Type}, {"id <", p.Cursor}} {
+	for _, f := range []struct{ cond, v string }{{"state =", string(p.State)}, {"type =", p.Type}, {"name =", p.Name}, {"id <", p.Cursor}} {
 		if f.v != "" {
 			args = append(args, f.v)
 			where = append(where, f.cond+" $"+strconv.Itoa(len(args)))
@@ -341,6 +376,16 @@ func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bo
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
 	return next.UTC(), true, nil
+}
+
+// JobByName reads the job of a name; see engine.Reader.
+func (d *dialect) JobByName(ctx context.Context, name string) (db.Job, error) {
+	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE name = $1 ORDER BY state = 'cancelled', id DESC LIMIT 1`, name))
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return db.Job{}, fmt.Errorf("get job %s: %w", name, err)
+	}
+	return j, err
 }
 
 // JobsDead reads jobs that went dead since; see engine.Reader.

@@ -159,6 +159,8 @@ func translate(err error) error {
 			return fmt.Errorf("%w: %w", db.ErrStorageFull, err)
 		case pgErr.Code == "55P03": // lock_not_available
 			return fmt.Errorf("%w: %w", db.ErrBusy, err)
+		case pgErr.Code == "23505" && pgErr.ConstraintName == "jobs_name_live": // unique_violation
+			return &db.ConflictError{Msg: "a job that is not cancelled has this name already"}
 		case pgErr.Code == "XX001", pgErr.Code == "XX002": // data_corrupted, index_corrupted
 			return fmt.Errorf("%w: %w", db.ErrCorrupt, err)
 		}

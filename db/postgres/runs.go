@@ -151,6 +151,10 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 			SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id
 			WHERE j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < $1
 			ORDER BY r.id LIMIT $2 FOR UPDATE OF r SKIP LOCKED)`, p.Before, p.Limit)
+	t.exec(count(&out.Events), `DELETE FROM job_events WHERE id IN (
+			SELECT e.id FROM job_events e JOIN jobs j ON j.id = e.job_id
+			WHERE j.schedule IS NOT NULL AND e.at < $1
+			ORDER BY e.id LIMIT $2 FOR UPDATE OF e SKIP LOCKED)`, p.Before, p.Limit)
 	return out, t.flush(ctx)
 }
 

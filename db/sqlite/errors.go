@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"errors"
+	"strings"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -37,6 +38,8 @@ func translate(err error) error {
 		return &driverError{err, db.ErrBusy}
 	case code&0xff == sqlite3.SQLITE_CORRUPT, code&0xff == sqlite3.SQLITE_NOTADB:
 		return &driverError{err, db.ErrCorrupt}
+	case code == sqlite3.SQLITE_CONSTRAINT_UNIQUE && strings.Contains(se.Error(), "jobs.name"):
+		return &db.ConflictError{Msg: "a job that is not cancelled has this name already"}
 	}
 	return err
 }

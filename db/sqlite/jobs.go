@@ -19,23 +19,29 @@ const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, s
 	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
 	cancel_requested, missed_slots, last_error, created_at, updated_at,
 	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
-	triggered, parent_id`
+	triggered, parent_id, name, request_hash, notify, failing_since`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanJob(row scanner) (db.Job, error) {
-	var j db.Job
+	var (
+		j      db.Job
+		notify string
+	)
 	err := row.Scan(&j.ID, &j.Type, (*[]byte)(&j.Payload), text{&j.Schedule}, &j.Timezone, &j.State, at{&j.NextRunAt}, at{&j.Slot},
 		&j.Attempt, &j.MaxAttempts, text{&j.LeaseOwner}, at{&j.LeaseUntil}, &j.LeaseGeneration,
 		text{&j.IdempotencyKey}, &j.Overlap, &j.Misfire, millis{&j.Timeout}, millis{&j.Backoff}, millis{&j.Jitter},
 		&j.CancelRequested, &j.MissedSlots, text{&j.LastError}, moment{&j.CreatedAt}, moment{&j.UpdatedAt},
 		text{&j.PauseReason}, at{&j.PauseUntil}, millis{&j.ExpectSuccessWithin}, at{&j.LastSuccessAt}, at{&j.QuietSince},
-		&j.Triggered, text{&j.ParentID})
+		&j.Triggered, text{&j.ParentID}, text{&j.Name}, text{&j.RequestHash}, text{&notify}, at{&j.FailingSince})
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.Job{}, db.ErrNotFound
 	}
 	if err != nil {
 		return db.Job{}, fmt.Errorf("scan job: %w", err)
+	}
+	if j.Notify, err = db.ParseNotify(notify); err != nil {
+		return db.Job{}, err
 	}
 	if !j.Recurring() {
 		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
@@ -63,13 +69,14 @@ func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([
 	return out, translate(rows.Err())
 }
 
-// insertJobSQL inserts one job, or nothing when its idempotency key is
-// taken. A one-off job stores the recurring policies' defaults.
+// insertJobSQL inserts one job, or nothing when a job that is not
+// cancelled holds its idempotency key. A one-off job stores the recurring
+// policies' defaults.
 const insertJobSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, state, next_run_at, slot,
 		max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-		expect_success_ms, parent_id, created_at, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, 'skip'), coalesce(?, 'run_once'), ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (idempotency_key) DO NOTHING`
+		expect_success_ms, parent_id, created_at, updated_at, name, request_hash, notify)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, 'skip'), coalesce(?, 'run_once'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (idempotency_key) WHERE state <> 'cancelled' DO NOTHING`
 
 // JobsInsert inserts jobs one statement each; see engine.Tx.
 func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
@@ -79,7 +86,8 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 		res, err := ins.ExecContext(ctx, j.ID, j.Type, string(j.Payload), nullString(j.Schedule), j.Timezone, j.State,
 			nullTime(deref(j.NextRunAt)), nullTime(deref(j.Slot)), j.MaxAttempts, nullString(j.IdempotencyKey),
 			nullString(j.Overlap), nullString(j.Misfire), ms(j.Timeout), ms(j.Backoff), ms(j.Jitter),
-			ms(j.ExpectSuccessWithin), nullString(j.ParentID), fmtTime(j.CreatedAt), fmtTime(j.UpdatedAt))
+			ms(j.ExpectSuccessWithin), nullString(j.ParentID), fmtTime(j.CreatedAt), fmtTime(j.UpdatedAt),
+			nullString(j.Name), nullString(j.RequestHash), nullString(db.NotifyText(j.Notify)))
 		if err != nil {
 			return nil, fmt.Errorf("insert job: %w", err)
 		}
@@ -98,8 +106,27 @@ func (t *tx) JobsByKey(ctx context.Context, keys []string) ([]db.Job, error) {
 	jobs := make([]db.Job, 0, len(keys))
 	for _, k := range keys {
 		j, err := scanJob(get.QueryRowContext(ctx, k))
+		if errors.Is(err, db.ErrNotFound) {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("job by key %q: %w", k, err)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// JobsByName reads the jobs holding names; see engine.Tx.
+func (t *tx) JobsByName(ctx context.Context, names []string) ([]db.Job, error) {
+	var jobs []db.Job
+	for _, n := range names {
+		j, err := t.JobLockName(ctx, n)
+		if errors.Is(err, db.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		jobs = append(jobs, j)
 	}
@@ -109,6 +136,12 @@ func (t *tx) JobsByKey(ctx context.Context, keys []string) ([]db.Job, error) {
 // JobLock reads a job; the writer holds the database. See engine.Tx.
 func (t *tx) JobLock(ctx context.Context, id string) (db.Job, error) {
 	return scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+}
+
+// JobLockName reads the live job of a name; see engine.Tx.
+func (t *tx) JobLockName(ctx context.Context, name string) (db.Job, error) {
+	return scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_name_live
+		WHERE name = ? AND state <> 'cancelled'`, name))
 }
 
 // leasedJobSQL reads a job under a live lease. Arguments: job id,
@@ -224,7 +257,8 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 // generation it was read with.
 const updateJobSQL = `UPDATE jobs SET state = ?, next_run_at = ?, slot = ?, attempt = ?,
 		lease_owner = ?, lease_until = ?, cancel_requested = ?, missed_slots = ?, last_error = ?,
-		pause_reason = ?, pause_until = ?, last_success_at = ?, quiet_since = ?, triggered = ?, updated_at = ?
+		pause_reason = ?, pause_until = ?, last_success_at = ?, quiet_since = ?, triggered = ?, updated_at = ?,
+		failing_since = ?
 	WHERE id = ? AND state = ? AND lease_generation = ?`
 
 // JobsUpdate writes jobs, fenced; see engine.Tx.
@@ -235,13 +269,33 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		res, err := upd.ExecContext(ctx, j.State, nullTime(deref(j.NextRunAt)), nullTime(deref(j.Slot)), j.Attempt,
 			nullString(j.LeaseOwner), nullTime(deref(j.LeaseUntil)), j.CancelRequested, j.MissedSlots, nullString(j.LastError),
 			nullString(j.PauseReason), nullTime(deref(j.PauseUntil)), nullTime(deref(j.LastSuccessAt)), nullTime(deref(j.QuietSince)),
-			j.Triggered, fmtTime(j.UpdatedAt), j.ID, u.From, j.LeaseGeneration)
+			j.Triggered, fmtTime(j.UpdatedAt), nullTime(deref(j.FailingSince)), j.ID, u.From, j.LeaseGeneration)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			return fmt.Errorf("job %s is no longer %s at generation %d (%d rows, %v)", j.ID, u.From, j.LeaseGeneration, n, err)
 		}
+	}
+	return nil
+}
+
+// JobRedefine writes a job's definition and lifecycle; see engine.Tx.
+func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
+	j := u.Job
+	res, err := t.tx.ExecContext(ctx, `UPDATE jobs SET name = ?, payload = ?, schedule = ?, timezone = ?,
+			max_attempts = ?, timeout_ms = ?, backoff_ms = ?, jitter_ms = ?, overlap = coalesce(?, 'skip'), misfire = coalesce(?, 'run_once'),
+			expect_success_ms = ?, notify = ?, slot = ?, next_run_at = ?, updated_at = ?
+		WHERE id = ? AND state = ? AND lease_generation = ?`,
+		nullString(j.Name), string(j.Payload), nullString(j.Schedule), j.Timezone,
+		j.MaxAttempts, ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), nullString(j.Overlap), nullString(j.Misfire),
+		ms(j.ExpectSuccessWithin), nullString(db.NotifyText(j.Notify)), nullTime(deref(j.Slot)), nullTime(deref(j.NextRunAt)),
+		fmtTime(j.UpdatedAt), j.ID, u.From, j.LeaseGeneration)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("job %s is no longer %s at generation %d (%d rows, %v)", j.ID, u.From, j.LeaseGeneration, n, err)
 	}
 	return nil
 }
@@ -280,7 +334,7 @@ func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) (
 		where []string
 		args  []any
 	)
-	for _, f := range []struct{ cond, v string }{{"state = ?", string(p.State)}, {"type = ?", p.Type}, {"id < ?", p.Cursor}} {
+	for _, f := range []struct{ cond, v string }{{"state = ?", string(p.State)}, {"type = ?", p.Type}, {"name = ?", p.Name}, {"id < ?", p.Cursor}} {
 		if f.v != "" {
 			where, args = append(where, f.cond), append(args, f.v)
 		}
@@ -309,6 +363,16 @@ func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bo
 		return time.Time{}, false, fmt.Errorf("next due: %w", translate(err))
 	}
 	return next, true, nil
+}
+
+// JobByName reads the job of a name; see engine.Reader.
+func (d *dialect) JobByName(ctx context.Context, name string) (db.Job, error) {
+	j, err := scanJob(d.read.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_name
+		WHERE name = ? ORDER BY state = 'cancelled', id DESC LIMIT 1`, name))
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return db.Job{}, fmt.Errorf("get job %s: %w", name, translate(err))
+	}
+	return j, err
 }
 
 // JobsDead reads jobs that went dead since; see engine.Reader.

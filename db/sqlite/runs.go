@@ -144,6 +144,14 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 	}
 	n, _ = res.RowsAffected()
 	out.Runs = int(n)
+	res, err = t.tx.ExecContext(ctx, `DELETE FROM job_events WHERE id IN (
+			SELECT e.id FROM job_events e JOIN jobs j ON j.id = e.job_id
+			WHERE j.schedule IS NOT NULL AND e.at < ? ORDER BY e.id LIMIT ?)`, before, p.Limit)
+	if err != nil {
+		return out, fmt.Errorf("delete events: %w", err)
+	}
+	n, _ = res.RowsAffected()
+	out.Events = int(n)
 	return out, nil
 }
 

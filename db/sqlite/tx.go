@@ -116,7 +116,7 @@ func (st *statements) prepare(ctx context.Context, w *sql.DB) error {
 		q   string
 	}{
 		{&st.insertJob, insertJobSQL},
-		{&st.jobByKey, `SELECT ` + jobColumns + ` FROM jobs WHERE idempotency_key = ?`},
+		{&st.jobByKey, `SELECT ` + jobColumns + ` FROM jobs WHERE idempotency_key = ? AND state <> 'cancelled'`},
 		{&st.leasedJob, leasedJobSQL},
 		{&st.claim, claimSQL},
 		{&st.insertRuns, claimRunsSQL},

@@ -1,0 +1,193 @@
+package dbtest
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// testKeyAfterCancel checks that a cancelled job's idempotency key can be
+// used again, by any request.
+func testKeyAfterCancel(t *testing.T, f *fixture) {
+	first := f.create(db.JobCreateParams{IdempotencyKey: "k", RunAt: Start.Add(time.Hour)})
+	if _, err := f.Store.JobCancel(f.ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	second := f.create(db.JobCreateParams{Type: "other", IdempotencyKey: "k"})
+	if second.ID == first.ID {
+		t.Fatalf("a create with a cancelled job's key returned the cancelled job")
+	}
+	if again, created, err := f.Store.JobCreate(f.ctx, db.JobCreateParams{Type: "other", IdempotencyKey: "k"}); err != nil || created || again.ID != second.ID {
+		t.Fatalf("the same request again: %s created=%v %v; want job %s", again.ID, created, err, second.ID)
+	}
+}
+
+// testNames checks names: unique among jobs not cancelled, accepted
+// wherever an id is, listed by name, free again once cancelled.
+func testNames(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Name: "nightly-backup", Schedule: "0 3 * * *"})
+	if j.Name != "nightly-backup" || f.get(j.ID).Name != "nightly-backup" {
+		t.Fatalf("created job's name = %q, stored %q", j.Name, f.get(j.ID).Name)
+	}
+	var conflict *db.ConflictError
+	if _, _, err := f.Store.JobCreate(f.ctx, db.JobCreateParams{Type: "noop", Name: "nightly-backup"}); !errors.As(err, &conflict) {
+		t.Fatalf("a second job of the same name: %v; want a ConflictError", err)
+	}
+	if _, err := f.Store.JobCreateBatch(f.ctx, []db.JobCreateParams{{Type: "a", Name: "twin"}, {Type: "b", Name: "twin"}}); !errors.As(err, &conflict) {
+		t.Fatalf("a batch naming two jobs alike: %v; want a ConflictError", err)
+	}
+	if got := f.get("nightly-backup"); got.ID != j.ID {
+		t.Fatalf("JobGet by name = %s, want %s", got.ID, j.ID)
+	}
+	if list, _, err := f.Store.JobList(f.ctx, db.JobListParams{Name: "nightly-backup"}); err != nil || len(list) != 1 || list[0].ID != j.ID {
+		t.Fatalf("JobList by name = %+v, %v", list, err)
+	}
+	paused, err := f.Store.JobPause(f.ctx, "nightly-backup")
+	if err != nil || paused.ID != j.ID || paused.State != db.StatePaused {
+		t.Fatalf("pause by name = %s %s, %v", paused.ID, paused.State, err)
+	}
+	if _, _, err := f.Store.RunList(f.ctx, db.RunListParams{JobID: "nightly-backup"}); err != nil {
+		t.Fatalf("runs by name: %v", err)
+	}
+	if _, err := f.Store.JobCancel(f.ctx, "nightly-backup"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get("nightly-backup"); got.ID != j.ID || got.State != db.StateCancelled {
+		t.Fatalf("a cancelled job is still found by its name: %s %s", got.ID, got.State)
+	}
+	next := f.create(db.JobCreateParams{Name: "nightly-backup", Schedule: "0 4 * * *"})
+	if got := f.get("nightly-backup"); got.ID != next.ID {
+		t.Fatalf("by name after a new job took it: %s, want the new %s", got.ID, next.ID)
+	}
+	if _, err := f.Store.JobGet(f.ctx, "no-such-name"); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("JobGet of an unknown name: %v, want ErrNotFound", err)
+	}
+}
+
+// testRedefine checks a change of definition: the pending slot follows the
+// new schedule, a running firing ends as it began and the next slot comes
+// from the new schedule, the change is on the timeline, a stale IfSpec is a
+// conflict, and what cannot change is refused.
+func testRedefine(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Name: "report", Schedule: "0 * * * *", Payload: json.RawMessage(`{"v":1}`)})
+	wantTime(t, "first slot", j.Slot, Start.Add(time.Hour))
+	spec := db.SpecOf(j)
+	spec.Schedule, spec.Payload = "*/30 * * * *", json.RawMessage(`{"v":2}`)
+	got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: "report", Spec: spec, IfSpec: db.SpecOf(j).Fingerprint(), Actor: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTime(t, "slot on the new schedule", got.Slot, Start.Add(30*time.Minute))
+	if stored := f.get(j.ID); string(stored.Payload) != `{"v":2}` || stored.Schedule != "*/30 * * * *" {
+		t.Fatalf("stored after the change: %s %q", stored.Payload, stored.Schedule)
+	}
+	events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: "report"})
+	if err != nil || len(events) != 1 || events[0].Kind != db.EventChanged || events[0].Actor != "ann" {
+		t.Fatalf("events = %+v, %v; want one change by ann", events, err)
+	}
+	var changes db.Changes
+	if err := json.Unmarshal(events[0].Detail, &changes); err != nil || len(changes) != 2 || changes["schedule"].To != "*/30 * * * *" {
+		t.Fatalf("changes = %s (%v); want schedule and payload", events[0].Detail, err)
+	}
+	// The same definition again changes nothing.
+	if _, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	if events, _, _ := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID}); len(events) != 1 {
+		t.Fatalf("a change to the same definition was recorded: %d events", len(events))
+	}
+	// Changed by someone else meanwhile.
+	var conflict *db.ConflictError
+	if _, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec, IfSpec: db.SpecOf(j).Fingerprint()}); !errors.As(err, &conflict) {
+		t.Fatalf("a change against an old definition: %v; want a ConflictError", err)
+	}
+	for field, bad := range map[string]func(*db.JobCreateParams){
+		"type":     func(p *db.JobCreateParams) { p.Type = "other" },
+		"schedule": func(p *db.JobCreateParams) { p.Schedule = "" },
+	} {
+		p := spec
+		bad(&p)
+		var ve *db.ValidationError
+		if _, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: p}); !errors.As(err, &ve) || ve.Field != field {
+			t.Errorf("a change of %s: %v; want a ValidationError on it", field, err)
+		}
+	}
+	// A running firing ends as it began; the next slot is the new
+	// schedule's after it.
+	f.Clock.Set(Start.Add(30 * time.Minute))
+	c := f.claimOne("w")
+	hourly := spec
+	hourly.Schedule = "15 * * * *"
+	if _, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: hourly}); err != nil {
+		t.Fatal(err)
+	}
+	wantTime(t, "slot of the running firing", f.get(j.ID).Slot, Start.Add(30*time.Minute))
+	after := f.finish(c, db.OutcomeSucceeded, false)
+	wantTime(t, "next slot on the new schedule", after.Slot, Start.Add(75*time.Minute))
+}
+
+// testPut checks create-or-replace by name.
+func testPut(t *testing.T, f *fixture) {
+	p := db.JobCreateParams{Name: "certs", Type: "exec", Schedule: "0 4 * * *", Payload: json.RawMessage(`{"command":["renew"]}`)}
+	j, created, changed, err := f.Store.JobPut(f.ctx, p, "ci")
+	if err != nil || !created || !changed || j.Name != "certs" {
+		t.Fatalf("first put: %+v created=%v changed=%v %v", j, created, changed, err)
+	}
+	again, created, changed, err := f.Store.JobPut(f.ctx, p, "ci")
+	if err != nil || created || changed || again.ID != j.ID {
+		t.Fatalf("the same put again: %s created=%v changed=%v %v; want job %s unchanged", again.ID, created, changed, err, j.ID)
+	}
+	p.MaxAttempts = 9
+	changedJob, created, changed, err := f.Store.JobPut(f.ctx, p, "ci")
+	if err != nil || created || !changed || changedJob.ID != j.ID || changedJob.MaxAttempts != 9 {
+		t.Fatalf("a changed put: %+v created=%v changed=%v %v", changedJob, created, changed, err)
+	}
+	if _, _, _, err := f.Store.JobPut(f.ctx, db.JobCreateParams{Type: "noop"}, ""); !errors.Is(err, db.ErrInvalid) {
+		t.Fatalf("put without a name: %v, want ErrInvalid", err)
+	}
+}
+
+// testTimeline checks the events a schedule's runs add: a firing that gave
+// up marks the schedule failing, the next success recovers it, and a job
+// with a ping URL records each start and success.
+func testTimeline(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", MaxAttempts: 1, Notify: &db.Notify{Ping: "https://hc.example/abc"}})
+	f.Clock.Set(Start.Add(time.Hour))
+	failed := f.finish(f.claimOne("w"), db.OutcomeFailed, false)
+	if failed.FailingSince == nil {
+		t.Fatalf("a firing gave up, but the schedule is not marked failing")
+	}
+	f.Clock.Set(Start.Add(2 * time.Hour))
+	ok := f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	if ok.FailingSince != nil {
+		t.Fatalf("the schedule succeeded, but is still marked failing since %v", ok.FailingSince)
+	}
+	events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for i := len(events) - 1; i >= 0; i-- {
+		kinds = append(kinds, events[i].Kind)
+	}
+	want := []string{db.EventStarted, db.EventGaveUp, db.EventStarted, db.EventRecovered, db.EventSucceeded}
+	if len(kinds) != len(want) {
+		t.Fatalf("events = %v, want %v", kinds, want)
+	}
+	for i := range want {
+		if kinds[i] != want[i] {
+			t.Fatalf("events = %v, want %v", kinds, want)
+		}
+	}
+	var gaveUp db.GaveUp
+	if err := json.Unmarshal(events[3].Detail, &gaveUp); err != nil || gaveUp.Attempts != 1 || gaveUp.Error == "" {
+		t.Fatalf("gave_up detail %s (%v)", events[3].Detail, err)
+	}
+	after, err := f.Store.EventsAfter(f.ctx, events[2].ID, []string{db.EventGaveUp, db.EventRecovered}, 10)
+	if err != nil || len(after) != 1 || after[0].Kind != db.EventRecovered {
+		t.Fatalf("EventsAfter = %+v, %v; want the recovery alone", after, err)
+	}
+}

@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/lifecycle"
+)
+
+// JobRedefine changes a job's definition; see db.Store.
+func (s *Store) JobRedefine(ctx context.Context, p db.JobRedefineParams) (db.Job, error) {
+	return s.transition(ctx, p.ID, "redefine", func(tx Tx, j db.Job) (db.Job, error) {
+		out, _, err := s.redefine(ctx, tx, j, p.Spec, p.IfSpec, p.Actor)
+		return out, err
+	})
+}
+
+// JobPut creates or redefines the job of p.Name; see db.Store.
+func (s *Store) JobPut(ctx context.Context, p db.JobCreateParams, actor string) (job db.Job, created, changed bool, err error) {
+	if p.Name == "" {
+		return db.Job{}, false, false, &db.ValidationError{Field: "name", Msg: "a job put by name needs its name"}
+	}
+	err = s.inTx(ctx, func(tx Tx) error {
+		j, err := tx.JobLockName(ctx, p.Name)
+		if err == nil {
+			job, changed, err = s.redefine(ctx, tx, j, p, "", actor)
+			return err
+		}
+		if err != db.ErrNotFound {
+			return err
+		}
+		if job, err = s.newJob(p, tx.Now()); err != nil {
+			return err
+		}
+		jobs := []db.Job{job}
+		ins, err := s.insert(ctx, tx, jobs)
+		if err != nil {
+			return err
+		}
+		job, created, changed = jobs[0], ins[0], ins[0]
+		return s.wakeIfDue(ctx, tx, job)
+	})
+	if err != nil {
+		return db.Job{}, false, false, wrap(err, "put job %s", p.Name)
+	}
+	return job, created, changed, nil
+}
+
+// redefine gives j, read in tx, the definition spec, recording what changed
+// as an event by actor; changed is false when spec is j's definition
+// already. ifSpec, when set, must be the fingerprint of j's definition.
+func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreateParams, ifSpec, actor string) (out db.Job, changed bool, err error) {
+	old := db.SpecOf(j)
+	switch {
+	case j.State == db.StateCancelled:
+		return db.Job{}, false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is cancelled; create a new one", j.ID)}
+	case ifSpec != "" && old.Fingerprint() != ifSpec:
+		return db.Job{}, false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s was changed by someone else since it was read; read it again and retry", j.ID)}
+	case spec.Type != j.Type:
+		return db.Job{}, false, &db.ValidationError{Field: "type", Msg: fmt.Sprintf("job %s is of type %s; a type cannot change: create a new job", j.ID, j.Type)}
+	case spec.IdempotencyKey != "" && spec.IdempotencyKey != j.IdempotencyKey:
+		return db.Job{}, false, &db.ValidationError{Field: "idempotencyKey", Msg: "an idempotency key cannot change"}
+	case (spec.Schedule == "") != (j.Schedule == ""):
+		return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: "a one-off job cannot become recurring, nor a recurring job one-off: create a new job"}
+	}
+	spec.IdempotencyKey, spec.RunAt = j.IdempotencyKey, time.Time{}
+	now := tx.Now()
+	nj, err := s.newJob(spec, now) // fills the defaults and checks the schedule
+	if err != nil {
+		return db.Job{}, false, err
+	}
+	changes := db.Diff(old, db.SpecOf(nj))
+	if len(changes) == 0 {
+		return j, false, nil
+	}
+	if nj.Name != "" && nj.Name != j.Name {
+		holders, err := tx.JobsByName(ctx, []string{nj.Name})
+		if err != nil {
+			return db.Job{}, false, fmt.Errorf("read jobs by name: %w", err)
+		}
+		if len(holders) > 0 {
+			return db.Job{}, false, nameTaken(holders[0])
+		}
+	}
+	to := j
+	to.Name, to.Payload, to.Schedule, to.Timezone, to.Notify = nj.Name, nj.Payload, nj.Schedule, nj.Timezone, nj.Notify
+	to.MaxAttempts, to.Timeout, to.Backoff, to.Jitter = nj.MaxAttempts, nj.Timeout, nj.Backoff, nj.Jitter
+	to.Overlap, to.Misfire, to.ExpectSuccessWithin = nj.Overlap, nj.Misfire, nj.ExpectSuccessWithin
+	if to.Recurring() && rescheduled(changes) && (j.State == db.StateReady || j.State == db.StatePaused) {
+		// The pending slot is the new schedule's; a running firing keeps
+		// its own, and its end finds the next one on the new schedule.
+		to.Slot = nj.Slot
+		if !j.Triggered {
+			to.NextRunAt = nj.NextRunAt
+		}
+	}
+	to.UpdatedAt = s.stored(now)
+	if err := tx.JobRedefine(ctx, JobUpdate{Job: to, From: j.State}); err != nil {
+		return db.Job{}, false, fmt.Errorf("redefine job %s: %w", j.ID, err)
+	}
+	detail, err := json.Marshal(changes)
+	if err != nil {
+		return db.Job{}, false, fmt.Errorf("encode changes: %w", err)
+	}
+	ev := db.Event{JobID: j.ID, At: s.stored(now), Kind: db.EventChanged, Actor: actor, Detail: detail}
+	if err := tx.EventsInsert(ctx, []db.Event{ev}); err != nil {
+		return db.Job{}, false, fmt.Errorf("record change of job %s: %w", j.ID, err)
+	}
+	return to, true, s.wakeIfDue(ctx, tx, to)
+}
+
+// rescheduled reports whether changes move a schedule's slots.
+func rescheduled(changes db.Changes) bool {
+	for _, f := range []string{"schedule", "timezone", "jitter"} {
+		if _, ok := changes[f]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// JobGet returns a job by id or name; see db.Store.
+func (s *Store) JobGet(ctx context.Context, ref string) (db.Job, error) {
+	get := s.d.JobGet
+	if !db.IsID(ref) {
+		get = s.d.JobByName
+	}
+	j, err := get(ctx, ref)
+	s.health.saw(err, false)
+	return j, err
+}
+
+// resolve is the id of the job ref names: ref itself when it is an id.
+func (s *Store) resolve(ctx context.Context, ref string) (string, error) {
+	if db.IsID(ref) {
+		return ref, nil
+	}
+	j, err := s.JobGet(ctx, ref)
+	return j.ID, err
+}
+
+// EventList returns a page of a job's events; see db.Store.
+func (s *Store) EventList(ctx context.Context, p db.EventListParams) ([]db.Event, int64, error) {
+	id, err := s.resolve(ctx, p.JobID)
+	if err != nil {
+		return nil, 0, wrap(err, "list events of %s", p.JobID)
+	}
+	limit := db.PageLimit(p.Limit)
+	events, err := s.d.EventsPage(ctx, id, db.RunsBefore(p.Cursor), limit+1)
+	if err == nil && len(events) == 0 {
+		_, err = s.d.JobGet(ctx, id) // no events, or no such job?
+	}
+	s.health.saw(err, false)
+	if err != nil {
+		return nil, 0, wrap(err, "list events of %s", p.JobID)
+	}
+	events, next := db.Page(events, limit, func(e db.Event) int64 { return e.ID })
+	return append([]db.Event{}, events...), next, nil
+}
+
+// EventsAfter returns the events after an id; see db.Store.
+func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error) {
+	events, err := s.d.EventsAfter(ctx, after, kinds, limit)
+	s.health.saw(err, false)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return events, nil
+}
+
+// runEvents are the events a finished run adds to its job's timeline: a
+// firing that gave up, a schedule that recovered, and for a job with a
+// ping URL, its success.
+func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, now time.Time) []db.Event {
+	at := s.stored(now)
+	event := func(kind string, detail any) db.Event {
+		b, _ := json.Marshal(detail) // plain values: it cannot fail
+		return db.Event{JobID: j.ID, At: at, Kind: kind, Detail: b}
+	}
+	var out []db.Event
+	switch {
+	case r.GaveUp:
+		out = append(out, event(db.EventGaveUp, db.GaveUp{Slot: j.Slot, Attempts: j.Attempt, Error: p.Error, Output: tail(p.Output)}))
+	case p.Outcome == db.OutcomeSucceeded && j.FailingSince != nil:
+		out = append(out, event(db.EventRecovered, map[string]any{"slot": j.Slot}))
+	}
+	if p.Outcome == db.OutcomeSucceeded && j.Notify != nil && j.Notify.Ping != "" {
+		out = append(out, event(db.EventSucceeded, map[string]any{"slot": j.Slot, "attempt": j.Attempt}))
+	}
+	return out
+}

@@ -1,0 +1,195 @@
+package db
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"time"
+)
+
+// Fingerprint identifies the request p: two creates with the same
+// idempotency key and the same fingerprint are one request sent twice; with
+// different fingerprints, two requests (see KeyReusedError). The key itself
+// is left out.
+func (p JobCreateParams) Fingerprint() string {
+	p.IdempotencyKey = ""
+	b, _ := json.Marshal(p) // plain fields: it cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// SpecOf is the definition of j as the parameters that would create it
+// again, with its defaults filled in: what JobRedefine changes and JobPut
+// compares. A one-off job's due time is not part of it.
+func SpecOf(j Job) JobCreateParams {
+	return JobCreateParams{
+		Name: j.Name, Type: j.Type, Payload: j.Payload, Schedule: j.Schedule, Timezone: j.Timezone,
+		MaxAttempts: j.MaxAttempts, Timeout: time.Duration(j.Timeout), Backoff: time.Duration(j.Backoff),
+		Jitter: time.Duration(j.Jitter), IdempotencyKey: j.IdempotencyKey, Overlap: j.Overlap, Misfire: j.Misfire,
+		ExpectSuccessWithin: time.Duration(j.ExpectSuccessWithin), Notify: j.Notify,
+	}
+}
+
+// KeyReusedError is returned by a create whose idempotency key a job holds
+// that another request made. It unwraps to ErrInvalid.
+type KeyReusedError struct {
+	Key string
+	Job Job // the job that holds the key
+}
+
+func (e *KeyReusedError) Error() string {
+	return fmt.Sprintf("idempotency key %q was used by a different request, which created job %s; "+
+		"send that request again, or use a new key for a new one", e.Key, e.Job.ID)
+}
+
+func (e *KeyReusedError) Unwrap() error { return ErrInvalid }
+
+// MaxNameLen bounds a job's name.
+const MaxNameLen = 100
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// ulidPattern matches a job id (a ULID), which a name must not look like:
+// a name is accepted wherever an id is.
+var ulidPattern = regexp.MustCompile(`^[0-7][0-9A-HJKMNP-TV-Z]{25}$`)
+
+// CheckName returns a *ValidationError for a name that is not letters,
+// digits, '-', '_' and '.', at most MaxNameLen long, or that looks like a
+// job id.
+func CheckName(name string) error {
+	switch {
+	case len(name) > MaxNameLen:
+		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name is %d characters long; at most %d are allowed", len(name), MaxNameLen)}
+	case !namePattern.MatchString(name):
+		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name %q may hold only letters, digits, '-', '_' and '.'", name)}
+	case ulidPattern.MatchString(name):
+		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name %q looks like a job id; pick one that does not", name)}
+	}
+	return nil
+}
+
+// IsID reports whether ref has the form of a job id rather than a name.
+func IsID(ref string) bool { return ulidPattern.MatchString(ref) }
+
+// Event is an entry of a job's timeline: a change of its definition, a
+// firing that gave up, a schedule that recovered.
+type Event struct {
+	ID     int64           `json:"eventId"`
+	JobID  string          `json:"jobId"`
+	At     time.Time       `json:"at"`
+	Kind   string          `json:"kind"`            // Event* below
+	Actor  string          `json:"actor,omitempty"` // who made a change
+	Detail json.RawMessage `json:"detail"`          // what, by kind
+}
+
+// Event kinds.
+const (
+	// EventChanged: the job's definition changed; Detail is a Changes.
+	EventChanged = "changed"
+	// EventGaveUp: a firing spent its attempts (a one-off job went dead);
+	// Detail is a GaveUp.
+	EventGaveUp = "gave_up"
+	// EventRecovered: a schedule whose firing gave up succeeded again;
+	// Detail is {"slot": …}.
+	EventRecovered = "recovered"
+	// EventStarted: a run started, for a job with a ping URL (Notify.Ping);
+	// Detail is {"slot": …, "attempt": …}.
+	EventStarted = "started"
+	// EventSucceeded: a run of a job with a ping URL succeeded.
+	EventSucceeded = "succeeded"
+)
+
+// Changes is the Detail of an EventChanged: each changed field's wire name
+// with its value before and after.
+type Changes map[string]Change
+
+// Change is one field's value before and after a change.
+type Change struct {
+	From any `json:"from"`
+	To   any `json:"to"`
+}
+
+// GaveUp is the Detail of an EventGaveUp.
+type GaveUp struct {
+	Slot     *time.Time `json:"slot,omitempty"`
+	Attempts int        `json:"attempts"`
+	Error    string     `json:"error,omitempty"`
+	Output   string     `json:"output,omitempty"` // the last run's tail
+}
+
+// EventListParams pages a job's events, newest first.
+type EventListParams struct {
+	JobID  string // an id or a name
+	Limit  int
+	Cursor int64 // events with an id below this; 0 for the first page
+}
+
+// JobRedefineParams changes a job's definition.
+type JobRedefineParams struct {
+	ID   string          // an id or a name
+	Spec JobCreateParams // the whole new definition (see SpecOf)
+	// IfSpec, when set, is the fingerprint of SpecOf the job the change was
+	// made against: a job changed meanwhile is a conflict, not overwritten.
+	IfSpec string
+	Actor  string // who changes it, for the job's timeline
+}
+
+// Diff is what changes from definition a to b, by each field's wire name.
+// Payloads that differ only in spacing are the same.
+func Diff(a, b JobCreateParams) Changes {
+	c := Changes{}
+	add := func(field string, from, to any) {
+		if !reflect.DeepEqual(from, to) {
+			c[field] = Change{From: from, To: to}
+		}
+	}
+	add("name", a.Name, b.Name)
+	if !sameJSON(a.Payload, b.Payload) {
+		c["payload"] = Change{From: a.Payload, To: b.Payload}
+	}
+	add("schedule", a.Schedule, b.Schedule)
+	add("timezone", a.Timezone, b.Timezone)
+	add("maxAttempts", a.MaxAttempts, b.MaxAttempts)
+	add("timeout", Duration(a.Timeout), Duration(b.Timeout))
+	add("backoff", Duration(a.Backoff), Duration(b.Backoff))
+	add("jitter", Duration(a.Jitter), Duration(b.Jitter))
+	add("overlap", a.Overlap, b.Overlap)
+	add("misfire", a.Misfire, b.Misfire)
+	add("expectSuccessWithin", Duration(a.ExpectSuccessWithin), Duration(b.ExpectSuccessWithin))
+	add("notify", a.Notify, b.Notify)
+	return c
+}
+
+// sameJSON reports whether a and b are the same JSON text but for spacing.
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// NotifyText is n as the database keeps it: JSON, or "" for none.
+func NotifyText(n *Notify) string {
+	if n == nil {
+		return ""
+	}
+	b, _ := json.Marshal(n) // plain fields: it cannot fail
+	return string(b)
+}
+
+// ParseNotify reads NotifyText's form.
+func ParseNotify(s string) (*Notify, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var n Notify
+	if err := json.Unmarshal([]byte(s), &n); err != nil {
+		return nil, fmt.Errorf("stored notify settings %q: %w", s, err)
+	}
+	return &n, nil
+}
