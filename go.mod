@@ -13,6 +13,8 @@ require (
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
+	github.com/emersion/go-smtp v0.25.1
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0
 )

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -123,6 +124,7 @@ type serveConfig struct {
 	Insecure            bool          // serve beyond loopback without a token
 	Retention           time.Duration // prune history older than this; 0: never
 	NotifySinks         []notify.Sink // where dead jobs, quiet schedules and clock steps are told
+	PublicURL           string        // the dashboard's address, linked from notifications
 }
 
 // parseServeConfig reads flags, each falling back to its SKED_… variable.
@@ -153,7 +155,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&testClock, "test-clock", env("test-clock", ""),
 		"run on a virtual clock that starts at this RFC 3339 time (or now, when given bare) and moves only by POST /test/clock; for testing schedules (SKED_TEST_CLOCK)")
 	notifyFlag, notifyGiven := env("notify", ""), false
-	fs.Func("notify", "send dead jobs, quiet schedules and clock steps to a sink: webhook:URL, ntfy:URL/TOPIC or gotify:URL?token=T; "+
+	fs.Func("notify", "send dead jobs, quiet and recovered schedules and clock steps to a sink: webhook:URL, ntfy:URL/TOPIC, "+
+		"gotify:URL?token=T, slack:WEBHOOK_URL, discord:WEBHOOK_URL, or email as smtp://USER:PASSWORD@HOST:587?to=ADDR&from=ADDR "+
+		"(STARTTLS; smtps:// or port 465 for implicit TLS; percent-encode @ : / ? # in USER and PASSWORD; repeat to= for more recipients); "+
 		"repeat the flag for several (SKED_NOTIFY, space-separated)", func(v string) error {
 		if !notifyGiven { // flags replace SKED_NOTIFY
 			notifyFlag, notifyGiven = "", true
@@ -161,6 +165,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		notifyFlag += " " + v
 		return nil
 	})
+	fs.StringVar(&c.PublicURL, "public-url", env("public-url", ""),
+		"the address people open the dashboard at, e.g. https://sked.example.com; every notification links to the job's page there (SKED_PUBLIC_URL)")
 	var ops opsFlags
 	ops.register(fs, env)
 	if err := fs.Parse(boolFlags(args, "enable-exec", "allow-private-targets", "test-clock", "insecure")); err != nil {
@@ -209,6 +215,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		}
 		return err
 	})
+	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
+		errs = append(errs, fmt.Errorf("--public-url %q: give the dashboard's absolute address without query or fragment, e.g. https://sked.example.com or https://example.com/sked/", c.PublicURL))
+	}
 	for _, v := range strings.Fields(notifyFlag) {
 		sink, err := notify.ParseSink(v)
 		if err != nil {
@@ -255,5 +264,6 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		EnableExec: cfg.EnableExec, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
 		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), Version: version, TestClock: cfg.TestClock,
 		Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Retention: offWhenZero(cfg.Retention), NotifySinks: cfg.NotifySinks, ClaimAhead: offWhenZero(cfg.ClaimAhead),
+		PublicURL: cfg.PublicURL,
 	}).Run(ctx)
 }

@@ -1,112 +1,68 @@
-// Package notify tells people when something needs them: a job went dead, a
-// schedule went quiet (no success within its expectSuccessWithin), the wall
-// clock stepped. Each notification is enqueued as an ordinary `http` job, so
-// it is delivered, retried, signed (--http-secret) and recorded like any
-// other; its idempotency key makes a repeated event a no-op.
+// Package notify tells people when something needs them: a firing gave up,
+// a job went dead, a schedule went quiet (no success within its
+// expectSuccessWithin) or recovered, the wall clock stepped. Each
+// notification is enqueued as an ordinary job, one per sink, so it is
+// delivered, retried and recorded like any other: an `http` job for the
+// webhook, ntfy, Gotify, Slack and Discord sinks (signed with --http-secret
+// like every http job), an `email` job for an SMTP sink. Its idempotency
+// key makes a repeated event a no-op.
+//
+// Ping sends the start, success and fail signals of a job's runs to a
+// healthchecks.io-style URL, the same way.
 package notify
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/web"
 )
 
 // Event kinds.
 const (
+	KindGaveUp    = "run_gave_up" // a firing spent its attempts
 	KindDead      = "job_dead"
 	KindQuiet     = "schedule_quiet"
 	KindRecovered = "schedule_recovered"
 	KindClockStep = "clock_step"
 )
 
-// Event is something to tell people about.
+// Event is something to tell people about. A webhook sink receives it as
+// JSON; the other sinks render Title, Message, Output and URL in their own
+// formats.
 type Event struct {
-	Kind    string    `json:"kind"`
-	JobID   string    `json:"jobId,omitempty"`
-	JobType string    `json:"jobType,omitempty"`
-	Title   string    `json:"title"`
-	Message string    `json:"message"`
-	At      time.Time `json:"at"`
+	Kind string `json:"kind"`
+	// Who: the job, named by JobName when it has one (every sink shows
+	// the name first, else the id).
+	JobID    string `json:"jobId,omitempty"`
+	JobName  string `json:"jobName,omitempty"`
+	JobType  string `json:"jobType,omitempty"`
+	Schedule string `json:"schedule,omitempty"` // empty for a one-off job
+	// What happened: the run and firing (run_gave_up), the attempts
+	// spent, the last error and the tail of the last run's output.
+	RunID       int64     `json:"runId,omitempty"`
+	Slot        time.Time `json:"slot,omitzero"`
+	Attempts    int       `json:"attempts,omitempty"`
+	MaxAttempts int       `json:"maxAttempts,omitempty"`
+	Error       string    `json:"error,omitempty"`
+	Output      string    `json:"output,omitempty"`
+	// ExpectSuccessWithin is the dead-man's switch of a quiet schedule.
+	ExpectSuccessWithin db.Duration `json:"expectSuccessWithin,omitzero"`
+	// Title and Message are the text people read. Notify writes them from
+	// the fields above when they are empty.
+	Title   string `json:"title"`
+	Message string `json:"message"`
+	// URL is the job's page on the dashboard (the dashboard itself for
+	// events about no job); Notify sets it when the Notifier has a
+	// PublicURL.
+	URL string    `json:"url,omitempty"`
+	At  time.Time `json:"at"`
 	// Key identifies the event: the same key is delivered once.
 	Key string `json:"key"`
-}
-
-// Sink kinds.
-const (
-	SinkWebhook = "webhook" // POST the event as JSON (signed like every http job)
-	SinkNtfy    = "ntfy"    // publish to an ntfy topic
-	SinkGotify  = "gotify"  // push a Gotify message
-)
-
-// Sink is where notifications go.
-type Sink struct {
-	Kind  string
-	URL   string // webhook: the URL; ntfy: the server root; gotify: the server root
-	Topic string // ntfy
-	Token string // gotify application token
-}
-
-// ParseSink reads a sink from its flag form:
-//
-//	webhook:https://example.com/hooks/sked
-//	ntfy:https://ntfy.sh/my-topic
-//	gotify:https://gotify.example.com/?token=AbC…
-func ParseSink(s string) (Sink, error) {
-	kind, rawURL, ok := strings.Cut(s, ":")
-	if !ok {
-		return Sink{}, fmt.Errorf("notify sink %q: write it as kind:URL, e.g. webhook:https://example.com/hook, ntfy:https://ntfy.sh/topic or gotify:https://host/?token=T", s)
-	}
-	if kind != SinkWebhook && kind != SinkNtfy && kind != SinkGotify {
-		return Sink{}, fmt.Errorf("notify sink %q: unknown kind %q; use webhook, ntfy or gotify", s, kind)
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Sink{}, fmt.Errorf("notify sink %q: %q is not an absolute http(s) URL", s, rawURL)
-	}
-	switch kind {
-	case SinkNtfy:
-		topic := strings.Trim(u.Path, "/")
-		if topic == "" || strings.Contains(topic, "/") {
-			return Sink{}, fmt.Errorf("notify sink %q: give the topic as the URL's path, e.g. ntfy:https://ntfy.sh/my-topic", s)
-		}
-		return Sink{Kind: kind, URL: u.Scheme + "://" + u.Host + "/", Topic: topic}, nil
-	case SinkGotify:
-		token := u.Query().Get("token")
-		if token == "" {
-			return Sink{}, fmt.Errorf("notify sink %q: give the application token as ?token=…", s)
-		}
-		return Sink{Kind: kind, URL: u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/") + "/message", Token: token}, nil
-	default:
-		return Sink{Kind: kind, URL: u.String()}, nil
-	}
-}
-
-// httpPayload is the payload of an `http` job (see worker.HTTPPayload).
-type httpPayload struct {
-	URL     string            `json:"url"`
-	Method  string            `json:"method"`
-	Headers map[string]string `json:"headers,omitempty"`
-	Body    any               `json:"body"`
-}
-
-// request is the http job payload that delivers e to sink.
-func (s Sink) request(e Event) httpPayload {
-	switch s.Kind {
-	case SinkNtfy:
-		return httpPayload{URL: s.URL, Method: "POST", Body: map[string]any{
-			"topic": s.Topic, "title": e.Title, "message": e.Message, "tags": []string{"sked", e.Kind}, "priority": 4,
-		}}
-	case SinkGotify:
-		return httpPayload{URL: s.URL, Method: "POST", Headers: map[string]string{"X-Gotify-Key": s.Token},
-			Body: map[string]any{"title": e.Title, "message": e.Message, "priority": 7}}
-	default:
-		return httpPayload{URL: s.URL, Method: "POST", Body: e}
-	}
 }
 
 // JobCreator is the part of db.Store a Notifier needs.
@@ -114,23 +70,58 @@ type JobCreator interface {
 	JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error)
 }
 
-// Notifier enqueues one http job per sink for each event.
+// Notifier enqueues one job per sink for each event.
 type Notifier struct {
 	Store JobCreator
 	Sinks []Sink
+	// PublicURL is the address people open the dashboard at (sked serve
+	// --public-url); every message then links to the job's page. Empty:
+	// no links.
+	PublicURL string
 }
 
-// Notify enqueues e for every sink. An event already enqueued (same key) is
-// not enqueued again.
+// The retries of a delivery: 8 attempts, 5 s apart and doubling (with
+// jitter), over five to ten minutes in all.
+const (
+	deliveryAttempts = 8
+	deliveryBackoff  = 5 * time.Second
+	deliveryTimeout  = 30 * time.Second
+)
+
+// Idempotency key prefixes of the jobs this package creates (see
+// IsDelivery).
+const (
+	notifyKeyPrefix = "notify:"
+	pingKeyPrefix   = "ping:"
+)
+
+// IsDelivery reports whether a job with this idempotency key delivers a
+// notification or a ping. Such a job is not itself announced when it goes
+// dead or gives up, since that announcement would go to the same sinks and
+// fail the same way, one after another.
+func IsDelivery(idempotencyKey string) bool {
+	return strings.HasPrefix(idempotencyKey, notifyKeyPrefix) || strings.HasPrefix(idempotencyKey, pingKeyPrefix)
+}
+
+// Notify enqueues e for every sink, with its Title, Message and URL filled
+// in. An event already enqueued (same key) is not enqueued again.
 func (n *Notifier) Notify(ctx context.Context, e Event) error {
+	if e.Title == "" {
+		e.Title, e.Message = e.text()
+	}
+	if n.PublicURL != "" {
+		e.URL = web.JobURL(n.PublicURL, e.JobID)
+	}
 	for i, s := range n.Sinks {
-		payload, err := json.Marshal(s.request(e))
+		typ, body := s.delivery(e)
+		payload, err := json.Marshal(body)
 		if err != nil {
 			return fmt.Errorf("encode notification: %w", err)
 		}
 		_, _, err = n.Store.JobCreate(ctx, db.JobCreateParams{
-			Type: "http", Payload: payload, MaxAttempts: 8, Backoff: 5 * time.Second, Timeout: 30 * time.Second,
-			IdempotencyKey: fmt.Sprintf("notify:%d:%s", i, e.Key),
+			Type: typ, Payload: payload,
+			MaxAttempts: deliveryAttempts, Backoff: deliveryBackoff, Timeout: deliveryTimeout,
+			IdempotencyKey: fmt.Sprintf("%s%d:%s", notifyKeyPrefix, i, e.Key),
 		})
 		if err != nil {
 			return fmt.Errorf("enqueue %s notification %s: %w", s.Kind, e.Key, err)

@@ -64,21 +64,26 @@ type Config struct {
 	// TestClock, when not zero, runs the server on a virtual clock stopped
 	// at this time and moved only by POST /test/clock.
 	TestClock time.Time
-	// NotifySinks receive dead jobs, quiet schedules and clock steps, as
-	// http jobs; empty: no notifications.
+	// NotifySinks receive dead jobs, quiet and recovered schedules and
+	// clock steps, as http jobs, and as email jobs for SMTP sinks (kind
+	// email is served when there is one); empty: no notifications.
 	NotifySinks []notify.Sink
-	Logger      *slog.Logger // nil: discard
-	Version     string
+	// PublicURL is the address people open the dashboard at; every
+	// notification then links to the job's page. Empty: no links.
+	PublicURL string
+	Logger    *slog.Logger // nil: discard
+	Version   string
 }
 
 // Server is one sked process: API, dispatcher, workers and reaper.
 type Server struct {
 	cfg      Config
 	handlers map[string]worker.HandlerFunc
+	mailer   *worker.Mailer // nil without SMTP sinks
 }
 
 // New returns a server for cfg with the built-in kinds registered (http,
-// and exec when enabled).
+// exec when enabled, email when cfg has an SMTP sink).
 func New(cfg Config) *Server {
 	cfg.DB = cmp.Or(cfg.DB, "sked.db")
 	cfg.Addr = cmp.Or(cfg.Addr, "127.0.0.1:8080")
@@ -99,6 +104,16 @@ func New(cfg Config) *Server {
 	}}
 	if cfg.EnableExec {
 		s.handlers["exec"] = worker.Exec()
+	}
+	var smtp []notify.SMTP
+	for _, sink := range cfg.NotifySinks {
+		if sink.SMTP != nil {
+			smtp = append(smtp, *sink.SMTP)
+		}
+	}
+	if len(smtp) > 0 {
+		s.mailer = worker.NewMailer(worker.MailerConfig{Sinks: smtp})
+		s.handlers["email"] = s.mailer.Handle
 	}
 	return s
 }
@@ -129,17 +144,14 @@ func (s *Server) Run(ctx context.Context) error {
 	// observes claims, completions and lease expirations for /metrics.
 	mtr := metrics.New(metrics.Config{Stats: store, NowFunc: store.Now, Logger: log})
 	obs := mtr.Store(store)
-	notifier := &notify.Notifier{Store: store, Sinks: cfg.NotifySinks}
+	notifier := &notify.Notifier{Store: store, Sinks: cfg.NotifySinks, PublicURL: cfg.PublicURL}
 
 	var guard *clock.Guard
 	countStep := mtr.WatchClock(func() bool { hold, _ := guard.Holding(); return hold })
 	guard, virtual := newClock(cfg.TestClock, log, func(st clock.Step) {
 		countStep(st)
 		if st.Backward() && len(cfg.NotifySinks) > 0 {
-			e := notify.Event{Kind: notify.KindClockStep, At: st.To, Key: "clock:" + st.To.Format(time.RFC3339Nano),
-				Title:   "sked: the wall clock went back",
-				Message: fmt.Sprintf("The wall clock stepped back from %s to %s; sked holds firing until it passes %s.", st.From, st.To, st.From)}
-			if err := notifier.Notify(context.WithoutCancel(ctx), e); err != nil {
+			if err := notifier.Notify(context.WithoutCancel(ctx), notify.ClockStep(st.From, st.To)); err != nil {
 				log.Error("notify clock step", "err", err)
 			}
 		}
@@ -151,6 +163,12 @@ func (s *Server) Run(ctx context.Context) error {
 	disabled := map[string]string{}
 	if !cfg.EnableExec {
 		disabled["exec"] = "exec jobs run commands on this machine and are off; start sked serve with --enable-exec to allow them"
+	}
+	validate := worker.ValidatePayload
+	if s.mailer != nil {
+		validate = s.mailer.ValidatePayload
+	} else {
+		disabled["email"] = "email jobs send through an SMTP sink of sked serve, and none is configured; give one with --notify smtp://user:password@host:587?to=you@example.com"
 	}
 	hostname, _ := os.Hostname()
 	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid())
@@ -183,7 +201,7 @@ func (s *Server) Run(ctx context.Context) error {
 	shuttingDown := make(chan struct{})
 	srv := &http.Server{
 		Handler: web.Mount(handlers.New(handlers.Config{
-			Store: obs, Wake: pool.Wake, ValidatePayload: worker.ValidatePayload,
+			Store: obs, Wake: pool.Wake, ValidatePayload: validate,
 			Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: shuttingDown,
 			TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },

@@ -12,11 +12,12 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// ValidatePayload checks the payload of a built-in kind ("exec", "http") when
-// a job is created, so that a bad payload is refused then rather than failing
-// at every run. It returns nil for other types, whose payloads are their
-// handlers' business. Its errors are *db.ValidationError with Field
-// "payload" or "payload.<field>" and a message that says how to fix it.
+// ValidatePayload checks the payload of a built-in kind ("exec", "http",
+// "email") when a job is created, so that a bad payload is refused then
+// rather than failing at every run. It returns nil for other types, whose
+// payloads are their handlers' business. Its errors are *db.ValidationError
+// with Field "payload" or "payload.<field>" and a message that says how to
+// fix it.
 func ValidatePayload(typ string, payload json.RawMessage) error {
 	switch typ {
 	case "exec":
@@ -25,6 +26,9 @@ func ValidatePayload(typ string, payload json.RawMessage) error {
 	case "http":
 		var p HTTPPayload
 		return parseHTTPPayload(payload, &p)
+	case "email":
+		var p EmailPayload
+		return parseEmailPayload(payload, &p)
 	}
 	return nil
 }

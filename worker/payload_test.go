@@ -52,7 +52,17 @@ func TestValidatePayload(t *testing.T) {
 		{"HTTPReservedIdempotency", "http", `{"url": "https://example.com", "headers": {"Idempotency-Key": "x"}}`, "payload.headers", "Idempotency-Key may not be set"},
 		{"HTTPReservedHost", "http", `{"url": "https://example.com", "headers": {"Host": "x"}}`, "payload.headers", "Host may not be set"},
 
-		{"OtherType", "email", `whatever`, "", ""},
+		{"EmailMinimal", "email", `{"sink": "smtp://a@mail.example.com?to=b@example.com", "subject": "hi"}`, "", ""},
+		{"EmailFull", "email", `{"sink": "smtp://a:xxxxx@mail.example.com:587?to=b@example.com", "subject": "Backup done ✓", "body": "line 1\nline 2"}`, "", ""},
+		{"EmailMissing", "email", ``, "payload", "needs a payload"},
+		{"EmailUnknownField", "email", `{"sink": "s", "subject": "hi", "to": "x@example.com"}`, "payload", `unknown field "to"`},
+		{"EmailNoSink", "email", `{"subject": "hi"}`, "payload.sink", "is required"},
+		{"EmailNoSubject", "email", `{"sink": "s", "subject": "  "}`, "payload.subject", "is required"},
+		{"EmailSubjectInjection", "email", `{"sink": "s", "subject": "hi\r\nBcc: x@example.com"}`, "payload.subject", "one line"},
+		{"EmailBodyNUL", "email", `{"sink": "s", "subject": "hi", "body": "a\u0000b"}`, "payload.body", "NUL"},
+		{"EmailBodyNotString", "email", `{"sink": "s", "subject": "hi", "body": {"a": 1}}`, "payload.body", "must be a string"},
+
+		{"OtherType", "resize-image", `whatever`, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

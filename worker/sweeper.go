@@ -3,7 +3,6 @@ package worker
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,7 +17,8 @@ const DefaultSweepInterval = 5 * time.Second
 // Sweeper keeps schedules honest between claims: it resumes jobs whose
 // pause-until has passed, raises and clears the dead-man's switch of
 // schedules that stopped succeeding, and tells people about dead jobs and
-// quiet schedules.
+// quiet schedules. A dead notification (see notify.IsDelivery) is logged,
+// not announced: the announcement would fail the same way.
 type Sweeper struct {
 	Store interface {
 		JobResumeDue(ctx context.Context) (int, error)
@@ -91,32 +91,26 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 			s.OnQuietFunc(c)
 		}
 		j := c.Job
-		e := notify.Event{JobID: j.ID, JobType: j.Type, At: s.NowFunc()}
 		if c.Quiet {
 			s.Logger.Warn("schedule gone quiet", "job_id", j.ID, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
-			e.Kind, e.Key = notify.KindQuiet, fmt.Sprintf("quiet:%s:%s", j.ID, j.QuietSince.Format(time.RFC3339Nano))
-			e.Title = fmt.Sprintf("sked: schedule %s (%s) has gone quiet", j.ID, j.Type)
-			e.Message = fmt.Sprintf("No run of %s (%s, %q) has succeeded within %s. Last error: %s",
-				j.ID, j.Type, j.Schedule, time.Duration(j.ExpectSuccessWithin), cmp.Or(j.LastError, "none"))
-		} else {
-			s.Logger.Info("schedule recovered", "job_id", j.ID)
-			e.Kind, e.Key = notify.KindRecovered, fmt.Sprintf("recovered:%s:%s", j.ID, j.LastSuccessAt.Format(time.RFC3339Nano))
-			e.Title = fmt.Sprintf("sked: schedule %s (%s) succeeds again", j.ID, j.Type)
-			e.Message = e.Title
+			s.notify(ctx, notify.Quiet(j))
+			continue
 		}
-		s.notify(ctx, e)
+		s.Logger.Info("schedule recovered", "job_id", j.ID)
+		if j.LastSuccessAt != nil {
+			s.notify(ctx, notify.Recovered(j, *j.LastSuccessAt))
+		}
 	}
 	dead, err := s.Store.JobDeadSince(ctx, s.deadSince, 100)
 	if err != nil {
 		s.logErr(ctx, "list dead jobs", err)
 	}
 	for _, j := range dead {
-		s.notify(ctx, notify.Event{
-			Kind: notify.KindDead, JobID: j.ID, JobType: j.Type, At: j.UpdatedAt,
-			Key:     fmt.Sprintf("dead:%s:%s", j.ID, j.UpdatedAt.Format(time.RFC3339Nano)),
-			Title:   fmt.Sprintf("sked: job %s (%s) is dead", j.ID, j.Type),
-			Message: fmt.Sprintf("Job %s (%s) failed %d of %d attempts and is dead: %s. Retry it with POST /jobs/%s/retry.", j.ID, j.Type, j.Attempt, j.MaxAttempts, j.LastError, j.ID),
-		})
+		if notify.IsDelivery(j.IdempotencyKey) {
+			s.Logger.Error("notification not delivered", "job_id", j.ID, "attempts", j.Attempt, "err", j.LastError)
+		} else {
+			s.notify(ctx, notify.Dead(j))
+		}
 		s.deadSince = j.UpdatedAt
 	}
 }

@@ -120,8 +120,8 @@ func TestSweeper_QuietAndRecovered(t *testing.T) {
 	if got := keys(ev); len(got) != 1 || got[0] != wantKey || len(r.quiet) != 1 || !r.quiet[0].Quiet {
 		t.Fatalf("past the limit: events %v, quiet changes %+v; want one %q", got, r.quiet, wantKey)
 	}
-	if !strings.Contains(ev[0].Message, "has succeeded within 1h0m0s") {
-		t.Errorf("message %q does not say the limit", ev[0].Message)
+	if ev[0].ExpectSuccessWithin != db.Duration(time.Hour) || ev[0].JobID != j.ID {
+		t.Errorf("event %+v does not give the job and the limit, which its message says", ev[0])
 	}
 	if ev := r.sweep(); len(ev) != 0 {
 		t.Fatalf("still quiet: %v, want no new event", keys(ev))
@@ -154,6 +154,27 @@ func TestSweeper_AnnouncesDeadJobs(t *testing.T) {
 	}
 	if got := keys(r.sweep()); len(got) != 1 || got[0] != key(1) {
 		t.Fatalf("second sweep: %v, want only %v", got, key(1))
+	}
+}
+
+// A dead notification or ping is logged, not announced: its announcement
+// would go to the same sinks and die the same way, again and again.
+func TestSweeper_DeadDeliveriesNotAnnounced(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	var logs bytes.Buffer
+	r.s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	var job db.Job
+	for _, key := range []string{"notify:0:dead:x:1", "ping:fail:x:1", ""} {
+		r.now = r.now.Add(time.Minute)
+		job = r.create(db.JobCreateParams{Type: "http", MaxAttempts: 1, IdempotencyKey: key})
+		r.finish("http", db.OutcomeFailed)
+	}
+	if ev := r.sweep(); len(ev) != 1 || ev[0].Kind != notify.KindDead || ev[0].JobID != job.ID || ev[0].Attempts != 1 || ev[0].Error != "boom" {
+		t.Fatalf("announced %+v, want the one dead job %s", ev, job.ID)
+	}
+	if n := strings.Count(logs.String(), `msg="notification not delivered"`); n != 2 {
+		t.Errorf("%d undelivered notifications logged, want 2:\n%s", n, logs.String())
 	}
 }
 

@@ -1,0 +1,79 @@
+package notify
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// The events of jobs, built from what the store returns. Each key is made
+// from what stays the same when the event is emitted again (after a crash,
+// on another node), so that it is told once.
+
+// GaveUp is the run_gave_up event of run r, with which a firing of job j
+// spent its attempts (r.GaveUp): one-off or recurring, with the slot, the
+// attempts, the last error and the tail of the output. Its key is the run.
+func GaveUp(j db.Job, r db.Run) Event {
+	e := jobEvent(KindGaveUp, j)
+	e.RunID, e.Slot, e.Attempts, e.MaxAttempts = r.ID, deref(r.Slot), r.Attempt, j.MaxAttempts
+	e.Error, e.Output = cmp.Or(r.Error, j.LastError), r.Output
+	e.At = cmp.Or(deref(r.FinishedAt), j.UpdatedAt)
+	e.Key = fmt.Sprintf("gave_up:%s:%d", j.ID, r.ID)
+	return e
+}
+
+// Recovered is the schedule_recovered event of job j, a run of which
+// succeeded at at after the job had gone quiet or given up. Give the time
+// the store records as the job's last success: the key is the job and that
+// time, so the sweeper's and the engine's announcements of one recovery
+// are told once.
+func Recovered(j db.Job, at time.Time) Event {
+	e := jobEvent(KindRecovered, j)
+	e.At = at
+	e.Key = fmt.Sprintf("recovered:%s:%s", j.ID, at.Format(time.RFC3339Nano))
+	return e
+}
+
+// Quiet is the schedule_quiet event of job j, whose dead-man's switch
+// (j.ExpectSuccessWithin) went off at j.QuietSince.
+func Quiet(j db.Job) Event {
+	e := jobEvent(KindQuiet, j)
+	e.ExpectSuccessWithin, e.Error = j.ExpectSuccessWithin, j.LastError
+	e.At = deref(j.QuietSince)
+	e.Key = fmt.Sprintf("quiet:%s:%s", j.ID, e.At.Format(time.RFC3339Nano))
+	return e
+}
+
+// Dead is the job_dead event of job j, which went dead at j.UpdatedAt.
+func Dead(j db.Job) Event {
+	e := jobEvent(KindDead, j)
+	e.Attempts, e.MaxAttempts, e.Error = j.Attempt, j.MaxAttempts, j.LastError
+	e.At = j.UpdatedAt
+	e.Key = fmt.Sprintf("dead:%s:%s", j.ID, j.UpdatedAt.Format(time.RFC3339Nano))
+	return e
+}
+
+// ClockStep is the clock_step event of the wall clock stepping back from
+// from to to, which holds firing until it passes from again.
+func ClockStep(from, to time.Time) Event {
+	return Event{
+		Kind: KindClockStep, At: to, Key: "clock:" + to.Format(time.RFC3339Nano),
+		Title:   "sked: the wall clock went back",
+		Message: fmt.Sprintf("The wall clock stepped back from %s to %s; sked holds firing until it passes %s.", from, to, from),
+	}
+}
+
+// jobEvent is an event of kind about job j.
+func jobEvent(kind string, j db.Job) Event {
+	return Event{Kind: kind, JobID: j.ID, JobType: j.Type, Schedule: j.Schedule}
+}
+
+// deref is *t, or the zero time for nil.
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
