@@ -68,7 +68,4 @@ type Controller interface {
 	// is older than their expectSuccessWithin as quiet, clears the mark of
 	// those that succeeded since, and returns what changed.
 	JobQuietSweep(ctx context.Context) ([]QuietChange, error)
-	// JobDeadSince returns jobs that went dead after since (by updated_at),
-	// oldest first, at most limit.
-	JobDeadSince(ctx context.Context, since time.Time, limit int) ([]Job, error)
 }

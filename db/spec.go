@@ -90,14 +90,11 @@ type Event struct {
 const (
 	// EventChanged: the job's definition changed; Detail is a Changes.
 	EventChanged = "changed"
-	// EventGaveUp: a firing spent its attempts (a one-off job went dead);
-	// Detail is a GaveUp.
+	// EventGaveUp: a firing spent its attempts (a one-off job went dead).
 	EventGaveUp = "gave_up"
-	// EventRecovered: a schedule whose firing gave up succeeded again;
-	// Detail is {"slot": …}.
+	// EventRecovered: a schedule whose firing gave up succeeded again.
 	EventRecovered = "recovered"
-	// EventStarted: a run started, for a job with a ping URL (Notify.Ping);
-	// Detail is {"slot": …, "attempt": …}.
+	// EventStarted: a run started, for a job with a ping URL (Notify.Ping).
 	EventStarted = "started"
 	// EventSucceeded: a run of a job with a ping URL succeeded.
 	EventSucceeded = "succeeded"
@@ -113,12 +110,15 @@ type Change struct {
 	To   any `json:"to"`
 }
 
-// GaveUp is the Detail of an EventGaveUp.
-type GaveUp struct {
-	Slot     *time.Time `json:"slot,omitempty"`
-	Attempts int        `json:"attempts"`
-	Error    string     `json:"error,omitempty"`
-	Output   string     `json:"output,omitempty"` // the last run's tail
+// RunEvent is the Detail of the events about a run: EventGaveUp,
+// EventRecovered, EventStarted and EventSucceeded.
+type RunEvent struct {
+	Slot       *time.Time `json:"slot,omitempty"`
+	Attempt    int        `json:"attempt"`    // the run's: all spent, for EventGaveUp
+	Generation int64      `json:"generation"` // the run's lease generation
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	Error      string     `json:"error,omitempty"`
+	Output     string     `json:"output,omitempty"` // the run's tail
 }
 
 // EventListParams pages a job's events, newest first.

@@ -67,7 +67,7 @@ func ClockStep(from, to time.Time) Event {
 
 // jobEvent is an event of kind about job j.
 func jobEvent(kind string, j db.Job) Event {
-	return Event{Kind: kind, JobID: j.ID, JobType: j.Type, Schedule: j.Schedule}
+	return Event{Kind: kind, JobID: j.ID, JobName: j.Name, JobType: j.Type, Schedule: j.Schedule}
 }
 
 // deref is *t, or the zero time for nil.

@@ -14,6 +14,7 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -103,29 +104,49 @@ func IsDelivery(idempotencyKey string) bool {
 	return strings.HasPrefix(idempotencyKey, notifyKeyPrefix) || strings.HasPrefix(idempotencyKey, pingKeyPrefix)
 }
 
-// Notify enqueues e for every sink, with its Title, Message and URL filled
-// in. An event already enqueued (same key) is not enqueued again.
+// Notify enqueues e, an event of no job (a clock step), for every sink of
+// the server. Events of jobs go through Tell, which follows the job's
+// settings.
 func (n *Notifier) Notify(ctx context.Context, e Event) error {
+	return n.enqueue(ctx, e, n.Sinks)
+}
+
+// enqueue enqueues e for each of sinks, with its Title, Message and URL
+// filled in. An event already enqueued for a sink (same key) is not
+// enqueued again.
+func (n *Notifier) enqueue(ctx context.Context, e Event, sinks []Sink) error {
 	if e.Title == "" {
 		e.Title, e.Message = e.text()
 	}
 	if n.PublicURL != "" {
 		e.URL = web.JobURL(n.PublicURL, e.JobID)
 	}
-	for i, s := range n.Sinks {
+	for _, s := range sinks {
 		typ, body := s.delivery(e)
 		payload, err := json.Marshal(body)
 		if err != nil {
 			return fmt.Errorf("encode notification: %w", err)
 		}
-		_, _, err = n.Store.JobCreate(ctx, db.JobCreateParams{
+		err = n.create(ctx, db.JobCreateParams{
 			Type: typ, Payload: payload,
 			MaxAttempts: deliveryAttempts, Backoff: deliveryBackoff, Timeout: deliveryTimeout,
-			IdempotencyKey: fmt.Sprintf("%s%d:%s", notifyKeyPrefix, i, e.Key),
+			IdempotencyKey: notifyKeyPrefix + sinkID(s) + ":" + e.Key,
 		})
 		if err != nil {
 			return fmt.Errorf("enqueue %s notification %s: %w", s.Kind, e.Key, err)
 		}
 	}
 	return nil
+}
+
+// create creates a delivery job. Its key names the event: when the key is
+// taken, the event was enqueued already, if in other words (a job's name
+// or error changed since), and that is not enqueued again.
+func (n *Notifier) create(ctx context.Context, p db.JobCreateParams) error {
+	_, _, err := n.Store.JobCreate(ctx, p)
+	var reused *db.KeyReusedError
+	if errors.As(err, &reused) {
+		return nil
+	}
+	return err
 }

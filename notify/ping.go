@@ -44,6 +44,7 @@ func parsePingURL(s string) (*url.URL, error) {
 // pingBody is what a ping posts; healthchecks.io keeps it in the check's log.
 type pingBody struct {
 	JobID   string    `json:"jobId"`
+	JobName string    `json:"jobName,omitempty"`
 	RunID   int64     `json:"runId"`
 	Slot    time.Time `json:"slot,omitzero"`
 	Attempt int       `json:"attempt"`
@@ -71,7 +72,7 @@ func (n *Notifier) Ping(ctx context.Context, pingURL string, sig Signal, j db.Jo
 	if err != nil {
 		return err
 	}
-	body := pingBody{JobID: j.ID, RunID: r.ID, Slot: deref(r.Slot), Attempt: r.Attempt}
+	body := pingBody{JobID: j.ID, JobName: j.Name, RunID: r.ID, Slot: deref(r.Slot), Attempt: r.Attempt}
 	p := db.JobCreateParams{
 		Type: "http", MaxAttempts: deliveryAttempts, Backoff: deliveryBackoff, Timeout: deliveryTimeout,
 		IdempotencyKey: fmt.Sprintf("%s%s:%s:%d", pingKeyPrefix, sig, j.ID, r.ID),
@@ -94,7 +95,7 @@ func (n *Notifier) Ping(ctx context.Context, pingURL string, sig Signal, j db.Jo
 	if p.Payload, err = json.Marshal(httpPayload{URL: u.String(), Method: "POST", Body: body}); err != nil {
 		return fmt.Errorf("encode ping: %w", err)
 	}
-	if _, _, err := n.Store.JobCreate(ctx, p); err != nil {
+	if err := n.create(ctx, p); err != nil {
 		return fmt.Errorf("enqueue %s ping of job %s: %w", sig, j.ID, err)
 	}
 	return nil

@@ -183,14 +183,7 @@ func (s *Server) Run(ctx context.Context) error {
 	reaper := &worker.Reaper{Store: obs, Logger: log}
 	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})
 
-	sweeper := &worker.Sweeper{Store: store, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
-	if len(cfg.NotifySinks) > 0 {
-		sweeper.NotifyFunc = func(ctx context.Context, e notify.Event) error {
-			err := notifier.Notify(ctx, e)
-			pool.Wake()
-			return err
-		}
-	}
+	sweeper := &worker.Sweeper{Store: store, Notifier: notifier, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
 	var testClock handlers.TestClock
 	if virtual != nil {
 		testClock = movedClock{Virtual: virtual, moved: sweeper.Wake}

@@ -3,6 +3,7 @@ package worker
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -16,18 +17,26 @@ const DefaultSweepInterval = 5 * time.Second
 
 // Sweeper keeps schedules honest between claims: it resumes jobs whose
 // pause-until has passed, raises and clears the dead-man's switch of
-// schedules that stopped succeeding, and tells people about dead jobs and
-// quiet schedules. A dead notification (see notify.IsDelivery) is logged,
-// not announced: the announcement would fail the same way.
+// schedules that stopped succeeding, and tells people what happened: it
+// delivers the store's timeline of give-ups, recoveries and pinged runs
+// (db.Store.EventsAfter, written in the transactions that made them) and
+// the switch's changes. A notification that gave up (see
+// notify.IsDelivery) is logged, not announced: the announcement would fail
+// the same way.
 type Sweeper struct {
 	Store interface {
 		JobResumeDue(ctx context.Context) (int, error)
 		JobQuietSweep(ctx context.Context) ([]db.QuietChange, error)
-		JobDeadSince(ctx context.Context, since time.Time, limit int) ([]db.Job, error)
+		JobGet(ctx context.Context, id string) (db.Job, error)
+		EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error)
 	}
-	// NotifyFunc delivers an event; nil drops them.
-	NotifyFunc func(ctx context.Context, e notify.Event) error
-	// WakeFunc is called after jobs were resumed; may be nil.
+	// Notifier tells people; nil tells nobody.
+	Notifier interface {
+		Tell(ctx context.Context, j db.Job, e notify.Event) error
+		Deliver(ctx context.Context, j db.Job, ev db.Event) error
+	}
+	// WakeFunc is called after jobs were resumed or notifications
+	// enqueued; may be nil.
 	WakeFunc func()
 	// NowFunc is the store's clock. Never nil.
 	NowFunc  func() time.Time
@@ -37,11 +46,18 @@ type Sweeper struct {
 	// OnQuietFunc, when set, observes every quiet change (metrics).
 	OnQuietFunc func(db.QuietChange)
 
-	deadSince time.Time // jobs dead at or after this are still to be announced
+	eventsAfter int64     // the last event of the timeline looked at
+	since       time.Time // events before this are not told
 
 	wake     chan struct{} // buffered(1): sweep now; made by wakeOnce
 	wakeOnce sync.Once
 }
+
+// outbox is the timeline events the sweeper delivers.
+var outbox = []string{db.EventGaveUp, db.EventRecovered, db.EventStarted, db.EventSucceeded}
+
+// outboxPage bounds the events one read of the timeline returns.
+const outboxPage = 500
 
 // Wake makes the sweeper sweep at once, as when a test clock moved. It never
 // blocks.
@@ -57,9 +73,9 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	// Deaths of the last hour are announced again after a restart; their
+	// The events of the last hour are told again after a restart; their
 	// idempotency keys keep each to one notification.
-	s.deadSince = s.NowFunc().Add(-time.Hour)
+	s.since = s.NowFunc().Add(-time.Hour)
 	t := time.NewTicker(cmp.Or(s.Interval, DefaultSweepInterval))
 	defer t.Stop()
 	for {
@@ -92,35 +108,82 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 		}
 		j := c.Job
 		if c.Quiet {
-			s.Logger.Warn("schedule gone quiet", "job_id", j.ID, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
-			s.notify(ctx, notify.Quiet(j))
+			s.Logger.Warn("schedule gone quiet", "job_id", j.ID, "name", j.Name, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
+			s.tell(ctx, j, notify.Quiet(j))
 			continue
 		}
-		s.Logger.Info("schedule recovered", "job_id", j.ID)
+		s.Logger.Info("schedule recovered", "job_id", j.ID, "name", j.Name)
 		if j.LastSuccessAt != nil {
-			s.notify(ctx, notify.Recovered(j, *j.LastSuccessAt))
+			s.tell(ctx, j, notify.Recovered(j, *j.LastSuccessAt))
 		}
 	}
-	dead, err := s.Store.JobDeadSince(ctx, s.deadSince, 100)
-	if err != nil {
-		s.logErr(ctx, "list dead jobs", err)
+	s.deliverEvents(ctx)
+}
+
+// deliverEvents tells people the events of the store's timeline written
+// since the last sweep. An event whose delivery failed for the store is
+// tried again at the next sweep; one the job's own settings cannot deliver
+// (db.ErrInvalid) is logged and passed over.
+func (s *Sweeper) deliverEvents(ctx context.Context) {
+	if s.Notifier == nil {
+		return
 	}
-	for _, j := range dead {
-		if notify.IsDelivery(j.IdempotencyKey) {
-			s.Logger.Error("notification not delivered", "job_id", j.ID, "attempts", j.Attempt, "err", j.LastError)
-		} else {
-			s.notify(ctx, notify.Dead(j))
+	told := 0
+	defer func() {
+		if told > 0 && s.WakeFunc != nil {
+			s.WakeFunc()
 		}
-		s.deadSince = j.UpdatedAt
+	}()
+	for {
+		events, err := s.Store.EventsAfter(ctx, s.eventsAfter, outbox, outboxPage)
+		if err != nil {
+			s.logErr(ctx, "read the jobs' events", err)
+			return
+		}
+		for _, ev := range events {
+			if !ev.At.Before(s.since) {
+				if err := s.deliver(ctx, ev); err != nil && !errors.Is(err, db.ErrInvalid) && !errors.Is(err, db.ErrNotFound) {
+					s.logErr(ctx, "notify", err)
+					return
+				}
+				told++
+			}
+			s.eventsAfter = ev.ID
+		}
+		if len(events) < outboxPage {
+			return
+		}
 	}
 }
 
-func (s *Sweeper) notify(ctx context.Context, e notify.Event) {
-	if s.NotifyFunc == nil {
+// deliver tells people about ev.
+func (s *Sweeper) deliver(ctx context.Context, ev db.Event) error {
+	j, err := s.Store.JobGet(ctx, ev.JobID)
+	if err != nil {
+		return err // pruned since: nothing to tell
+	}
+	if notify.IsDelivery(j.IdempotencyKey) {
+		if ev.Kind == db.EventGaveUp {
+			s.Logger.Error("notification not delivered", "job_id", j.ID, "attempts", j.Attempt, "err", j.LastError)
+		}
+		return nil
+	}
+	err = s.Notifier.Deliver(ctx, j, ev)
+	if err != nil && errors.Is(err, db.ErrInvalid) {
+		s.logErr(ctx, "notify", err)
+	}
+	return err
+}
+
+// tell tells people about e, an event of job j.
+func (s *Sweeper) tell(ctx context.Context, j db.Job, e notify.Event) {
+	if s.Notifier == nil {
 		return
 	}
-	if err := s.NotifyFunc(ctx, e); err != nil {
+	if err := s.Notifier.Tell(ctx, j, e); err != nil {
 		s.logErr(ctx, "notify", err)
+	} else if s.WakeFunc != nil {
+		s.WakeFunc()
 	}
 }
 

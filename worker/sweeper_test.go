@@ -3,7 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -16,28 +16,33 @@ import (
 	"github.com/sked-dev/sked/notify"
 )
 
-// sweepRig is a sweeper on a real store and an injected clock, recording
-// what it tells people and how often it wakes the dispatcher.
+// sweepRig is a sweeper on a real store and an injected clock, telling
+// people through a real notifier with one webhook sink: what it tells is
+// read back from the delivery jobs it creates.
 type sweepRig struct {
-	t      *testing.T
-	ctx    context.Context
-	store  *sqlite.Store
-	now    time.Time
-	s      *Sweeper
-	events []notify.Event
-	quiet  []db.QuietChange
-	wakes  int
+	t     *testing.T
+	ctx   context.Context
+	store *sqlite.Store
+	now   time.Time
+	s     *Sweeper
+	quiet []db.QuietChange
+	wakes int
+	seen  map[string]bool // delivery jobs read by earlier sweeps
 }
 
 func newSweepRig(t *testing.T) *sweepRig {
-	r := &sweepRig{t: t, ctx: context.Background(), store: sqlitetest.Open(t), now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
+	r := &sweepRig{t: t, ctx: context.Background(), store: sqlitetest.Open(t), now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC), seen: map[string]bool{}}
 	r.store.NowFunc = func() time.Time { return r.now }
+	sink, err := notify.ParseSink("webhook:https://hooks.example/sked")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.s = &Sweeper{Store: r.store, NowFunc: r.store.Now,
-		NotifyFunc:  func(_ context.Context, e notify.Event) error { r.events = append(r.events, e); return nil },
+		Notifier:    &notify.Notifier{Store: r.store, Sinks: []notify.Sink{sink}},
 		WakeFunc:    func() { r.wakes++ },
 		OnQuietFunc: func(c db.QuietChange) { r.quiet = append(r.quiet, c) },
 		Logger:      slog.New(slog.DiscardHandler),
-		deadSince:   r.now.Add(-time.Hour),
+		since:       r.now.Add(-time.Hour),
 	}
 	return r
 }
@@ -48,6 +53,7 @@ func (r *sweepRig) create(p db.JobCreateParams) db.Job {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.seen[j.ID] = true // the test's own jobs are not deliveries
 	return j
 }
 
@@ -64,11 +70,29 @@ func (r *sweepRig) finish(typ string, outcome db.Outcome) {
 	}
 }
 
-// sweep runs one pass and returns the events it sent.
+// sweep runs one pass and returns the events it enqueued for the webhook,
+// in the order of their delivery jobs.
 func (r *sweepRig) sweep() []notify.Event {
-	r.events = nil
+	r.t.Helper()
 	r.s.runOnce(r.ctx)
-	return r.events
+	jobs, _, err := r.store.JobList(r.ctx, db.JobListParams{Type: "http", Limit: 500})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []notify.Event
+	for i := len(jobs) - 1; i >= 0; i-- { // oldest first
+		j := jobs[i]
+		if !strings.HasPrefix(j.IdempotencyKey, "notify:") || r.seen[j.ID] {
+			continue
+		}
+		r.seen[j.ID] = true
+		var p struct{ Body notify.Event }
+		if err := json.Unmarshal(j.Payload, &p); err != nil {
+			r.t.Fatal(err)
+		}
+		out = append(out, p.Body)
+	}
+	return out
 }
 
 func keys(events []notify.Event) []string {
@@ -134,31 +158,56 @@ func TestSweeper_QuietAndRecovered(t *testing.T) {
 	}
 }
 
-// Dead jobs are announced from the last one announced on: a sweep
-// announces every job dead since, the next only those dead at or after the
-// latest of them (their keys make a repeat a no-op).
-func TestSweeper_AnnouncesDeadJobs(t *testing.T) {
+// Give-ups are told from the jobs' timeline, each once: a one-off job that
+// gave up as job_dead, a schedule's firing as run_gave_up, and its next
+// success as schedule_recovered; a later sweep tells only what is new.
+func TestSweeper_TellsTheTimeline(t *testing.T) {
 	t.Parallel()
 	r := newSweepRig(t)
-	var dead []string
-	for _, typ := range []string{"a", "b"} {
-		r.now = r.now.Add(time.Minute)
-		dead = append(dead, r.create(db.JobCreateParams{Type: typ, MaxAttempts: 1}).ID)
-		r.finish(typ, db.OutcomeFailed)
+	one := r.create(db.JobCreateParams{Type: "one", MaxAttempts: 1, Name: "once"})
+	r.finish("one", db.OutcomeFailed)
+	rec := r.create(db.JobCreateParams{Type: "rec", MaxAttempts: 1, Schedule: "@every 1m", Name: "every-minute"})
+	r.now = r.now.Add(time.Minute)
+	r.finish("rec", db.OutcomeFailed)
+	ev := r.sweep()
+	if len(ev) != 2 || ev[0].Kind != notify.KindDead || ev[0].JobID != one.ID || ev[0].JobName != "once" ||
+		ev[1].Kind != notify.KindGaveUp || ev[1].JobID != rec.ID || ev[1].Error != "boom" || ev[1].Attempts != 1 {
+		t.Fatalf("first sweep told %+v; want job_dead of %s, then run_gave_up of %s", ev, one.ID, rec.ID)
 	}
-	key := func(i int) string {
-		return "job_dead dead:" + dead[i] + ":" + r.now.Add(time.Duration(i-1)*time.Minute).Format(time.RFC3339Nano)
+	if r.wakes == 0 {
+		t.Errorf("the dispatcher was not woken for the notifications")
 	}
-	if got := keys(r.sweep()); len(got) != 2 || got[0] != key(0) || got[1] != key(1) {
-		t.Fatalf("first sweep: %v, want %v", got, []string{key(0), key(1)})
+	r.now = r.now.Add(time.Minute)
+	r.finish("rec", db.OutcomeSucceeded)
+	if ev := r.sweep(); len(ev) != 1 || ev[0].Kind != notify.KindRecovered || ev[0].JobID != rec.ID {
+		t.Fatalf("second sweep told %v; want the recovery alone", keys(ev))
 	}
-	if got := keys(r.sweep()); len(got) != 1 || got[0] != key(1) {
-		t.Fatalf("second sweep: %v, want only %v", got, key(1))
+	if ev := r.sweep(); len(ev) != 0 {
+		t.Fatalf("third sweep told %v; want nothing", keys(ev))
 	}
 }
 
-// A dead notification or ping is logged, not announced: its announcement
-// would go to the same sinks and die the same way, again and again.
+// A job's own settings choose its events: one that asks only for
+// recoveries is not told it gave up.
+func TestSweeper_JobSettings(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	r.create(db.JobCreateParams{Type: "rec", MaxAttempts: 1, Schedule: "@every 1m", Notify: &db.Notify{On: []string{notify.OnRecovered}}})
+	r.now = r.now.Add(time.Minute)
+	r.finish("rec", db.OutcomeFailed)
+	if ev := r.sweep(); len(ev) != 0 {
+		t.Fatalf("told %v; the job asked for recoveries only", keys(ev))
+	}
+	r.now = r.now.Add(time.Minute)
+	r.finish("rec", db.OutcomeSucceeded)
+	if ev := r.sweep(); len(ev) != 1 || ev[0].Kind != notify.KindRecovered {
+		t.Fatalf("told %v; want the recovery", keys(ev))
+	}
+}
+
+// A notification or ping that gave up is logged, not announced: its
+// announcement would go to the same sinks and die the same way, again and
+// again.
 func TestSweeper_DeadDeliveriesNotAnnounced(t *testing.T) {
 	t.Parallel()
 	r := newSweepRig(t)
@@ -178,19 +227,7 @@ func TestSweeper_DeadDeliveriesNotAnnounced(t *testing.T) {
 	}
 }
 
-// afterDeadSince is the real store calling after once JobDeadSince has
-// answered.
-type afterDeadSince struct {
-	*sqlite.Store
-	after func()
-}
-
-func (s afterDeadSince) JobDeadSince(ctx context.Context, since time.Time, limit int) ([]db.Job, error) {
-	defer s.after()
-	return s.Store.JobDeadSince(ctx, since, limit)
-}
-
-// Run announces the deaths of the hour before it started, not older ones.
+// Run tells the events of the hour before it started, not older ones.
 func TestSweeper_RunLooksBackAnHour(t *testing.T) {
 	t.Parallel()
 	r := newSweepRig(t)
@@ -201,42 +238,33 @@ func TestSweeper_RunLooksBackAnHour(t *testing.T) {
 		r.now = r.now.Add(time.Hour)
 	}
 	// Started an hour after "recent" died and two after "old" did; stopped
-	// once its first sweep has read the dead jobs.
+	// once its first sweep has run.
 	ctx, cancel := context.WithCancel(r.ctx)
-	r.s.Store = afterDeadSince{r.store, cancel}
+	r.s.WakeFunc = cancel
 	r.s.Interval = time.Hour
 	if err := r.s.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.events) != 1 || r.events[0].JobID != ids[1] {
-		t.Fatalf("announced %v, want only job %s", keys(r.events), ids[1])
+	if ev := r.sweep(); len(ev) != 1 || ev[0].JobID != ids[1] {
+		t.Fatalf("announced %v, want only job %s", keys(ev), ids[1])
 	}
 }
 
-// A failing store or sink is logged and the sweep goes on; once the
-// sweeper is stopping, its failures are not logged.
+// A failing store is logged and the sweep goes on; once the sweeper is
+// stopping, its failures are not logged.
 func TestSweeper_Errors(t *testing.T) {
 	t.Parallel()
 	r := newSweepRig(t)
 	var logs bytes.Buffer
 	r.s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	r.create(db.JobCreateParams{Type: "a", MaxAttempts: 1})
-	r.finish("a", db.OutcomeFailed)
-	r.s.NotifyFunc = func(context.Context, notify.Event) error { return errors.New("sink down") }
-	r.sweep()
-	if !strings.Contains(logs.String(), `msg=notify err="sink down"`) {
-		t.Errorf("a failed notification is not logged:\n%s", logs.String())
-	}
-
 	closed, err := sqlite.Open(r.ctx, filepath.Join(t.TempDir(), "closed.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	closed.Close()
 	r.s.Store = closed
-	logs.Reset()
-	r.sweep()
-	for _, what := range []string{"resume paused jobs", "check quiet schedules", "list dead jobs"} {
+	r.s.runOnce(r.ctx)
+	for _, what := range []string{"resume paused jobs", "check quiet schedules", "read the jobs' events"} {
 		if !strings.Contains(logs.String(), "msg=\""+what+"\"") {
 			t.Errorf("%q not logged:\n%s", what, logs.String())
 		}
@@ -247,5 +275,14 @@ func TestSweeper_Errors(t *testing.T) {
 	r.s.runOnce(ctx)
 	if logs.Len() != 0 {
 		t.Errorf("errors logged while stopping:\n%s", logs.String())
+	}
+	// A sink that cannot be told: an event of a job whose settings name a
+	// sink that does not parse is logged and passed over.
+	r.s.Store = r.store
+	r.create(db.JobCreateParams{Type: "a", MaxAttempts: 1, Notify: &db.Notify{Sinks: []string{"nonsense"}}})
+	r.finish("a", db.OutcomeFailed)
+	r.sweep()
+	if !strings.Contains(logs.String(), `msg=notify`) {
+		t.Errorf("an undeliverable event is not logged:\n%s", logs.String())
 	}
 }

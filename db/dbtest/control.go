@@ -138,17 +138,3 @@ func testDeadMansSwitch(t *testing.T, f *fixture) {
 	}
 	_ = j
 }
-
-func testDeadSince(t *testing.T, f *fixture) {
-	c := f.Store
-	j := f.create(db.JobCreateParams{MaxAttempts: 1})
-	f.Clock.Advance(time.Minute)
-	f.finish(f.claimOne("w"), db.OutcomeFailed, true)
-	dead, err := c.JobDeadSince(f.ctx, Start, 10)
-	if err != nil || len(dead) != 1 || dead[0].ID != j.ID {
-		t.Fatalf("JobDeadSince = %v, %v", dead, err)
-	}
-	if later, _ := c.JobDeadSince(f.ctx, f.Clock.Now().Add(time.Second), 10); len(later) != 0 {
-		t.Fatalf("JobDeadSince after the death = %v", later)
-	}
-}

@@ -86,7 +86,6 @@ func Run(t *testing.T, open OpenFunc) {
 		"SkipNext":            testSkipNext,
 		"Backfill":            testBackfill,
 		"DeadMansSwitch":      testDeadMansSwitch,
-		"DeadSince":           testDeadSince,
 		"Prune":               testPrune,
 		"JobCreateBatch":      testJobCreateBatch,
 		"Ready":               testReady,

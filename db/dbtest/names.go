@@ -182,8 +182,8 @@ func testTimeline(t *testing.T, f *fixture) {
 			t.Fatalf("events = %v, want %v", kinds, want)
 		}
 	}
-	var gaveUp db.GaveUp
-	if err := json.Unmarshal(events[3].Detail, &gaveUp); err != nil || gaveUp.Attempts != 1 || gaveUp.Error == "" {
+	var gaveUp db.RunEvent
+	if err := json.Unmarshal(events[3].Detail, &gaveUp); err != nil || gaveUp.Attempt != 1 || gaveUp.Error == "" || gaveUp.Generation != 1 {
 		t.Fatalf("gave_up detail %s (%v)", events[3].Detail, err)
 	}
 	after, err := f.Store.EventsAfter(f.ctx, events[2].ID, []string{db.EventGaveUp, db.EventRecovered}, 10)

@@ -59,9 +59,6 @@ type Reader interface {
 	Stats(ctx context.Context, now time.Time) (db.Stats, error)
 	Ready(ctx context.Context) error
 
-	// JobsDead returns up to limit jobs that are dead and were last
-	// updated at or after since, oldest update first.
-	JobsDead(ctx context.Context, since time.Time, limit int) ([]db.Job, error)
 	// JobByName returns the job of that name that is not cancelled, else
 	// the newest cancelled one; db.ErrNotFound if there is none.
 	JobByName(ctx context.Context, name string) (db.Job, error)

@@ -487,16 +487,6 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 	return changes, nil
 }
 
-// JobDeadSince lists jobs that went dead at or after since; see db.Store.
-func (s *Store) JobDeadSince(ctx context.Context, since time.Time, limit int) ([]db.Job, error) {
-	jobs, err := s.d.JobsDead(ctx, since, cmp.Or(limit, 100))
-	s.health.saw(err, false)
-	if err != nil {
-		return nil, fmt.Errorf("list dead jobs: %w", err)
-	}
-	return jobs, nil
-}
-
 // transition reads job id (or the live job of that name) inside a write
 // transaction and applies fn, which returns the job as it leaves it.
 func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {

@@ -171,24 +171,31 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, li
 	return events, nil
 }
 
-// runEvents are the events a finished run adds to its job's timeline: a
-// firing that gave up, a schedule that recovered, and for a job with a
-// ping URL, its success.
-func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, now time.Time) []db.Event {
-	at := s.stored(now)
-	event := func(kind string, detail any) db.Event {
-		b, _ := json.Marshal(detail) // plain values: it cannot fail
-		return db.Event{JobID: j.ID, At: at, Kind: kind, Detail: b}
-	}
+// runEvents are the events a run of j that started at started and ended at
+// now adds to its job's timeline: a firing that gave up, a schedule that
+// recovered, and for a job with a ping URL, its success.
+func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, started, now time.Time) []db.Event {
+	at, start := s.stored(now), s.stored(started)
+	run := db.RunEvent{Slot: j.Slot, Attempt: j.Attempt, Generation: j.LeaseGeneration, StartedAt: &start, Error: p.Error, Output: tail(p.Output)}
 	var out []db.Event
 	switch {
 	case r.GaveUp:
-		out = append(out, event(db.EventGaveUp, db.GaveUp{Slot: j.Slot, Attempts: j.Attempt, Error: p.Error, Output: tail(p.Output)}))
+		out = append(out, s.event(j, db.EventGaveUp, at, run))
 	case p.Outcome == db.OutcomeSucceeded && j.FailingSince != nil:
-		out = append(out, event(db.EventRecovered, map[string]any{"slot": j.Slot}))
+		out = append(out, s.event(j, db.EventRecovered, at, run))
 	}
-	if p.Outcome == db.OutcomeSucceeded && j.Notify != nil && j.Notify.Ping != "" {
-		out = append(out, event(db.EventSucceeded, map[string]any{"slot": j.Slot, "attempt": j.Attempt}))
+	if p.Outcome == db.OutcomeSucceeded && pinged(j) {
+		out = append(out, s.event(j, db.EventSucceeded, at, run))
 	}
 	return out
 }
+
+// event is an event of kind on j's timeline at at, about run.
+func (s *Store) event(j db.Job, kind string, at time.Time, run db.RunEvent) db.Event {
+	b, _ := json.Marshal(run) // plain values: it cannot fail
+	return db.Event{JobID: j.ID, At: at, Kind: kind, Detail: b}
+}
+
+// pinged reports whether j has a ping URL, whose runs' starts and ends
+// go on its timeline.
+func pinged(j db.Job) bool { return j.Notify != nil && j.Notify.Ping != "" }

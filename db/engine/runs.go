@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -93,9 +92,10 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 				continue
 			}
 			claims = append(claims, c)
-			if n := c.Job.Notify; n != nil && n.Ping != "" {
-				detail, _ := json.Marshal(map[string]any{"slot": c.Job.Slot, "attempt": c.Job.Attempt}) // plain values
-				pings = append(pings, db.Event{JobID: c.Job.ID, At: s.stored(lifecycle.StartsAt(c.Job, now)), Kind: db.EventStarted, Detail: detail})
+			if pinged(c.Job) {
+				start := s.stored(lifecycle.StartsAt(c.Job, now))
+				pings = append(pings, s.event(c.Job, db.EventStarted, start, db.RunEvent{
+					Slot: c.Job.Slot, Attempt: c.Job.Attempt, Generation: c.Job.LeaseGeneration, StartedAt: &start}))
 			}
 		}
 		if len(pings) > 0 {
@@ -279,12 +279,14 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 	)
 	for i, j := range jobs {
 		var sched *schedule.Schedule
-		claimedAt := now // only a schedule's next firing looks at it
+		claimedAt := now // only a schedule's next firing and a ping look at it
 		if j.Recurring() {
 			var err error
 			if sched, err = parse(j); err != nil {
 				return nil, err
 			}
+		}
+		if j.Recurring() || pinged(j) {
 			run, err := tx.RunLive(ctx, j.ID, j.LeaseGeneration)
 			switch {
 			case err == nil && run.StartedAt != nil:
@@ -300,7 +302,7 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		after[i] = s.finished(j, r, ps[i].Outcome, now)
 		updates[i] = JobUpdate{Job: after[i], From: db.StateRunning}
 		ends[i] = runEnd(ps[i], r.GaveUp)
-		events = append(events, s.runEvents(j, r, ps[i], now)...)
+		events = append(events, s.runEvents(j, r, ps[i], claimedAt, now)...)
 	}
 	if len(missed) > 0 {
 		if _, err := tx.RunsInsert(ctx, missed); err != nil {

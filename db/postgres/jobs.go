@@ -388,11 +388,5 @@ func (d *dialect) JobByName(ctx context.Context, name string) (db.Job, error) {
 	return j, err
 }
 
-// JobsDead reads jobs that went dead since; see engine.Reader.
-func (d *dialect) JobsDead(ctx context.Context, since time.Time, limit int) ([]db.Job, error) {
-	return queryJobs(ctx, d.pool, `SELECT `+jobColumns+` FROM jobs
-		WHERE state = 'dead' AND updated_at >= $1 ORDER BY updated_at LIMIT $2`, since, limit)
-}
-
 // ms is d in whole milliseconds, as the *_ms columns keep durations.
 func ms(d db.Duration) int64 { return time.Duration(d).Milliseconds() }

@@ -375,12 +375,6 @@ func (d *dialect) JobByName(ctx context.Context, name string) (db.Job, error) {
 	return j, err
 }
 
-// JobsDead reads jobs that went dead since; see engine.Reader.
-func (d *dialect) JobsDead(ctx context.Context, since time.Time, limit int) ([]db.Job, error) {
-	return scanJobs(d.read.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_state_id
-		WHERE state = 'dead' AND updated_at >= ? ORDER BY updated_at LIMIT ?`, fmtTime(since), limit))
-}
-
 // ms is d in whole milliseconds, as the *_ms columns keep durations.
 func ms(d db.Duration) int64 { return time.Duration(d).Milliseconds() }
 

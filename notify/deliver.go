@@ -1,0 +1,130 @@
+package notify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// The events a job's settings choose (db.Notify.On).
+const (
+	OnGaveUp    = "gave_up"   // run_gave_up, and job_dead for a one-off job
+	OnRecovered = "recovered" // schedule_recovered
+	OnQuiet     = "quiet"     // schedule_quiet
+)
+
+// CheckSettings returns an error that says how to fix n unless every event
+// it names is known, every sink parses and, for an email sink, is one the
+// server was started with (only the server holds SMTP credentials), and its
+// ping URL is sound.
+func (n *Notifier) CheckSettings(s *db.Notify) error {
+	if s == nil {
+		return nil
+	}
+	for _, on := range s.On {
+		if on != OnGaveUp && on != OnRecovered && on != OnQuiet {
+			return &db.ValidationError{Field: "notify.on", Msg: fmt.Sprintf("%q is not an event; use %s, %s or %s", on, OnGaveUp, OnRecovered, OnQuiet)}
+		}
+	}
+	if _, err := n.sinksOf(s); err != nil {
+		return err
+	}
+	if s.Ping != "" {
+		if err := CheckPingURL(s.Ping); err != nil {
+			return &db.ValidationError{Field: "notify.ping", Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+// sinksOf is where events with settings s go: its own sinks, or the
+// server's.
+func (n *Notifier) sinksOf(s *db.Notify) ([]Sink, error) {
+	if s == nil || len(s.Sinks) == 0 {
+		return n.Sinks, nil
+	}
+	var out []Sink
+	for _, spec := range s.Sinks {
+		sink, err := ParseSink(spec)
+		if err != nil {
+			return nil, &db.ValidationError{Field: "notify.sinks", Msg: err.Error()}
+		}
+		if sink.Kind == SinkSMTP {
+			i := slices.IndexFunc(n.Sinks, func(t Sink) bool { return t.Kind == SinkSMTP && t.SMTP.Name == sink.SMTP.Name })
+			if i < 0 {
+				return nil, &db.ValidationError{Field: "notify.sinks", Msg: fmt.Sprintf(
+					"email sink %s is not one sked serve was started with (--notify); only those hold their passwords", sink.SMTP.Name)}
+			}
+			sink = n.Sinks[i]
+		}
+		out = append(out, sink)
+	}
+	return out, nil
+}
+
+// wants reports whether settings s choose events of kind.
+func wants(s *db.Notify, kind string) bool {
+	if s == nil || len(s.On) == 0 {
+		return true
+	}
+	on := map[string]string{KindGaveUp: OnGaveUp, KindDead: OnGaveUp, KindRecovered: OnRecovered, KindQuiet: OnQuiet}[kind]
+	return slices.Contains(s.On, on)
+}
+
+// Tell enqueues e, an event of job j, for the sinks j's settings choose
+// (the server's sinks and every event, unless they say otherwise). The
+// jobs that deliver notifications are not told about.
+func (n *Notifier) Tell(ctx context.Context, j db.Job, e Event) error {
+	if IsDelivery(j.IdempotencyKey) || !wants(j.Notify, e.Kind) {
+		return nil
+	}
+	sinks, err := n.sinksOf(j.Notify)
+	if err != nil {
+		return fmt.Errorf("notify about job %s: %w", j.ID, err)
+	}
+	return n.enqueue(ctx, e, sinks)
+}
+
+// Deliver tells people, and a job's ping URL, about ev, an event of job j's
+// timeline: a firing that gave up (job_dead for a one-off job), a schedule
+// that recovered, and the starts, successes and give-ups of a job with a
+// ping URL. Each delivery's key is the event, so delivering it again is a
+// no-op.
+func (n *Notifier) Deliver(ctx context.Context, j db.Job, ev db.Event) error {
+	var d db.RunEvent
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return fmt.Errorf("read event %d of job %s: %w", ev.ID, j.ID, err)
+	}
+	r := db.Run{ID: ev.ID, JobID: j.ID, Slot: d.Slot, Attempt: d.Attempt, Generation: d.Generation,
+		StartedAt: d.StartedAt, FinishedAt: &ev.At, Error: d.Error, Output: d.Output, GaveUp: ev.Kind == db.EventGaveUp}
+	if p := j.Notify; p != nil && p.Ping != "" && !IsDelivery(j.IdempotencyKey) {
+		sig := map[string]Signal{db.EventStarted: PingStart, db.EventSucceeded: PingSuccess, db.EventGaveUp: PingFail}[ev.Kind]
+		if sig != "" {
+			if err := n.Ping(ctx, p.Ping, sig, j, r); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case ev.Kind == db.EventGaveUp && !j.Recurring():
+		return n.Tell(ctx, j, Dead(j))
+	case ev.Kind == db.EventGaveUp:
+		return n.Tell(ctx, j, GaveUp(j, r))
+	case ev.Kind == db.EventRecovered:
+		return n.Tell(ctx, j, Recovered(j, ev.At))
+	}
+	return nil
+}
+
+// sinkID names a sink in the keys of its deliveries, the same however the
+// server's sinks are ordered.
+func sinkID(s Sink) string {
+	b, _ := json.Marshal(s) // plain fields: it cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
+}

@@ -1,0 +1,62 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/notify"
+)
+
+// Deliver turns a job's timeline into pings and notifications by its
+// settings: the ping URL hears each start, success and give-up; the job's
+// own sinks hear what it chose, and the server's sinks nothing of it.
+func TestNotifier_Deliver(t *testing.T) {
+	t.Parallel()
+	s := sqlitetest.Open(t)
+	ctx := context.Background()
+	n := &notify.Notifier{Store: s, Sinks: parseSinks(t, "webhook:https://server.example/hook")}
+	slot := time.Date(2026, 3, 8, 2, 0, 0, 0, time.UTC)
+	job := db.Job{ID: "01JOBID", Name: "nightly", Type: "exec", Schedule: "0 2 * * *", MaxAttempts: 1,
+		Notify: &db.Notify{On: []string{notify.OnGaveUp}, Sinks: []string{"ntfy:https://ntfy.sh/ops"}, Ping: "https://hc.example/abc"}}
+	event := func(id int64, kind string, d db.RunEvent) db.Event {
+		b, _ := json.Marshal(d)
+		return db.Event{ID: id, JobID: job.ID, Kind: kind, At: slot.Add(time.Minute), Detail: b}
+	}
+	run := db.RunEvent{Slot: &slot, Attempt: 1, Generation: 4, StartedAt: &slot, Error: "exit status 1"}
+	for _, ev := range []db.Event{event(1, db.EventStarted, run), event(2, db.EventGaveUp, run), event(3, db.EventRecovered, run), event(2, db.EventGaveUp, run)} {
+		if err := n.Deliver(ctx, job, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, _, err := s.JobList(ctx, db.JobListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range jobs {
+		var p struct{ URL string }
+		json.Unmarshal(j.Payload, &p)
+		got = append(got, p.URL)
+	}
+	want := map[string]bool{"https://hc.example/abc/start": true, "https://hc.example/abc/fail": true, "https://ntfy.sh/": true}
+	if len(got) != len(want) {
+		t.Fatalf("deliveries to %v; want the start and fail pings and one ntfy message (the recovery not chosen, the server's sink not used, the repeat a no-op)", got)
+	}
+	for _, u := range got {
+		if !want[u] {
+			t.Errorf("a delivery to %s; want only %v", u, want)
+		}
+	}
+	if err := n.CheckSettings(&db.Notify{On: []string{"sometimes"}}); !errors.Is(err, db.ErrInvalid) || !strings.Contains(err.Error(), "gave_up") {
+		t.Errorf("CheckSettings of an unknown event = %v; want ErrInvalid naming the events", err)
+	}
+	if err := n.CheckSettings(&db.Notify{Sinks: []string{"smtp://a:b@other.example?to=x@example.com"}}); !errors.Is(err, db.ErrInvalid) {
+		t.Errorf("CheckSettings of an email sink the server lacks = %v; want ErrInvalid", err)
+	}
+}
