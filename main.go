@@ -118,13 +118,14 @@ type serveConfig struct {
 	HTTPSecret          string
 	MaxBody             int64
 	LogFormat           string
-	TestClock           time.Time     // zero: the real clock
-	Tokens              []string      // bearer tokens the API requires; none: open
-	AllowedHosts        []string      // Host names served without a token besides loopback ones
-	Insecure            bool          // serve beyond loopback without a token
-	Retention           time.Duration // prune history older than this; 0: never
-	NotifySinks         []notify.Sink // where dead jobs, quiet schedules and clock steps are told
-	PublicURL           string        // the dashboard's address, linked from notifications
+	TestClock           time.Time              // zero: the real clock
+	Tokens              []string               // bearer tokens the API requires; none: open
+	AllowedHosts        []string               // Host names served without a token besides loopback ones
+	Insecure            bool                   // serve beyond loopback without a token
+	Retention           time.Duration          // prune history older than this; 0: never
+	JobDefaults         map[string]db.Defaults // attempts and backoff by type (server.Config.JobDefaults)
+	NotifySinks         []notify.Sink          // where dead jobs, quiet schedules and clock steps are told
+	PublicURL           string                 // the dashboard's address, linked from notifications
 }
 
 // parseServeConfig reads flags, each falling back to its SKED_… variable.
@@ -264,6 +265,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		EnableExec: cfg.EnableExec, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
 		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), Version: version, TestClock: cfg.TestClock,
 		Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Retention: offWhenZero(cfg.Retention), NotifySinks: cfg.NotifySinks, ClaimAhead: offWhenZero(cfg.ClaimAhead),
-		PublicURL: cfg.PublicURL,
+		JobDefaults: cfg.JobDefaults,
+		PublicURL:   cfg.PublicURL,
 	}).Run(ctx)
 }

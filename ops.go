@@ -8,13 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/worker"
 )
 
 // opsFlags are the flags of `sked serve` for operators: who may call it and
 // how long history is kept.
 type opsFlags struct {
-	token, insecure, allowedHosts, retention string
+	token, insecure, allowedHosts, retention     string
+	jobDefaults, defaultAttempts, defaultBackoff string
 }
 
 // register adds the flags to fs; env gives each its SKED_… fallback.
@@ -28,6 +30,13 @@ func (o *opsFlags) register(fs *flag.FlagSet, env func(name, def string) string)
 			"also answer these, comma-separated, e.g. the name a reverse proxy forwards (SKED_ALLOWED_HOSTS)")
 	fs.StringVar(&o.retention, "retention", env("retention", worker.DefaultRetention.String()),
 		"prune finished one-off jobs and runs of recurring jobs older than this; 0 keeps everything (SKED_RETENTION)")
+	fs.StringVar(&o.jobDefaults, "job-defaults", env("job-defaults", ""),
+		"attempts and backoff of jobs that do not set them, by type: TYPE=ATTEMPTS/BACKOFF, comma-separated, * for every other type "+
+			"(sked's own: http=25/1m, the others 5/1s) (SKED_JOB_DEFAULTS)")
+	fs.StringVar(&o.defaultAttempts, "default-max-attempts", env("default-max-attempts", ""),
+		"maxAttempts of jobs of every type --job-defaults does not name (SKED_DEFAULT_MAX_ATTEMPTS)")
+	fs.StringVar(&o.defaultBackoff, "default-backoff", env("default-backoff", ""),
+		"backoff of jobs of every type --job-defaults does not name (SKED_DEFAULT_BACKOFF)")
 }
 
 // apply sets c's fields from the parsed flags.
@@ -46,6 +55,13 @@ func (o *opsFlags) apply(c *serveConfig) error {
 	}
 	if c.Retention, err = time.ParseDuration(o.retention); err != nil || c.Retention < 0 {
 		return fmt.Errorf("--retention %q: give a duration such as 720h, or 0 to keep everything", o.retention)
+	}
+	spec := o.jobDefaults
+	if o.defaultAttempts != "" || o.defaultBackoff != "" {
+		spec += "," + server.AnyType + "=" + o.defaultAttempts + "/" + o.defaultBackoff
+	}
+	if c.JobDefaults, err = server.ParseJobDefaults(spec); err != nil {
+		return fmt.Errorf("--job-defaults: %w", err)
 	}
 	return nil
 }

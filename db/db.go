@@ -399,7 +399,7 @@ type Store interface {
 	Close() error
 }
 
-// Defaults applied by stores and handlers when a job does not say.
+// Defaults applied by the store when a job does not say (see DefaultsFor).
 const (
 	DefaultMaxAttempts = 5
 	DefaultTimeout     = time.Hour
@@ -410,3 +410,22 @@ const (
 	// OutputTailBytes bounds the output kept in a run.
 	OutputTailBytes = 4096
 )
+
+// Defaults are the attempts and backoff a job gets when it does not say.
+type Defaults struct {
+	MaxAttempts int
+	Backoff     time.Duration
+}
+
+// DefaultsFor is sked's own Defaults for a job of type typ. An http job
+// retries for most of a day, as the queues people know do: 25 attempts,
+// its backoff doubling from a minute to the one-hour cap, waits of 1, 2, 4,
+// …, 32 minutes and then an hour, each drawn from its upper half (14 to 19
+// hours in all). Every other type: DefaultMaxAttempts attempts from
+// DefaultBackoff.
+func DefaultsFor(typ string) Defaults {
+	if typ == "http" {
+		return Defaults{MaxAttempts: 25, Backoff: time.Minute}
+	}
+	return Defaults{MaxAttempts: DefaultMaxAttempts, Backoff: DefaultBackoff}
+}

@@ -54,7 +54,8 @@ func FuzzJobCreateParams(f *testing.F) {
 		if !json.Valid(p.Payload) {
 			t.Errorf("accepted payload %q is not JSON", p.Payload)
 		}
-		if p.MaxAttempts < 1 || p.Timeout <= 0 || p.Backoff <= 0 || p.Jitter < 0 {
+		// Zero is "the default", which the store fills in.
+		if p.MaxAttempts < 0 || p.Timeout < 0 || p.Backoff < 0 || p.Jitter < 0 {
 			t.Errorf("accepted maxAttempts %d timeout %v backoff %v jitter %v", p.MaxAttempts, p.Timeout, p.Backoff, p.Jitter)
 		}
 		if p.Schedule != "" && !p.RunAt.IsZero() {

@@ -75,16 +75,14 @@ func (h *handler) jobParams(req *jobCreateRequest, headerKeys []string) (db.JobC
 }
 
 // jobCreateParams validates req (and the Idempotency-Key header values) for
-// a job created at now and fills in the defaults. The checks run in the
-// order listed; the first fault found is the error, a *db.ValidationError.
+// a job created at now. What it leaves out stays zero: the store fills in
+// the defaults, by the job's type. The checks run in the order listed; the
+// first fault found is the error, a *db.ValidationError.
 func jobCreateParams(req *jobCreateRequest, headerKeys []string, now time.Time) (db.JobCreateParams, error) {
 	c := &jobCheck{req: req, headerKeys: headerKeys, now: now, p: db.JobCreateParams{
-		Type:        req.Type,
-		Schedule:    req.Schedule,
-		Timezone:    req.Timezone,
-		MaxAttempts: db.DefaultMaxAttempts,
-		Timeout:     db.DefaultTimeout,
-		Backoff:     db.DefaultBackoff,
+		Type:     req.Type,
+		Schedule: req.Schedule,
+		Timezone: req.Timezone,
 	}}
 	for _, check := range []func() error{
 		c.checkType, c.checkPayload, c.checkTimezone, c.checkRunAt, c.checkSchedule,
@@ -210,7 +208,7 @@ func (c *jobCheck) checkMaxAttempts() error {
 		return nil
 	}
 	if n := *c.req.MaxAttempts; n < 1 {
-		return fieldError("maxAttempts", "maxAttempts must be at least 1, not %d; omit it for the default of %d", n, db.DefaultMaxAttempts)
+		return fieldError("maxAttempts", "maxAttempts must be at least 1, not %d; omit it for the default of the job's type", n)
 	}
 	c.p.MaxAttempts = *c.req.MaxAttempts
 	return nil

@@ -64,6 +64,10 @@ type Config struct {
 	// TestClock, when not zero, runs the server on a virtual clock stopped
 	// at this time and moved only by POST /test/clock.
 	TestClock time.Time
+	// JobDefaults overrides, by job type (AnyType: every other type), the
+	// attempts and backoff of jobs that do not set them; zero fields keep
+	// sked's own (db.DefaultsFor).
+	JobDefaults map[string]db.Defaults
 	// NotifySinks receive dead jobs, quiet and recovered schedules and
 	// clock steps, as http jobs, and as email jobs for SMTP sinks (kind
 	// email is served when there is one); empty: no notifications.
@@ -137,6 +141,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer store.Close()
+	engineOf(store).DefaultsFunc = defaultsFunc(cfg.JobDefaults)
 	if err := checkAtStart(ctx, store, cfg.DB, log); err != nil {
 		return err
 	}

@@ -244,7 +244,7 @@ func testJobCreate(t *testing.T, f *fixture) {
 	j := f.create(db.JobCreateParams{Type: "http", Payload: json.RawMessage(`{"url":"http://x"}`)})
 	wantState(t, j, db.StateReady)
 	wantTime(t, "nextRunAt", j.NextRunAt, Start)
-	if j.MaxAttempts != db.DefaultMaxAttempts || j.Timeout != db.Duration(db.DefaultTimeout) {
+	if j.MaxAttempts != db.DefaultsFor("http").MaxAttempts || j.Timeout != db.Duration(db.DefaultTimeout) {
 		t.Fatalf("defaults: maxAttempts %d timeout %v", j.MaxAttempts, j.Timeout)
 	}
 	got := f.get(j.ID)
@@ -261,6 +261,13 @@ func testJobCreate(t *testing.T, f *fixture) {
 	wantTime(t, "slot", j.Slot, Start.Add(time.Hour))
 	if _, _, err := f.Store.JobCreate(f.ctx, db.JobCreateParams{Type: "x", Schedule: "nope"}); !errors.Is(err, db.ErrInvalid) {
 		t.Fatalf("bad schedule err = %v, want ErrInvalid", err)
+	}
+	// Defaults by type: an http job retries for most of a day.
+	for typ, want := range map[string]db.Defaults{"http": {MaxAttempts: 25, Backoff: time.Minute}, "noop": {MaxAttempts: 5, Backoff: time.Second}} {
+		j := f.create(db.JobCreateParams{Type: typ})
+		if j.MaxAttempts != want.MaxAttempts || time.Duration(j.Backoff) != want.Backoff {
+			t.Errorf("a %s job's defaults: %d attempts from %s, want %+v", typ, j.MaxAttempts, time.Duration(j.Backoff), want)
+		}
 	}
 }
 

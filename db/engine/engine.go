@@ -247,6 +247,9 @@ type Store struct {
 	// CatchUpWindow bounds db.MisfireRunAll: slots older than this are
 	// recorded missed instead of replayed.
 	CatchUpWindow time.Duration
+	// DefaultsFunc gives the attempts and backoff of a job of a type that
+	// does not say; nil means db.DefaultsFor.
+	DefaultsFunc func(typ string) db.Defaults
 
 	d     Dialect
 	yield bool

@@ -192,12 +192,16 @@ func (s *Store) newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
 		return db.Job{}, err
 	}
 	ms := func(d time.Duration) db.Duration { return db.Duration(d.Truncate(time.Millisecond)) }
+	def := db.DefaultsFor(p.Type)
+	if s.DefaultsFunc != nil {
+		def = s.DefaultsFunc(p.Type)
+	}
 	j := db.Job{
 		ID: id, Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Notify: p.Notify, RequestHash: p.Fingerprint(),
 		Timezone: cmp.Or(p.Timezone, "UTC"), State: db.StateReady,
 		NextRunAt: s.storedPtr(due), Slot: s.storedPtr(slot),
-		MaxAttempts: cmp.Or(p.MaxAttempts, db.DefaultMaxAttempts), IdempotencyKey: p.IdempotencyKey,
-		Timeout: ms(cmp.Or(p.Timeout, db.DefaultTimeout)), Backoff: ms(cmp.Or(p.Backoff, db.DefaultBackoff)),
+		MaxAttempts: cmp.Or(p.MaxAttempts, def.MaxAttempts), IdempotencyKey: p.IdempotencyKey,
+		Timeout: ms(cmp.Or(p.Timeout, db.DefaultTimeout)), Backoff: ms(cmp.Or(p.Backoff, def.Backoff)),
 		Jitter: ms(p.Jitter), ExpectSuccessWithin: ms(p.ExpectSuccessWithin),
 		CreatedAt: now, UpdatedAt: now,
 	}

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"cmp"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/engine"
+	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/db/sqlite"
+)
+
+// AnyType is the key of Config.JobDefaults that applies to every type not
+// listed.
+const AnyType = "*"
+
+// ParseJobDefaults reads job defaults written TYPE=ATTEMPTS/BACKOFF,
+// comma-separated, e.g. "http=10/5m,exec=3/10s,*=5/1s"; either half may be
+// left empty ("exec=3/", "*=/30s") to keep sked's own.
+func ParseJobDefaults(spec string) (map[string]db.Defaults, error) {
+	out := map[string]db.Defaults{}
+	for item := range strings.SplitSeq(spec, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		typ, v, ok := strings.Cut(item, "=")
+		attempts, backoff, ok2 := strings.Cut(v, "/")
+		if !ok || !ok2 || typ == "" {
+			return nil, fmt.Errorf("job defaults %q: write TYPE=ATTEMPTS/BACKOFF, e.g. http=10/5m or *=3/10s", item)
+		}
+		var d db.Defaults
+		if attempts != "" {
+			n, err := strconv.Atoi(attempts)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("job defaults %q: attempts %q must be a whole number of at least 1", item, attempts)
+			}
+			d.MaxAttempts = n
+		}
+		if backoff != "" {
+			b, err := time.ParseDuration(backoff)
+			if err != nil || b <= 0 {
+				return nil, fmt.Errorf("job defaults %q: backoff %q must be a duration above zero, such as 30s", item, backoff)
+			}
+			d.Backoff = b
+		}
+		out[typ] = d
+	}
+	return out, nil
+}
+
+// defaultsFunc is the store's DefaultsFunc for over: a type's own entry,
+// else AnyType's, each field falling back to db.DefaultsFor.
+func defaultsFunc(over map[string]db.Defaults) func(string) db.Defaults {
+	return func(typ string) db.Defaults {
+		o, ok := over[typ]
+		if !ok {
+			o = over[AnyType]
+		}
+		d := db.DefaultsFor(typ)
+		return db.Defaults{MaxAttempts: cmp.Or(o.MaxAttempts, d.MaxAttempts), Backoff: cmp.Or(o.Backoff, d.Backoff)}
+	}
+}
+
+// engineOf is the lifecycle engine store runs on.
+func engineOf(store db.Store) *engine.Store {
+	switch s := store.(type) {
+	case *sqlite.Store:
+		return s.Store
+	case *postgres.Store:
+		return s.Store
+	}
+	panic(fmt.Sprintf("server: a store of type %T", store))
+}
