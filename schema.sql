@@ -66,11 +66,11 @@ CREATE TABLE runs (
 
 CREATE INDEX job_events_job ON job_events (job_id, id);
 
-CREATE UNIQUE INDEX jobs_key ON jobs (idempotency_key) WHERE state <> 'cancelled';
+CREATE UNIQUE INDEX jobs_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL AND state <> 'cancelled';
 
 CREATE INDEX jobs_name ON jobs (name) WHERE name IS NOT NULL;
 
-CREATE UNIQUE INDEX jobs_name_live ON jobs (name) WHERE state <> 'cancelled';
+CREATE UNIQUE INDEX jobs_name_live ON jobs (name) WHERE name IS NOT NULL AND state <> 'cancelled';
 
 CREATE INDEX jobs_pause_until ON jobs (pause_until) WHERE state = 'paused' AND pause_until IS NOT NULL;
 

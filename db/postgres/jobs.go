@@ -119,7 +119,7 @@ const insertJobsSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, 
 			max_attempts, key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
 			expect_ms, parent_id, created_at, name, hash, notify, n)
 	ORDER BY n
-	ON CONFLICT (idempotency_key) WHERE state <> 'cancelled' DO NOTHING
+	ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL AND state <> 'cancelled' DO NOTHING
 	RETURNING id`
 
 // JobsInsert inserts jobs in one statement; see engine.Tx.

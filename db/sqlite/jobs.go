@@ -76,7 +76,7 @@ const insertJobSQL = `INSERT INTO jobs (id, type, payload, schedule, timezone, s
 		max_attempts, idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
 		expect_success_ms, parent_id, created_at, updated_at, name, request_hash, notify)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, 'skip'), coalesce(?, 'run_once'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (idempotency_key) WHERE state <> 'cancelled' DO NOTHING`
+	ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL AND state <> 'cancelled' DO NOTHING`
 
 // JobsInsert inserts jobs one statement each; see engine.Tx.
 func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {

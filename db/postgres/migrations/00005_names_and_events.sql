@@ -9,8 +9,8 @@ ALTER TABLE jobs ADD COLUMN request_hash text;
 ALTER TABLE jobs ADD COLUMN notify text;
 ALTER TABLE jobs ADD COLUMN failing_since timestamptz;
 -- A key, and a name, belong to at most one job that is not cancelled.
-CREATE UNIQUE INDEX jobs_key ON jobs (idempotency_key) WHERE state <> 'cancelled';
-CREATE UNIQUE INDEX jobs_name_live ON jobs (name) WHERE state <> 'cancelled';
+CREATE UNIQUE INDEX jobs_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL AND state <> 'cancelled';
+CREATE UNIQUE INDEX jobs_name_live ON jobs (name) WHERE name IS NOT NULL AND state <> 'cancelled';
 -- Every job of a name, cancelled ones too.
 CREATE INDEX jobs_name ON jobs (name) WHERE name IS NOT NULL;
 

@@ -68,8 +68,8 @@ CREATE INDEX jobs_pause_until ON jobs (pause_until) WHERE state = 'paused' AND p
 CREATE INDEX jobs_watched ON jobs (id) WHERE expect_success_ms > 0;
 CREATE INDEX jobs_recurring ON jobs (missed_slots) WHERE schedule IS NOT NULL;
 -- A key, and a name, belong to at most one job that is not cancelled.
-CREATE UNIQUE INDEX jobs_key ON jobs (idempotency_key) WHERE state <> 'cancelled';
-CREATE UNIQUE INDEX jobs_name_live ON jobs (name) WHERE state <> 'cancelled';
+CREATE UNIQUE INDEX jobs_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL AND state <> 'cancelled';
+CREATE UNIQUE INDEX jobs_name_live ON jobs (name) WHERE name IS NOT NULL AND state <> 'cancelled';
 -- Every job of a name, cancelled ones too.
 CREATE INDEX jobs_name ON jobs (name) WHERE name IS NOT NULL;
 
