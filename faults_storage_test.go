@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -101,6 +102,17 @@ func (r *faultRig) postJob(body map[string]any) problemAnswer {
 	return a
 }
 
+// readyz answers GET /readyz: its status and body.
+func (r *faultRig) readyz() (int, string) {
+	resp, err := r.http.Get("http://" + r.addr + "/readyz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // countLines counts the lines of a running process's log containing s.
 func countLines(p *workProc, s string) int {
 	return strings.Count(p.log(), s)
@@ -165,6 +177,10 @@ func TestFaults_DiskFull(t *testing.T) {
 	if a := r.postJob(r.jobBody("full-again", false)); a.Status != http.StatusInsufficientStorage {
 		t.Errorf("second create on a full disk answered %+v", a)
 	}
+	// Not ready while writes fail for space (its own probe writes nothing).
+	if code, body := r.readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "space") {
+		t.Errorf("/readyz on a full disk answered %d %s, want 503 saying it lacks space", code, body)
+	}
 
 	conn := openReadOnly(t, r.db)
 	var n int
@@ -197,6 +213,9 @@ func TestFaults_DiskFull(t *testing.T) {
 	waitLong(t, "creates to succeed again", 30*time.Second, func() bool {
 		return r.postJob(r.jobBody("after-"+strconv.FormatInt(time.Now().UnixNano(), 10), false)).Status == http.StatusCreated
 	})
+	if code, body := r.readyz(); code != http.StatusOK {
+		t.Errorf("/readyz once writes land again answered %d %s, want 200", code, body)
+	}
 	waitLong(t, "the running job and the job due soon to end done", 60*time.Second, func() bool {
 		conn := openReadOnly(t, r.db)
 		defer conn.Close()
@@ -261,6 +280,29 @@ func TestFaults_Locked(t *testing.T) {
 		t.Errorf("create after the lock was released answered %+v", a)
 	}
 	t.Logf("refused in %s while locked", a.Took.Round(time.Millisecond))
+}
+
+// TestFaults_StartOnFullDisk starts sked serve on a new database on a file
+// system with no space left.
+//
+// Pass: it exits non-zero, without listening, with a message that says the
+// disk is full (SQLite says only "disk I/O error" of some of these writes).
+func TestFaults_StartOnFullDisk(t *testing.T) {
+	for _, existing := range []bool{false, true} {
+		mnt := mountTmpfs(t, "4m")
+		dbPath := filepath.Join(mnt, "sked.db")
+		if existing { // its WAL and shared-memory files are made at start
+			if out, err := exec.Command(skedBin, "migrate", "--db", dbPath).CombinedOutput(); err != nil {
+				t.Fatalf("sked migrate: %v: %s", err, out)
+			}
+		}
+		fill(t, filepath.Join(mnt, "filler"))
+		msg := refusedStart(t, dbPath)
+		if !strings.Contains(msg, "full") {
+			t.Errorf("sked serve on a full disk (existing database: %t) said %q; want it to say the disk is full", existing, msg)
+		}
+		t.Logf("existing database %t: sked serve said: %s", existing, strings.TrimSpace(msg))
+	}
 }
 
 // TestFaults_ReadOnly starts sked serve on a database whose file system is
