@@ -192,7 +192,7 @@ func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, e
 		ids[i], gens[i] = l.JobID, l.Generation
 	}
 	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE (id, lease_generation) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))
+		WHERE id = ANY($1) AND (id, lease_generation) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))
 			AND state = 'running' AND lease_until >= $3
 		ORDER BY id FOR UPDATE`, ids, gens, t.now)
 }
@@ -239,8 +239,14 @@ const claimSQL = `WITH claimed AS (
 	SELECT claimed.*, runs.id FROM claimed JOIN runs ON runs.job_id = claimed.id`
 
 // JobsClaim leases due jobs and writes their runs in one statement; see
-// engine.Tx.
+// engine.Tx. The candidates must come from walking jobs_ready in order,
+// however many are due: with the statistics of a table that has just
+// grown (a batch of jobs enqueued and due at once), the planner estimates
+// a few due rows and would rather fetch them all and sort them (measured:
+// 188 ms for 20,000 due jobs, linear in them). Sorting is off for the rest
+// of the claim's transaction, which sorts nothing else.
 func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, error) {
+	t.exec(nil, `SET LOCAL enable_sort = off`)
 	var claims []db.Claim
 	err := t.query(ctx, func(rows pgx.Rows) (err error) {
 		claims, err = collect(rows, func(r pgx.Row) (c db.Claim, err error) {
@@ -274,7 +280,7 @@ const updateJobsSQL = `UPDATE jobs j SET state = u.state, next_run_at = u.next_r
 		AS u (id, from_state, generation, state, next_run_at, slot,
 			attempt, lease_owner, lease_until, cancel_requested, missed_slots, last_error,
 			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at, failing_since)
-	WHERE j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`
+	WHERE j.id = ANY($1) AND j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`
 
 // JobsUpdate writes jobs, fenced, in one statement; see engine.Tx.
 func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {

@@ -78,6 +78,14 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse postgres url: %w", err)
 	}
+	// Plan each statement for its arguments: a generic plan of a statement
+	// over arrays (unnest, = ANY) assumes ten elements whatever the batch,
+	// and then prefers a scan of the whole table to looking rows up by key.
+	// Planning is cheap beside the batches it serves. A URL may say
+	// otherwise.
+	if _, ok := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres: %w", err)

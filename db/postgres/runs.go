@@ -98,7 +98,7 @@ func (t *tx) RunsEnd(ctx context.Context, ends []engine.RunEnd) error {
 			finished_at = $1, started_at = least(r.started_at, $1)
 		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::boolean[])
 			AS u (job_id, generation, outcome, error, output, gave_up)
-		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.outcome = 'running'`,
+		WHERE r.job_id = ANY($2) AND r.job_id = u.job_id AND r.generation = u.generation AND r.outcome = 'running'`,
 		t.now, jobs, gens, outcomes, errs, outputs, gaveUp)
 	return nil
 }
@@ -108,7 +108,7 @@ func (t *tx) RunsLate(ctx context.Context, ends []engine.RunEnd) error {
 	jobs, gens, outcomes, errs, _, _ := leases(ends)
 	t.exec(nil, `UPDATE runs r SET late_outcome = u.outcome, late_error = u.error, late_finished_at = $1
 		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[]) AS u (job_id, generation, outcome, error)
-		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.generation > 0 AND r.late_outcome IS NULL`,
+		WHERE r.job_id = ANY($2) AND r.job_id = u.job_id AND r.generation = u.generation AND r.generation > 0 AND r.late_outcome IS NULL`,
 		t.now, jobs, gens, outcomes, errs)
 	return nil
 }
