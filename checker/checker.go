@@ -2,7 +2,7 @@
 // client's log of acknowledged enqueues and cancels, the no-op jobs' log of
 // executions, optionally the server's JSON log of completions and refusals,
 // and the final SQLite database. It answers with the list of violations of
-// sked's guarantees (DESIGN.md), each naming the job and the evidence lines
+// sked's guarantees (docs/semantics.md), each naming the job and the evidence lines
 // that show it. Fault tests (kill -9, power loss, disk full) run sked, break
 // it, and call Check afterwards; `sked check` is the same from a shell.
 //

@@ -1,5 +1,5 @@
-// Package handlers is sked's HTTP API: the routes of DESIGN.md "HTTP API" on a
-// chi router, over any db.Store. Every error answers as RFC 9457
+// Package handlers is sked's HTTP API: the routes of docs/api.md (and of
+// openapi.json, served at /openapi.json) on a chi router, over any db.Store. Every error answers as RFC 9457
 // problem+json from one writer (problem.go); every other response is JSON.
 // Request bodies are validated completely before the store is called, so a
 // rejected request stores nothing.
@@ -91,8 +91,7 @@ type handler struct {
 	testClock       TestClock
 }
 
-// New returns the API as a chi router with every route of DESIGN.md "HTTP
-// API" that this package serves. It panics if cfg.Store is nil.
+// New returns the API as a chi router with every route of openapi.json. It panics if cfg.Store is nil.
 func New(cfg Config) http.Handler {
 	if cfg.Store == nil {
 		panic("handlers: Config.Store cannot be nil")

@@ -1,5 +1,5 @@
-// Package metrics exposes the measures of DESIGN.md "What the operator sees"
-// in the Prometheus text format, on a registry of its own (never the global
+// Package metrics exposes what an operator watches (docs/operations.md,
+// "Metrics") in the Prometheus text format, on a registry of its own (never the global
 // default one, so that two servers in one process do not collide).
 //
 // Two kinds of measure meet here. Gauges of the queue (oldest ready job, jobs

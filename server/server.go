@@ -29,8 +29,8 @@ import (
 	"github.com/sked-dev/sked/worker"
 )
 
-// Config is what a Server runs with. Zero values mean the defaults of
-// DESIGN.md.
+// Config is what a Server runs with. Zero values mean the defaults each
+// field names.
 type Config struct {
 	DB                  string        // SQLite file, or a postgres:// URL (see OpenStore); default "sked.db"
 	Addr                string        // listen address; default "127.0.0.1:8080"

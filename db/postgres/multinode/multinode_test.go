@@ -1,6 +1,6 @@
 // Package multinode_test runs three `sked serve` processes on one PostgreSQL
-// database, kills and restarts them at random, and checks DESIGN.md's
-// guarantees on what they did: no job lost, no job run concurrently, each
+// database, kills and restarts them at random, and checks sked's
+// guarantees (docs/semantics.md) on what they did: no job lost, no job run concurrently, each
 // recurring slot run once.
 package multinode_test
 

@@ -1,6 +1,5 @@
 -- +goose Up
--- Operator controls and the dead-man's switch (DESIGN.md "Lifecycle",
--- issue 8): a pause with a reason and an end, a manual extra run, backfill
+-- Operator controls and the dead-man's switch: a pause with a reason and an end, a manual extra run, backfill
 -- jobs linked to their schedule, and when a schedule last succeeded.
 ALTER TABLE jobs ADD COLUMN pause_reason TEXT;
 ALTER TABLE jobs ADD COLUMN pause_until TEXT;
