@@ -41,35 +41,42 @@ func (s *Store) JobCreateBatch(ctx context.Context, ps []db.JobCreateParams) ([]
 // createJobs builds the jobs of ps and inserts them in one transaction, all
 // or none. A taken idempotency key yields the job that holds it and
 // created=false. In a batch, a validation error names its element.
-func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch bool) ([]db.Job, []bool, error) {
-	jobs := make([]db.Job, len(ps))
-	var created []bool
-	err := s.inTx(ctx, func(tx Tx) error {
-		now := tx.Now()
-		for i, p := range ps {
-			j, err := s.newJob(p, now)
-			var ve *db.ValidationError
-			if batch && errors.As(err, &ve) {
-				err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: ve.Msg}
-			}
-			if err != nil {
-				return err
-			}
-			jobs[i] = j
-		}
-		var err error
-		if created, err = s.insert(ctx, tx, jobs); err != nil {
-			return err
-		}
-		if len(jobs) > 1 {
-			failpoint.Hit(failpoint.MidBatchInsert)
-		}
-		return s.wakeIfDue(ctx, tx, jobs...)
+func (s *Store) createJobs(ctx context.Context, ps []db.JobCreateParams, batch bool) (jobs []db.Job, created []bool, err error) {
+	err = s.inTx(ctx, func(tx Tx) error {
+		jobs, created, err = s.CreateIn(ctx, tx, ps, batch)
+		return err
 	})
 	if err != nil {
 		return nil, nil, wrap(err, "create jobs")
 	}
 	return jobs, created, nil
+}
+
+// CreateIn creates the jobs of ps inside tx, as JobCreate and JobCreateBatch
+// do in a transaction of their own; with batch, a validation error names
+// its element. A dialect uses it to create jobs in a transaction its caller
+// holds (postgres.Store.JobCreateTx).
+func (s *Store) CreateIn(ctx context.Context, tx Tx, ps []db.JobCreateParams, batch bool) ([]db.Job, []bool, error) {
+	jobs := make([]db.Job, len(ps))
+	for i, p := range ps {
+		j, err := s.newJob(p, tx.Now())
+		var ve *db.ValidationError
+		if batch && errors.As(err, &ve) {
+			err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: ve.Msg}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		jobs[i] = j
+	}
+	created, err := s.insert(ctx, tx, jobs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(jobs) > 1 {
+		failpoint.Hit(failpoint.MidBatchInsert)
+	}
+	return jobs, created, s.wakeIfDue(ctx, tx, jobs...)
 }
 
 // insert inserts jobs and reports which it created. Where an idempotency

@@ -1,0 +1,39 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// JobCreateTx creates a job inside ptx, a transaction of the caller's on
+// this store's database (and schema): the job exists if and only if ptx
+// commits, so that it is enqueued together with the caller's own writes
+// (an order and the job that ships it). It is JobCreate otherwise, with the
+// transaction's clock; the dispatchers of every node are woken when ptx
+// commits. A failed statement leaves ptx aborted, as any does: roll it
+// back.
+func (s *Store) JobCreateTx(ctx context.Context, ptx pgx.Tx, p db.JobCreateParams) (db.Job, bool, error) {
+	t := &tx{conn: ptx.Conn(), queued: &pgx.Batch{}}
+	var at *time.Time
+	if s.NowFunc != nil {
+		now := s.Now()
+		at = &now
+	}
+	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now) }, `SELECT coalesce($1::timestamptz, now())`, at); err != nil {
+		return db.Job{}, false, fmt.Errorf("create job in transaction: read clock: %w", translate(err))
+	}
+	t.now = t.now.UTC()
+	jobs, created, err := s.CreateIn(ctx, t, []db.JobCreateParams{p}, false)
+	if err == nil {
+		err = t.flush(ctx) // the writes still queued; the caller commits
+	}
+	if err != nil {
+		return db.Job{}, false, fmt.Errorf("create job in transaction: %w", translate(err))
+	}
+	return jobs[0], created[0], nil
+}
