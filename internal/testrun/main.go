@@ -3,8 +3,9 @@
 //	go run ./internal/testrun [go test flags] [packages]
 //
 // It runs go test -json over the packages (./... when none are given),
-// with -race where cgo works and a timeout of 20m, and prints what go test prints without -v:
-// each package's result and the output of every failed test. It ends with
+// with -race where cgo works and a timeout of 20m, and prints what go test
+// prints without -v: each package's result and the output of every failed
+// test. It ends with
 // a summary of what did not run here (the tests skipped for a missing
 // need, see internal/testneeds, and the race detector when cgo is off) and
 // how to run it, so that a green run never hides half the suite.
@@ -25,6 +26,7 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sked-dev/sked/internal/testneeds"
@@ -82,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	status := 0
 	if err := cmd.Wait(); err != nil {
 		status = 1
-		if _, exited := err.(*exec.ExitError); !exited {
+		if _, exited := errors.AsType[*exec.ExitError](err); !exited {
 			fmt.Fprintln(stderr, "testrun:", err)
 		}
 	}
@@ -98,8 +100,10 @@ func race(args []string) (off string, err error) {
 		return "", err
 	}
 	if i := slices.IndexFunc(args, isFlag("race")); i >= 0 {
-		if args[i] == "-race=false" || args[i] == "--race=false" {
-			off = "the command line says " + args[i]
+		if _, v, ok := strings.Cut(args[i], "="); ok {
+			if on, err := strconv.ParseBool(v); err == nil && !on {
+				off = "the command line says " + args[i]
+			}
 		}
 	} else {
 		out, err := exec.Command("go", "env", "CGO_ENABLED").Output()
@@ -125,9 +129,9 @@ func isFlag(name string) func(arg string) bool {
 	}
 }
 
-// isPackage reports whether arg names packages: a path or pattern that
-// starts with "." or "/" (testrun takes flags in their -flag=value form
-// only, so that a flag's value is never taken for a package).
+// isPackage reports whether arg names packages: a relative or absolute
+// path or pattern (./worker, ./db/...), the form the README and the summary
+// use; run adds ./... when no argument is one.
 func isPackage(arg string) bool {
 	return strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "/")
 }
@@ -188,7 +192,15 @@ func (s *summary) event(e event) {
 			fmt.Fprint(s.out, e.Output)
 		case "output":
 			// The package's result line and what its tests printed outside
-			// any test (a panic, a timeout); not the bare PASS line.
+			// any test; not the bare PASS line. Before a FAIL line, what
+			// the tests that never ended (a timeout, a crash) printed.
+			if strings.HasPrefix(e.Output, "FAIL\t") {
+				for _, key := range slices.SortedFunc(maps.Keys(s.output), func(a, b [2]string) int { return cmp.Compare(a[1], b[1]) }) {
+					if key[0] == e.Package {
+						s.printFailed(key)
+					}
+				}
+			}
 			if e.Output != "PASS\n" && !strings.HasSuffix(e.Output, "[no test files]\n") {
 				fmt.Fprint(s.out, e.Output)
 			}
@@ -211,15 +223,23 @@ func (s *summary) event(e event) {
 		s.passed++
 	case "fail":
 		s.failed = append(s.failed, s.pkg(e.Package)+" "+e.Test)
-		for line := range strings.Lines(s.text(key)) {
-			if !strings.HasPrefix(line, "=== ") {
-				fmt.Fprint(s.out, line)
-			}
-		}
+		s.printFailed(key)
+		return
 	case "skip":
 		s.skipped = append(s.skipped, s.skip(e.Package, e.Test, s.text(key)))
 	default:
 		return
+	}
+	delete(s.output, key)
+}
+
+// printFailed prints what the test at key printed, but the === lines of
+// go test -v, and forgets it.
+func (s *summary) printFailed(key [2]string) {
+	for line := range strings.Lines(s.text(key)) {
+		if !strings.HasPrefix(line, "=== ") {
+			fmt.Fprint(s.out, line)
+		}
 	}
 	delete(s.output, key)
 }
