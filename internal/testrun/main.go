@@ -277,6 +277,8 @@ func (s *summary) print(raceOff string, status int) int {
 	fmt.Fprintln(s.out)
 	if len(s.skipped) > 0 || raceOff != "" {
 		fmt.Fprintf(s.out, "Not run here (%s=NAME,… turns a missing NAME into a failure; .ci/run installs them all and sets it):\n", testneeds.Env)
+	} else {
+		fmt.Fprintln(s.out, "Everything ran: no test skipped, the race detector on.")
 	}
 	for _, need := range slices.Sorted(maps.Keys(byNeed)) {
 		if need == "" {

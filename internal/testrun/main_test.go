@@ -79,3 +79,19 @@ func TestRun_RaceRequired(t *testing.T) {
 		t.Errorf("stderr:\n%s\nwant:\n%s", &stderr, want)
 	}
 }
+
+// TestSummary_EverythingRan says so when no test skipped and the race
+// detector was on.
+func TestSummary_EverythingRan(t *testing.T) {
+	var out strings.Builder
+	s := newSummary(&out, "example.com/m")
+	s.event(event{Action: "pass", Package: "example.com/m/a", Test: "TestA"})
+	s.event(event{Action: "pass", Package: "example.com/m/a"})
+	if status := s.print("", 0); status != 0 {
+		t.Errorf("status %d, want 0", status)
+	}
+	want := "\nEverything ran: no test skipped, the race detector on.\nPASS: 1 test passed, 0 failed, 0 skipped, in 1 package\n"
+	if out.String() != want {
+		t.Errorf("printed:\n%q\nwant:\n%q", out.String(), want)
+	}
+}
