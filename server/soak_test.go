@@ -40,7 +40,7 @@ func measure(t *testing.T) usage {
 	runtime.ReadMemStats(&ms)
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		testneeds.Skip(t, testneeds.Procfs, err.Error())
+		testneeds.Skip(t, testneeds.Linux, err.Error())
 	}
 	return usage{heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine(), fds: len(fds)}
 }

@@ -1,5 +1,5 @@
 // Package testneeds is how a test says that this machine lacks something
-// it needs (a PostgreSQL server, Chromium, root): one line naming what is
+// it needs (a PostgreSQL server, Chromium, root, Linux): one line naming what is
 // missing and how to get it, and a skip; or a failure where
 // $SKED_TEST_REQUIRE lists the need, as CI sets it for everything it
 // installs, so that a run cannot pass with half the suite skipped.
@@ -26,7 +26,7 @@ const (
 	Postgres   Need = "postgres"   // a PostgreSQL server, or its binaries to start one
 	Chromium   Need = "chromium"   // headless Chromium, for the dashboard's end-to-end test
 	Privileged Need = "privileged" // root with CAP_SYS_ADMIN: mount a tmpfs, chattr +i
-	Procfs     Need = "procfs"     // /proc/self/fd, to count open files
+	Linux      Need = "linux"      // what Linux has: /proc/self/fd, all of 127.0.0.0/8 on loopback
 	Race       Need = "race"       // the race detector: cgo and a C compiler
 )
 
@@ -36,7 +36,7 @@ var How = map[Need]string{
 		"from its binaries, or point SKED_TEST_POSTGRES at one (postgres://user@127.0.0.1:5432/db?sslmode=disable)",
 	Chromium:   "install Chromium (Debian: apt-get install chromium) so that chromium, chromium-browser or google-chrome is on PATH",
 	Privileged: "run the tests as root with CAP_SYS_ADMIN and CAP_LINUX_IMMUTABLE (e.g. a privileged container) on a file system that takes chattr +i (ext4, xfs)",
-	Procfs:     "run the tests on Linux",
+	Linux:      "run the tests on Linux",
 	Race:       "install a C compiler (Debian: apt-get install gcc): cgo turns on, and with it -race",
 }
 
