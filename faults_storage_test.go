@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sked-dev/sked/internal/testneeds"
 )
 
 // mountTmpfs mounts a tmpfs of size (e.g. "8m") on a new directory and
@@ -29,7 +32,7 @@ func mountTmpfs(t *testing.T, size string) string {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v: %s); this fault needs one", err, bytes.TrimSpace(out))
+		testneeds.Skip(t, testneeds.Privileged, fmt.Sprintf("cannot mount a tmpfs (%v: %s)", err, bytes.TrimSpace(out)))
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
@@ -340,7 +343,7 @@ func TestFaults_ImmutableFile(t *testing.T) {
 		t.Fatalf("sked migrate: %v: %s", err, out)
 	}
 	if out, err := exec.Command("chattr", "+i", dbPath).CombinedOutput(); err != nil {
-		t.Skipf("chattr +i does not work here (%v: %s)", err, bytes.TrimSpace(out))
+		testneeds.Skip(t, testneeds.Privileged, fmt.Sprintf("chattr +i does not work here (%v: %s)", err, bytes.TrimSpace(out)))
 	}
 	defer exec.Command("chattr", "-i", dbPath).Run()
 	msg := refusedStart(t, dbPath)

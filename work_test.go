@@ -29,14 +29,16 @@ import (
 func evidenceScript(path string) []string {
 	// now retries date: on a machine short of processes a command
 	// substitution can come back empty, and a line without its time is
-	// not evidence.
+	// not evidence. A stop's SIGTERM goes to the whole process group, so
+	// it can kill the subshell of $(now) too: then the line is not
+	// written and the trap writes the end (of a start that was written).
 	return []string{"sh", "-c", `
 now() { t=; while [ -z "$t" ]; do t=$(date +%s%N); done; echo "$t"; }
+trap '[ -z "$started" ] || echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $PPID term" >> ` + path + `; exit 143' TERM
 d=$(sed -n 's/.*"sleep":"\([0-9.]*\)".*/\1/p')
-echo "start $SKED_JOB_ID $SKED_GENERATION $(now) $PPID" >> ` + path + `
-trap 'echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $PPID term" >> ` + path + `; exit 143' TERM
+t=$(now) && echo "start $SKED_JOB_ID $SKED_GENERATION $t $PPID" >> ` + path + ` && started=1
 sleep "${d:-0}" & wait $!
-echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $PPID ok" >> ` + path}
+t=$(now) && echo "end $SKED_JOB_ID $SKED_GENERATION $t $PPID ok" >> ` + path + ` || kill -TERM $$`}
 }
 
 // workProc is a `sked work` process under test.

@@ -2,7 +2,6 @@ package bench_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -77,13 +76,10 @@ func BenchmarkSpike(b *testing.B) {
 
 // TestRunPostgres runs every measurement at a tiny size on three nodes
 // sharing one PostgreSQL schema and checks that each accounted for all of
-// its jobs and that the report has every row. It skips without
-// $SKED_TEST_POSTGRES.
+// its jobs and that the report has every row. It skips without a
+// PostgreSQL server (postgrestest.ServerURL).
 func TestRunPostgres(t *testing.T) {
-	url := os.Getenv(postgrestest.EnvURL)
-	if url == "" {
-		postgrestest.URL(t) // skips with the message of the other PostgreSQL tests
-	}
+	url := postgrestest.ServerURL(t)
 	cfg := bench.Config{Jobs: 200, Spike: 50, Backlog: 10, Workers: 16, DB: url, Nodes: 3}
 	out := run(t, cfg)
 	for _, want := range []string{"PostgreSQL · 3 node(s)", "--nodes 3 --jobs 200 --backlog 10 --workers 16 --spike 50",

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sked-dev/sked/internal/testneeds"
 	"github.com/sked-dev/sked/server"
 )
 
@@ -39,7 +40,7 @@ func measure(t *testing.T) usage {
 	runtime.ReadMemStats(&ms)
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
+		testneeds.Skip(t, testneeds.Linux, err.Error())
 	}
 	return usage{heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine(), fds: len(fds)}
 }

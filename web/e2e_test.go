@@ -20,6 +20,7 @@ import (
 
 	"github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/testneeds"
 	"github.com/sked-dev/sked/server"
 )
 
@@ -317,7 +318,7 @@ func chromiumOrSkip(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("no chromium binary on PATH (Debian: apt-get install chromium); .ci/run installs it")
+	testneeds.Skip(t, testneeds.Chromium, "no chromium, chromium-browser or google-chrome on PATH")
 	return ""
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/internal/smtptest"
+	"github.com/sked-dev/sked/internal/testneeds"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/worker"
 )
@@ -110,7 +111,7 @@ func TestMailer_ImplicitTLS(t *testing.T) {
 func TestMailer_NoPasswordWithoutTLS(t *testing.T) {
 	t.Parallel()
 	if ln, err := net.Listen("tcp", "127.0.0.2:0"); err != nil {
-		t.Skipf("this system has no loopback address besides 127.0.0.1: %v", err)
+		testneeds.Skip(t, testneeds.Linux, "no loopback address besides 127.0.0.1 ("+err.Error()+")")
 	} else {
 		ln.Close()
 	}

@@ -4,28 +4,44 @@ package postgrestest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 
 	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/internal/testneeds"
+	"github.com/sked-dev/sked/internal/testpg"
 )
 
 // EnvURL names the variable that holds the test server's URL.
 const EnvURL = "SKED_TEST_POSTGRES"
 
-// URL returns a connection URL to a new, empty schema on the server named by
-// $SKED_TEST_POSTGRES; the schema is dropped when the test ends. It skips the
-// test when the variable is empty.
+// ServerURL returns the URL of the test server: $SKED_TEST_POSTGRES, else a
+// throwaway server that the first call in this process starts from the
+// PostgreSQL installed here and that is stopped when the process exits. It
+// skips the test when neither is there (testneeds.Postgres).
+func ServerURL(t testing.TB) string {
+	t.Helper()
+	if u := os.Getenv(EnvURL); u != "" {
+		return u
+	}
+	u, err := testpg.URL()
+	if missing, ok := errors.AsType[*testpg.MissingError](err); ok {
+		testneeds.Skip(t, testneeds.Postgres, EnvURL+" is unset and "+missing.Reason)
+	}
+	if err != nil {
+		t.Fatalf("%s is unset and the throwaway server did not start: %v", EnvURL, err)
+	}
+	return u
+}
+
+// URL returns a connection URL to a new, empty schema on the test server
+// (see ServerURL); the schema is dropped when the test ends.
 func URL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(EnvURL)
-	if base == "" {
-		t.Skip(EnvURL + " not set: these tests need a PostgreSQL server. Start a throwaway one with " +
-			"`eval \"$(.ci/postgres.sh)\"` (as CI does), or set " + EnvURL + "=postgres://user@127.0.0.1:5432/db?sslmode=disable")
-	}
-	u, drop, err := postgres.NewSchema(context.Background(), base, "sked_test_")
+	u, drop, err := postgres.NewSchema(context.Background(), ServerURL(t), "sked_test_")
 	if err != nil {
-		t.Fatalf("%s: %v", EnvURL, err)
+		t.Fatalf("test schema: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := drop(context.Background()); err != nil {

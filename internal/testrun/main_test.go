@@ -1,0 +1,97 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sked-dev/sked/internal/testneeds"
+)
+
+// TestRun runs go test through run on internal/testneeds' helper test,
+// which skips for want of PostgreSQL or by its own choice, and checks the
+// summary, the exit status and what SKED_TEST_REQUIRE does.
+func TestRun(t *testing.T) {
+	how := testneeds.How[testneeds.Postgres]
+	for _, c := range []struct {
+		helper, require string
+		status          int
+		want            []string // in stdout, in order
+	}{
+		{"postgres", "", 0, []string{
+			"go test -json -timeout=20m -race=false -count=1 -run=^TestHelperNeedsPostgres$ ../testneeds\n",
+			"ok  \tgithub.com/sked-dev/sked/internal/testneeds\t",
+			"Not run here (SKED_TEST_REQUIRE=NAME,… turns a missing NAME into a failure; .ci/run installs them all and sets it):\n" +
+				"  postgres: 1 test in ./internal/testneeds skipped:\n" +
+				"    the test says so (1)\n" +
+				"    to run: " + how + "\n" +
+				"  race: the race detector was off: the command line says -race=false\n" +
+				"    to run: " + testneeds.How[testneeds.Race] + "\n" +
+				"PASS: 0 tests passed, 0 failed, 1 skipped, in 1 package\n",
+		}},
+		{"own", "postgres", 0, []string{
+			"  race: the race detector was off",
+			"Skipped by the tests' own choice (1 test):\n" +
+				"  ./internal/testneeds TestHelperNeedsPostgres: testneeds_test.go:",
+			": a skip of its own\n" +
+				"PASS: 0 tests passed, 0 failed, 1 skipped, in 1 package\n",
+		}},
+		{"postgres", "postgres", 1, []string{
+			"needs postgres: the test says so. To run it: " + how + " (SKED_TEST_REQUIRE lists postgres: it must run here)\n",
+			"--- FAIL: TestHelperNeedsPostgres",
+			"FAIL\tgithub.com/sked-dev/sked/internal/testneeds\t",
+			"FAIL: 0 tests passed, 1 failed, 0 skipped, in 1 package\n" +
+				"  failed: ./internal/testneeds TestHelperNeedsPostgres\n" +
+				"  failed packages: ./internal/testneeds\n",
+		}},
+	} {
+		t.Setenv("SKED_TESTNEEDS_HELPER", c.helper)
+		t.Setenv(testneeds.Env, c.require)
+		var stdout, stderr strings.Builder
+		status := run([]string{"-race=false", "-count=1", "-run=^TestHelperNeedsPostgres$", "../testneeds"}, &stdout, &stderr)
+		if status != c.status {
+			t.Errorf("helper %s, %s=%s: status %d, want %d\nstdout:\n%s\nstderr:\n%s", c.helper, testneeds.Env, c.require, status, c.status, &stdout, &stderr)
+		}
+		rest := stdout.String()
+		for _, want := range c.want {
+			_, after, ok := strings.Cut(rest, want)
+			if !ok {
+				t.Errorf("helper %s, %s=%s: stdout lacks %q after what came before:\n%s", c.helper, testneeds.Env, c.require, want, &stdout)
+				break
+			}
+			rest = after
+		}
+	}
+}
+
+// TestRun_RaceRequired fails before running anything when SKED_TEST_REQUIRE
+// lists race and the race detector is off.
+func TestRun_RaceRequired(t *testing.T) {
+	t.Setenv(testneeds.Env, "race")
+	var stdout, stderr strings.Builder
+	if status := run([]string{"-race=false", "../testneeds"}, &stdout, &stderr); status != 1 {
+		t.Errorf("status %d, want 1", status)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("ran go test:\n%s", &stdout)
+	}
+	want := "testrun: needs race: the command line says -race=false. To run it: " + testneeds.How[testneeds.Race] + " (SKED_TEST_REQUIRE lists race)\n"
+	if stderr.String() != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", &stderr, want)
+	}
+}
+
+// TestSummary_EverythingRan says so when no test skipped and the race
+// detector was on.
+func TestSummary_EverythingRan(t *testing.T) {
+	var out strings.Builder
+	s := newSummary(&out, "example.com/m")
+	s.event(event{Action: "pass", Package: "example.com/m/a", Test: "TestA"})
+	s.event(event{Action: "pass", Package: "example.com/m/a"})
+	if status := s.print("", 0); status != 0 {
+		t.Errorf("status %d, want 0", status)
+	}
+	want := "\nEverything ran: no test skipped, the race detector on.\nPASS: 1 test passed, 0 failed, 0 skipped, in 1 package\n"
+	if out.String() != want {
+		t.Errorf("printed:\n%q\nwant:\n%q", out.String(), want)
+	}
+}
