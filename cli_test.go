@@ -98,8 +98,11 @@ func TestCLI_Jobs(t *testing.T) {
 	if oneOff.State != db.StateReady || compact(t, oneOff.Payload) != `{"n":1}` || oneOff.NextRunAt == nil {
 		t.Fatalf("one-off job = %+v", oneOff)
 	}
-	if out := ok(t, srv, "add", "--type", "noop", "--key", "k1"); !strings.Contains(out, "job "+oneOff.ID+" already exists") {
-		t.Fatalf("add with a known key printed %q", out)
+	if out := ok(t, srv, "add", "--type", "noop", "--payload", "@"+payloadFile, "--in", "1h", "--key", "k1"); !strings.Contains(out, "job "+oneOff.ID+" already exists") {
+		t.Fatalf("add repeated with its key printed %q", out)
+	}
+	if out := fails(t, srv, 1, "add", "--type", "noop", "--key", "k1"); !strings.Contains(out, "different request") {
+		t.Fatalf("add of another job with a known key printed %q; want that the key was used by a different request", out)
 	}
 
 	out := ok(t, srv, "add", "--exec", "--schedule", "0 3 * * *", "--tz", "Europe/Berlin", "--max-attempts", "2", "--expect-success-within", "26h", "--", "sh", "-c", "echo nightly")

@@ -11,12 +11,13 @@ import (
 	"time"
 )
 
-// Fingerprint identifies the request p: two creates with the same
+// Fingerprint identifies the job p defines: two creates with the same
 // idempotency key and the same fingerprint are one request sent twice; with
-// different fingerprints, two requests (see KeyReusedError). The key itself
-// is left out.
+// different fingerprints, two requests (see KeyReusedError). The key is left
+// out, and so is a one-off job's due time: a client that retries computes
+// it anew ("in an hour"), and the job stays as first created.
 func (p JobCreateParams) Fingerprint() string {
-	p.IdempotencyKey = ""
+	p.IdempotencyKey, p.RunAt = "", time.Time{}
 	b, _ := json.Marshal(p) // plain fields: it cannot fail
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])

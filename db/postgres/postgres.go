@@ -185,14 +185,6 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-// nullTime is t, or NULL for the zero time.
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
 // nullString is s, or NULL for "".
 func nullString(s string) *string {
 	if s == "" {

@@ -26,15 +26,10 @@ import (
 	"github.com/sked-dev/sked/internal/skedbin"
 )
 
-// skedBin is the sked binary, built by TestMain when a server is configured.
+// skedBin is the sked binary, built by TestMain.
 var skedBin string
 
-func TestMain(m *testing.M) {
-	if os.Getenv(postgrestest.EnvURL) == "" {
-		os.Exit(m.Run()) // the tests skip
-	}
-	skedbin.Main(m, &skedBin)
-}
+func TestMain(m *testing.M) { skedbin.Main(m, &skedBin) }
 
 // node is one sked serve process of the cluster.
 type node struct {
