@@ -34,6 +34,10 @@ type Client struct {
 	// ClaimWait is how long RunClaim asks the server to wait for a due job;
 	// zero means DefaultClaimWait.
 	ClaimWait time.Duration
+	// Actor, when not empty, is sent as the Sked-Actor header: who makes
+	// the changes, e.g. "ann@laptop", which the server records on the
+	// job's timeline with the client's address.
+	Actor string
 
 	claimFailed atomic.Bool // the last RunClaim failed; see NextDue
 }
@@ -80,6 +84,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 // doResponse is do that also returns the 2xx answer, its body consumed, for
 // callers that need its status or headers.
 func (c *Client) doResponse(ctx context.Context, method, path string, body, out any) (*http.Response, error) {
+	return c.send(ctx, method, path, "application/json", body, out)
+}
+
+// send is doResponse with a body of media type contentType.
+func (c *Client) send(ctx context.Context, method, path, contentType string, body, out any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -93,11 +102,14 @@ func (c *Client) doResponse(ctx context.Context, method, path string, body, out 
 		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if c.Actor != "" {
+		req.Header.Set("Sked-Actor", c.Actor)
 	}
 	hc := c.HTTP
 	if hc == nil {

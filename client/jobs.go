@@ -12,9 +12,13 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// JobCreateRequest is the body of POST /jobs. Zero values are left out, so
-// the server applies its defaults.
+// JobCreateRequest is the body of POST /jobs and PUT /jobs/by-name/{name}:
+// a job's definition. Zero values are left out, so the server applies its
+// defaults.
 type JobCreateRequest struct {
+	// Name names the job: unique among jobs that are not cancelled, and
+	// accepted wherever its id is.
+	Name           string          `json:"name,omitempty"`
 	Type           string          `json:"type"`
 	Payload        json.RawMessage `json:"payload,omitempty"`
 	RunAt          *time.Time      `json:"runAt,omitempty"` // one-off; nil: now
@@ -29,6 +33,21 @@ type JobCreateRequest struct {
 	Misfire        string          `json:"misfire,omitempty"`
 	// ExpectSuccessWithin arms a recurring job's dead-man's switch.
 	ExpectSuccessWithin db.Duration `json:"expectSuccessWithin,omitempty"`
+	// Notify is the job's own notification settings; nil: the server's.
+	Notify *db.Notify `json:"notify,omitempty"`
+}
+
+// RequestOf is the request that defines job j as it is (db.SpecOf): what
+// `sked export` writes and JobPut takes back. A one-off job's due time is
+// not part of it.
+func RequestOf(j db.Job) JobCreateRequest {
+	p := db.SpecOf(j)
+	return JobCreateRequest{
+		Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Timezone: p.Timezone,
+		MaxAttempts: p.MaxAttempts, Timeout: db.Duration(p.Timeout), Backoff: db.Duration(p.Backoff),
+		Jitter: db.Duration(p.Jitter), IdempotencyKey: p.IdempotencyKey, Overlap: p.Overlap, Misfire: p.Misfire,
+		ExpectSuccessWithin: db.Duration(p.ExpectSuccessWithin), Notify: p.Notify,
+	}
 }
 
 // JobCreate creates a job. created is false when the idempotency key named
@@ -41,12 +60,42 @@ func (c *Client) JobCreate(ctx context.Context, req JobCreateRequest) (job db.Jo
 	return job, resp.StatusCode == http.StatusCreated, nil
 }
 
-// JobGet returns the job; an *Error unwrapping to db.ErrNotFound if it does
-// not exist.
+// JobGet returns the job of an id or a name; an *Error unwrapping to
+// db.ErrNotFound if there is none.
 func (c *Client) JobGet(ctx context.Context, id string) (db.Job, error) {
 	var job db.Job
 	err := c.do(ctx, http.MethodGet, jobPath(id, ""), nil, &job)
 	return job, err
+}
+
+// JobPatch changes the definition of the job of an id or a name by a JSON
+// merge patch (RFC 7386), e.g. map[string]any{"schedule": "0 4 * * *",
+// "jitter": nil}: a member sets a field, nil (null) removes it (back to its
+// default), an object merges into an object. It returns the changed job.
+// An *Error of 422 (db.ErrInvalid) names a bad field, one of 409
+// (db.ErrConflict) says the job changed meanwhile: patch again.
+func (c *Client) JobPatch(ctx context.Context, id string, patch any) (db.Job, error) {
+	var job db.Job
+	_, err := c.send(ctx, http.MethodPatch, jobPath(id, ""), "application/merge-patch+json", patch, &job)
+	return job, err
+}
+
+// JobPut gives the job named name the definition req (whose Name may be
+// left empty), creating it when no job that is not cancelled has the name.
+// changed is false when the job had that definition already; nothing was
+// written then.
+func (c *Client) JobPut(ctx context.Context, name string, req JobCreateRequest) (job db.Job, created, changed bool, err error) {
+	resp, err := c.doResponse(ctx, http.MethodPut, "/jobs/by-name/"+url.PathEscape(name), req, &job)
+	if err != nil {
+		return db.Job{}, false, false, err
+	}
+	switch h := resp.Header.Get("Sked-Changed"); h {
+	case "true", "false":
+		changed = h == "true"
+	default:
+		return db.Job{}, false, false, fmt.Errorf("put job %s: Sked-Changed %q is neither true nor false", name, h)
+	}
+	return job, resp.StatusCode == http.StatusCreated, changed, nil
 }
 
 // JobList returns a page of jobs, newest first, and the cursor of the next
@@ -55,6 +104,7 @@ func (c *Client) JobList(ctx context.Context, p db.JobListParams) (jobs []db.Job
 	q := url.Values{}
 	setQuery(q, "state", string(p.State))
 	setQuery(q, "type", p.Type)
+	setQuery(q, "name", p.Name)
 	setQuery(q, "cursor", p.Cursor)
 	if p.Limit > 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))
@@ -138,23 +188,35 @@ func (c *Client) jobAction(ctx context.Context, id, action string) (db.Job, erro
 // RunList returns a page of the job's runs, newest first, and the cursor of
 // the next page (0 on the last).
 func (c *Client) RunList(ctx context.Context, p db.RunListParams) (runs []db.Run, next int64, err error) {
+	return listPage[db.Run](ctx, c, p.JobID, "runs", p.Limit, p.Cursor)
+}
+
+// EventList returns a page of the job's timeline (changes of its definition
+// and who made them, firings that gave up, recoveries), newest first, and
+// the cursor of the next page (0 on the last).
+func (c *Client) EventList(ctx context.Context, p db.EventListParams) (events []db.Event, next int64, err error) {
+	return listPage[db.Event](ctx, c, p.JobID, "events", p.Limit, p.Cursor)
+}
+
+// listPage reads a page of GET /jobs/{id}/<what> and its Sked-Next-Cursor.
+func listPage[T any](ctx context.Context, c *Client, id, what string, limit int, cursor int64) (items []T, next int64, err error) {
 	q := url.Values{}
-	if p.Limit > 0 {
-		q.Set("limit", strconv.Itoa(p.Limit))
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
 	}
-	if p.Cursor > 0 {
-		q.Set("cursor", strconv.FormatInt(p.Cursor, 10))
+	if cursor > 0 {
+		q.Set("cursor", strconv.FormatInt(cursor, 10))
 	}
-	resp, err := c.doResponse(ctx, http.MethodGet, withQuery(jobPath(p.JobID, "/runs"), q), nil, &runs)
+	resp, err := c.doResponse(ctx, http.MethodGet, withQuery(jobPath(id, "/"+what), q), nil, &items)
 	if err != nil {
 		return nil, 0, err
 	}
 	if h := resp.Header.Get("Sked-Next-Cursor"); h != "" {
 		if next, err = strconv.ParseInt(h, 10, 64); err != nil {
-			return nil, 0, fmt.Errorf("read runs of %s: Sked-Next-Cursor %q is not a number", p.JobID, h)
+			return nil, 0, fmt.Errorf("read %s of %s: Sked-Next-Cursor %q is not a number", what, id, h)
 		}
 	}
-	return runs, next, nil
+	return items, next, nil
 }
 
 // jobPath is /jobs/{id} followed by suffix, with id escaped.

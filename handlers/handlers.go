@@ -40,6 +40,12 @@ type Config struct {
 	// returns a *db.ValidationError naming the bad field. Any other error is
 	// reported as a problem with the payload field. May be nil.
 	ValidatePayload func(typ string, payload json.RawMessage) error
+	// CheckNotifyFunc checks a job's own notification settings (the events
+	// and sinks it names, its ping URL) and returns a *db.ValidationError
+	// naming the bad field; any other error is reported as a problem with
+	// the notify field. sked serve gives its notifier's CheckSettings, which
+	// knows the server's sinks. Nil: settings are taken as they are.
+	CheckNotifyFunc func(*db.Notify) error
 	// DisabledTypes maps a job type to the reason it cannot be created, e.g.
 	// "exec" -> "exec jobs are off; start sked serve with --enable-exec".
 	// Creating one answers 422 with that reason.
@@ -78,6 +84,7 @@ type handler struct {
 	store           db.Store
 	wake            func() // never nil
 	validatePayload func(string, json.RawMessage) error
+	checkNotify     func(*db.Notify) error
 	disabledTypes   map[string]string
 	maxBodyBytes    int64
 	logger          *slog.Logger // never nil
@@ -100,6 +107,7 @@ func New(cfg Config) http.Handler {
 		store:           cfg.Store,
 		wake:            cfg.Wake,
 		validatePayload: cfg.ValidatePayload,
+		checkNotify:     cfg.CheckNotifyFunc,
 		disabledTypes:   cfg.DisabledTypes,
 		maxBodyBytes:    cfg.MaxBodyBytes,
 		logger:          cfg.Logger,
@@ -152,7 +160,10 @@ func (h *handler) routes(r chi.Router) {
 	r.Post("/jobs/batch", h.handleJobBatch)
 	r.Get("/jobs", h.handleJobList)
 	r.Get("/jobs/{id}", h.handleJobGet)
+	r.Patch("/jobs/{id}", h.handleJobPatch)
 	r.Delete("/jobs/{id}", h.handleJobDelete)
+	r.Get("/jobs/by-name/{name}", h.handleJobGetByName)
+	r.Put("/jobs/by-name/{name}", h.handleJobPut)
 	r.Post("/jobs/{id}/pause", h.handleJobPause)
 	r.Post("/jobs/{id}/resume", h.handleJobResume)
 	r.Post("/jobs/{id}/retry", h.handleJobRetry)
@@ -162,6 +173,7 @@ func (h *handler) routes(r chi.Router) {
 	r.Post("/jobs/{id}/backfill", h.handleJobBackfill)
 
 	r.Get("/jobs/{id}/runs", h.handleRunList)
+	r.Get("/jobs/{id}/events", h.handleEventList)
 	r.Get("/jobs/{id}/preview", h.handleJobPreview)
 	r.Post("/schedules/check", h.handleScheduleCheck)
 	r.Get("/stats", h.handleStats)

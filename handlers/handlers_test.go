@@ -314,7 +314,7 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"EmptyBody", ``, []string{"Content-Type", "application/json"}, 400, "request body is empty", ""},
 		{"NotAnObject", `["noop"]`, nil, 400, "request body must be a JSON object, not an array", ""},
 		{"TrailingData", `{"type": "noop"} {"type": "noop"}`, nil, 400, "data after the JSON object", ""},
-		{"UnknownField", `{"type": "noop", "foo": 1}`, nil, 422, `unknown field "foo"; allowed fields are type, payload, runAt, schedule, timezone, maxAttempts, timeout, backoff, jitter, idempotencyKey, overlap, misfire`, "foo"},
+		{"UnknownField", `{"type": "noop", "foo": 1}`, nil, 422, `unknown field "foo"; allowed fields are name, type, payload, runAt, schedule, timezone, maxAttempts, timeout, backoff, jitter, idempotencyKey, overlap, misfire, expectSuccessWithin, notify`, "foo"},
 		{"WrongTypeMaxAttempts", `{"type": "noop", "maxAttempts": "3"}`, nil, 422, "field maxAttempts must be a number, not a string", "maxAttempts"},
 		{"FractionalMaxAttempts", `{"type": "noop", "maxAttempts": 1.5}`, nil, 422, "field maxAttempts must be a whole number, not 1.5", "maxAttempts"},
 		{"WrongTypeType", `{"type": 7}`, nil, 422, "field type must be a string, not a number", "type"},
@@ -760,6 +760,7 @@ func TestHandler_Error(t *testing.T) {
 		{"NotFound", fmt.Errorf("get job x: %w", db.ErrNotFound), 404, "get job x: not found", ""},
 		{"Conflict", fmt.Errorf("cancel: %w", conflict), 409, "job j is already done", ""},
 		{"Stale", db.ErrStale, 409, "stale lease generation", ""},
+		{"KeyReused", fmt.Errorf("create: %w", &db.KeyReusedError{Key: "k", Job: db.Job{ID: "j"}}), 422, `idempotency key "k" was used by a different request, which created job j`, "idempotencyKey"},
 		{"Internal", errors.New("disk on fire"), 500, internalDetail, ""},
 		{"InternalKeepsGenericDetail", &detailError{err: errors.New("disk on fire"), detail: "secret"}, 500, internalDetail, ""},
 	}

@@ -31,28 +31,60 @@ const (
 	gapSlots = 500
 )
 
-// jobCreateRequest is the body of POST /jobs. Pointers and raw fields tell an
-// absent field from a zero one; durations and runAt are parsed by hand so
-// that their errors name the field.
+// jobCreateRequest is the body of POST /jobs and PUT /jobs/by-name/{name},
+// and the form of a job's definition a PATCH applies its merge patch to
+// (requestOf). Pointers and raw fields tell an absent field from a zero one;
+// durations and runAt are parsed by hand so that their errors name the
+// field. Encoded, absent fields are left out.
 type jobCreateRequest struct {
-	Type           string          `json:"type"`
-	Payload        json.RawMessage `json:"payload"`
-	RunAt          *string         `json:"runAt"`
-	Schedule       string          `json:"schedule"`
-	Timezone       string          `json:"timezone"`
-	MaxAttempts    *int            `json:"maxAttempts"`
-	Timeout        json.RawMessage `json:"timeout"`
-	Backoff        json.RawMessage `json:"backoff"`
-	Jitter         json.RawMessage `json:"jitter"`
-	IdempotencyKey string          `json:"idempotencyKey"`
-	Overlap        string          `json:"overlap"`
-	Misfire        string          `json:"misfire"`
+	Name           string          `json:"name,omitempty"`
+	Type           string          `json:"type,omitempty"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	RunAt          *string         `json:"runAt,omitempty"`
+	Schedule       string          `json:"schedule,omitempty"`
+	Timezone       string          `json:"timezone,omitempty"`
+	MaxAttempts    *int            `json:"maxAttempts,omitempty"`
+	Timeout        json.RawMessage `json:"timeout,omitempty"`
+	Backoff        json.RawMessage `json:"backoff,omitempty"`
+	Jitter         json.RawMessage `json:"jitter,omitempty"`
+	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
+	Overlap        string          `json:"overlap,omitempty"`
+	Misfire        string          `json:"misfire,omitempty"`
 	// ExpectSuccessWithin arms a recurring job's dead-man's switch.
-	ExpectSuccessWithin json.RawMessage `json:"expectSuccessWithin"`
+	ExpectSuccessWithin json.RawMessage `json:"expectSuccessWithin,omitempty"`
+	// Notify is the job's own notification settings, a db.Notify.
+	Notify json.RawMessage `json:"notify,omitempty"`
+}
+
+// requestOf is the create request that gives a job the definition p.
+func requestOf(p db.JobCreateParams) jobCreateRequest {
+	req := jobCreateRequest{
+		Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Timezone: p.Timezone,
+		Timeout: durationJSON(p.Timeout), Backoff: durationJSON(p.Backoff), Jitter: durationJSON(p.Jitter),
+		IdempotencyKey: p.IdempotencyKey, Overlap: p.Overlap, Misfire: p.Misfire,
+		ExpectSuccessWithin: durationJSON(p.ExpectSuccessWithin),
+	}
+	if p.MaxAttempts > 0 {
+		req.MaxAttempts = &p.MaxAttempts
+	}
+	if p.Notify != nil {
+		req.Notify, _ = json.Marshal(p.Notify) // plain fields: it cannot fail
+	}
+	return req
+}
+
+// durationJSON is d in the wire form of a duration; nil (absent) for zero.
+func durationJSON(d time.Duration) json.RawMessage {
+	if d == 0 {
+		return nil
+	}
+	b, _ := db.Duration(d).MarshalJSON() // a string: it cannot fail
+	return b
 }
 
 // jobParams validates req as jobCreateParams does, at the store's now, then
-// refuses disabled types and checks the payload of its kind. Every error is
+// refuses disabled types and checks the notification settings and the
+// payload of its kind, as this server has them. Every error is
 // a *db.ValidationError.
 func (h *handler) jobParams(req *jobCreateRequest, headerKeys []string) (db.JobCreateParams, error) {
 	p, err := jobCreateParams(req, headerKeys, h.store.Now())
@@ -61,6 +93,15 @@ func (h *handler) jobParams(req *jobCreateRequest, headerKeys []string) (db.JobC
 	}
 	if reason, ok := h.disabledTypes[p.Type]; ok {
 		return p, &db.ValidationError{Field: "type", Msg: reason}
+	}
+	if h.checkNotify != nil {
+		if err := h.checkNotify(p.Notify); err != nil {
+			var ve *db.ValidationError
+			if !errors.As(err, &ve) {
+				err = &db.ValidationError{Field: "notify", Msg: err.Error()}
+			}
+			return p, err
+		}
 	}
 	if h.validatePayload != nil {
 		if err := h.validatePayload(p.Type, p.Payload); err != nil {
@@ -80,14 +121,15 @@ func (h *handler) jobParams(req *jobCreateRequest, headerKeys []string) (db.JobC
 // first fault found is the error, a *db.ValidationError.
 func jobCreateParams(req *jobCreateRequest, headerKeys []string, now time.Time) (db.JobCreateParams, error) {
 	c := &jobCheck{req: req, headerKeys: headerKeys, now: now, p: db.JobCreateParams{
+		Name:     req.Name,
 		Type:     req.Type,
 		Schedule: req.Schedule,
 		Timezone: req.Timezone,
 	}}
 	for _, check := range []func() error{
-		c.checkType, c.checkPayload, c.checkTimezone, c.checkRunAt, c.checkSchedule,
+		c.checkType, c.checkName, c.checkPayload, c.checkTimezone, c.checkRunAt, c.checkSchedule,
 		c.checkOverlap, c.checkMisfire, c.checkMaxAttempts, c.checkTimeout, c.checkBackoff,
-		c.checkJitter, c.checkExpectSuccessWithin, c.checkIdempotencyKey,
+		c.checkJitter, c.checkExpectSuccessWithin, c.checkIdempotencyKey, c.checkNotify,
 	} {
 		if err := check(); err != nil {
 			return db.JobCreateParams{}, err
@@ -121,6 +163,21 @@ func (c *jobCheck) checkType() error {
 		return fieldError("type", "type %q may contain only letters, digits and _ . : -", t)
 	}
 	return nil
+}
+
+// routeWords are the path segments after /jobs/ that name a route rather
+// than a job: a job of that name could not be reached as /jobs/{name}/….
+var routeWords = []string{"batch", "by-name"}
+
+func (c *jobCheck) checkName() error {
+	name := c.req.Name
+	if name == "" {
+		return nil
+	}
+	if slices.Contains(routeWords, name) {
+		return fieldError("name", "name %q is a word of the API's paths (/jobs/%s); pick another", name, name)
+	}
+	return db.CheckName(name)
 }
 
 func (c *jobCheck) checkPayload() error {
@@ -264,6 +321,30 @@ func (c *jobCheck) checkIdempotencyKey() error {
 		return err
 	}
 	c.p.IdempotencyKey = key
+	return nil
+}
+
+// checkNotify reads the notification settings, nil when they say nothing
+// (the server's apply). Which events and sinks are known is the server's to
+// check (Config.CheckNotifyFunc).
+func (c *jobCheck) checkNotify() error {
+	if isAbsent(c.req.Notify) {
+		return nil
+	}
+	var n db.Notify
+	if err := decodeJSON(bytes.NewReader(c.req.Notify), &n); err != nil {
+		var ve *db.ValidationError
+		if errors.As(err, &ve) {
+			return fieldError("notify."+ve.Field, "notify: %s", ve.Msg)
+		}
+		// Not an object: the raw value starts with what it is.
+		kind := map[byte]string{'[': "array", '"': "string", 't': "bool", 'f': "bool"}[c.req.Notify[0]]
+		return fieldError("notify", "notify must be an object such as {\"on\": [\"gave_up\"], \"sinks\": [\"ntfy:https://ntfy.sh/topic\"]}, not %s",
+			jsonKind(cmp.Or(kind, "number")))
+	}
+	if len(n.On) > 0 || len(n.Sinks) > 0 || n.Ping != "" {
+		c.p.Notify = &n
+	}
 	return nil
 }
 

@@ -23,12 +23,7 @@ type jobListResponse struct {
 // handleJobCreate serves POST /jobs: 201 and the new job, or 200 and the
 // existing job when the idempotency key was seen before.
 func (h *handler) handleJobCreate(w http.ResponseWriter, r *http.Request) {
-	var req jobCreateRequest
-	if err := h.decodeBody(w, r, &req); err != nil {
-		h.error(w, r, err)
-		return
-	}
-	p, err := h.jobParams(&req, r.Header.Values("Idempotency-Key"))
+	p, err := h.jobCreateBody(w, r, "")
 	if err != nil {
 		h.error(w, r, err)
 		return
@@ -48,6 +43,23 @@ func (h *handler) handleJobCreate(w http.ResponseWriter, r *http.Request) {
 	h.writeJSON(w, r, http.StatusCreated, job)
 }
 
+// jobCreateBody reads r's body, a create request, and checks it (jobParams)
+// with the Idempotency-Key header. name, when not empty, is the job's name
+// from the path: a name in the body must agree.
+func (h *handler) jobCreateBody(w http.ResponseWriter, r *http.Request, name string) (db.JobCreateParams, error) {
+	var req jobCreateRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		return db.JobCreateParams{}, err
+	}
+	if name != "" {
+		if req.Name != "" && req.Name != name {
+			return db.JobCreateParams{}, fieldError("name", "name %q in the body differs from %q in the path; leave it out of the body or make them agree", req.Name, name)
+		}
+		req.Name = name
+	}
+	return h.jobParams(&req, r.Header.Values("Idempotency-Key"))
+}
+
 // handleJobGet serves GET /jobs/{id}.
 func (h *handler) handleJobGet(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
@@ -59,15 +71,31 @@ func (h *handler) handleJobGet(w http.ResponseWriter, r *http.Request) {
 	h.writeJSON(w, r, http.StatusOK, job)
 }
 
-// handleJobList serves GET /jobs?state=&type=&limit=&cursor=: a page of jobs,
-// newest first, and the cursor of the next page.
+// handleJobGetByName serves GET /jobs/by-name/{name}: GET /jobs/{id} for a
+// name alone, whatever it looks like.
+func (h *handler) handleJobGetByName(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	if db.IsID(name) { // no name has this form; the store would read it as an id
+		h.error(w, r, jobError(name, action{}, db.ErrNotFound))
+		return
+	}
+	job, err := h.store.JobGet(r.Context(), name)
+	if err != nil {
+		h.error(w, r, jobError(name, action{}, err))
+		return
+	}
+	h.writeJSON(w, r, http.StatusOK, job)
+}
+
+// handleJobList serves GET /jobs?state=&type=&name=&limit=&cursor=: a page of
+// jobs, newest first, and the cursor of the next page.
 func (h *handler) handleJobList(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "state", "type", "limit", "cursor")
+	q, err := queryParams(r, "state", "type", "name", "limit", "cursor")
 	if err != nil {
 		h.error(w, r, err)
 		return
 	}
-	p := db.JobListParams{State: db.JobState(q["state"]), Type: q["type"], Cursor: q["cursor"]}
+	p := db.JobListParams{State: db.JobState(q["state"]), Type: q["type"], Name: q["name"], Cursor: q["cursor"]}
 	switch p.State {
 	case "", db.StateReady, db.StateRunning, db.StateDone, db.StateDead, db.StateCancelled, db.StatePaused:
 	default:
@@ -106,10 +134,18 @@ func queryError(err error) error {
 }
 
 // handleJobDelete serves DELETE /jobs/{id}: 204 when the job is (or already
-// was) cancelled; 409 naming the run when a worker holds it.
+// was) cancelled; 409 naming the run when a worker holds it. By name it
+// cancels the live job of that name, and answers 204 as well when the
+// newest job of that name is cancelled already, so that it can be repeated.
 func (h *handler) handleJobDelete(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	if _, err := h.store.JobCancel(r.Context(), id); err != nil {
+	_, err := h.store.JobCancel(r.Context(), id)
+	if errors.Is(err, db.ErrNotFound) && !db.IsID(id) {
+		if j, getErr := h.store.JobGet(r.Context(), id); getErr == nil && j.State == db.StateCancelled {
+			err = nil
+		}
+	}
+	if err != nil {
 		h.error(w, r, jobError(id, actionCancel, err))
 		return
 	}
@@ -164,11 +200,15 @@ var (
 	actionCancelRun = action{"asked to stop", "only a running job has a run to stop", ""}
 )
 
-// jobError gives err, from a store call on job id, a detail that names the
-// job and, on a conflict, why and what to do instead.
+// jobError gives err, from a store call on job id (an id or a name), a
+// detail that names the job and, on a conflict, why and what to do instead.
 func jobError(id string, a action, err error) error {
 	if errors.Is(err, db.ErrNotFound) {
-		return &detailError{err: err, detail: fmt.Sprintf("job %q does not exist", id)}
+		detail := fmt.Sprintf("job %q does not exist", id)
+		if !db.IsID(id) {
+			detail += ": no job has that id or name"
+		}
+		return &detailError{err: err, detail: detail}
 	}
 	var ce *db.ConflictError
 	if a.done == "" || !errors.As(err, &ce) {

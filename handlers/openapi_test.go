@@ -109,6 +109,10 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 	}{
 		{"Job", db.Job{}},
 		{"Run", db.Run{}},
+		{"Event", db.Event{}},
+		{"Change", db.Change{}},
+		{"RunEvent", db.RunEvent{}},
+		{"Notify", db.Notify{}},
 		{"JobCreate", jobCreateRequest{}},
 		{"JobCreate", client.JobCreateRequest{}}, // the Go client sends every field
 		{"JobList", jobListResponse{}},
@@ -153,6 +157,26 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 				t.Errorf("components.schemas.%s.properties.%s in handlers/openapi.json is not a field of %T", name, p, v)
 			}
 		}
+	}
+}
+
+// TestOpenAPI_JobPatchIsJobCreate checks that the merge patch schema has
+// the fields of a definition: those of a create request but runAt.
+func TestOpenAPI_JobPatchIsJobCreate(t *testing.T) {
+	var documented []string
+	for p := range loadOpenAPI(t).Components.Schemas["JobPatch"].Properties {
+		documented = append(documented, p)
+	}
+	var want []string
+	for _, f := range jsonFields(jobCreateRequest{}) {
+		if f != "runAt" {
+			want = append(want, f)
+		}
+	}
+	slices.Sort(documented)
+	slices.Sort(want)
+	if !slices.Equal(documented, want) {
+		t.Errorf("components.schemas.JobPatch.properties in handlers/openapi.json = %v, want %v (JobCreate's but runAt)", documented, want)
 	}
 }
 

@@ -59,7 +59,8 @@ func (e *detailError) Error() string { return e.err.Error() }
 func (e *detailError) Unwrap() error { return e.err }
 
 // problemFor maps err to its problem. It is the one place that decides
-// statuses: bad input 422 (400/413/415 for the request itself), ErrNotFound
+// statuses: bad input 422 (400/413/415 for the request itself; a reused
+// idempotency key is the idempotencyKey field's), ErrNotFound
 // 404, ErrConflict and ErrStale 409, ErrStorageFull 507 and ErrBusy 503 (both
 // with Retry-After: the write can succeed later), anything else 500 with a
 // generic detail.
@@ -69,12 +70,15 @@ func problemFor(err error) problem {
 		reqErr *requestError
 		valErr *db.ValidationError
 		conErr *db.ConflictError
+		keyErr *db.KeyReusedError
 	)
 	switch {
 	case errors.As(err, &reqErr):
 		p.Status, p.Field, p.Detail = reqErr.Status, reqErr.Field, reqErr.Msg
 	case errors.As(err, &valErr):
 		p.Status, p.Field, p.Detail = http.StatusUnprocessableEntity, valErr.Field, validationDetail(valErr)
+	case errors.As(err, &keyErr):
+		p.Status, p.Field, p.Detail = http.StatusUnprocessableEntity, "idempotencyKey", keyErr.Error()
 	case errors.Is(err, db.ErrInvalid):
 		p.Status, p.Detail = http.StatusUnprocessableEntity, err.Error()
 	case errors.Is(err, db.ErrNotFound):

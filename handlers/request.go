@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,20 +26,32 @@ import (
 // pages out: a browser sends application/json to another origin only after
 // a CORS preflight, which sked does not answer.
 func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	return h.decodeBodyAs(w, r, v, "application/json")
+}
+
+// decodeBodyAs is decodeBody for a body of one of the media types given
+// (none of which a form can send).
+func (h *handler) decodeBodyAs(w http.ResponseWriter, r *http.Request, v any, types ...string) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return &requestError{
 			Status: http.StatusUnsupportedMediaType,
-			Msg:    "request body has no Content-Type; send it as Content-Type: application/json",
+			Msg:    "request body has no Content-Type; send it as Content-Type: " + types[0],
 		}
 	}
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || !slices.Contains(types, mt) {
 		return &requestError{
 			Status: http.StatusUnsupportedMediaType,
-			Msg:    fmt.Sprintf("Content-Type %q is not supported; send application/json", ct),
+			Msg:    fmt.Sprintf("Content-Type %q is not supported; send %s", ct, strings.Join(types, " or ")),
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, h.maxBodyBytes))
+	return decodeJSON(http.MaxBytesReader(w, r.Body, h.maxBodyBytes), v)
+}
+
+// decodeJSON reads rd as the single JSON object v, refusing what decodeBody
+// refuses.
+func decodeJSON(rd io.Reader, v any) error {
+	dec := json.NewDecoder(rd)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err, v)

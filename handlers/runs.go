@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,41 +13,63 @@ import (
 )
 
 // handleRunList serves GET /jobs/{id}/runs?limit=&cursor=: a JSON array of
-// the job's runs, newest first. When there are more, the response carries the
-// next cursor in Sked-Next-Cursor and a Link header with rel="next".
+// the job's runs, newest first, paged by jobPage.
 func (h *handler) handleRunList(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	jobPage(h, w, r, "runs", func(ctx context.Context, p pageParams) ([]db.Run, int64, error) {
+		return h.store.RunList(ctx, db.RunListParams{JobID: p.id, Limit: p.limit, Cursor: p.cursor})
+	})
+}
+
+// handleEventList serves GET /jobs/{id}/events?limit=&cursor=: a JSON array
+// of the job's timeline (changes of its definition and who made them,
+// firings that gave up, recoveries), newest first, paged by jobPage.
+func (h *handler) handleEventList(w http.ResponseWriter, r *http.Request) {
+	jobPage(h, w, r, "events", func(ctx context.Context, p pageParams) ([]db.Event, int64, error) {
+		return h.store.EventList(ctx, db.EventListParams{JobID: p.id, Limit: p.limit, Cursor: p.cursor})
+	})
+}
+
+// pageParams asks for a page of the job id's runs or events.
+type pageParams struct {
+	id     string
+	limit  int
+	cursor int64 // the Sked-Next-Cursor of the previous page; 0 for the first
+}
+
+// jobPage answers GET /jobs/{id}/<what>?limit=&cursor= with the JSON array
+// list reads, newest first. When there are more, the response carries the
+// next cursor in Sked-Next-Cursor and a Link header with rel="next".
+func jobPage[T any](h *handler, w http.ResponseWriter, r *http.Request, what string, list func(context.Context, pageParams) ([]T, int64, error)) {
+	p := pageParams{id: chi.URLParam(r, "id")}
 	q, err := queryParams(r, "limit", "cursor")
-	if err != nil {
-		h.error(w, r, err)
-		return
+	if err == nil {
+		p.limit, err = parseLimit(q["limit"])
 	}
-	p := db.RunListParams{JobID: id}
-	if p.Limit, err = parseLimit(q["limit"]); err != nil {
+	if err != nil {
 		h.error(w, r, err)
 		return
 	}
 	if c := q["cursor"]; c != "" {
-		p.Cursor, err = strconv.ParseInt(c, 10, 64)
-		if err != nil || p.Cursor < 1 {
+		p.cursor, err = strconv.ParseInt(c, 10, 64)
+		if err != nil || p.cursor < 1 {
 			h.error(w, r, &requestError{
 				Status: http.StatusBadRequest, Field: "cursor",
-				Msg: fmt.Sprintf("cursor %q is not a run cursor; pass the Sked-Next-Cursor of the previous page", c),
+				Msg: fmt.Sprintf("cursor %q is not a cursor of %s; pass the Sked-Next-Cursor of the previous page", c, what),
 			})
 			return
 		}
 	}
-	runs, next, err := h.store.RunList(r.Context(), p)
+	items, next, err := list(r.Context(), p)
 	if err != nil {
-		h.error(w, r, jobError(id, action{}, queryError(err)))
+		h.error(w, r, jobError(p.id, action{}, queryError(err)))
 		return
 	}
-	if runs == nil {
-		runs = []db.Run{}
+	if items == nil {
+		items = []T{}
 	}
 	if next != 0 {
 		w.Header().Set("Sked-Next-Cursor", strconv.FormatInt(next, 10))
-		w.Header().Set("Link", fmt.Sprintf(`</jobs/%s/runs?cursor=%d&limit=%d>; rel="next"`, url.PathEscape(id), next, p.Limit))
+		w.Header().Set("Link", fmt.Sprintf(`</jobs/%s/%s?cursor=%d&limit=%d>; rel="next"`, url.PathEscape(p.id), what, next, p.limit))
 	}
-	h.writeJSON(w, r, http.StatusOK, runs)
+	h.writeJSON(w, r, http.StatusOK, items)
 }

@@ -77,6 +77,16 @@ func TestServer_Email(t *testing.T) {
 	if status != http.StatusUnprocessableEntity || !strings.Contains(body, "payload.sink") || !strings.Contains(body, "not an SMTP sink of this server") {
 		t.Errorf("email job naming an unknown sink: %d %s", status, body)
 	}
+
+	// A job's own notify settings are checked against the server's sinks.
+	status, body = call(t, "POST", r.base+"/jobs", `{"type": "noop", "notify": {"sinks": ["`+sink.SMTP.Name+`"]}}`)
+	if status != http.StatusCreated {
+		t.Errorf("job notifying the server's email sink: %d %s", status, body)
+	}
+	status, body = call(t, "POST", r.base+"/jobs", `{"type": "noop", "notify": {"sinks": ["smtp://mallory:pw@mail.example.com?from=m@example.com&to=x@example.com"]}}`)
+	if status != http.StatusUnprocessableEntity || !strings.Contains(body, `"field":"notify.sinks"`) || !strings.Contains(body, "is not one sked serve was started with") {
+		t.Errorf("job notifying an email sink the server lacks: %d %s", status, body)
+	}
 }
 
 // Without an SMTP sink, creating an email job says how to configure one.

@@ -1,0 +1,91 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/sked-dev/sked/client"
+	"github.com/sked-dev/sked/db"
+)
+
+// TestClient_Definitions drives what `sked apply`, `sked edit` and `sked
+// export` need: create by name, put, patch, the timeline, list by name, and
+// a job's definition written back as the request that makes it.
+func TestClient_Definitions(t *testing.T) {
+	t.Parallel()
+	_, url := serve(t)
+	ctx := context.Background()
+	c := &client.Client{BaseURL: url, Actor: "ann@laptop"}
+
+	req := client.JobCreateRequest{
+		Name: "cert-renewal", Type: "noop", Schedule: "17 3 * * *", Payload: json.RawMessage(`{"domains":["example.com"]}`),
+		Notify: &db.Notify{On: []string{"gave_up", "recovered"}},
+	}
+	j, created, changed, err := c.JobPut(ctx, "cert-renewal", req)
+	if err != nil || !created || !changed || j.Name != "cert-renewal" || j.Notify == nil {
+		t.Fatalf("first put: %+v created=%v changed=%v %v", j, created, changed, err)
+	}
+	if again, created, changed, err := c.JobPut(ctx, "cert-renewal", req); err != nil || created || changed || again.ID != j.ID {
+		t.Fatalf("the same put: %s created=%v changed=%v %v; want %s unchanged", again.ID, created, changed, err, j.ID)
+	}
+
+	// Written back, the definition puts nothing new.
+	back := client.RequestOf(j)
+	if back.Name != "cert-renewal" || back.MaxAttempts != db.DefaultMaxAttempts || back.Overlap != db.OverlapSkip {
+		t.Errorf("RequestOf: got %+v", back)
+	}
+	if _, _, changed, err := c.JobPut(ctx, "cert-renewal", back); err != nil || changed {
+		t.Errorf("putting RequestOf the job: changed=%v %v; want nothing changed", changed, err)
+	}
+
+	patched, err := c.JobPatch(ctx, "cert-renewal", map[string]any{"schedule": "17 4 * * *", "notify": nil})
+	if err != nil || patched.Schedule != "17 4 * * *" || patched.Notify != nil {
+		t.Fatalf("patch: %+v, %v", patched, err)
+	}
+	_, err = c.JobPatch(ctx, "cert-renewal", map[string]any{"type": "other"})
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || !errors.Is(err, db.ErrInvalid) || apiErr.Field != "type" {
+		t.Errorf("patch of the type: %v; want a 422 on field type", err)
+	}
+	if _, err := c.JobPatch(ctx, "nobody", map[string]any{"maxAttempts": 2}); !errors.Is(err, db.ErrNotFound) {
+		t.Errorf("patch of an unknown name: %v; want ErrNotFound", err)
+	}
+
+	c.Actor = ""
+	if _, err := c.JobPatch(ctx, j.ID, json.RawMessage(`{"maxAttempts": 7}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	events, next, err := c.EventList(ctx, db.EventListParams{JobID: "cert-renewal", Limit: 1})
+	if err != nil || len(events) != 1 || next == 0 {
+		t.Fatalf("first page of events: %+v next=%d %v; want 1 and a cursor", events, next, err)
+	}
+	if events[0].Actor != "api (127.0.0.1)" {
+		t.Errorf("newest event's actor %q; want the API's", events[0].Actor)
+	}
+	// The put that created the job and the put that changed nothing
+	// recorded no event: the patches are the only ones.
+	rest, next, err := c.EventList(ctx, db.EventListParams{JobID: j.ID, Cursor: next})
+	if err != nil || len(rest) != 1 || next != 0 {
+		t.Fatalf("second page: %+v next=%d %v; want the first patch alone", rest, next, err)
+	}
+	if rest[0].Kind != db.EventChanged || rest[0].Actor != "ann@laptop (127.0.0.1)" {
+		t.Errorf("first patch's event: %+v; want ann's change", rest[0])
+	}
+	var changes db.Changes
+	if err := json.Unmarshal(rest[0].Detail, &changes); err != nil || !slices.Equal(slices.Sorted(maps.Keys(changes)), []string{"notify", "schedule"}) {
+		t.Errorf("changes: %s (%v)", rest[0].Detail, err)
+	}
+
+	if _, _, err := c.JobCreate(ctx, client.JobCreateRequest{Name: "cert-renewal", Type: "noop"}); !errors.Is(err, db.ErrConflict) {
+		t.Errorf("a second job of the name: %v; want ErrConflict", err)
+	}
+	jobs, _, err := c.JobList(ctx, db.JobListParams{Name: "cert-renewal"})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
+		t.Errorf("list by name: %+v, %v", jobs, err)
+	}
+}

@@ -1,0 +1,178 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// Changing a job's definition: PATCH /jobs/{id} with a JSON merge patch,
+// PUT /jobs/by-name/{name} with the whole definition.
+
+// mergePatchType is the media type of a JSON merge patch (RFC 7386).
+const mergePatchType = "application/merge-patch+json"
+
+// actorHeader names who sends a change, e.g. user@host; the job's timeline
+// records it with the address the request came from.
+const (
+	actorHeader = "Sked-Actor"
+	maxActorLen = 200
+)
+
+// handleJobPatch serves PATCH /jobs/{id}: the job's definition, as the body
+// of the POST /jobs that would create it, changed by a JSON merge patch
+// (RFC 7386: a member sets a field, null removes it, an object merges into
+// an object), is checked as POST /jobs checks a new job and becomes the
+// job's. 200 and the job; 409 when the job changed between its read and
+// the write (read it again and retry) or is cancelled.
+func (h *handler) handleJobPatch(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	var patch map[string]json.RawMessage
+	if err := h.decodeBodyAs(w, r, &patch, mergePatchType, "application/json"); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	who, err := actor(r)
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	job, err := h.store.JobGet(r.Context(), id)
+	if err != nil {
+		h.error(w, r, jobError(id, action{}, err))
+		return
+	}
+	spec := db.SpecOf(job)
+	req, err := patchRequest(spec, patch)
+	if err == nil {
+		err = checkKept(job, req)
+	}
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	p, err := h.jobParams(&req, nil)
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	// By id: the job read, even when another has taken its name since.
+	job, err = h.store.JobRedefine(r.Context(), db.JobRedefineParams{ID: job.ID, Spec: p, IfSpec: spec.Fingerprint(), Actor: who})
+	if err != nil {
+		h.error(w, r, jobError(id, action{}, err))
+		return
+	}
+	h.due(job.Type)
+	h.writeJSON(w, r, http.StatusOK, job)
+}
+
+// patchRequest is the create request of definition spec with the merge
+// patch applied, decoded as POST /jobs decodes its body. A patch may not
+// set runAt: a one-off job's due time is not part of its definition.
+func patchRequest(spec db.JobCreateParams, patch map[string]json.RawMessage) (jobCreateRequest, error) {
+	if runAt, ok := patch["runAt"]; ok && !isAbsent(runAt) {
+		return jobCreateRequest{}, fieldError("runAt", "runAt cannot be patched: a job's due time is not part of its definition; cancel the job and create a new one")
+	}
+	base, err := json.Marshal(requestOf(spec))
+	if err != nil {
+		return jobCreateRequest{}, fmt.Errorf("encode definition of %s: %w", spec.Name, err)
+	}
+	p, err := json.Marshal(patch)
+	if err != nil {
+		return jobCreateRequest{}, fmt.Errorf("encode patch: %w", err)
+	}
+	merged, err := jsonpatch.MergePatch(base, p)
+	if err != nil {
+		return jobCreateRequest{}, &requestError{Status: http.StatusBadRequest, Msg: "request body is not a JSON merge patch: " + err.Error()}
+	}
+	var req jobCreateRequest
+	if err := decodeJSON(bytes.NewReader(merged), &req); err != nil {
+		return jobCreateRequest{}, err
+	}
+	return req, nil
+}
+
+// checkKept refuses a change of what a job keeps for life, its type and
+// whether it is recurring, before the checks of the new definition would
+// refuse it with advice that does not apply (to drop the policies of a
+// schedule removed, for one). The store refuses them too.
+func checkKept(j db.Job, req jobCreateRequest) error {
+	switch {
+	case req.Type != j.Type:
+		return fieldError("type", "job %s is of type %s; a type cannot change: create a new job", j.ID, j.Type)
+	case (req.Schedule == "") != (j.Schedule == ""):
+		return fieldError("schedule", "a one-off job cannot become recurring, nor a recurring job one-off: create a new job")
+	}
+	return nil
+}
+
+// handleJobPut serves PUT /jobs/by-name/{name}: the body is the job's whole
+// definition, as POST /jobs takes it, with the name in the path. It creates
+// the job (201) when no job that is not cancelled has the name, and
+// otherwise gives that job the definition (200); Sked-Changed says whether
+// anything was written. The same PUT again changes nothing.
+func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	p, err := h.jobCreateBody(w, r, name)
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	who, err := actor(r)
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	job, created, changed, err := h.store.JobPut(r.Context(), p, who)
+	if err != nil {
+		h.error(w, r, jobError(name, action{}, err))
+		return
+	}
+	w.Header().Set("Sked-Changed", strconv.FormatBool(changed))
+	if changed {
+		h.due(job.Type)
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/jobs/"+url.PathEscape(job.ID))
+	}
+	h.writeJSON(w, r, status, job)
+}
+
+// actor is who sends r, for the job's timeline: the Sked-Actor header, or
+// "api" without one, and the address r came from, as in
+// "ann@laptop (192.0.2.7)".
+func actor(r *http.Request) (string, error) {
+	who := strings.TrimSpace(r.Header.Get(actorHeader))
+	switch {
+	case who == "":
+		who = "api"
+	case len(who) > maxActorLen:
+		return "", &requestError{Status: http.StatusBadRequest, Field: actorHeader,
+			Msg: fmt.Sprintf("the %s header is %d bytes long; at most %d are allowed", actorHeader, len(who), maxActorLen)}
+	case !utf8.ValidString(who) || strings.IndexFunc(who, unicode.IsControl) >= 0:
+		return "", &requestError{Status: http.StatusBadRequest, Field: actorHeader,
+			Msg: fmt.Sprintf("the %s header %q is not printable UTF-8 text; send who you are, such as user@host", actorHeader, who)}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if host == "" {
+		return who, nil
+	}
+	return who + " (" + host + ")", nil
+}
