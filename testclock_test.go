@@ -158,8 +158,9 @@ func TestServe_TestClock(t *testing.T) {
 }
 
 // TestServe_DeadMansSwitch lets a nightly job fail past its
-// expectSuccessWithin on a test clock: the job is marked quiet and a
-// signed webhook notification reaches the sink, once.
+// expectSuccessWithin on a test clock: each firing that gives up is told
+// (run_gave_up), the job is marked quiet and that is told once, every
+// notification a signed webhook.
 func TestServe_DeadMansSwitch(t *testing.T) {
 	var (
 		mu   sync.Mutex
@@ -191,10 +192,19 @@ func TestServe_DeadMansSwitch(t *testing.T) {
 	}
 	c.moveClock(map[string]string{"set": "2026-05-02T02:00:01Z"}) // 26h and a second after creation
 	waitFor(t, "the job to be marked quiet", func() bool { return c.job(j.ID).QuietSince != nil })
-	waitFor(t, "the notification", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) > 0 })
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) != 1 || seen[0]["kind"] != "schedule_quiet" || seen[0]["jobId"] != j.ID || seen[0]["signed"] != true {
-		t.Fatalf("notifications = %v", seen)
+	kinds := func() map[any]int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := map[any]int{}
+		for _, e := range seen {
+			if e["jobId"] == j.ID && e["signed"] == true {
+				n[e["kind"]]++
+			}
+		}
+		return n
+	}
+	waitFor(t, "the notifications", func() bool { n := kinds(); return n["schedule_quiet"] > 0 && n["run_gave_up"] >= 2 })
+	if n := kinds(); len(seen) != 3 || n["schedule_quiet"] != 1 || n["run_gave_up"] != 2 {
+		t.Fatalf("notifications = %v; want two signed run_gave_up and one schedule_quiet of job %s", seen, j.ID)
 	}
 }

@@ -81,21 +81,17 @@ func (c *Client) JobPatch(ctx context.Context, id string, patch any) (db.Job, er
 }
 
 // JobPut gives the job named name the definition req (whose Name may be
-// left empty), creating it when no job that is not cancelled has the name.
-// changed is false when the job had that definition already; nothing was
-// written then.
-func (c *Client) JobPut(ctx context.Context, name string, req JobCreateRequest) (job db.Job, created, changed bool, err error) {
-	resp, err := c.doResponse(ctx, http.MethodPut, "/jobs/by-name/"+url.PathEscape(name), req, &job)
-	if err != nil {
-		return db.Job{}, false, false, err
+// left empty), creating it when no job that is not cancelled has the name,
+// and returns what it did: the job, whether it was created, what changed.
+// With dryRun it returns what it would do and writes nothing.
+func (c *Client) JobPut(ctx context.Context, name string, req JobCreateRequest, dryRun bool) (db.JobPutResult, error) {
+	path := "/jobs/by-name/" + url.PathEscape(name)
+	if dryRun {
+		path += "?dryRun=true"
 	}
-	switch h := resp.Header.Get("Sked-Changed"); h {
-	case "true", "false":
-		changed = h == "true"
-	default:
-		return db.Job{}, false, false, fmt.Errorf("put job %s: Sked-Changed %q is neither true nor false", name, h)
-	}
-	return job, resp.StatusCode == http.StatusCreated, changed, nil
+	var res db.JobPutResult
+	err := c.do(ctx, http.MethodPut, path, req, &res)
+	return res, err
 }
 
 // JobList returns a page of jobs, newest first, and the cursor of the next

@@ -25,12 +25,16 @@ func TestClient_Definitions(t *testing.T) {
 		Name: "cert-renewal", Type: "noop", Schedule: "17 3 * * *", Payload: json.RawMessage(`{"domains":["example.com"]}`),
 		Notify: &db.Notify{On: []string{"gave_up", "recovered"}},
 	}
-	j, created, changed, err := c.JobPut(ctx, "cert-renewal", req)
-	if err != nil || !created || !changed || j.Name != "cert-renewal" || j.Notify == nil {
-		t.Fatalf("first put: %+v created=%v changed=%v %v", j, created, changed, err)
+	if dry, err := c.JobPut(ctx, "cert-renewal", req, true); err != nil || !dry.Created {
+		t.Fatalf("dry run of the first put: %+v %v", dry, err)
 	}
-	if again, created, changed, err := c.JobPut(ctx, "cert-renewal", req); err != nil || created || changed || again.ID != j.ID {
-		t.Fatalf("the same put: %s created=%v changed=%v %v; want %s unchanged", again.ID, created, changed, err, j.ID)
+	first, err := c.JobPut(ctx, "cert-renewal", req, false)
+	j := first.Job
+	if err != nil || !first.Created || j.Name != "cert-renewal" || j.Notify == nil {
+		t.Fatalf("first put: %+v %v", first, err)
+	}
+	if again, err := c.JobPut(ctx, "cert-renewal", req, false); err != nil || again.Changed() || again.Job.ID != j.ID {
+		t.Fatalf("the same put: %+v %v; want %s unchanged", again, err, j.ID)
 	}
 
 	// Written back, the definition puts nothing new.
@@ -38,8 +42,8 @@ func TestClient_Definitions(t *testing.T) {
 	if back.Name != "cert-renewal" || back.MaxAttempts != db.DefaultMaxAttempts || back.Overlap != db.OverlapSkip {
 		t.Errorf("RequestOf: got %+v", back)
 	}
-	if _, _, changed, err := c.JobPut(ctx, "cert-renewal", back); err != nil || changed {
-		t.Errorf("putting RequestOf the job: changed=%v %v; want nothing changed", changed, err)
+	if r, err := c.JobPut(ctx, "cert-renewal", back, false); err != nil || r.Changed() {
+		t.Errorf("putting RequestOf the job: %+v %v; want nothing changed", r, err)
 	}
 
 	patched, err := c.JobPatch(ctx, "cert-renewal", map[string]any{"schedule": "17 4 * * *", "notify": nil})

@@ -327,10 +327,11 @@ type Store interface {
 	// job become recurring or the reverse. A job whose definition is no
 	// longer p.IfSpec is a *ConflictError.
 	JobRedefine(ctx context.Context, p JobRedefineParams) (Job, error)
-	// JobPut creates the job p.Name names, or redefines the one that holds
-	// the name when its definition differs from p; changed reports whether
-	// anything was written. p.Name is required.
-	JobPut(ctx context.Context, p JobCreateParams, actor string) (job Job, created, changed bool, err error)
+	// JobPut creates the job p.Spec.Name names, or redefines the one that
+	// holds the name when its definition differs from p.Spec; the result
+	// says which, and what changed. With p.DryRun it decides the same and
+	// writes nothing. The name is required.
+	JobPut(ctx context.Context, p JobPutParams) (JobPutResult, error)
 	// EventList returns a page of a job's events, newest first, and the
 	// cursor of the next page (0 at the end); ErrNotFound if the job does
 	// not exist.

@@ -129,6 +129,23 @@ type EventListParams struct {
 	Cursor int64 // events with an id below this; 0 for the first page
 }
 
+// JobPutParams creates or redefines the job of Spec.Name (see Store.JobPut).
+type JobPutParams struct {
+	Spec   JobCreateParams
+	Actor  string // who puts it, for the job's timeline
+	DryRun bool   // decide, and write nothing
+}
+
+// JobPutResult is what a put did, or with DryRun would do.
+type JobPutResult struct {
+	Job     Job     `json:"job"`               // the job as the put leaves it
+	Created bool    `json:"created"`           // a new job
+	Changes Changes `json:"changes,omitempty"` // what changed of the job that held the name
+}
+
+// Changed reports whether the put writes anything.
+func (r JobPutResult) Changed() bool { return r.Created || len(r.Changes) > 0 }
+
 // JobRedefineParams changes a job's definition.
 type JobRedefineParams struct {
 	ID   string          // an id or a name

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -118,11 +119,13 @@ func checkKept(j db.Job, req jobCreateRequest) error {
 	return nil
 }
 
-// handleJobPut serves PUT /jobs/by-name/{name}: the body is the job's whole
-// definition, as POST /jobs takes it, with the name in the path. It creates
-// the job (201) when no job that is not cancelled has the name, and
-// otherwise gives that job the definition (200); Sked-Changed says whether
-// anything was written. The same PUT again changes nothing.
+// handleJobPut serves PUT /jobs/by-name/{name}[?dryRun=true]: the body is
+// the job's whole definition, as POST /jobs takes it, with the name in the
+// path. It creates the job (201) when no job that is not cancelled has the
+// name, and otherwise gives that job the definition (200), and answers
+// what it did: {job, created, changes}; Sked-Changed says whether anything
+// was written. The same PUT again changes nothing. With dryRun it answers
+// the same and writes nothing.
 func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	p, err := h.jobCreateBody(w, r, name)
@@ -135,21 +138,26 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	job, created, changed, err := h.store.JobPut(r.Context(), p, who)
+	dry, err := strconv.ParseBool(cmp.Or(r.URL.Query().Get("dryRun"), "false"))
+	if err != nil {
+		h.error(w, r, &requestError{Status: http.StatusBadRequest, Field: "dryRun", Msg: "dryRun is true or false"})
+		return
+	}
+	res, err := h.store.JobPut(r.Context(), db.JobPutParams{Spec: p, Actor: who, DryRun: dry})
 	if err != nil {
 		h.error(w, r, jobError(name, action{}, err))
 		return
 	}
-	w.Header().Set("Sked-Changed", strconv.FormatBool(changed))
-	if changed {
-		h.due(job.Type)
+	w.Header().Set("Sked-Changed", strconv.FormatBool(res.Changed() && !dry))
+	if res.Changed() && !dry {
+		h.due(res.Job.Type)
 	}
 	status := http.StatusOK
-	if created {
+	if res.Created {
 		status = http.StatusCreated
-		w.Header().Set("Location", "/jobs/"+url.PathEscape(job.ID))
+		w.Header().Set("Location", "/jobs/"+url.PathEscape(res.Job.ID))
 	}
-	h.writeJSON(w, r, status, job)
+	h.writeJSON(w, r, status, res)
 }
 
 // actor is who sends r, for the job's timeline: the Sked-Actor header, or

@@ -455,27 +455,42 @@ func TestHandler_JobPut(t *testing.T) {
 	}
 	const certs = `{"type": "noop", "schedule": "0 4 * * *", "payload": {"domains": ["example.com"]}}`
 
+	result := func(res response) db.JobPutResult {
+		t.Helper()
+		var r db.JobPutResult
+		res.decode(t, &r)
+		return r
+	}
+	// A dry run says what a put would do and writes nothing.
+	dry := put("certs?dryRun=true", certs)
+	dry.wantStatus(t, http.StatusCreated)
+	if r := result(dry); !r.Created || r.Job.Name != "certs" || dry.header.Get("Sked-Changed") != "false" {
+		t.Errorf("dry run: %+v, Sked-Changed %q", r, dry.header.Get("Sked-Changed"))
+	}
+	e.do(http.MethodGet, "/jobs/by-name/certs", "").wantStatus(t, http.StatusNotFound)
+
 	res := put("certs", certs, actorHeader, "ci@runner")
 	res.wantStatus(t, http.StatusCreated)
-	var j db.Job
-	res.decode(t, &j)
-	if j.Name != "certs" || j.Schedule != "0 4 * * *" || res.header.Get("Sked-Changed") != "true" || res.header.Get("Location") != "/jobs/"+j.ID {
-		t.Errorf("created: %s %q %q, Sked-Changed %q, Location %q", j.ID, j.Name, j.Schedule, res.header.Get("Sked-Changed"), res.header.Get("Location"))
+	created := result(res)
+	j := created.Job
+	if !created.Created || j.Name != "certs" || j.Schedule != "0 4 * * *" || res.header.Get("Sked-Changed") != "true" || res.header.Get("Location") != "/jobs/"+j.ID {
+		t.Errorf("created: %+v, Sked-Changed %q, Location %q", created, res.header.Get("Sked-Changed"), res.header.Get("Location"))
 	}
 
 	// The same again, with the name in the body too, and its spacing changed.
 	res = put("certs", `{"name": "certs", "type": "noop", "schedule": "0 4 * * *", "payload": {"domains":["example.com"]}}`)
-	if got := res.job(t); got.ID != j.ID || res.header.Get("Sked-Changed") != "false" {
-		t.Errorf("unchanged: %s, Sked-Changed %q; want %s, false", got.ID, res.header.Get("Sked-Changed"), j.ID)
+	if r := result(res); r.Job.ID != j.ID || r.Changed() || res.header.Get("Sked-Changed") != "false" {
+		t.Errorf("unchanged: %+v, Sked-Changed %q; want %s, false", r, res.header.Get("Sked-Changed"), j.ID)
 	}
 	if events := e.events("certs"); len(events) != 0 {
 		t.Errorf("an unchanged put recorded %d events", len(events))
 	}
 
 	res = put("certs", `{"type": "noop", "schedule": "0 5 * * *", "payload": {"domains": ["example.com"]}}`, actorHeader, "ci@runner")
-	got := res.job(t)
-	if got.ID != j.ID || got.Schedule != "0 5 * * *" || res.header.Get("Sked-Changed") != "true" {
-		t.Errorf("changed: %s %q, Sked-Changed %q", got.ID, got.Schedule, res.header.Get("Sked-Changed"))
+	changed := result(res)
+	got := changed.Job
+	if got.ID != j.ID || got.Schedule != "0 5 * * *" || changed.Changes["schedule"].To != "0 5 * * *" || res.header.Get("Sked-Changed") != "true" {
+		t.Errorf("changed: %+v, Sked-Changed %q", changed, res.header.Get("Sked-Changed"))
 	}
 	if want := time.Date(2026, 3, 2, 5, 0, 0, 0, time.UTC); !got.NextRunAt.Equal(want) {
 		t.Errorf("nextRunAt: got %v, want %v", got.NextRunAt, want)

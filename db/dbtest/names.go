@@ -129,23 +129,42 @@ func testRedefine(t *testing.T, f *fixture) {
 	wantTime(t, "next slot on the new schedule", after.Slot, Start.Add(75*time.Minute))
 }
 
-// testPut checks create-or-replace by name.
+// testPut checks create-or-replace by name, and its dry run.
 func testPut(t *testing.T, f *fixture) {
 	p := db.JobCreateParams{Name: "certs", Type: "exec", Schedule: "0 4 * * *", Payload: json.RawMessage(`{"command":["renew"]}`)}
-	j, created, changed, err := f.Store.JobPut(f.ctx, p, "ci")
-	if err != nil || !created || !changed || j.Name != "certs" {
-		t.Fatalf("first put: %+v created=%v changed=%v %v", j, created, changed, err)
+	put := func(spec db.JobCreateParams, dry bool) db.JobPutResult {
+		t.Helper()
+		r, err := f.Store.JobPut(f.ctx, db.JobPutParams{Spec: spec, Actor: "ci", DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
-	again, created, changed, err := f.Store.JobPut(f.ctx, p, "ci")
-	if err != nil || created || changed || again.ID != j.ID {
-		t.Fatalf("the same put again: %s created=%v changed=%v %v; want job %s unchanged", again.ID, created, changed, err, j.ID)
+	if r := put(p, true); !r.Created || r.Job.Name != "certs" {
+		t.Fatalf("dry run of a first put: %+v", r)
+	}
+	if _, err := f.Store.JobGet(f.ctx, "certs"); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("a dry run created the job: %v", err)
+	}
+	first := put(p, false)
+	if !first.Created || !first.Changed() || first.Job.Name != "certs" {
+		t.Fatalf("first put: %+v", first)
+	}
+	if again := put(p, false); again.Created || again.Changed() || again.Job.ID != first.Job.ID {
+		t.Fatalf("the same put again: %+v; want job %s unchanged", again, first.Job.ID)
 	}
 	p.MaxAttempts = 9
-	changedJob, created, changed, err := f.Store.JobPut(f.ctx, p, "ci")
-	if err != nil || created || !changed || changedJob.ID != j.ID || changedJob.MaxAttempts != 9 {
-		t.Fatalf("a changed put: %+v created=%v changed=%v %v", changedJob, created, changed, err)
+	if dry := put(p, true); dry.Created || dry.Changes["maxAttempts"].To != 9 || len(dry.Changes) != 1 {
+		t.Fatalf("dry run of a change: %+v; want maxAttempts to 9", dry)
 	}
-	if _, _, _, err := f.Store.JobPut(f.ctx, db.JobCreateParams{Type: "noop"}, ""); !errors.Is(err, db.ErrInvalid) {
+	if f.get("certs").MaxAttempts == 9 {
+		t.Fatalf("a dry run changed the job")
+	}
+	changed := put(p, false)
+	if changed.Created || !changed.Changed() || changed.Job.ID != first.Job.ID || changed.Job.MaxAttempts != 9 {
+		t.Fatalf("a changed put: %+v", changed)
+	}
+	if _, err := f.Store.JobPut(f.ctx, db.JobPutParams{Spec: db.JobCreateParams{Type: "noop"}}); !errors.Is(err, db.ErrInvalid) {
 		t.Fatalf("put without a name: %v, want ErrInvalid", err)
 	}
 }

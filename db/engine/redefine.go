@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,71 +19,77 @@ func (s *Store) JobRedefine(ctx context.Context, p db.JobRedefineParams) (db.Job
 	})
 }
 
-// JobPut creates or redefines the job of p.Name; see db.Store.
-func (s *Store) JobPut(ctx context.Context, p db.JobCreateParams, actor string) (job db.Job, created, changed bool, err error) {
-	if p.Name == "" {
-		return db.Job{}, false, false, &db.ValidationError{Field: "name", Msg: "a job put by name needs its name"}
+// JobPut creates or redefines the job of a name; see db.Store.
+func (s *Store) JobPut(ctx context.Context, p db.JobPutParams) (db.JobPutResult, error) {
+	var out db.JobPutResult
+	name := p.Spec.Name
+	if name == "" {
+		return out, &db.ValidationError{Field: "name", Msg: "a job put by name needs its name"}
 	}
-	err = s.inTx(ctx, func(tx Tx) error {
-		j, err := tx.JobLockName(ctx, p.Name)
-		if err == nil {
-			job, changed, err = s.redefine(ctx, tx, j, p, "", actor)
-			return err
+	err := s.inTx(ctx, func(tx Tx) error {
+		j, err := tx.JobLockName(ctx, name)
+		switch {
+		case err == nil:
+			out.Job, out.Changes, err = s.redefine(ctx, tx, j, p.Spec, "", p.Actor)
+		case errors.Is(err, db.ErrNotFound):
+			out.Created = true
+			if out.Job, err = s.newJob(p.Spec, tx.Now()); err != nil {
+				return err
+			}
+			jobs := []db.Job{out.Job}
+			if _, err = s.insert(ctx, tx, jobs); err == nil {
+				out.Job = jobs[0]
+				err = s.wakeIfDue(ctx, tx, out.Job)
+			}
 		}
-		if err != db.ErrNotFound {
-			return err
+		if err == nil && p.DryRun {
+			return errDryRun
 		}
-		if job, err = s.newJob(p, tx.Now()); err != nil {
-			return err
-		}
-		jobs := []db.Job{job}
-		ins, err := s.insert(ctx, tx, jobs)
-		if err != nil {
-			return err
-		}
-		job, created, changed = jobs[0], ins[0], ins[0]
-		return s.wakeIfDue(ctx, tx, job)
+		return err
 	})
-	if err != nil {
-		return db.Job{}, false, false, wrap(err, "put job %s", p.Name)
+	if err != nil && !errors.Is(err, errDryRun) {
+		return db.JobPutResult{}, wrap(err, "put job %s", name)
 	}
-	return job, created, changed, nil
+	return out, nil
 }
 
+// errDryRun rolls back a transaction that decided what it would write.
+var errDryRun = errors.New("dry run")
+
 // redefine gives j, read in tx, the definition spec, recording what changed
-// as an event by actor; changed is false when spec is j's definition
-// already. ifSpec, when set, must be the fingerprint of j's definition.
-func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreateParams, ifSpec, actor string) (out db.Job, changed bool, err error) {
+// as an event by actor, and returns it with the changes (none when spec is
+// j's definition already). ifSpec, when set, must be the fingerprint of j's
+// definition.
+func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreateParams, ifSpec, actor string) (out db.Job, changes db.Changes, err error) {
 	old := db.SpecOf(j)
 	switch {
 	case j.State == db.StateCancelled:
-		return db.Job{}, false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is cancelled; create a new one", j.ID)}
+		return db.Job{}, nil, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is cancelled; create a new one", j.ID)}
 	case ifSpec != "" && old.Fingerprint() != ifSpec:
-		return db.Job{}, false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s was changed by someone else since it was read; read it again and retry", j.ID)}
+		return db.Job{}, nil, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s was changed by someone else since it was read; read it again and retry", j.ID)}
 	case spec.Type != j.Type:
-		return db.Job{}, false, &db.ValidationError{Field: "type", Msg: fmt.Sprintf("job %s is of type %s; a type cannot change: create a new job", j.ID, j.Type)}
+		return db.Job{}, nil, &db.ValidationError{Field: "type", Msg: fmt.Sprintf("job %s is of type %s; a type cannot change: create a new job", j.ID, j.Type)}
 	case spec.IdempotencyKey != "" && spec.IdempotencyKey != j.IdempotencyKey:
-		return db.Job{}, false, &db.ValidationError{Field: "idempotencyKey", Msg: "an idempotency key cannot change"}
+		return db.Job{}, nil, &db.ValidationError{Field: "idempotencyKey", Msg: "an idempotency key cannot change"}
 	case (spec.Schedule == "") != (j.Schedule == ""):
-		return db.Job{}, false, &db.ValidationError{Field: "schedule", Msg: "a one-off job cannot become recurring, nor a recurring job one-off: create a new job"}
+		return db.Job{}, nil, &db.ValidationError{Field: "schedule", Msg: "a one-off job cannot become recurring, nor a recurring job one-off: create a new job"}
 	}
 	spec.IdempotencyKey, spec.RunAt = j.IdempotencyKey, time.Time{}
 	now := tx.Now()
 	nj, err := s.newJob(spec, now) // fills the defaults and checks the schedule
 	if err != nil {
-		return db.Job{}, false, err
+		return db.Job{}, nil, err
 	}
-	changes := db.Diff(old, db.SpecOf(nj))
-	if len(changes) == 0 {
-		return j, false, nil
+	if changes = db.Diff(old, db.SpecOf(nj)); len(changes) == 0 {
+		return j, nil, nil
 	}
 	if nj.Name != "" && nj.Name != j.Name {
 		holders, err := tx.JobsByName(ctx, []string{nj.Name})
 		if err != nil {
-			return db.Job{}, false, fmt.Errorf("read jobs by name: %w", err)
+			return db.Job{}, nil, fmt.Errorf("read jobs by name: %w", err)
 		}
 		if len(holders) > 0 {
-			return db.Job{}, false, nameTaken(holders[0])
+			return db.Job{}, nil, nameTaken(holders[0])
 		}
 	}
 	to := j
@@ -99,17 +106,17 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	}
 	to.UpdatedAt = s.stored(now)
 	if err := tx.JobRedefine(ctx, JobUpdate{Job: to, From: j.State}); err != nil {
-		return db.Job{}, false, fmt.Errorf("redefine job %s: %w", j.ID, err)
+		return db.Job{}, nil, fmt.Errorf("redefine job %s: %w", j.ID, err)
 	}
 	detail, err := json.Marshal(changes)
 	if err != nil {
-		return db.Job{}, false, fmt.Errorf("encode changes: %w", err)
+		return db.Job{}, nil, fmt.Errorf("encode changes: %w", err)
 	}
 	ev := db.Event{JobID: j.ID, At: s.stored(now), Kind: db.EventChanged, Actor: actor, Detail: detail}
 	if err := tx.EventsInsert(ctx, []db.Event{ev}); err != nil {
-		return db.Job{}, false, fmt.Errorf("record change of job %s: %w", j.ID, err)
+		return db.Job{}, nil, fmt.Errorf("record change of job %s: %w", j.ID, err)
 	}
-	return to, true, s.wakeIfDue(ctx, tx, to)
+	return to, changes, s.wakeIfDue(ctx, tx, to)
 }
 
 // rescheduled reports whether changes move a schedule's slots.
