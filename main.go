@@ -20,6 +20,7 @@ import (
 	_ "time/tzdata" // IANA zones for schedules, even on a machine without them
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/buildinfo"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/worker"
@@ -41,7 +42,7 @@ Usage:
   sked migrate [flags]   create or upgrade the database and exit
   sked work [flags] -- CMD ARGS…
                          a worker on any machine: claims jobs from a server, runs CMD per job
-  sked version           print the version
+  sked version           print the version, commit, commit date and Go version (also --version)
   sked check --db FILE [--client-log F] [--jobs-log F] [--server-log F] [--finished]
                          judge a run's evidence: nothing lost, doubled, run unasked or silently missed
   sked backup FILE       an online, consistent copy of the database
@@ -50,9 +51,6 @@ Usage:
                          a client of the API; "sked add -h" for its flags
 
 Run "sked serve -h" for the flags; each has a SKED_… environment variable.`
-
-// version is set at release builds with -ldflags "-X main.version=…".
-var version = "dev"
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -93,8 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return backup(ctx, rest, getenv, stdout, stderr)
 	case "healthcheck":
 		return healthcheck(ctx, rest, getenv, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "sked", version)
+	case "version", "--version":
+		fmt.Fprintln(stdout, buildinfo.Read())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
@@ -263,7 +261,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	return server.New(server.Config{
 		DB: cfg.DB, Addr: cfg.Addr, Workers: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
 		EnableExec: cfg.EnableExec, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
-		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), Version: version, TestClock: cfg.TestClock,
+		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), TestClock: cfg.TestClock,
 		Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Retention: offWhenZero(cfg.Retention), NotifySinks: cfg.NotifySinks, ClaimAhead: offWhenZero(cfg.ClaimAhead),
 		JobDefaults: cfg.JobDefaults,
 		PublicURL:   cfg.PublicURL,

@@ -15,6 +15,7 @@ import (
 
 	apiclient "github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/buildinfo"
 	"github.com/sked-dev/sked/worker"
 )
 
@@ -116,7 +117,7 @@ func work(ctx context.Context, cfg workConfig, stderr io.Writer) error {
 		Lease: cfg.Lease, Grace: cfg.Grace, NextDueFunc: c.NextDue, Logger: log,
 	})
 	log.Info("sked working", "server", cfg.Server, "types", strings.Join(pool.Types(), ","),
-		"concurrency", cfg.Concurrency, "worker_id", cfg.WorkerID, "version", version)
+		"concurrency", cfg.Concurrency, "worker_id", cfg.WorkerID, "version", buildinfo.Read().Version)
 	err := pool.Run(ctx)
 	log.Info("stopped")
 	return err

@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/buildinfo"
 )
 
 // DefaultMaxBodyBytes bounds a request body when Config.MaxBodyBytes is zero.
@@ -96,6 +97,7 @@ type handler struct {
 	metrics         http.Handler
 	readyFunc       func(context.Context) error
 	testClock       TestClock
+	openAPI         []byte // GET /openapi.json, with this sked's version
 }
 
 // New returns the API as a chi router with every route of openapi.json. It panics if cfg.Store is nil.
@@ -121,6 +123,11 @@ func New(cfg Config) http.Handler {
 	if h.maxBodyBytes <= 0 {
 		h.maxBodyBytes = DefaultMaxBodyBytes
 	}
+	doc, err := openAPIVersioned(buildinfo.Read().Version)
+	if err != nil {
+		panic("handlers: the embedded openapi.json: " + err.Error())
+	}
+	h.openAPI = doc
 	if h.wake == nil {
 		h.wake = func() {}
 	}

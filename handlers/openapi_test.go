@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/internal/buildinfo"
 	"github.com/sked-dev/sked/web"
 )
 
@@ -233,8 +236,39 @@ func TestOpenAPI_Served(t *testing.T) {
 	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /openapi.json: %d %s", res.status, res.header.Get("Content-Type"))
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(res.body, &doc); err != nil || doc["openapi"] != "3.1.0" {
-		t.Fatalf("GET /openapi.json is not the document: %v", err)
+	want, err := openAPIVersioned(buildinfo.Read().Version)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if !bytes.Equal(res.body, want) {
+		t.Errorf("GET /openapi.json is not the document with info.version %q:\n%s", buildinfo.Read().Version, res.body)
+	}
+}
+
+// docJSON decodes a JSON document with its numbers as written.
+func docJSON(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode: %v\n%s", err, b)
+	}
+	return v
+}
+
+// TestOpenAPI_Version checks that the document served with a version is
+// the file as written but for info.version.
+func TestOpenAPI_Version(t *testing.T) {
+	t.Parallel()
+	got, err := openAPIVersioned("v9.8.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := docJSON(t, openAPIDoc)
+	want.(map[string]any)["info"].(map[string]any)["version"] = "v9.8.7"
+	if !reflect.DeepEqual(docJSON(t, got), want) {
+		t.Errorf("openAPIVersioned changed more than info.version:\n%s", got)
+	}
+
 }

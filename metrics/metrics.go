@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/buildinfo"
 )
 
 // Config is what New needs. Zero values mean the defaults stated per field.
@@ -106,7 +107,7 @@ func New(cfg Config) *Metrics {
 		}, []string{"type", "outcome"}),
 	}
 	m.reg.MustRegister(m.claimSeconds, m.finishSeconds, m.startLateness, m.runAttempts,
-		m.leaseExpirations, m.staleWrites, m.runs,
+		m.leaseExpirations, m.staleWrites, m.runs, newBuildInfo(buildinfo.Read()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, w := range []string{staleHeartbeat, staleFinish} {
 		m.staleWrites.WithLabelValues(w)
@@ -115,6 +116,20 @@ func New(cfg Config) *Metrics {
 		m.reg.MustRegister(newDBCollector(cfg.Stats, cfg.NowFunc))
 	}
 	return m
+}
+
+// newBuildInfo returns sked_build_info: always 1, with labels saying which
+// sked this is, in the shape of Prometheus's own build_info metrics.
+func newBuildInfo(b buildinfo.Info) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sked_build_info",
+		Help: "Always 1; the labels are the version, commit (revision) and Go version of this sked.",
+		ConstLabels: prometheus.Labels{
+			"version": b.Version, "revision": b.Commit, "goversion": b.GoVersion,
+		},
+	})
+	g.Set(1)
+	return g
 }
 
 // Labels of sked_stale_writes_total.

@@ -17,6 +17,7 @@ import (
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/internal/buildinfo"
 	"github.com/sked-dev/sked/metrics"
 	"github.com/sked-dev/sked/worker"
 )
@@ -154,6 +155,17 @@ func TestMetrics_StatsFailure(t *testing.T) {
 	}
 	if v := value(t, got, "sked_lease_expirations_total", nil); v != 0 {
 		t.Errorf("sked_lease_expirations_total = %v, want 0", v)
+	}
+}
+
+// TestMetrics_BuildInfo checks that sked_build_info says what `sked
+// version` says.
+func TestMetrics_BuildInfo(t *testing.T) {
+	t.Parallel()
+	b := buildinfo.Read()
+	labels := map[string]string{"version": b.Version, "revision": b.Commit, "goversion": b.GoVersion}
+	if v := value(t, scrape(t, metrics.New(metrics.Config{}).Handler()), "sked_build_info", labels); v != 1 {
+		t.Errorf("sked_build_info%v = %v, want 1", labels, v)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/internal/buildinfo"
 	"github.com/sked-dev/sked/metrics"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/web"
@@ -76,7 +77,6 @@ type Config struct {
 	// notification then links to the job's page. Empty: no links.
 	PublicURL string
 	Logger    *slog.Logger // nil: discard
-	Version   string
 }
 
 // Server is one sked process: API, dispatcher, workers and reaper.
@@ -219,7 +219,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	log.Info("sked serving", "addr", ln.Addr().String(), "db", redactDSN(cfg.DB), "workers", cfg.Workers,
-		"types", strings.Join(pool.Types(), ","), "version", cfg.Version)
+		"types", strings.Join(pool.Types(), ","), "version", buildinfo.Read().Version)
 
 	// Background services outlive the request context so that shutdown can
 	// order them.
