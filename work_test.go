@@ -25,7 +25,7 @@ import (
 // "start <job> <gen> <unixnano> <worker pid>" when it starts and
 // "end <job> <gen> <unixnano> <worker pid> ok|term" when it ends (term: it
 // was stopped by SIGTERM), sleeping in between for the payload's "sleep"
-// seconds.
+// seconds. The worker is its parent's parent: its parent is the supervisor.
 func evidenceScript(path string) []string {
 	// now retries date: on a machine short of processes a command
 	// substitution can come back empty, and a line without its time is
@@ -33,12 +33,13 @@ func evidenceScript(path string) []string {
 	// it can kill the subshell of $(now) too: then the line is not
 	// written and the trap writes the end (of a start that was written).
 	return []string{"sh", "-c", `
+w=$(cut -d' ' -f4 /proc/$PPID/stat)
 now() { t=; while [ -z "$t" ]; do t=$(date +%s%N); done; echo "$t"; }
-trap '[ -z "$started" ] || echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $PPID term" >> ` + path + `; exit 143' TERM
+trap '[ -z "$started" ] || echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $w term" >> ` + path + `; exit 143' TERM
 d=$(sed -n 's/.*"sleep":"\([0-9.]*\)".*/\1/p')
-t=$(now) && echo "start $SKED_JOB_ID $SKED_GENERATION $t $PPID" >> ` + path + ` && started=1
+t=$(now) && echo "start $SKED_JOB_ID $SKED_GENERATION $t $w" >> ` + path + ` && started=1
 sleep "${d:-0}" & wait $!
-t=$(now) && echo "end $SKED_JOB_ID $SKED_GENERATION $t $PPID ok" >> ` + path + ` || kill -TERM $$`}
+t=$(now) && echo "end $SKED_JOB_ID $SKED_GENERATION $t $w ok" >> ` + path + ` || kill -TERM $$`}
 }
 
 // workProc is a `sked work` process under test.

@@ -120,7 +120,10 @@ type claimed struct {
 
 // Causes a running handler's context is cancelled with.
 var (
-	errLeaseLost       = errors.New("lease lost: another worker may hold the job now")
+	errLeaseLost = errors.New("lease lost: another worker may hold the job now")
+	// errRenewFailed: renewals failed for so long that the lease may be
+	// about to lapse; it still holds while the run stops.
+	errRenewFailed     = errors.New("lease renewals failed until it may lapse")
 	errCancelRequested = errors.New("cancellation requested")
 	errShutdown        = errors.New("worker shutting down")
 	// errNotDue ends a run claimed ahead (PoolConfig.ClaimAhead) that
@@ -464,7 +467,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 		fin.Outcome, fin.Error = db.OutcomeReleased, err.Error()
 	case err == nil:
 		fin.Outcome = db.OutcomeSucceeded
-	case errors.Is(cause, errLeaseLost):
+	case errors.Is(cause, errLeaseLost), errors.Is(cause, errRenewFailed):
 		// Reported all the same, so that the ledger shows the execution;
 		// the store refuses it when another generation holds the job.
 		fin.Outcome, fin.Retryable, fin.Error = db.OutcomeFailed, true, "stopped: "+cause.Error()+": "+err.Error()
@@ -583,7 +586,7 @@ func (p *Pool) heartbeat(ctx context.Context, c *claimed, cancel context.CancelC
 			return
 		case err != nil && c.lease.left() <= p.cfg.Lease/2:
 			log.Warn("heartbeat failed until the lease may expire; giving the run up", "err", err)
-			cancel(errLeaseLost)
+			cancel(errRenewFailed)
 			return
 		case err != nil:
 			// The lease is still live; try again at the next tick.
