@@ -32,13 +32,6 @@ const fenceLease = 2 * time.Second
 // earlier generation would wake up, or start late, after a freeze.
 const fenceTicks = 2 * fenceLease / (100 * time.Millisecond)
 
-// ledgerRecordsLateOutcomes switches on the check that the ledger records
-// how every execution ended, a late one (its completion refused as stale)
-// included: it needs the store to keep a refused completion on its run row
-// (lateOutcome). Until then an execution that ran to its end after its
-// lease was lost shows only as lease_expired.
-const ledgerRecordsLateOutcomes = false
-
 // fenceScript is the command of the jobs under fence faults, after issue
 // 13's: generation 1 runs a tenth of a second, a later one $1 tenths. It
 // appends checker.ExecRecord lines to $FENCE_LOG (or the payload's "log"):
@@ -110,6 +103,7 @@ type fenceRig struct {
 	works  []*fenceProc
 	types  []string // job types a cycle creates, in turn: exec runs in sked serve, fence in sked work
 	kinds  []fenceFault
+	killed map[string]bool // pids of processes killed with SIGKILL, as worker ids end
 }
 
 // fenceFault is one kind of fault: do breaks the rig and returns when it is
@@ -125,7 +119,7 @@ func newFenceRig(t *testing.T, name, dsn string, serves, works int) *fenceRig {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := &fenceRig{t: t, name: name, dir: dir, types: []string{"exec"}}
+	r := &fenceRig{t: t, name: name, dir: dir, types: []string{"exec"}, killed: map[string]bool{}}
 	lease := fenceLease.String()
 	for i := range serves {
 		addr := freeAddr(t)
@@ -222,6 +216,7 @@ func (r *fenceRig) done(ids []string) bool {
 
 // killAndRestart is a fault: SIGKILL, then start again at once.
 func killAndRestart(p *fenceProc, r *fenceRig) {
+	r.killed["/"+strconv.Itoa(p.cmd.Process.Pid)] = true
 	p.signal(syscall.SIGKILL)
 	p.cmd.Wait()
 	p.start(r.t)
@@ -285,9 +280,10 @@ func (r *fenceRig) cycle(n int, f fenceFault, st *fenceStats) {
 
 // judge checks a cycle's executions log: no two executions of one job
 // overlap (one is live from its start to its last line), every job ran to
-// its end at least once, and every execution has its run in the ledger
-// (with ledgerRecordsLateOutcomes, one that ran to its end has its outcome
-// there, late or not).
+// its end at least once, and every execution has its run in the ledger; one
+// that ran to its end has the outcome its worker reported there (late, when
+// its completion was refused as stale), not only lease_expired, unless its
+// worker was killed before it could report.
 func (r *fenceRig) judge(ids []string, log string, st *fenceStats) []checker.Execution {
 	r.t.Helper()
 	execs, violations, err := checker.ReadExecutions(log)
@@ -314,8 +310,9 @@ func (r *fenceRig) judge(ids []string, log string, st *fenceStats) []checker.Exe
 			switch {
 			case i < 0:
 				r.t.Errorf("%s: job %s: generation %d ran, but the ledger has no run of it", r.name, id, x.Generation)
-			case ledgerRecordsLateOutcomes && x.End != 0 && runs[i]["outcome"] != "succeeded" && runs[i]["lateOutcome"] != "succeeded":
-				r.t.Errorf("%s: job %s: generation %d ran to its end, but the ledger says %v", r.name, id, x.Generation, runs[i])
+			case x.End != 0 && runs[i]["outcome"] == string(db.OutcomeLeaseExpired) && runs[i]["lateOutcome"] == nil &&
+				!r.killed[workerPID(runs[i]["workerId"])]:
+				r.t.Errorf("%s: job %s: generation %d ran to its end, but the ledger says only %v", r.name, id, x.Generation, runs[i])
 			}
 		}
 		if !ended {
@@ -323,6 +320,12 @@ func (r *fenceRig) judge(ids []string, log string, st *fenceStats) []checker.Exe
 		}
 	}
 	return execs
+}
+
+// workerPID is the "/pid" a worker id ends with (see r.killed).
+func workerPID(id any) string {
+	s, _ := id.(string)
+	return s[max(strings.LastIndexByte(s, '/'), 0):]
 }
 
 // rejudge judges every executions log of the rig again at the end, and

@@ -190,14 +190,20 @@ func TestExec(t *testing.T) {
 
 	t.Run("KillsGroup", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		// The shell starts a child in the background and waits: the
 		// child holds the output open and must die with the group.
 		job := execJob(t, ExecPayload{Command: []string{"/bin/sh", "-c", "sleep 30 & echo $!; wait"}})
+		go func() {
+			for job.Output.String() == "" {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+		}()
 		err := Exec(ExecConfig{})(ctx, job)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Exec = %v, want context.DeadlineExceeded", err)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Exec = %v, want context.Canceled", err)
 		}
 		pid, err := strconv.Atoi(strings.TrimSpace(job.Output.String()))
 		if err != nil {
