@@ -1,12 +1,10 @@
 package supervisor_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,22 +12,17 @@ import (
 	"github.com/sked-dev/sked/supervisor"
 )
 
-// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// waitFile waits until the file at path exists.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear", path)
+		}
+	}
 }
 
 // helperEnv makes the test binary a parent that supervises a command and
@@ -63,14 +56,9 @@ func TestStart_ParentKilled(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var b []byte
-	for deadline := time.Now().Add(20 * time.Second); len(b) == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			parent.Process.Kill()
-			t.Fatal("the helper's command did not start")
-		}
-		b, _ = os.ReadFile(path)
-	}
+	t.Cleanup(func() { parent.Process.Kill() })
+	waitFile(t, path)
+	b, _ := os.ReadFile(path)
 	ps := pids(t, string(b))
 	for _, pid := range ps {
 		if !alive(pid) {

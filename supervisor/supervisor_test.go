@@ -177,22 +177,21 @@ func TestStart_Extend(t *testing.T) {
 func TestProcess_Stop(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, script string
-		code         int
-		sig          syscall.Signal
+		name, trap string
+		code       int
+		sig        syscall.Signal
 	}{
-		{"Term", `trap 'exit 143' TERM; echo up; while :; do sleep 0.01; done`, 143, 0},
-		{"Ignored", `trap '' TERM; echo up; while :; do sleep 0.01; done`, -1, syscall.SIGKILL},
+		{"Term", `'exit 143'`, 143, 0},
+		{"Ignored", `''`, -1, syscall.SIGKILL},
 	} {
-		out := &lockedBuffer{}
-		c := supervisor.Command{Path: "/bin/sh", Args: []string{"sh", "-c", tc.script}, Output: out, Grace: 200 * time.Millisecond}
+		up := filepath.Join(t.TempDir(), "up")
+		c := sh("trap "+tc.trap+" TERM; touch "+up+"; while :; do sleep 0.01; done", nil)
+		c.Grace = 200 * time.Millisecond
 		p, err := supervisor.Start(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for !strings.Contains(out.String(), "up") {
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitFile(t, up)
 		p.Stop()
 		err = p.Wait()
 		var ee *supervisor.ExitError
@@ -207,7 +206,7 @@ func TestProcess_Stop(t *testing.T) {
 func TestStart_HoldsFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	lockPath, gate := filepath.Join(dir, "lock"), filepath.Join(dir, "gate")
+	lockPath, gate, fds := filepath.Join(dir, "lock"), filepath.Join(dir, "gate"), filepath.Join(dir, "fds")
 	f, err := os.Create(lockPath)
 	if err != nil {
 		t.Fatal(err)
@@ -215,17 +214,14 @@ func TestStart_HoldsFiles(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Fatal(err)
 	}
-	out := &lockedBuffer{}
-	c := supervisor.Command{Path: "/bin/sh", Args: []string{"sh", "-c",
-		fmt.Sprintf("ls -l /proc/$$/fd; echo listed; while [ ! -e %s ]; do sleep 0.01; done", gate)}, Output: out, Hold: []*os.File{f}}
+	c := sh(fmt.Sprintf("ls -l /proc/$$/fd > %s.tmp; mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.01; done", fds, fds, fds, gate), nil)
+	c.Hold = []*os.File{f}
 	p, err := supervisor.Start(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Close() // the supervisor's copy holds the lock now
-	for !strings.Contains(out.String(), "listed") {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFile(t, fds)
 	other, err := os.Open(lockPath)
 	if err != nil {
 		t.Fatal(err)
@@ -238,8 +234,8 @@ func TestStart_HoldsFiles(t *testing.T) {
 	if err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(out.String(), lockPath) {
-		t.Errorf("the command holds the lock file:\n%s", out)
+	if b, _ := os.ReadFile(fds); strings.Contains(string(b), lockPath) {
+		t.Errorf("the command holds the lock file:\n%s", b)
 	}
 	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Errorf("flock after the command ended = %v", err)

@@ -62,19 +62,22 @@ func TestPool_LateClaimHandedBack(t *testing.T) {
 	}
 }
 
-// finishLog records the completions a pool sends and the store's answers.
+// finish is a completion a pool sent and the store's answer.
+type finish struct {
+	p   db.RunFinishParams
+	err error
+}
+
+// finishLog passes on the completions a pool sends, with the store's
+// answers.
 type finishLog struct {
 	*sqlite.Store
-	mu   sync.Mutex
-	sent []db.RunFinishParams
-	errs []error
+	sent chan finish
 }
 
 func (f *finishLog) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
 	j, err := f.Store.RunFinish(ctx, p)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.sent, f.errs = append(f.sent, p), append(f.errs, err)
+	f.sent <- finish{p, err}
 	return j, err
 }
 
@@ -85,7 +88,7 @@ func (f *finishLog) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job
 func TestPool_LostLeaseStillReported(t *testing.T) {
 	const lease = 6 * time.Second // the first renewal comes after the takeover
 	v := clock.NewVirtual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	f := &finishLog{Store: sqlitetest.Open(t)}
+	f := &finishLog{Store: sqlitetest.Open(t), sent: make(chan finish, 10)}
 	f.UseClock(clock.NewGuard(v.Now, v.Elapsed, nil))
 	started := make(chan struct{})
 	startPool(t, f.Store, worker.PoolConfig{Store: f, Lease: lease, Handlers: map[string]worker.HandlerFunc{
@@ -105,11 +108,8 @@ func TestPool_LostLeaseStillReported(t *testing.T) {
 	if c, err := f.Store.RunClaim(ctx, db.RunClaimParams{WorkerID: "other", Types: []string{"job"}, Max: 1, Lease: time.Hour}); len(c) != 1 || err != nil {
 		t.Fatalf("the other worker's claim = %v, %v", c, err)
 	}
-	waitFor(t, "the pool's completion", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.sent) > 0 })
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if p := f.sent[0]; len(f.sent) != 1 || p.JobID != j.ID || p.Generation != 1 || p.Outcome != db.OutcomeFailed || !errors.Is(f.errs[0], db.ErrStale) {
-		t.Fatalf("completions %+v answered %v; want one of generation 1, failed, refused as stale", f.sent, f.errs)
+	if got := <-f.sent; got.p.JobID != j.ID || got.p.Generation != 1 || got.p.Outcome != db.OutcomeFailed || !errors.Is(got.err, db.ErrStale) {
+		t.Fatalf("completion %+v answered %v; want generation 1, failed, refused as stale", got.p, got.err)
 	}
 }
 
@@ -122,28 +122,8 @@ func TestPool_CommandOutlivesFirstLease(t *testing.T) {
 		"exec": worker.Exec(worker.ExecConfig{}),
 	}})
 	j := create(t, s, db.JobCreateParams{Type: "exec", MaxAttempts: 1, Payload: []byte(`{"command": ["sleep", "5"]}`)})
-	waitFinal(t, s, j.ID)
+	waitState(t, s, j.ID, db.StateDone)
 	if r := runs(t, s, j.ID); len(r) != 1 || r[0].Outcome != db.OutcomeSucceeded {
 		t.Fatalf("runs = %+v, want one succeeded", r)
 	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitFinal waits for job id to be done or dead.
-func waitFinal(t *testing.T, s db.Store, id string) {
-	t.Helper()
-	waitFor(t, "job "+id+" to be final", func() bool {
-		j, err := s.JobGet(context.Background(), id)
-		return err == nil && (j.State == db.StateDone || j.State == db.StateDead)
-	})
 }
