@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"syscall"
 	"time"
 
@@ -28,6 +29,11 @@ func supervise() int {
 	// without close-on-exec).
 	syscall.CloseOnExec(fdControl)
 	syscall.CloseOnExec(fdReport)
+	// The supervisor's life is bound to its parent and its command, not
+	// to signals: a service manager that sends SIGTERM to every process
+	// of the service reaches the command directly. They are caught, never
+	// ignored, so that the command does not inherit them ignored.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 	msgs := make(chan message)
 	go readMessages(os.NewFile(fdControl, "control"), msgs)
 	first, ok := <-msgs

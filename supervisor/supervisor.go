@@ -17,7 +17,8 @@
 //     SIGKILL after a grace period.
 //
 // When the command exits, whatever it left running in its group is killed
-// too: the run is over. A process that leaves the group (setsid, setpgid) is
+// too: the run is over. The supervisor itself does not end on SIGTERM,
+// SIGINT, SIGHUP or SIGQUIT. A process that leaves the group (setsid, setpgid) is
 // out of reach. Deadlines are clock.Monotonic readings, the same in both
 // processes; a command whose deadline has passed when the supervisor is
 // about to start it is not started (ErrLapsed).

@@ -241,3 +241,33 @@ func TestStart_HoldsFiles(t *testing.T) {
 		t.Errorf("flock after the command ended = %v", err)
 	}
 }
+
+// TestStart_SignalsToSupervisor: SIGTERM and SIGINT sent to the supervisor
+// (a service manager stopping every process of the service) do not end it
+// or its command, and the command does not inherit them ignored.
+func TestStart_SignalsToSupervisor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ppid, gate := filepath.Join(dir, "ppid"), filepath.Join(dir, "gate")
+	var out bytes.Buffer
+	c := sh(fmt.Sprintf("echo $PPID > %s.tmp; mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.01; done; grep SigIgn /proc/$$/status", ppid, ppid, ppid, gate), &out)
+	p, err := supervisor.Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, ppid)
+	b, _ := os.ReadFile(ppid)
+	pid := pids(t, string(b))[0]
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		if err := syscall.Kill(pid, sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(gate, nil, 0o644)
+	if err := p.Wait(); err != nil {
+		t.Fatalf("Wait = %v, want the command to have run to its end", err)
+	}
+	if got := strings.Fields(out.String()); len(got) != 2 || strings.Trim(got[1], "0") != "" {
+		t.Errorf("the command ignores signals: %q", out.String())
+	}
+}
