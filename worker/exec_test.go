@@ -17,7 +17,7 @@ import (
 )
 
 // execJob is a job of kind exec that runs command.
-func execJob(t *testing.T, p ExecPayload) *Job {
+func execJob(t testing.TB, p ExecPayload) *Job {
 	t.Helper()
 	raw, err := json.Marshal(p)
 	if err != nil {
@@ -279,5 +279,15 @@ func TestExec_CleanEnv(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("environment =\n%v\nwant\n%v", got, want)
+	}
+}
+
+// BenchmarkExec runs /bin/true as the exec kind does, under its supervisor:
+// what a command costs beyond its own run.
+func BenchmarkExec(b *testing.B) {
+	for b.Loop() {
+		if err := Exec(ExecConfig{})(context.Background(), execJob(b, ExecPayload{Command: []string{"/bin/true"}})); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
