@@ -338,7 +338,8 @@ func TestWork_ServerRestarts(t *testing.T) {
 }
 
 // TestWork_SIGSTOPPastLease pauses a worker past its lease; another worker
-// takes the job and finishes it; the first, resumed, is refused as stale.
+// takes the job and finishes it; the first, resumed, is refused as stale,
+// and its run keeps the outcome it reported late.
 func TestWork_SIGSTOPPastLease(t *testing.T) {
 	dir := t.TempDir()
 	addr, ev := freeAddr(t), filepath.Join(dir, "evidence")
@@ -356,7 +357,7 @@ func TestWork_SIGSTOPPastLease(t *testing.T) {
 	// Worker a's own writes, and a stale write straight over HTTP.
 	a.cmd.Process.Signal(syscall.SIGCONT)
 	waitFor(t, "worker a to be refused", func() bool {
-		return strings.Contains(a.log(), "run outcome refused") || strings.Contains(a.log(), "run abandoned: lease lost")
+		return strings.Contains(a.log(), "run outcome refused")
 	})
 	for path, body := range map[string]any{
 		"/heartbeat": map[string]any{"generation": 1},
@@ -373,8 +374,8 @@ func TestWork_SIGSTOPPastLease(t *testing.T) {
 		t.Fatalf("runs = %+v, want 2", runs)
 	}
 	first, second := runs[1], runs[0]
-	if first.Generation != 1 || first.WorkerID != "worker-a" || first.Outcome != db.OutcomeLeaseExpired {
-		t.Errorf("first run = %+v, want generation 1 on worker-a, lease_expired", first)
+	if first.Generation != 1 || first.WorkerID != "worker-a" || first.Outcome != db.OutcomeLeaseExpired || first.LateOutcome == "" {
+		t.Errorf("first run = %+v, want generation 1 on worker-a, lease_expired, with the outcome worker-a reported late", first)
 	}
 	if second.Generation != 2 || second.WorkerID != "worker-b" || second.Outcome != db.OutcomeSucceeded {
 		t.Errorf("second run = %+v, want generation 2 on worker-b, succeeded", second)
