@@ -129,9 +129,10 @@ var (
 	// errNotDue ends a run claimed ahead (PoolConfig.ClaimAhead) that
 	// shutdown reached before it was due: it never started.
 	errNotDue = errors.New("handed back at shutdown before it was due")
-	// errLapsed ends a run that was not started because its lease may have
-	// lapsed: the claim's answer came too late (see startLeft).
-	errLapsed = errors.New("handed back unrun: its lease may have lapsed before it could start")
+	// errLapsed ends a run that was not started because too little of its
+	// lease was certainly left: the claim's answer came late (see
+	// startLeft), or the lease lapsed before its command could start.
+	errLapsed = errors.New("handed back unrun: too little of its lease was certainly left to start it")
 )
 
 // NewPool returns a pool for cfg. It panics if cfg.Store is nil or there are
