@@ -89,12 +89,17 @@ func Exec(cfg ExecConfig) HandlerFunc {
 // When ctx ends the group gets SIGTERM, then SIGKILL 5s later; when it ends
 // because the lease was lost, SIGKILL at once.
 func RunCommand(ctx context.Context, job *Job, p ExecPayload, cfg ExecConfig) error {
-	path, err := exec.LookPath(p.Command[0])
-	if err != nil {
-		if startIsPermanent(err) {
-			return Permanent(fmt.Errorf("start %s: %w", p.Command[0], err))
+	// A name with a slash is a path, relative to the working directory (as
+	// os/exec has it); a bare name is looked up in PATH.
+	path := p.Command[0]
+	if filepath.Base(path) == path {
+		var err error
+		if path, err = exec.LookPath(path); err != nil {
+			if startIsPermanent(err) {
+				return Permanent(fmt.Errorf("start %s: %w", p.Command[0], err))
+			}
+			return fmt.Errorf("start %s: %w", p.Command[0], err)
 		}
-		return fmt.Errorf("start %s: %w", p.Command[0], err)
 	}
 	c := supervisor.Command{
 		Path: path, Args: p.Command, Env: commandEnv(job, p, cfg.Env), Dir: p.Dir,

@@ -102,6 +102,18 @@ func TestExec(t *testing.T) {
 		}
 	})
 
+	t.Run("RelativeToDir", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "script"), []byte("#!/bin/sh\necho in dir\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		job := execJob(t, ExecPayload{Command: []string{"./script"}, Dir: dir})
+		if err := Exec(ExecConfig{})(context.Background(), job); err != nil || job.Output.String() != "in dir\n" {
+			t.Fatalf("Exec = %v, output %q; want ./script run in its dir", err, job.Output.String())
+		}
+	})
+
 	t.Run("ExitNonZero", func(t *testing.T) {
 		t.Parallel()
 		job := execJob(t, ExecPayload{Command: []string{"/bin/sh", "-c", "echo failing; exit 3"}})
