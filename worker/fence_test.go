@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,5 +126,36 @@ func TestPool_CommandOutlivesFirstLease(t *testing.T) {
 	waitState(t, s, j.ID, db.StateDone)
 	if r := runs(t, s, j.ID); len(r) != 1 || r[0].Outcome != db.OutcomeSucceeded {
 		t.Fatalf("runs = %+v, want one succeeded", r)
+	}
+}
+
+// downStore is a store whose heartbeats fail: it is out of reach.
+type downStore struct{ *sqlite.Store }
+
+func (d downStore) RunHeartbeat(context.Context, db.RunHeartbeatParams) (db.Heartbeat, error) {
+	return db.Heartbeat{}, errIO
+}
+
+// TestPool_FailedRenewalsCancelInTime: when renewals fail, a Go handler's
+// context is cancelled while the lease still holds in the store, so that
+// it can stop before another worker may take the job.
+func TestPool_FailedRenewalsCancelInTime(t *testing.T) {
+	s := sqlitetest.Open(t)
+	held := make(chan error, 1)
+	startPool(t, s, worker.PoolConfig{Store: downStore{s}, Lease: 3 * time.Second, Handlers: map[string]worker.HandlerFunc{
+		"job": func(ctx context.Context, j *worker.Job) error {
+			<-ctx.Done()
+			got, err := s.JobGet(context.Background(), j.ID)
+			if err == nil && (got.State != db.StateRunning || got.LeaseGeneration != j.Generation || !got.LeaseUntil.After(s.Now())) {
+				err = fmt.Errorf("cancelled (%v) when the job was %s, generation %d, lease until %s, now %s",
+					context.Cause(ctx), got.State, got.LeaseGeneration, got.LeaseUntil, s.Now())
+			}
+			held <- err
+			return ctx.Err()
+		},
+	}})
+	create(t, s, db.JobCreateParams{Type: "job", MaxAttempts: 1})
+	if err := <-held; err != nil {
+		t.Fatal(err)
 	}
 }
