@@ -27,6 +27,10 @@ import (
 // process stays frozen for twice that.
 const fenceLease = 2 * time.Second
 
+// fenceJobs is how many jobs a cycle creates: as many as the rig's slots
+// (8 in sked serve, 2×4 in sked work), so that reruns take one round.
+const fenceJobs = 16
+
 // fenceTicks is how many tenths of a second a rerun (generation 2 or later)
 // runs: twice the lease, so that it still runs when a stale execution of an
 // earlier generation would wake up, or start late, after a freeze.
@@ -247,8 +251,10 @@ type fenceStats struct {
 func (r *fenceRig) cycle(n int, f fenceFault, st *fenceStats) {
 	r.t.Helper()
 	log := filepath.Join(r.dir, fmt.Sprintf("executions-%04d.log", n))
-	ids := r.enqueue(24, log)
-	waitLong(r.t, "a third of the cycle's jobs to end", 60*time.Second, func() bool {
+	ids := r.enqueue(fenceJobs, log)
+	// The bounds are generous: a 2 s lease on a machine loaded far past
+	// its cores (a load of 20 on 2) loses runs to slow writes for a while.
+	waitLong(r.t, "a third of the cycle's jobs to end", 3*time.Minute, func() bool {
 		execs, _, err := checker.ReadExecutions(log)
 		ended := 0
 		for _, x := range execs {
@@ -260,7 +266,7 @@ func (r *fenceRig) cycle(n int, f fenceFault, st *fenceStats) {
 	})
 	f.do(r)
 	back := time.Now()
-	waitLong(r.t, "every job of the cycle to be done", 120*time.Second, func() bool { return r.done(ids) })
+	waitLong(r.t, "every job of the cycle to be done", 5*time.Minute, func() bool { return r.done(ids) })
 	recovery := time.Since(back)
 	st.cycles[r.name+": "+f.name]++
 	if recovery > st.maxRecovery {
@@ -375,7 +381,7 @@ func (r *fenceRig) rejudge(st *fenceStats) {
 //     SKED_TEST_POSTGRES names a server; skipped otherwise), the others
 //     taking its jobs over.
 //
-// Every cycle creates 24 jobs (on SQLite half for sked serve, half for two
+// Every cycle creates 16 jobs (on SQLite half for sked serve, half for two
 // sked work), breaks the rig once a third of them have ended, and waits
 // until all are done. Run: one cycle of each kind in CI; SKED_FAULT_CYCLES
 // sets the count across the kinds (the long tier runs at least 200). Pass,
