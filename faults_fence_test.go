@@ -87,13 +87,18 @@ func (p *fenceProc) start(t *testing.T) {
 
 func (p *fenceProc) signal(sig syscall.Signal) { p.cmd.Process.Signal(sig) }
 
-// stop ends p for good: SIGCONT (it may be frozen), SIGKILL.
+// stop ends p for good: SIGCONT (it may be frozen) and SIGTERM, after
+// which it stops its commands and waits until they are gone, so that
+// nothing writes to the test's directory after it is removed; SIGKILL if
+// it takes longer than 30 s.
 func (p *fenceProc) stop() {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return
 	}
 	p.signal(syscall.SIGCONT)
-	p.signal(syscall.SIGKILL)
+	p.signal(syscall.SIGTERM)
+	t := time.AfterFunc(30*time.Second, func() { p.signal(syscall.SIGKILL) })
+	defer t.Stop()
 	p.cmd.Wait()
 }
 
