@@ -202,7 +202,7 @@ func TestFaults_DiskFull(t *testing.T) {
 	// has come due and failed to be claimed.
 	waitLong(t, "the running job to end or be given up, and a claim to fail", 30*time.Second, func() bool {
 		b, _ := os.ReadFile(r.jobsLog)
-		over := bytes.Contains(b, []byte(`"end"`)) || countLines(p, "run abandoned") > 0
+		over := bytes.Contains(b, []byte(`"end"`)) || countLines(p, "giving the run up")+countLines(p, "stopping the run") > 0
 		return over && countLines(p, `"msg":"claim"`) > 0
 	})
 	claimErrs := countLines(p, `"msg":"claim"`)

@@ -96,7 +96,7 @@ func (r *faultRig) start(fp string, extra ...string) *workProc {
 		r.t.Fatal(err)
 	}
 	p := &workProc{&proc{cmd, logs}, out}
-	r.t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	r.t.Cleanup(func() { p.kill(r.db) })
 	return p
 }
 

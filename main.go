@@ -112,6 +112,7 @@ type serveConfig struct {
 	Grace               time.Duration
 	ClaimAhead          time.Duration // claim jobs this long before they are due; 0: only due jobs
 	EnableExec          bool
+	ExecEnv             []string // variables of sked's environment that commands get too
 	AllowPrivateTargets bool
 	HTTPSecret          string
 	MaxBody             int64
@@ -166,6 +167,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	})
 	fs.StringVar(&c.PublicURL, "public-url", env("public-url", ""),
 		"the address people open the dashboard at, e.g. https://sked.example.com; every notification links to the job's page there (SKED_PUBLIC_URL)")
+	execEnv := execEnvFlag(fs, env)
 	var ops opsFlags
 	ops.register(fs, env)
 	if err := fs.Parse(boolFlags(args, "enable-exec", "allow-private-targets", "test-clock", "insecure")); err != nil {
@@ -174,7 +176,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q: give flag values as --name=value", fs.Arg(0))
 	}
-	var errs []error
+	var (
+		errs []error
+		err  error
+	)
 	parse := func(name, v string, f func(string) error) {
 		if err := f(v); err != nil {
 			errs = append(errs, fmt.Errorf("--%s %q: %w", name, v, err))
@@ -217,6 +222,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
 		errs = append(errs, fmt.Errorf("--public-url %q: give the dashboard's absolute address without query or fragment, e.g. https://sked.example.com or https://example.com/sked/", c.PublicURL))
 	}
+	if c.ExecEnv, err = execEnv(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, v := range strings.Fields(notifyFlag) {
 		sink, err := notify.ParseSink(v)
 		if err != nil {
@@ -249,6 +257,29 @@ func boolFlags(args []string, names ...string) []string {
 	return out
 }
 
+// execEnvFlag registers --exec-env on fs and returns the function that
+// gives its names once fs is parsed: the flag, repeated, or else
+// SKED_EXEC_ENV, comma-separated.
+func execEnvFlag(fs *flag.FlagSet, env func(name, def string) string) func() ([]string, error) {
+	var names []string
+	fs.Func("exec-env", "pass this variable of sked's own environment on to commands, which get only PATH, HOME, LANG, TZ, "+
+		"their SKED_* and their payload's env otherwise; repeat for several (SKED_EXEC_ENV, comma-separated)", func(v string) error {
+		names = append(names, v)
+		return nil
+	})
+	return func() ([]string, error) {
+		if len(names) == 0 && env("exec-env", "") != "" {
+			names = strings.Split(env("exec-env", ""), ",")
+		}
+		for _, n := range names {
+			if n == "" || strings.ContainsAny(n, "=\x00") {
+				return nil, fmt.Errorf("--exec-env %q: give the name of a variable, such as --exec-env AWS_PROFILE", n)
+			}
+		}
+		return names, nil
+	}
+}
+
 // serve runs the appliance until ctx is done.
 func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	if err := cfg.checkExposure(); err != nil {
@@ -260,7 +291,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	}
 	return server.New(server.Config{
 		DB: cfg.DB, Addr: cfg.Addr, Workers: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace,
-		EnableExec: cfg.EnableExec, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
+		EnableExec: cfg.EnableExec, ExecEnv: cfg.ExecEnv, AllowPrivateTargets: cfg.AllowPrivateTargets, HTTPSecret: cfg.HTTPSecret,
 		MaxBodyBytes: cfg.MaxBody, Logger: slog.New(logHandler), TestClock: cfg.TestClock,
 		Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Retention: offWhenZero(cfg.Retention), NotifySinks: cfg.NotifySinks, ClaimAhead: offWhenZero(cfg.ClaimAhead),
 		JobDefaults: cfg.JobDefaults,

@@ -229,7 +229,7 @@ func startServe(t *testing.T, dbPath, addr string, extra ...string) *proc {
 		t.Fatal(err)
 	}
 	p := &proc{cmd, logs}
-	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	t.Cleanup(func() { p.kill(dbPath) })
 	waitFor(t, "sked to listen on "+addr, func() bool {
 		conn, err := net.Dial("tcp", addr)
 		if err == nil {
@@ -238,6 +238,25 @@ func startServe(t *testing.T, dbPath, addr string, extra ...string) *proc {
 		return err == nil
 	})
 	return p
+}
+
+// kill kills a sked serve on the SQLite file dbPath with SIGKILL and waits,
+// up to 10 s, until the commands it started are gone too: their
+// supervisors hold its lock on the file until then. A test's temporary
+// directory is then no longer written to when it is removed.
+func (p *proc) kill(dbPath string) {
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+	f, err := os.Open(dbPath + ".lock")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			return
+		}
+	}
 }
 
 // evidence reads the lines the test jobs appended to path.

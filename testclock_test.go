@@ -6,11 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sked-dev/sked/db"
 )
 
 // moveClock moves the server's test clock and returns the new time.
@@ -206,5 +210,42 @@ func TestServe_DeadMansSwitch(t *testing.T) {
 	waitFor(t, "the notifications", func() bool { n := kinds(); return n["schedule_quiet"] > 0 && n["run_gave_up"] >= 2 })
 	if n := kinds(); len(seen) != 3 || n["schedule_quiet"] != 1 || n["run_gave_up"] != 2 {
 		t.Fatalf("notifications = %v; want two signed run_gave_up and one schedule_quiet of job %s", seen, j.ID)
+	}
+}
+
+// TestServe_TestClockKeepsLiveLeases moves the test clock an hour forward
+// while an exec job runs: the run's lease, renewed by its live worker,
+// outlives the jump, and the job runs once. A job claimed by a worker that
+// never renews (claimed by hand over POST /claims) has its lease expire on
+// the same jump: lease expiry runs on the test clock too.
+func TestServe_TestClockKeepsLiveLeases(t *testing.T) {
+	dir := t.TempDir()
+	addr, ev, gate := freeAddr(t), filepath.Join(dir, "evidence"), filepath.Join(dir, "gate")
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--enable-exec", "--test-clock=2026-05-01T12:00:00Z")
+	c := client{t, "http://" + addr}
+	live := c.create(map[string]any{"type": "exec", "maxAttempts": 3, "payload": map[string]any{"command": []string{"sh", "-c",
+		`echo "start:$SKED_GENERATION" >> ` + ev + `; while [ ! -e ` + gate + ` ]; do sleep 0.05; done; echo "end:$SKED_GENERATION" >> ` + ev}}})
+	waitFor(t, "the exec job to start", func() bool { return len(evidence(t, ev)) == 1 })
+
+	abandoned := c.create(map[string]any{"type": "remote", "maxAttempts": 3})
+	if code, b := c.do("POST", "/claims", map[string]any{"workerId": "gone", "types": []string{"remote"}, "lease": "1s", "wait": "0s"}); code != http.StatusOK || !strings.Contains(string(b), abandoned.ID) {
+		t.Fatalf("claim by hand: %d %s", code, b)
+	}
+	c.moveClock(map[string]string{"advance": "1h"})
+	// The reaper's pass that expires the abandoned lease would expire the
+	// live one too, were it not renewed across the jump.
+	waitFor(t, "the abandoned lease to expire", func() bool {
+		r := c.runs(abandoned.ID)
+		return len(r) > 0 && r[len(r)-1].Outcome == db.OutcomeLeaseExpired
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitState(live.ID, db.StateDone)
+	if got := strings.Join(evidence(t, ev), " "); got != "start:1 end:1" {
+		t.Errorf("evidence = %q, want generation 1 alone, run once", got)
+	}
+	if r := c.runs(live.ID); len(r) != 1 || r[0].Outcome != db.OutcomeSucceeded || r[0].Generation != 1 {
+		t.Errorf("runs = %+v, want generation 1 succeeded alone", r)
 	}
 }

@@ -30,6 +30,7 @@ type workConfig struct {
 	WorkerID    string
 	LogFormat   string
 	Command     []string // argv run per job
+	ExecEnv     []string // variables of sked's environment the command gets too
 }
 
 // parseWorkConfig reads `sked work` flags, each falling back to its SKED_…
@@ -56,6 +57,7 @@ func parseWorkConfig(args []string, getenv func(string) string, stderr io.Writer
 		c.Types = append(c.Types, v)
 		return nil
 	})
+	execEnv := execEnvFlag(fs, env)
 	var concurrency, lease, grace string
 	fs.StringVar(&concurrency, "concurrency", env("concurrency", "1"), "jobs run at once (SKED_CONCURRENCY)")
 	fs.StringVar(&lease, "lease", env("lease", db.DefaultLease.String()), "lease of a claimed job, renewed every third of it (SKED_LEASE)")
@@ -79,6 +81,9 @@ func parseWorkConfig(args []string, getenv func(string) string, stderr io.Writer
 		errs = append(errs, fmt.Errorf("--server %q: must be an http:// or https:// URL", c.Server))
 	}
 	var err error
+	if c.ExecEnv, err = execEnv(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Concurrency, err = strconv.Atoi(concurrency); err != nil || c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %q: must be a whole number of at least 1", concurrency))
 	}
@@ -107,7 +112,8 @@ func work(ctx context.Context, cfg workConfig, stderr io.Writer) error {
 	log := slog.New(logHandler)
 	c := &apiclient.Client{BaseURL: cfg.Server, Token: cfg.Token}
 	cmd := worker.ExecPayload{Command: cfg.Command}
-	run := func(ctx context.Context, job *worker.Job) error { return worker.RunCommand(ctx, job, cmd) }
+	execCfg := worker.ExecConfig{Env: cfg.ExecEnv}
+	run := func(ctx context.Context, job *worker.Job) error { return worker.RunCommand(ctx, job, cmd, execCfg) }
 	handlers := make(map[string]worker.HandlerFunc, len(cfg.Types))
 	for _, t := range cfg.Types {
 		handlers[t] = run

@@ -25,7 +25,7 @@ import (
 // "start <job> <gen> <unixnano> <worker pid>" when it starts and
 // "end <job> <gen> <unixnano> <worker pid> ok|term" when it ends (term: it
 // was stopped by SIGTERM), sleeping in between for the payload's "sleep"
-// seconds.
+// seconds. The worker is its parent's parent: its parent is the supervisor.
 func evidenceScript(path string) []string {
 	// now retries date: on a machine short of processes a command
 	// substitution can come back empty, and a line without its time is
@@ -33,12 +33,13 @@ func evidenceScript(path string) []string {
 	// it can kill the subshell of $(now) too: then the line is not
 	// written and the trap writes the end (of a start that was written).
 	return []string{"sh", "-c", `
+w=$(cut -d' ' -f4 /proc/$PPID/stat)
 now() { t=; while [ -z "$t" ]; do t=$(date +%s%N); done; echo "$t"; }
-trap '[ -z "$started" ] || echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $PPID term" >> ` + path + `; exit 143' TERM
+trap '[ -z "$started" ] || echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $w term" >> ` + path + `; exit 143' TERM
 d=$(sed -n 's/.*"sleep":"\([0-9.]*\)".*/\1/p')
-t=$(now) && echo "start $SKED_JOB_ID $SKED_GENERATION $t $PPID" >> ` + path + ` && started=1
+t=$(now) && echo "start $SKED_JOB_ID $SKED_GENERATION $t $w" >> ` + path + ` && started=1
 sleep "${d:-0}" & wait $!
-t=$(now) && echo "end $SKED_JOB_ID $SKED_GENERATION $t $PPID ok" >> ` + path + ` || kill -TERM $$`}
+t=$(now) && echo "end $SKED_JOB_ID $SKED_GENERATION $t $w ok" >> ` + path + ` || kill -TERM $$`}
 }
 
 // workProc is a `sked work` process under test.
@@ -337,7 +338,8 @@ func TestWork_ServerRestarts(t *testing.T) {
 }
 
 // TestWork_SIGSTOPPastLease pauses a worker past its lease; another worker
-// takes the job and finishes it; the first, resumed, is refused as stale.
+// takes the job and finishes it; the first, resumed, is refused as stale,
+// and its run keeps the outcome it reported late.
 func TestWork_SIGSTOPPastLease(t *testing.T) {
 	dir := t.TempDir()
 	addr, ev := freeAddr(t), filepath.Join(dir, "evidence")
@@ -355,7 +357,7 @@ func TestWork_SIGSTOPPastLease(t *testing.T) {
 	// Worker a's own writes, and a stale write straight over HTTP.
 	a.cmd.Process.Signal(syscall.SIGCONT)
 	waitFor(t, "worker a to be refused", func() bool {
-		return strings.Contains(a.log(), "run outcome refused") || strings.Contains(a.log(), "run abandoned: lease lost")
+		return strings.Contains(a.log(), "run outcome refused")
 	})
 	for path, body := range map[string]any{
 		"/heartbeat": map[string]any{"generation": 1},
@@ -372,8 +374,8 @@ func TestWork_SIGSTOPPastLease(t *testing.T) {
 		t.Fatalf("runs = %+v, want 2", runs)
 	}
 	first, second := runs[1], runs[0]
-	if first.Generation != 1 || first.WorkerID != "worker-a" || first.Outcome != db.OutcomeLeaseExpired {
-		t.Errorf("first run = %+v, want generation 1 on worker-a, lease_expired", first)
+	if first.Generation != 1 || first.WorkerID != "worker-a" || first.Outcome != db.OutcomeLeaseExpired || first.LateOutcome == "" {
+		t.Errorf("first run = %+v, want generation 1 on worker-a, lease_expired, with the outcome worker-a reported late", first)
 	}
 	if second.Generation != 2 || second.WorkerID != "worker-b" || second.Outcome != db.OutcomeSucceeded {
 		t.Errorf("second run = %+v, want generation 2 on worker-b, succeeded", second)

@@ -33,7 +33,8 @@
 //     may exist); {"op":"cancel","jobId":…,"status":204|409}.
 //   - Jobs log (ExecRecord): {"jobId":…,"generation":…,"start":<unix ns>} when
 //     a no-op job starts, {"jobId":…,"generation":…,"end":<unix ns>} when it
-//     ends (or one line with both). A start without an end is a process that
+//     ends (or one line with both), and {"jobId":…,"generation":…,"mark":
+//     <unix ns>} as often as it likes in between, to say it still runs. A start without an end is a process that
 //     died; it counts as running until the lease of its generation ended.
 //     An exec job writes them from $SKED_JOB_ID, $SKED_GENERATION and
 //     `date +%s%N`.
@@ -93,7 +94,9 @@ const (
 	// one without an end (its process died) is live until its lease ended:
 	// the finished_at of its generation's run row (the reaper closes it as
 	// lease_expired), or the job's lease_until while that generation still
-	// holds the job.
+	// holds the job; or until its last mark, if that is later.
+	// ReadExecutions, which has no database, holds one without an end live
+	// until its last line.
 	RuleOverlap Rule = "overlap"
 	// RuleGeneration: a lease generation issued twice (two run rows, or two
 	// executions, of one job with one generation), a generation executed
@@ -249,4 +252,32 @@ func Check(ctx context.Context, in Input) (*Report, error) {
 	r.Violations = append(r.Violations, slots...)
 	slices.SortStableFunc(r.Violations, func(a, b Violation) int { return strings.Compare(a.JobID, b.JobID) })
 	return r, nil
+}
+
+// Execution is one (job, generation) of a jobs log.
+type Execution struct {
+	JobID      string
+	Generation int64
+	Start, End int64 // Unix ns; End 0 when it has none: its process was killed
+	Last       int64 // its latest line: the last time it was seen running
+}
+
+// ReadExecutions judges a jobs log alone, without a database: it returns
+// its executions, ordered by job and then start, and the violations the log
+// shows by itself: a generation started twice (RuleGeneration), and two
+// executions of one job that overlap (RuleOverlap), an execution being live
+// from its start to its last line. Fault tests whose jobs mark that they
+// still run, often, judge with it what the processes were seen doing.
+func ReadExecutions(path string) ([]Execution, []Violation, error) {
+	lines, err := readLog[ExecRecord](path, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	execs, dups := mergeExecs(lines)
+	out := make([]Execution, len(execs))
+	for i, x := range execs {
+		out[i] = Execution{JobID: x.jobID, Generation: x.generation, Start: x.start, End: x.end, Last: x.last}
+	}
+	seen := func(x *execution) (int64, string, bool) { return x.last, "", true }
+	return out, overlaps(execs, dups, seen), nil
 }

@@ -344,6 +344,50 @@ func TestCheck_Overlap(t *testing.T) {
 		r.appendJSON(r.in.JobsLog, checker.ExecRecord{JobID: r.reaped.ID, Generation: 1, End: end})
 		wantRule(t, r.check(), r.reaped.ID, checker.RuleOverlap)
 	})
+	t.Run("KilledProcessMarkedLate", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		// Generation 1 has no end, but was seen running after generation
+		// 2 had started: it was killed late.
+		r.appendJSON(r.in.JobsLog, checker.ExecRecord{JobID: r.reaped.ID, Generation: 1, Mark: r.clock.Now().UnixNano()})
+		wantRule(t, r.check(), r.reaped.ID, checker.RuleOverlap)
+	})
+}
+
+// TestReadExecutions judges a jobs log without a database: a killed
+// execution counts as live until its last mark.
+func TestReadExecutions(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "jobs.log")
+	var lines []byte
+	for _, rec := range []checker.ExecRecord{
+		{JobID: "A", Generation: 1, Start: 100}, {JobID: "A", Generation: 1, Mark: 200}, {JobID: "A", Generation: 1, Mark: 300},
+		{JobID: "A", Generation: 2, Start: 250}, {JobID: "A", Generation: 2, End: 400}, // starts before 1's last mark
+		{JobID: "B", Generation: 1, Start: 100}, {JobID: "B", Generation: 1, Mark: 200},
+		{JobID: "B", Generation: 2, Start: 250}, {JobID: "B", Generation: 2, End: 400}, // after 1's last mark
+		{JobID: "C", Generation: 1, Start: 100}, {JobID: "C", Generation: 1, Start: 150}, // one generation started twice
+	} {
+		b, _ := json.Marshal(rec)
+		lines = append(append(lines, b...), '\n')
+	}
+	if err := os.WriteFile(path, lines, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	execs, vs, err := checker.ReadExecutions(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(execs) != 5 || execs[0] != (checker.Execution{JobID: "A", Generation: 1, Start: 100, Last: 300}) ||
+		execs[3] != (checker.Execution{JobID: "B", Generation: 2, Start: 250, End: 400, Last: 400}) {
+		t.Errorf("executions = %+v", execs)
+	}
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.JobID+" "+string(v.Rule))
+	}
+	if want := []string{"C generation", "A overlap"}; !slices.Equal(got, want) {
+		t.Errorf("violations = %q, want %q", got, want)
+	}
 }
 
 func TestCheck_EarlyStart(t *testing.T) {

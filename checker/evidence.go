@@ -35,12 +35,13 @@ type ClientRecord struct {
 }
 
 // ExecRecord is one line of the no-op jobs' log: the start or the end (or
-// both) of the execution of JobID under lease Generation, in Unix
-// nanoseconds.
+// both) of the execution of JobID under lease Generation, or a mark that it
+// was still running, in Unix nanoseconds.
 type ExecRecord struct {
 	JobID      string `json:"jobId"`
 	Generation int64  `json:"generation"`
 	Start      int64  `json:"start,omitempty"`
+	Mark       int64  `json:"mark,omitempty"`
 	End        int64  `json:"end,omitempty"`
 }
 
@@ -69,6 +70,7 @@ type execution struct {
 	jobID      string
 	generation int64
 	start, end int64 // Unix ns; end 0 when the process died
+	last       int64 // the latest of its lines: when it was last seen running
 	evidence   []string
 }
 
@@ -249,7 +251,12 @@ func mergeExecs(lines []line[ExecRecord]) ([]*execution, []Violation) {
 		if l.rec.End != 0 {
 			x.end = l.rec.End
 		}
-		x.evidence = append(x.evidence, l.at)
+		x.last = max(x.last, l.rec.Start, l.rec.Mark, l.rec.End)
+		if l.rec.Mark == 0 || len(x.evidence) < 2 {
+			x.evidence = append(x.evidence, l.at)
+		} else {
+			x.evidence[len(x.evidence)-1] = l.at // the last mark is the one that counts
+		}
 	}
 	out := make([]*execution, 0, len(byKey))
 	for _, x := range byKey {

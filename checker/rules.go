@@ -222,8 +222,9 @@ func checkUnasked(e *evidence) []Violation {
 }
 
 // liveEnd is when execution x stopped being live: its end, or, when its
-// process died, the end of its lease as the database knows it. ok is false
-// when the database has no run of x's generation.
+// process died, the end of its lease as the database knows it, or its last
+// mark if that came later. ok is false when the database has no run of x's
+// generation.
 func (e *evidence) liveEnd(x *execution) (end int64, evidence string, ok bool) {
 	if x.end != 0 {
 		return x.end, "", true
@@ -233,10 +234,10 @@ func (e *evidence) liveEnd(x *execution) (end int64, evidence string, ok bool) {
 			continue
 		}
 		if r.fini != nil {
-			return r.fini.UnixNano(), r.String(), true
+			return max(r.fini.UnixNano(), x.last), r.String(), true
 		}
 		if j := e.jobs[x.jobID]; j != nil && j.leaseGeneration == x.generation && j.leaseUntil != nil {
-			return j.leaseUntil.UnixNano(), j.String(), true
+			return max(j.leaseUntil.UnixNano(), x.last), j.String(), true
 		}
 		return math.MaxInt64, r.String(), true
 	}
@@ -244,12 +245,20 @@ func (e *evidence) liveEnd(x *execution) (end int64, evidence string, ok bool) {
 }
 
 func checkOverlap(e *evidence) []Violation {
-	out := slices.Clone(e.dupExecs)
+	return overlaps(e.execs, e.dupExecs, e.liveEnd)
+}
+
+// overlaps finds the executions (ordered by job, then start) that started
+// while another execution of their job was live, as liveEnd says; dups are
+// violations found already. liveEnd's ok false is a generation executed
+// that was never issued.
+func overlaps(execs []*execution, dups []Violation, liveEnd func(*execution) (int64, string, bool)) []Violation {
+	out := slices.Clone(dups)
 	var prev *execution // the execution of the same job live the longest so far
 	var prevEnd int64
 	var prevWhy string
-	for _, x := range e.execs {
-		end, why, ok := e.liveEnd(x)
+	for _, x := range execs {
+		end, why, ok := liveEnd(x)
 		if !ok {
 			out = append(out, Violation{Rule: RuleGeneration, JobID: x.jobID,
 				Detail:   fmt.Sprintf("generation %d was executed but the database has no run of it: its claim was lost", x.generation),

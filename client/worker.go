@@ -41,6 +41,7 @@ type claimResponse struct {
 		db.Job
 		RunID int64 `json:"runId"`
 	} `json:"claims"`
+	Waited db.Duration `json:"waited"` // absent from older servers: 0
 }
 
 // MaxClaim is the most jobs one POST /claims may ask for (the server answers
@@ -52,6 +53,13 @@ const MaxClaim = 100
 // passes, so an empty answer means nothing was due for that long. It fails
 // when ctx ends.
 func (c *Client) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	claims, _, err := c.RunClaimWaited(ctx, p)
+	return claims, err
+}
+
+// RunClaimWaited is RunClaim that also returns how long the server held the
+// request before it claimed (see worker.ClaimWaiter).
+func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.Claim, time.Duration, error) {
 	wait := cmp.Or(c.ClaimWait, DefaultClaimWait)
 	ctx, cancel := context.WithTimeout(ctx, wait+claimSlack)
 	defer cancel()
@@ -62,13 +70,13 @@ func (c *Client) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim,
 	}, &resp)
 	c.claimFailed.Store(err != nil)
 	if err != nil {
-		return nil, fmt.Errorf("claim jobs: %w", err)
+		return nil, 0, fmt.Errorf("claim jobs: %w", err)
 	}
 	claims := make([]db.Claim, 0, len(resp.Claims))
 	for _, cl := range resp.Claims {
 		claims = append(claims, db.Claim{Job: cl.Job, RunID: cl.RunID})
 	}
-	return claims, nil
+	return claims, time.Duration(resp.Waited), nil
 }
 
 // NextDue is a worker.PoolConfig.NextDueFunc for a pool over c. The server
@@ -147,4 +155,7 @@ func staleOn409(err error) error {
 	return err
 }
 
-var _ worker.Store = (*Client)(nil)
+var (
+	_ worker.Store       = (*Client)(nil)
+	_ worker.ClaimWaiter = (*Client)(nil)
+)

@@ -154,3 +154,25 @@ func TestClient_RunClaimCapsMax(t *testing.T) {
 		t.Fatalf("claim of 250: got %d claims, %v; want %d", len(claims), err, client.MaxClaim)
 	}
 }
+
+// TestClient_RunClaimWaited: a claim that the server held until a job fell
+// due says how long it waited before claiming; the lease began no sooner,
+// so the wait is positive and within the time the call took.
+func TestClient_RunClaimWaited(t *testing.T) {
+	t.Parallel()
+	s, url := serve(t)
+	ctx := context.Background()
+	c := &client.Client{BaseURL: url, ClaimWait: 10 * time.Second}
+	sent := time.Now()
+	if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "later", RunAt: sent.Add(300 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	claims, waited, err := c.RunClaimWaited(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"later"}, Max: 1})
+	took := time.Since(sent)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: got %+v, %v", claims, err)
+	}
+	if waited <= 0 || waited > took {
+		t.Fatalf("waited %s for a job due 300ms after the request; the call took %s", waited, took)
+	}
+}

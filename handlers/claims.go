@@ -55,6 +55,11 @@ type claimed struct {
 // claimResponse is the body of a POST /claims answer.
 type claimResponse struct {
 	Claims []claimed `json:"claims"` // never null
+	// Waited is how long after the request arrived the claim was made, at
+	// the earliest: a worker that measures from when it sent the request
+	// knows its leases began no sooner than then plus Waited, however long
+	// the long poll held it.
+	Waited db.Duration `json:"waited"`
 }
 
 // heartbeatRequest is the body of POST /jobs/{id}/heartbeat.
@@ -83,6 +88,7 @@ type completeRequest struct {
 // as it has claimed at least one, and with an empty list when the wait ends
 // or the server shuts down.
 func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	var req claimRequest
 	if err := h.decodeBody(w, r, &req); err != nil {
 		h.error(w, r, err)
@@ -98,13 +104,14 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
+		waited := time.Since(arrived)
 		claims, err := h.store.RunClaim(r.Context(), p)
 		if err != nil {
 			h.error(w, r, err)
 			return
 		}
 		if len(claims) > 0 {
-			h.writeJSON(w, r, http.StatusOK, claimAnswer(claims))
+			h.writeJSON(w, r, http.StatusOK, claimAnswer(claims, waited))
 			return
 		}
 		recheck := claimRecheck
@@ -117,11 +124,11 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		case <-deadline.C:
 			t.Stop()
-			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil))
+			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
 			return
 		case <-h.shutdown:
 			t.Stop()
-			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil))
+			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
 			return
 		case <-r.Context().Done():
 			t.Stop()
@@ -187,9 +194,10 @@ func durationField(field string, raw json.RawMessage, fallback, lo, hi time.Dura
 	return time.Duration(v), nil
 }
 
-// claimAnswer is the wire form of claims.
-func claimAnswer(claims []db.Claim) claimResponse {
-	out := claimResponse{Claims: make([]claimed, 0, len(claims))}
+// claimAnswer is the wire form of claims, made waited after the request
+// arrived.
+func claimAnswer(claims []db.Claim, waited time.Duration) claimResponse {
+	out := claimResponse{Claims: make([]claimed, 0, len(claims)), Waited: db.Duration(waited)}
 	for _, c := range claims {
 		out.Claims = append(out.Claims, claimed{Job: c.Job, RunID: c.RunID, Generation: c.Job.LeaseGeneration})
 	}

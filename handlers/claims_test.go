@@ -120,24 +120,28 @@ func TestHandler_ClaimLongPoll(t *testing.T) {
 	shutdown := make(chan struct{})
 	e := newTestEnv(t, func(c *Config) { c.Shutdown = shutdown })
 
-	got := make(chan claimed, 1)
+	got := make(chan claimResponse, 1)
+	sent := time.Now()
 	go func() {
 		res := e.do(http.MethodPost, "/claims", `{"workerId": "w", "types": ["late"], "wait": "30s"}`)
 		var cr claimResponse
 		res.decode(t, &cr)
-		if len(cr.Claims) == 1 {
-			got <- cr.Claims[0]
-		}
-		close(got)
+		got <- cr
 	}()
 	j := e.create(`{"type": "late"}`, http.StatusCreated)
-	if c, ok := <-got; !ok || c.ID != j.ID {
-		t.Fatalf("waiting claim: got %+v, %v, want job %s", c, ok, j.ID)
+	cr := <-got
+	if len(cr.Claims) != 1 || cr.Claims[0].ID != j.ID {
+		t.Fatalf("waiting claim: got %+v, want job %s", cr, j.ID)
+	}
+	// The claim was made after the job was created, which the request
+	// waited for: the lease began no sooner than the wait says.
+	if w := time.Duration(cr.Waited); w <= 0 || w > time.Since(sent) {
+		t.Errorf("waiting claim: waited %s", w)
 	}
 
 	res := e.do(http.MethodPost, "/claims", `{"workerId": "w", "types": ["none"], "wait": "10ms"}`)
 	res.wantStatus(t, http.StatusOK)
-	if string(res.body) != "{\"claims\":[]}\n" {
+	if string(res.body) != "{\"claims\":[],\"waited\":\"0s\"}\n" {
 		t.Errorf("empty claim: got %s", res.body)
 	}
 

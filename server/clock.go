@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/worker"
 )
 
 // newClock returns the guarded wall clock of the process, or, with a test
@@ -32,24 +34,6 @@ func newClock(testClock time.Time, log *slog.Logger, also func(clock.Step)) (*cl
 	}
 	v := clock.NewVirtual(testClock)
 	return clock.NewGuard(v.Now, v.Elapsed, onStep), v
-}
-
-// movedClock is a test clock that wakes the sweeper whenever it is moved,
-// so that pauses that end and schedules that go quiet are seen on the
-// test clock's time, not at the next sweep on the real one.
-type movedClock struct {
-	*clock.Virtual
-	moved func()
-}
-
-func (c movedClock) Set(t time.Time) {
-	c.Virtual.Set(t)
-	c.moved()
-}
-
-func (c movedClock) Advance(d time.Duration) {
-	c.Virtual.Advance(d)
-	c.moved()
 }
 
 // clockReady is readyFunc with the clock guard: not ready while firing is
@@ -78,4 +62,43 @@ func useClock(store db.Store, g *clock.Guard, virtual bool) error {
 	}
 	s.UseClock(g)
 	return nil
+}
+
+// movedClock is the test clock as POST /test/clock moves it. Before it
+// jumps forward, the pool renews the leases of the jobs it runs to last as
+// much longer: a run still going would have renewed its lease all along
+// the time jumped over, so a jump expires no lease of this process's runs,
+// while the lease of a worker that stopped renewing expires as it would.
+// The leases of remote workers (sked work) are not renewed: their
+// renewals come in real time, and a jump past their lease expires them.
+// After every move it wakes the sweeper, so that pauses that end and
+// schedules that go quiet are seen on the test clock's time, not at the
+// next sweep on the real one.
+type movedClock struct {
+	*clock.Virtual
+	pool  *worker.Pool
+	moved func()
+	mu    sync.Mutex // one move at a time
+}
+
+// Set moves the clock to t.
+func (c *movedClock) Set(t time.Time) { c.move(func(time.Time) time.Time { return t }) }
+
+// Advance moves the clock by d.
+func (c *movedClock) Advance(d time.Duration) {
+	c.move(func(now time.Time) time.Time { return now.Add(d) })
+}
+
+func (c *movedClock) move(to func(now time.Time) time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.Now()
+	t := to(now)
+	if t.After(now) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		defer c.pool.RenewAhead(ctx, t.Sub(now))()
+	}
+	c.Virtual.Set(t)
+	c.moved()
 }

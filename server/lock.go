@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/sked-dev/sked/db"
@@ -10,11 +11,13 @@ import (
 )
 
 // lockStore makes this process the only sked serve on the SQLite database
-// at dsn (see lockDB) until the returned func is called. A PostgreSQL store
-// is shared by design and is not locked.
-func lockStore(dsn string) (unlock func(), err error) {
+// at dsn (see lockDB) until the returned file, which holds the lock, is
+// closed, by this process and by every supervisor it gave the file to (see
+// worker.ExecConfig.Hold). A PostgreSQL store is shared by design and is not
+// locked: the file is nil.
+func lockStore(dsn string) (*os.File, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return func() {}, nil
+		return nil, nil
 	}
 	return lockDB(dsn)
 }

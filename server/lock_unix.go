@@ -13,8 +13,10 @@ import (
 )
 
 // lockWait is how long lockDB waits for a lock that is held: a previous sked
-// serve that was just killed can hold it a moment longer, through a child it
-// was forking (the descriptor is close-on-exec, but not before the exec).
+// serve that was just killed holds it a moment longer, through a child it
+// was forking (the descriptor is close-on-exec, but not before the exec) and
+// through the supervisors of its commands, which hold it until they have
+// killed them.
 const lockWait = 3 * time.Second
 
 // flockWait takes an exclusive flock on f, trying again every 50 ms for up
@@ -34,9 +36,10 @@ func flockWait(f *os.File, wait time.Duration) error {
 // database, and writes this process's id into it. A second sked serve on
 // the same database fails here, naming the holder, instead of sharing the
 // file: two dispatchers would each run their own reaper and clock guard over
-// one set of leases. The kernel drops the lock when the process exits or is
-// killed, so a crash never leaves it behind; release drops it earlier.
-func lockDB(path string) (release func(), err error) {
+// one set of leases. The kernel drops the lock when the last descriptor of
+// the returned file is closed: when the process and the supervisors it gave
+// the file to have exited or been killed, so a crash never leaves it behind.
+func lockDB(path string) (*os.File, error) {
 	name := path + ".lock"
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if errors.Is(err, syscall.EROFS) {
@@ -51,6 +54,9 @@ func lockDB(path string) (release func(), err error) {
 			holder := "another process"
 			if b, rerr := os.ReadFile(name); rerr == nil {
 				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+					if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+						return nil, fmt.Errorf("the sked serve that held %s (pid %d) is gone, but commands it started are still being stopped and hold its lock (ps shows them under sked-supervisor); try again in a moment", path, pid)
+					}
 					holder = "pid " + strconv.Itoa(pid)
 				}
 			}
@@ -62,5 +68,5 @@ func lockDB(path string) (release func(), err error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return func() { f.Close() }, nil
+	return f, nil
 }

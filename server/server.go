@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -40,6 +41,7 @@ type Config struct {
 	Lease               time.Duration // default db.DefaultLease
 	Grace               time.Duration // shutdown wait for running jobs; default worker.DefaultGrace
 	EnableExec          bool          // run jobs of type exec
+	ExecEnv             []string      // variables of this process's environment that commands get too (see worker.ExecConfig)
 	AllowPrivateTargets bool          // let http jobs call loopback and private addresses
 	HTTPSecret          string        // sign http jobs' requests
 	MaxBodyBytes        int64         // default 1 MiB
@@ -86,8 +88,9 @@ type Server struct {
 	mailer   *worker.Mailer // nil without SMTP sinks
 }
 
-// New returns a server for cfg with the built-in kinds registered (http,
-// exec when enabled, email when cfg has an SMTP sink).
+// New returns a server for cfg with the built-in kinds registered: http,
+// email when cfg has an SMTP sink, and exec when enabled (Run adds it,
+// unless Handle registered "exec").
 func New(cfg Config) *Server {
 	cfg.DB = cmp.Or(cfg.DB, "sked.db")
 	cfg.Addr = cmp.Or(cfg.Addr, "127.0.0.1:8080")
@@ -106,9 +109,6 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, handlers: map[string]worker.HandlerFunc{
 		"http": worker.HTTP(worker.HTTPConfig{AllowPrivate: cfg.AllowPrivateTargets, Secret: cfg.HTTPSecret}),
 	}}
-	if cfg.EnableExec {
-		s.handlers["exec"] = worker.Exec()
-	}
 	var smtp []notify.SMTP
 	for _, sink := range cfg.NotifySinks {
 		if sink.SMTP != nil {
@@ -131,11 +131,22 @@ func (s *Server) Handle(typ string, h worker.HandlerFunc) { s.handlers[typ] = h 
 // finish within the grace period and hand back the rest, close the store.
 func (s *Server) Run(ctx context.Context) error {
 	cfg, log := s.cfg, s.cfg.Logger
-	unlock, err := lockStore(cfg.DB)
+	lock, err := lockStore(cfg.DB)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer lock.Close()
+	kinds := maps.Clone(s.handlers)
+	if _, ok := kinds["exec"]; cfg.EnableExec && !ok {
+		// The supervisors hold the lock until their commands are gone, so
+		// a sked serve started after this one was killed starts none of
+		// its jobs while they run.
+		execCfg := worker.ExecConfig{Env: cfg.ExecEnv}
+		if lock != nil {
+			execCfg.Hold = []*os.File{lock}
+		}
+		kinds["exec"] = worker.Exec(execCfg)
+	}
 	store, err := OpenStore(ctx, cfg.DB)
 	if err != nil {
 		return err
@@ -181,7 +192,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	pool := worker.NewPool(worker.PoolConfig{
-		Store: obs, Handlers: s.handlers, WorkerID: workerID,
+		Store: obs, Handlers: kinds, WorkerID: workerID,
 		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace, ClaimAhead: claimAhead(cfg),
 		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log, MaxIdle: jitteredIdle(worker.DefaultMaxIdle),
 	})
@@ -191,7 +202,7 @@ func (s *Server) Run(ctx context.Context) error {
 	sweeper := &worker.Sweeper{Store: store, Notifier: notifier, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
 	var testClock handlers.TestClock
 	if virtual != nil {
-		testClock = movedClock{Virtual: virtual, moved: sweeper.Wake}
+		testClock = &movedClock{Virtual: virtual, pool: pool, moved: sweeper.Wake}
 		log.Warn("running on a test clock: time moves only by POST /test/clock", "now", virtual.Now())
 	}
 

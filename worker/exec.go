@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -18,72 +17,157 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/supervisor"
 )
 
 // execWaitDelay is how long a command may take to exit after SIGTERM (and
 // how long its output may stay open after it exits) before it is killed.
 const execWaitDelay = 5 * time.Second
 
+// execBaseEnv are the variables of sked's own environment every command
+// gets, when they are set.
+var execBaseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
+
 // ExecPayload is the payload of kind "exec".
 type ExecPayload struct {
 	// Command is the program and its arguments; it runs without a shell.
 	// A program name without a slash is looked up in the server's PATH.
 	Command []string `json:"command"`
-	// Env is added to the server's environment.
+	// Env is added to the command's environment.
 	Env map[string]string `json:"env,omitempty"`
 	// Dir is the absolute working directory; empty means the server's.
 	Dir string `json:"dir,omitempty"`
 }
 
+// ExecConfig says how commands run, for the exec kind and for sked work.
+type ExecConfig struct {
+	// Env names variables of sked's own environment that commands get
+	// too, besides PATH, HOME, LANG and TZ (the --exec-env flag). Nothing
+	// else of it reaches a command: not a token, not a secret.
+	Env []string
+	// Hold are files every command's supervisor keeps open until the
+	// command's process group is gone. sked serve gives its lock on the
+	// database: a sked serve started after one was killed waits until the
+	// commands of its predecessor are gone.
+	Hold []*os.File
+}
+
 // Exec returns the handler of kind "exec". It runs the payload's command
-// (see ExecPayload) in its own process group, with the payload document on
-// stdin and stdout and stderr both written to job.Output. The environment is
-// the server's, then the payload's env, then SKED_JOB_ID, SKED_JOB_TYPE,
-// SKED_ATTEMPT, SKED_GENERATION, SKED_SLOT (RFC 3339, UTC) and
-// SKED_IDEMPOTENCY_KEY (see the http kind for its value).
+// (see ExecPayload) as RunCommand does.
 //
-// Exit status 0 succeeds. Another exit status is a retryable error
-// ("exit status N", an *exec.ExitError). A payload that does not validate, a
-// program that is missing or not executable, or a missing working directory
-// is a Permanent error. When ctx ends, the process group gets SIGTERM, then
-// SIGKILL 5s later if the command has not exited, and the error wraps
-// ctx.Err(), so errors.Is tells context.DeadlineExceeded (timeout) from
-// context.Canceled. Processes the command left in its group are killed then.
-func Exec() HandlerFunc {
+// Exit status 0 succeeds. Another exit status, or a signal, is a retryable
+// *supervisor.ExitError ("exit status N"). A payload that does not validate,
+// a program that is missing or not executable, or a missing working
+// directory is a Permanent error. When ctx ends, the process group gets
+// SIGTERM, then SIGKILL 5s later if the command has not exited, and the
+// error wraps ctx.Err(), so errors.Is tells context.DeadlineExceeded
+// (timeout) from context.Canceled.
+func Exec(cfg ExecConfig) HandlerFunc {
 	return func(ctx context.Context, job *Job) error {
 		var p ExecPayload
 		if err := parseExecPayload(job.Payload, &p); err != nil {
 			return Permanent(err)
 		}
-		return RunCommand(ctx, job, p)
+		return RunCommand(ctx, job, p, cfg)
 	}
 }
 
-// RunCommand runs p's command for job exactly as the exec kind does (see
-// Exec): its own process group, job.Payload on stdin, output to job.Output,
-// the SKED_* environment, SIGTERM to the group when ctx ends. p must be
-// valid: a non-empty Command. `sked work` runs its command with it. On Linux
-// the command is also killed if the process that started it dies, so a
-// worker that crashes does not leave its run going while the job's lease
-// expires and another worker runs it.
-func RunCommand(ctx context.Context, job *Job, p ExecPayload) error {
-	var out io.Writer = io.Discard
+// RunCommand runs p's command for job, as the exec kind and sked work do,
+// under a supervisor (see package supervisor) that fences it to the job's
+// lease: the command runs in a process group of its own, and the whole
+// group is killed when this process dies, when the lease may lapse without
+// a renewal (this process frozen or cut off from its store: the pool tells
+// the supervisor each renewal), and when the command exits, so that nothing
+// of one execution runs while another worker runs the job. p must be valid:
+// a non-empty Command.
+//
+// The command gets job.Payload on stdin; stdout and stderr both go to
+// job.Output. Its environment is clean: PATH, HOME, LANG and TZ from sked's
+// own, the variables cfg.Env names, then the payload's env, then
+// SKED_JOB_ID, SKED_JOB_TYPE, SKED_ATTEMPT, SKED_GENERATION, SKED_SLOT (RFC
+// 3339, UTC) and SKED_IDEMPOTENCY_KEY (see the http kind for its value).
+// When ctx ends the group gets SIGTERM, then SIGKILL 5s later; when it ends
+// because the lease was lost, SIGKILL at once.
+func RunCommand(ctx context.Context, job *Job, p ExecPayload, cfg ExecConfig) error {
+	// A name with a slash is a path, relative to the working directory (as
+	// os/exec has it); a bare name is looked up in PATH.
+	path := p.Command[0]
+	if filepath.Base(path) == path {
+		var err error
+		if path, err = exec.LookPath(path); err != nil {
+			if startIsPermanent(err) {
+				return Permanent(fmt.Errorf("start %s: %w", p.Command[0], err))
+			}
+			return fmt.Errorf("start %s: %w", p.Command[0], err)
+		}
+	}
+	c := supervisor.Command{
+		Path: path, Args: p.Command, Env: commandEnv(job, p, cfg.Env), Dir: p.Dir,
+		Stdin: bytes.NewReader(job.Payload), Hold: cfg.Hold,
+		Label: fmt.Sprintf("job %s generation %d", job.ID, job.Generation),
+		Grace: execWaitDelay, WaitDelay: execWaitDelay,
+	}
 	if job.Output != nil {
-		out = job.Output
+		c.Output = job.Output
 	}
+	var renewed <-chan struct{}
+	if job.lease != nil {
+		c.StopBy, renewed = job.lease.stopBy()
+	}
+	proc, err := supervisor.Start(c)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", p.Command[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- proc.Wait() }()
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case err := <-done:
+			return commandResult(ctx, p, err)
+		case <-renewed:
+			c.StopBy, renewed = job.lease.stopBy()
+			proc.Extend(c.StopBy)
+		case <-ctxDone:
+			ctxDone = nil
+			if errors.Is(context.Cause(ctx), errLeaseLost) {
+				proc.Kill() // another worker may hold the job already
+			} else {
+				proc.Stop()
+			}
+		}
+	}
+}
 
-	cmd := exec.CommandContext(ctx, p.Command[0], p.Command[1:]...)
-	cmd.Dir = p.Dir
-	cmd.Stdin = bytes.NewReader(job.Payload)
-	// One writer for both: os/exec then uses one pipe, so stdout and
-	// stderr interleave in the order the command wrote them.
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.Env = os.Environ()
-	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-		cmd.Env = append(cmd.Env, k+"="+p.Env[k])
+// commandResult is RunCommand's answer for how the supervised command
+// ended (err, from supervisor.Process.Wait).
+func commandResult(ctx context.Context, p ExecPayload, err error) error {
+	var pathErr *os.PathError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, supervisor.ErrLapsed):
+		return fmt.Errorf("%s: %w", p.Command[0], errLapsed)
+	case ctx.Err() != nil:
+		return fmt.Errorf("command stopped: %w (%v)", ctx.Err(), err)
+	case errors.As(err, &pathErr) && startIsPermanent(err):
+		return Permanent(fmt.Errorf("start %s: %w", p.Command[0], err))
 	}
-	cmd.Env = append(cmd.Env,
+	return err
+}
+
+// commandEnv is the whole environment of job's command (see RunCommand).
+func commandEnv(job *Job, p ExecPayload, pass []string) []string {
+	var env []string
+	for _, k := range append(slices.Clone(execBaseEnv), pass...) {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		env = append(env, k+"="+p.Env[k])
+	}
+	return append(env,
 		"SKED_JOB_ID="+job.ID,
 		"SKED_JOB_TYPE="+job.Type,
 		"SKED_ATTEMPT="+strconv.Itoa(job.Attempt),
@@ -91,42 +175,6 @@ func RunCommand(ctx context.Context, job *Job, p ExecPayload) error {
 		"SKED_SLOT="+formatSlot(job.Slot),
 		"SKED_IDEMPOTENCY_KEY="+idempotencyKey(job),
 	)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setDeathSignal(cmd.SysProcAttr)
-	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = execWaitDelay
-
-	if err := cmd.Start(); err != nil {
-		if startIsPermanent(err) {
-			return Permanent(fmt.Errorf("start %s: %w", p.Command[0], err))
-		}
-		return fmt.Errorf("start %s: %w", p.Command[0], err)
-	}
-	err := cmd.Wait()
-	if ctx.Err() != nil {
-		// os/exec kills only the group leader when WaitDelay runs out;
-		// whatever else is left in the group goes too.
-		_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
-		if err != nil {
-			return fmt.Errorf("command stopped: %w (%v)", ctx.Err(), err)
-		}
-	}
-	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
-		// The command exited 0 but something it started kept its
-		// output open; the command itself succeeded.
-		return nil
-	}
-	return err
-}
-
-// signalGroup sends sig to the process group led by pid. A group that is
-// already gone is os.ErrProcessDone, which os/exec does not report.
-func signalGroup(pid int, sig syscall.Signal) error {
-	err := syscall.Kill(-pid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return os.ErrProcessDone
-	}
-	return err
 }
 
 // startIsPermanent reports whether a failure to start a command is one that

@@ -4,18 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sked-dev/sked/supervisor"
 )
 
 // execJob is a job of kind exec that runs command.
-func execJob(t *testing.T, p ExecPayload) *Job {
+func execJob(t testing.TB, p ExecPayload) *Job {
 	t.Helper()
 	raw, err := json.Marshal(p)
 	if err != nil {
@@ -38,7 +40,7 @@ func TestExec(t *testing.T) {
 	t.Run("Success", func(t *testing.T) {
 		t.Parallel()
 		job := execJob(t, ExecPayload{Command: []string{"/bin/sh", "-c", "echo hi; echo err >&2"}})
-		if err := Exec()(context.Background(), job); err != nil {
+		if err := Exec(ExecConfig{})(context.Background(), job); err != nil {
 			t.Fatalf("Exec: %v", err)
 		}
 		if got, want := job.Output.String(), "hi\nerr\n"; got != want {
@@ -52,7 +54,7 @@ func TestExec(t *testing.T) {
 			Command: []string{"/bin/sh", "-c", `printf '%s|%s|%s|%s|%s|%s|%s\n' "$SKED_JOB_ID" "$SKED_ATTEMPT" "$SKED_GENERATION" "$SKED_SLOT" "$SKED_IDEMPOTENCY_KEY" "$SKED_JOB_TYPE" "$GREETING"`},
 			Env:     map[string]string{"GREETING": "hello world"},
 		})
-		if err := Exec()(context.Background(), job); err != nil {
+		if err := Exec(ExecConfig{})(context.Background(), job); err != nil {
 			t.Fatalf("Exec: %v", err)
 		}
 		want := "j1|2|7|2026-03-08T07:00:00Z|j1:2026-03-08T07:00:00Z|exec|hello world\n"
@@ -65,7 +67,7 @@ func TestExec(t *testing.T) {
 		t.Parallel()
 		job := execJob(t, ExecPayload{Command: []string{"/bin/sh", "-c", `echo "$SKED_IDEMPOTENCY_KEY"`}})
 		job.IdempotencyKey = "order-42"
-		if err := Exec()(context.Background(), job); err != nil {
+		if err := Exec(ExecConfig{})(context.Background(), job); err != nil {
 			t.Fatalf("Exec: %v", err)
 		}
 		if got, want := job.Output.String(), "order-42\n"; got != want {
@@ -76,7 +78,7 @@ func TestExec(t *testing.T) {
 	t.Run("Stdin", func(t *testing.T) {
 		t.Parallel()
 		job := execJob(t, ExecPayload{Command: []string{"cat"}})
-		if err := Exec()(context.Background(), job); err != nil {
+		if err := Exec(ExecConfig{})(context.Background(), job); err != nil {
 			t.Fatalf("Exec: %v", err)
 		}
 		if got, want := job.Output.String(), string(job.Payload); got != want {
@@ -88,7 +90,7 @@ func TestExec(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
 		job := execJob(t, ExecPayload{Command: []string{"pwd"}, Dir: dir})
-		if err := Exec()(context.Background(), job); err != nil {
+		if err := Exec(ExecConfig{})(context.Background(), job); err != nil {
 			t.Fatalf("Exec: %v", err)
 		}
 		want, err := filepath.EvalSymlinks(dir)
@@ -100,17 +102,29 @@ func TestExec(t *testing.T) {
 		}
 	})
 
+	t.Run("RelativeToDir", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "script"), []byte("#!/bin/sh\necho in dir\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		job := execJob(t, ExecPayload{Command: []string{"./script"}, Dir: dir})
+		if err := Exec(ExecConfig{})(context.Background(), job); err != nil || job.Output.String() != "in dir\n" {
+			t.Fatalf("Exec = %v, output %q; want ./script run in its dir", err, job.Output.String())
+		}
+	})
+
 	t.Run("ExitNonZero", func(t *testing.T) {
 		t.Parallel()
 		job := execJob(t, ExecPayload{Command: []string{"/bin/sh", "-c", "echo failing; exit 3"}})
-		err := Exec()(context.Background(), job)
+		err := Exec(ExecConfig{})(context.Background(), job)
 		if err == nil || IsPermanent(err) {
 			t.Fatalf("Exec = %v, want a retryable error", err)
 		}
 		if got, want := err.Error(), "exit status 3"; got != want {
 			t.Errorf("error = %q, want %q", got, want)
 		}
-		var ee *exec.ExitError
+		var ee *supervisor.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 			t.Errorf("error %v does not carry exit code 3", err)
 		}
@@ -122,11 +136,11 @@ func TestExec(t *testing.T) {
 	t.Run("MissingBinary", func(t *testing.T) {
 		t.Parallel()
 		job := execJob(t, ExecPayload{Command: []string{"sked-no-such-program-xyz"}})
-		if err := Exec()(context.Background(), job); !IsPermanent(err) {
+		if err := Exec(ExecConfig{})(context.Background(), job); !IsPermanent(err) {
 			t.Fatalf("Exec = %v, want a permanent error", err)
 		}
 		job = execJob(t, ExecPayload{Command: []string{"/nonexistent/bin/prog"}})
-		if err := Exec()(context.Background(), job); !IsPermanent(err) {
+		if err := Exec(ExecConfig{})(context.Background(), job); !IsPermanent(err) {
 			t.Fatalf("Exec = %v, want a permanent error", err)
 		}
 	})
@@ -138,7 +152,7 @@ func TestExec(t *testing.T) {
 			t.Fatal(err)
 		}
 		job := execJob(t, ExecPayload{Command: []string{path}})
-		if err := Exec()(context.Background(), job); !IsPermanent(err) {
+		if err := Exec(ExecConfig{})(context.Background(), job); !IsPermanent(err) {
 			t.Fatalf("Exec = %v, want a permanent error", err)
 		}
 	})
@@ -146,7 +160,7 @@ func TestExec(t *testing.T) {
 	t.Run("MissingDir", func(t *testing.T) {
 		t.Parallel()
 		job := execJob(t, ExecPayload{Command: []string{"/bin/true"}, Dir: filepath.Join(t.TempDir(), "gone")})
-		if err := Exec()(context.Background(), job); !IsPermanent(err) {
+		if err := Exec(ExecConfig{})(context.Background(), job); !IsPermanent(err) {
 			t.Fatalf("Exec = %v, want a permanent error", err)
 		}
 	})
@@ -154,7 +168,7 @@ func TestExec(t *testing.T) {
 	t.Run("BadPayload", func(t *testing.T) {
 		t.Parallel()
 		job := execJob(t, ExecPayload{})
-		if err := Exec()(context.Background(), job); !IsPermanent(err) {
+		if err := Exec(ExecConfig{})(context.Background(), job); !IsPermanent(err) {
 			t.Fatalf("Exec = %v, want a permanent error", err)
 		}
 	})
@@ -164,7 +178,7 @@ func TestExec(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		job := execJob(t, ExecPayload{Command: []string{"sleep", "30"}})
-		err := Exec()(ctx, job)
+		err := Exec(ExecConfig{})(ctx, job)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Exec = %v, want context.DeadlineExceeded", err)
 		}
@@ -179,7 +193,7 @@ func TestExec(t *testing.T) {
 		job := execJob(t, ExecPayload{Command: []string{"/bin/sh", "-c", "echo started; exec sleep 30"}})
 		job.Output = &Tail{Max: 4096}
 		done := make(chan error, 1)
-		go func() { done <- Exec()(ctx, job) }()
+		go func() { done <- Exec(ExecConfig{})(ctx, job) }()
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Exec = %v, want context.Canceled", err)
@@ -188,14 +202,20 @@ func TestExec(t *testing.T) {
 
 	t.Run("KillsGroup", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		// The shell starts a child in the background and waits: the
 		// child holds the output open and must die with the group.
 		job := execJob(t, ExecPayload{Command: []string{"/bin/sh", "-c", "sleep 30 & echo $!; wait"}})
-		err := Exec()(ctx, job)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Exec = %v, want context.DeadlineExceeded", err)
+		go func() {
+			for job.Output.String() == "" {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+		}()
+		err := Exec(ExecConfig{})(ctx, job)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Exec = %v, want context.Canceled", err)
 		}
 		pid, err := strconv.Atoi(strings.TrimSpace(job.Output.String()))
 		if err != nil {
@@ -208,7 +228,7 @@ func TestExec(t *testing.T) {
 		t.Parallel()
 		job := execJob(t, ExecPayload{Command: []string{"/bin/sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line $i; i=$((i+1)); done; echo last"}})
 		job.Output = &Tail{Max: 64}
-		if err := Exec()(context.Background(), job); err != nil {
+		if err := Exec(ExecConfig{})(context.Background(), job); err != nil {
 			t.Fatalf("Exec: %v", err)
 		}
 		got := job.Output.String()
@@ -241,5 +261,45 @@ func waitGone(t *testing.T, pid int) {
 			t.Fatalf("process %d still runs after its group was stopped", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestExec_CleanEnv: a command gets PATH, HOME, LANG and TZ, the variables
+// ExecConfig.Env names, the payload's env and the SKED_* of its run, and
+// nothing else of the server's environment: no token, no secret.
+func TestExec_CleanEnv(t *testing.T) {
+	for k, v := range map[string]string{
+		"SKED_TOKEN": "secret-token", "SKED_HTTP_SECRET": "secret-hmac", "AWS_SECRET_ACCESS_KEY": "secret-aws",
+		"PASSED": "passed-value", "HOME": "/home/sked", "LANG": "C.UTF-8", "TZ": "Europe/Berlin",
+	} {
+		t.Setenv(k, v)
+	}
+	job := execJob(t, ExecPayload{Command: []string{"env"}, Env: map[string]string{"FROM_PAYLOAD": "p"}})
+	if err := Exec(ExecConfig{Env: []string{"PASSED", "NOT_SET_ANYWHERE"}})(context.Background(), job); err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(job.Output.String()), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		got[k] = v
+	}
+	want := map[string]string{
+		"PATH": os.Getenv("PATH"), "HOME": "/home/sked", "LANG": "C.UTF-8", "TZ": "Europe/Berlin",
+		"PASSED": "passed-value", "FROM_PAYLOAD": "p",
+		"SKED_JOB_ID": "j1", "SKED_JOB_TYPE": "exec", "SKED_ATTEMPT": "2", "SKED_GENERATION": "7",
+		"SKED_SLOT": "2026-03-08T07:00:00Z", "SKED_IDEMPOTENCY_KEY": "j1:2026-03-08T07:00:00Z",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("environment =\n%v\nwant\n%v", got, want)
+	}
+}
+
+// BenchmarkExec runs /bin/true as the exec kind does, under its supervisor:
+// what a command costs beyond its own run.
+func BenchmarkExec(b *testing.B) {
+	for b.Loop() {
+		if err := Exec(ExecConfig{})(context.Background(), execJob(b, ExecPayload{Command: []string{"/bin/true"}})); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

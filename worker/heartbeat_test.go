@@ -47,9 +47,10 @@ func waitLog(t *testing.T, logs *lockedBuffer, s string) {
 }
 
 // A renewal refused as stale (the reaper took the job back and it may run
-// elsewhere) stops the handler and records nothing: the reaper's
-// lease_expired stays the run's outcome, and the next claim runs the job.
-func TestPool_HeartbeatStaleAbandonsRun(t *testing.T) {
+// elsewhere) stops the handler; the pool still reports how the run ended,
+// the store refuses it and keeps it on the run as its late outcome beside
+// the reaper's lease_expired, and the next claim runs the job.
+func TestPool_HeartbeatStaleStopsRun(t *testing.T) {
 	t.Parallel()
 	s := sqlitetest.Open(t)
 	var now atomic.Pointer[time.Time]
@@ -80,18 +81,20 @@ func TestPool_HeartbeatStaleAbandonsRun(t *testing.T) {
 	}
 	waitState(t, s, j.ID, db.StateDone)
 	rs := runs(t, s, j.ID) // newest first
-	if len(rs) != 2 || rs[1].Generation != 1 || rs[1].Outcome != db.OutcomeLeaseExpired || rs[0].Outcome != db.OutcomeSucceeded {
-		t.Fatalf("runs %+v, want generation 1 lease_expired, then a success", rs)
+	if len(rs) != 2 || rs[1].Generation != 1 || rs[1].Outcome != db.OutcomeLeaseExpired || rs[1].LateOutcome != db.OutcomeFailed ||
+		rs[0].Outcome != db.OutcomeSucceeded {
+		t.Fatalf("runs %+v, want generation 1 lease_expired with its late outcome failed, then a success", rs)
 	}
-	if got := b.finishCalls.Load(); got != 1 {
-		t.Errorf("%d outcomes recorded, want 1 (generation 2's)", got)
+	if got := b.finishCalls.Load(); got != 2 {
+		t.Errorf("%d outcomes sent, want 2 (generation 1's, refused, and generation 2's)", got)
 	}
-	waitLog(t, &logs, `"msg":"run abandoned: lease lost"`)
+	waitLog(t, &logs, `"msg":"run outcome refused: lease no longer held"`)
 }
 
 // Renewals that fail (the store unreachable) until half the lease has
 // passed give the run up before the lease can expire: the handler is
-// stopped and nothing is recorded. Here the store hangs until each
+// stopped, and its run recorded failed (a store that is back in time takes
+// it; one that is not leaves the run to the reaper). Here the store hangs until each
 // renewal's deadline, five sixths of the lease after the claim, so the
 // first renewal already fails past half the lease and is the only one.
 func TestPool_HeartbeatGivesUpWhenStoreUnreachable(t *testing.T) {
@@ -113,10 +116,10 @@ func TestPool_HeartbeatGivesUpWhenStoreUnreachable(t *testing.T) {
 	j := create(t, s, db.JobCreateParams{Type: "long"})
 	p.Wake()
 	<-started
-	if err := <-causes; err == nil || !strings.Contains(err.Error(), "lease lost") {
-		t.Fatalf("handler stopped with cause %v, want the lease lost", err)
+	if err := <-causes; err == nil || !strings.Contains(err.Error(), "lease renewals failed") {
+		t.Fatalf("handler stopped with cause %v, want the renewals failed", err)
 	}
-	waitLog(t, &logs, `"msg":"run abandoned: lease lost"`)
+	waitLog(t, &logs, `"msg":"run finished"`)
 	if !strings.Contains(logs.String(), `"msg":"heartbeat failed until the lease may expire; giving the run up"`) {
 		t.Errorf("the give-up is not logged:\n%s", logs.String())
 	}
@@ -128,11 +131,8 @@ func TestPool_HeartbeatGivesUpWhenStoreUnreachable(t *testing.T) {
 	if got := time.Duration(left.Load()); got <= 0 || got > lease/2 {
 		t.Errorf("the renewal was given %s, want at most %s", got, lease/2)
 	}
-	if got := b.finishCalls.Load(); got != 0 {
-		t.Errorf("%d outcomes recorded for a run given up, want 0", got)
-	}
-	if rs := runs(t, s, j.ID); len(rs) != 1 || rs[0].Outcome != db.OutcomeRunning {
-		t.Errorf("runs %+v, want the one run left to the reaper", rs)
+	if rs := runs(t, s, j.ID); len(rs) != 1 || rs[0].Outcome != db.OutcomeFailed || !strings.Contains(rs[0].Error, "lease renewals failed") {
+		t.Errorf("runs %+v, want the one run failed for its renewals", rs)
 	}
 }
 
@@ -162,8 +162,8 @@ func TestPool_HeartbeatCountsFromLastRenewal(t *testing.T) {
 	create(t, s, db.JobCreateParams{Type: "long"})
 	p.Wake()
 	<-started
-	if err := <-causes; err == nil || !strings.Contains(err.Error(), "lease lost") {
-		t.Fatalf("handler stopped with cause %v, want the lease lost", err)
+	if err := <-causes; err == nil || !strings.Contains(err.Error(), "lease renewals failed") {
+		t.Fatalf("handler stopped with cause %v, want the renewals failed", err)
 	}
 	// Counted from the claim, it would lie at most half a lease after the
 	// first renewal, which went out a third of a lease after the claim.

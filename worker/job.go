@@ -22,12 +22,24 @@ type Job struct {
 	// Output keeps the tail of what the handler writes; it is stored in the
 	// run. Never nil while a handler runs.
 	Output *Tail
+
+	lease *lease // the run's lease, renewed by the pool; nil outside a pool
 }
 
 // HandlerFunc runs one job. A nil error is success; an error marked with
 // Permanent fails the run without retry; any other error retries with
-// backoff until the job's attempts are spent. The context is cancelled at the
-// job's timeout, when cancellation is requested, or at shutdown.
+// backoff until the job's attempts are spent.
+//
+// The context is cancelled at the job's timeout, when cancellation is
+// requested, at shutdown, and when the lease may lapse: renewals have
+// failed for half the lease, or a sixth of it is all that is certainly left
+// (the process was frozen, the store is out of reach). Past the lease
+// another worker may run the job, so a handler must return as soon as ctx
+// is done and do nothing more. That alone cannot fence a side effect
+// outside sked: a handler frozen between checking ctx and acting acts
+// late. Such a side effect must carry Job.Generation as a fencing token,
+// and the system it acts on must refuse a generation lower than the
+// highest it has seen for the job (or for Job.IdempotencyKey).
 type HandlerFunc func(ctx context.Context, job *Job) error
 
 type permanentError struct{ err error }

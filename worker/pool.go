@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 )
 
@@ -21,6 +22,16 @@ type Store interface {
 	RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error)
 	RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error)
 	RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error)
+}
+
+// ClaimWaiter is a Store whose claims may wait before they claim: the HTTP
+// client, whose claims long-poll the server. A pool whose Store has it
+// claims with RunClaimWaited, so that a wait is not taken for a lease
+// running out.
+type ClaimWaiter interface {
+	// RunClaimWaited is RunClaim that also says how long after the call
+	// the claims were made at the earliest: their leases began no sooner.
+	RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.Claim, time.Duration, error)
 }
 
 // Defaults of PoolConfig.
@@ -83,9 +94,15 @@ type Pool struct {
 	// recheck: a run ended with its job ready again (a retry, a schedule's
 	// next slot), so the earliest due time may have moved; buffered(1).
 	recheck chan struct{}
-	handoff chan db.Claim  // to an idle worker goroutine
+	handoff chan *claimed  // to an idle worker goroutine
 	wg      sync.WaitGroup // running handlers
 	workers sync.WaitGroup // worker goroutines
+
+	// leasesMu is held for reading by claims and renewals in flight, and
+	// for writing by RenewAhead, which must see no other lease change.
+	leasesMu sync.RWMutex
+	runsMu   sync.Mutex
+	running  map[string]*claimed // the pool's claims by job ID; guarded by runsMu
 
 	// The dispatcher goroutine's own: drained is set when the last claim
 	// took every due job, and then next (if hasNext) is the earliest due
@@ -95,14 +112,27 @@ type Pool struct {
 	hasNext bool
 }
 
+// claimed is a job the pool holds, and its lease.
+type claimed struct {
+	db.Claim
+	lease *lease
+}
+
 // Causes a running handler's context is cancelled with.
 var (
-	errLeaseLost       = errors.New("lease lost: another worker may hold the job now")
+	errLeaseLost = errors.New("lease lost: another worker may hold the job now")
+	// errRenewFailed: renewals failed for so long that the lease may be
+	// about to lapse; it still holds while the run stops.
+	errRenewFailed     = errors.New("lease renewals failed until it may lapse")
 	errCancelRequested = errors.New("cancellation requested")
 	errShutdown        = errors.New("worker shutting down")
 	// errNotDue ends a run claimed ahead (PoolConfig.ClaimAhead) that
 	// shutdown reached before it was due: it never started.
 	errNotDue = errors.New("handed back at shutdown before it was due")
+	// errLapsed ends a run that was not started because too little of its
+	// lease was certainly left: the claim's answer came late (see
+	// startLeft), or the lease lapsed before its command could start.
+	errLapsed = errors.New("handed back unrun: too little of its lease was certainly left to start it")
 )
 
 // NewPool returns a pool for cfg. It panics if cfg.Store is nil or there are
@@ -130,7 +160,8 @@ func NewPool(cfg PoolConfig) *Pool {
 		wake:    make(chan struct{}, 1),
 		freed:   make(chan struct{}, 1),
 		recheck: make(chan struct{}, 1),
-		handoff: make(chan db.Claim),
+		handoff: make(chan *claimed),
+		running: map[string]*claimed{},
 		sem:     make(chan struct{}, cfg.Slots),
 	}
 }
@@ -181,7 +212,7 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 	free := cap(p.sem) - len(p.sem)
 	if free > 0 && p.mayBeDue() {
 		want := min(free, p.cfg.ClaimBatch)
-		claims, err := p.cfg.Store.RunClaim(ctx, db.RunClaimParams{
+		claims, err := p.claim(ctx, db.RunClaimParams{
 			WorkerID: p.cfg.WorkerID, Types: p.types, Max: want, Lease: p.cfg.Lease, More: free > want,
 			Ahead: p.cfg.ClaimAhead,
 		})
@@ -239,6 +270,73 @@ func (p *Pool) settle(ctx context.Context) {
 	}
 }
 
+// claim claims jobs and returns them with their leases, measured from
+// before the request was sent: a lease is certainly held for its length
+// from then (or from as much later as a ClaimWaiter says it waited), on
+// any clock that runs at the store's rate.
+func (p *Pool) claim(ctx context.Context, params db.RunClaimParams) ([]*claimed, error) {
+	p.leasesMu.RLock()
+	defer p.leasesMu.RUnlock()
+	sent := clock.Monotonic()
+	var (
+		claims []db.Claim
+		waited time.Duration
+		err    error
+	)
+	if w, ok := p.cfg.Store.(ClaimWaiter); ok {
+		claims, waited, err = w.RunClaimWaited(ctx, params)
+	} else {
+		claims, err = p.cfg.Store.RunClaim(ctx, params)
+	}
+	out := make([]*claimed, len(claims))
+	p.runsMu.Lock()
+	defer p.runsMu.Unlock()
+	for i, c := range claims {
+		out[i] = &claimed{Claim: c, lease: newLease(sent, waited, params.Lease)}
+		p.running[c.Job.ID] = out[i]
+	}
+	return out, err
+}
+
+// release forgets c once its outcome is recorded.
+func (p *Pool) release(c *claimed) {
+	p.runsMu.Lock()
+	defer p.runsMu.Unlock()
+	if p.running[c.Job.ID] == c {
+		delete(p.running, c.Job.ID)
+	}
+}
+
+// RenewAhead renews the lease of every job the pool holds to last extra
+// longer than a lease, and keeps the pool from claiming or renewing until
+// resume is called. A virtual clock (sked serve --test-clock) calls it
+// before it jumps forward by extra, so that the jump expires no lease of a
+// run still going, as renewals all along would have kept them; what the
+// pool claims after the jump is leased on the new time. A renewal that
+// fails leaves its run to its heartbeat, as any failed renewal does.
+func (p *Pool) RenewAhead(ctx context.Context, extra time.Duration) (resume func()) {
+	p.leasesMu.Lock()
+	p.runsMu.Lock()
+	runs := slices.Collect(maps.Values(p.running))
+	p.runsMu.Unlock()
+	for _, c := range runs {
+		if _, err := p.renew(ctx, c, p.cfg.Lease+extra); err != nil && !errors.Is(err, db.ErrStale) {
+			p.cfg.Logger.Warn("renew lease ahead of a clock move", "job_id", c.Job.ID, "err", err)
+		}
+	}
+	return p.leasesMu.Unlock
+}
+
+// renew renews c's lease for length and records the renewal.
+func (p *Pool) renew(ctx context.Context, c *claimed, length time.Duration) (db.Heartbeat, error) {
+	sent := clock.Monotonic()
+	hb, err := p.cfg.Store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: c.Job.LeaseGeneration, Lease: length})
+	if err == nil {
+		c.lease.renew(sent)
+	}
+	return hb, err
+}
+
 // mayBeDue says whether a claim may find a job. It may, unless the last
 // claim took every due job and since then only freed slots woke the
 // dispatcher: a freed slot makes no job due, so the earliest due time read
@@ -264,7 +362,7 @@ func (p *Pool) readNextDue(ctx context.Context) {
 }
 
 // start runs c on an idle worker goroutine, or on a new one.
-func (p *Pool) start(ctx, runCtx context.Context, c db.Claim) {
+func (p *Pool) start(ctx, runCtx context.Context, c *claimed) {
 	p.wg.Add(1)
 	select {
 	case p.handoff <- c:
@@ -280,7 +378,7 @@ const workerIdle = 10 * time.Second
 // work runs c, then the runs handed to it, until it has been idle for
 // workerIdle or shutdown began. Reused goroutines spare a busy pool a new
 // goroutine, and the growth of its stack, for every run.
-func (p *Pool) work(ctx, runCtx context.Context, c db.Claim) {
+func (p *Pool) work(ctx, runCtx context.Context, c *claimed) {
 	defer p.workers.Done()
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
@@ -299,8 +397,10 @@ func (p *Pool) work(ctx, runCtx context.Context, c db.Claim) {
 
 // execute runs one claimed job and records its outcome. ctx is the
 // dispatcher's: once it is done, a job claimed ahead that is not yet due is
-// handed back instead of started.
-func (p *Pool) execute(ctx, runCtx context.Context, c db.Claim) {
+// handed back instead of started. A job whose lease may lapse before it has
+// run a while (less than half of it certainly left: the claim's answer came
+// late) is handed back unrun too.
+func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	defer p.wg.Done()
 	// The slot is freed when the handler returns: the next job may start
 	// while this one's outcome is recorded.
@@ -313,6 +413,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c db.Claim) {
 		}
 	}
 	defer free()
+	defer p.release(c)
 
 	j := c.Job
 	// A job claimed ahead waits until it is due; everything else is made
@@ -323,7 +424,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c db.Claim) {
 	}
 	job := &Job{
 		ID: j.ID, Type: j.Type, Payload: j.Payload, Attempt: j.Attempt, Generation: j.LeaseGeneration,
-		IdempotencyKey: j.IdempotencyKey, Output: &Tail{Max: db.OutputTailBytes},
+		IdempotencyKey: j.IdempotencyKey, Output: &Tail{Max: db.OutputTailBytes}, lease: c.lease,
 	}
 	if j.Slot != nil {
 		job.Slot = *j.Slot
@@ -337,16 +438,19 @@ func (p *Pool) execute(ctx, runCtx context.Context, c db.Claim) {
 	// sooner, as most do, never starts the heartbeat goroutine.
 	stopBeat := make(chan struct{})
 	beatDone := make(chan struct{})
-	claimed := time.Now() // the claim was answered just before
-	beat := time.AfterFunc(p.cfg.Lease/3, func() {
+	beat := time.AfterFunc(max(c.lease.left()-p.cfg.Lease*2/3, 0), func() {
 		defer close(beatDone)
-		p.heartbeat(hctx, j, cancel, stopBeat, claimed)
+		p.heartbeat(hctx, c, cancel, stopBeat)
 	})
 	err := errNotDue
 	start := time.Now()
 	if waitFor(ctx, wait) {
 		start = time.Now()
-		err = safeCall(tctx, p.cfg.Handlers[j.Type], job)
+		if c.lease.left() < p.cfg.Lease/startLeft {
+			err = errLapsed
+		} else {
+			err = safeCall(tctx, p.cfg.Handlers[j.Type], job)
+		}
 	}
 	// Let runs that are due now start before this one is recorded: when
 	// many start at once (a spike), short ones end before the others begin.
@@ -360,13 +464,14 @@ func (p *Pool) execute(ctx, runCtx context.Context, c db.Claim) {
 	fin := db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Output: job.Output.String()}
 	cause := context.Cause(hctx)
 	switch {
-	case errors.Is(cause, errLeaseLost):
-		p.cfg.Logger.Warn("run abandoned: lease lost", "job_id", j.ID, "attempt", j.Attempt, "generation", j.LeaseGeneration)
-		return
+	case errors.Is(err, errNotDue), errors.Is(err, errLapsed):
+		fin.Outcome, fin.Error = db.OutcomeReleased, err.Error()
 	case err == nil:
 		fin.Outcome = db.OutcomeSucceeded
-	case errors.Is(err, errNotDue):
-		fin.Outcome, fin.Error = db.OutcomeReleased, err.Error()
+	case errors.Is(cause, errLeaseLost), errors.Is(cause, errRenewFailed):
+		// Reported all the same, so that the ledger shows the execution;
+		// the store refuses it when another generation holds the job.
+		fin.Outcome, fin.Retryable, fin.Error = db.OutcomeFailed, true, "stopped: "+cause.Error()+": "+err.Error()
 	case errors.Is(cause, errCancelRequested):
 		fin.Outcome, fin.Error = db.OutcomeCancelled, "cancelled on request: "+err.Error()
 	case errors.Is(cause, errShutdown):
@@ -442,45 +547,53 @@ func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, erro
 	}
 }
 
-// heartbeat renews the lease at once and then every third of it until stop
-// is closed; the pool starts it a third of the lease after the claim, which
-// granted the lease at renewed. It cancels the handler when the lease is
-// lost or cancellation is requested, and also when renewals have failed (the
-// store is unreachable) for so long that the lease may be about to expire:
-// the pool then gives the run up before the reaper can hand the job to
-// another worker. The pool's own
-// clock bounds the lease from below: a renewal sent at t extends it to at
-// least t+Lease on the store's clock.
+// heartbeat renews c's lease at once and then every third of it until stop
+// is closed; the pool starts it a third of the lease after the claim. It
+// cancels the handler when the lease is lost or cancellation is requested,
+// and also when renewals have failed (the store is unreachable) for so long
+// that the lease may be about to expire: the pool then gives the run up
+// before the reaper can hand the job to another worker. A run's own
+// clock.Monotonic bounds its lease from below: a renewal sent at t extends
+// it to at least t+Lease on the store's clock.
 //
 // Margins: renewals fail for half the lease before the run is given up, and
 // one renewal may take until five sixths of the lease after the last one
 // that succeeded, so the handler always has a sixth of the lease to stop. A
 // slow store alone does not lose the lease: renewals taking up to 5/12 of
 // it each (back to back, measured from the last success) still succeed.
-func (p *Pool) heartbeat(ctx context.Context, j db.Job, cancel context.CancelCauseFunc, stop <-chan struct{}, renewed time.Time) {
+// A heartbeat that wakes past those five sixths (the process was frozen)
+// gives the run up at once; a command's supervisor has killed it by then.
+func (p *Pool) heartbeat(ctx context.Context, c *claimed, cancel context.CancelCauseFunc, stop <-chan struct{}) {
 	t := time.NewTicker(p.cfg.Lease / 3)
 	defer t.Stop()
+	log := p.cfg.Logger.With("job_id", c.Job.ID, "generation", c.Job.LeaseGeneration)
 	for {
-		sent := time.Now()
-		bctx, cancelBeat := context.WithDeadline(context.WithoutCancel(ctx), renewed.Add(p.cfg.Lease*5/6))
-		hb, err := p.cfg.Store.RunHeartbeat(bctx, db.RunHeartbeatParams{JobID: j.ID, Generation: j.LeaseGeneration, Lease: p.cfg.Lease})
+		stopBy, _ := c.lease.stopBy()
+		left := stopBy - clock.Monotonic()
+		if left <= 0 {
+			log.Warn("lease may lapse before a renewal could land; stopping the run")
+			cancel(errLeaseLost)
+			return
+		}
+		bctx, cancelBeat := context.WithTimeout(context.WithoutCancel(ctx), left)
+		p.leasesMu.RLock()
+		hb, err := p.renew(bctx, c, p.cfg.Lease)
+		p.leasesMu.RUnlock()
 		cancelBeat()
 		switch {
 		case errors.Is(err, db.ErrStale):
+			log.Warn("lease lost: another worker may hold the job; stopping the run")
 			cancel(errLeaseLost)
 			return
-		case err != nil && !time.Now().Before(renewed.Add(p.cfg.Lease/2)):
-			p.cfg.Logger.Warn("heartbeat failed until the lease may expire; giving the run up", "job_id", j.ID, "err", err)
-			cancel(errLeaseLost)
+		case err != nil && c.lease.left() <= p.cfg.Lease/2:
+			log.Warn("heartbeat failed until the lease may expire; giving the run up", "err", err)
+			cancel(errRenewFailed)
 			return
 		case err != nil:
 			// The lease is still live; try again at the next tick.
-			p.cfg.Logger.Warn("heartbeat", "job_id", j.ID, "err", err)
-		default:
-			renewed = sent
-			if hb.CancelRequested {
-				cancel(errCancelRequested)
-			}
+			log.Warn("heartbeat", "err", err)
+		case hb.CancelRequested:
+			cancel(errCancelRequested)
 		}
 		select {
 		case <-stop:

@@ -1,0 +1,5 @@
+package clock
+
+import "golang.org/x/sys/unix"
+
+const monotonicID = unix.CLOCK_BOOTTIME

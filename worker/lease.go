@@ -1,0 +1,68 @@
+package worker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sked-dev/sked/clock"
+)
+
+// Margins of a run's lease, as fractions of it. A lease granted or renewed
+// by a request sent at t (a clock.Monotonic reading) lasts at least until
+// t plus the lease on the store's clock, so the worker knows a lower bound
+// of its end without reading the store's clock; these margins are taken
+// from that bound.
+const (
+	// startLeft: a claimed job starts only while at least this fraction of
+	// its lease is certainly left. Less means the claim's answer came late
+	// (the process was frozen, the store slow): it is handed back unrun.
+	startLeft = 2 // half
+	// stopLeft: a run must have stopped while a sixth of its lease is
+	// certainly left, unless it is renewed first; its command's supervisor
+	// kills it then, whatever this process is doing.
+	stopLeft = 6
+)
+
+// lease is what a worker knows for certain of one run's lease: it is held
+// at least until a clock.Monotonic reading, moved by each renewal. It is
+// safe for concurrent use.
+type lease struct {
+	length time.Duration // asked for at claim and at each renewal
+
+	mu      sync.Mutex
+	until   time.Duration // held at least until then; guarded by mu
+	renewed chan struct{} // closed at the next renewal; guarded by mu
+}
+
+// newLease is the lease of a claim whose request was sent at sent and whose
+// lease the store granted no sooner than waited after that.
+func newLease(sent, waited, length time.Duration) *lease {
+	return &lease{length: length, until: sent + waited + length, renewed: make(chan struct{})}
+}
+
+// renew records a renewal whose request was sent at sent.
+func (l *lease) renew(sent time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if until := sent + l.length; until > l.until {
+		l.until = until
+		close(l.renewed)
+		l.renewed = make(chan struct{})
+	}
+}
+
+// left is how long the lease is certainly held from now on (negative once
+// it may have lapsed).
+func (l *lease) left() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until - clock.Monotonic()
+}
+
+// stopBy is the clock.Monotonic reading by which the run must have stopped
+// unless the lease is renewed first, and a channel closed at that renewal.
+func (l *lease) stopBy() (time.Duration, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until - l.length/stopLeft, l.renewed
+}
