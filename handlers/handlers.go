@@ -185,6 +185,7 @@ func (h *handler) routes(r chi.Router) {
 	r.Post("/schedules/check", h.handleScheduleCheck)
 	r.Get("/stats", h.handleStats)
 	r.Get("/stats/series", h.handleStatsSeries)
+	r.Get("/workers", h.handleWorkers)
 
 	r.Post("/claims", h.handleClaim)
 	r.Post("/jobs/{id}/heartbeat", h.handleHeartbeat)

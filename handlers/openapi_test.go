@@ -138,6 +138,9 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		{"PauseRequest", pauseRequest{}},
 		{"BackfillRequest", backfillRequest{}},
 		{"Backfill", db.Backfill{}},
+		{"Workers", workersResponse{}},
+		{"Worker", workerView{}},
+		{"WorkerJob", workerWork{}},
 	} {
 		name, v := tc.name, tc.v
 		s, ok := schemas[name]

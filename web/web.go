@@ -3,10 +3,13 @@
 // offline), and the Sampler that keeps the last hour of the queue's history
 // in memory for its charts.
 //
-// The page reads the JSON API (GET /jobs…, /stats, /stats/series,
-// /jobs/{id}/preview, POST /schedules/check) like any other client. The
-// assets themselves carry no data and are served without auth; when the API
-// answers 401 the page asks for a bearer token once, keeps it in
+// The page reads the JSON API (GET jobs…, stats, stats/series, workers,
+// jobs/{id}/preview, POST schedules/check) like any other client, and
+// changes jobs through it. Every address it uses is relative to the page,
+// so the dashboard and the API work together under any path prefix: mount
+// Mount's handler with http.StripPrefix("/sked", …) and open /sked/. The
+// assets themselves carry no data and are served without auth; when the
+// API answers 401 the page asks for a bearer token once, keeps it in
 // sessionStorage and sends it on every call.
 package web
 
@@ -14,6 +17,8 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"path"
 )
 
 //go:embed static
@@ -21,14 +26,36 @@ var static embed.FS
 
 // Mount returns a handler that serves the dashboard on GET / (index.html)
 // and GET /ui/… (the other files), and everything else by api. The assets
-// are public; api keeps whatever auth it has.
+// are public; api keeps whatever auth it has. Under a prefix (behind
+// http.StripPrefix("/sked", …)) a request for the prefix itself, which
+// arrives with an empty path, is sent on to the prefix with a slash, where
+// the page's relative addresses resolve.
 func Mount(api http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	ui := assets()
 	mux.Handle("GET /{$}", ui)
 	mux.Handle("GET /ui/", ui)
 	mux.Handle("/", api)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			toSlash(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// toSlash redirects a request for a prefix without its final slash
+// ("/sked") to the prefix with one, by a relative address ("./sked/"), since
+// what the prefix is was stripped from the request's URL.
+func toSlash(w http.ResponseWriter, r *http.Request) {
+	u, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil || path.Base(u.Path) == "/" || path.Base(u.Path) == "." {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Location", "./"+url.PathEscape(path.Base(u.Path))+"/")
+	w.WriteHeader(http.StatusMovedPermanently)
 }
 
 // assets serves the embedded files: index.html at /, the rest under /ui/.

@@ -1,5 +1,6 @@
 // The JSON API client of the dashboard: bearer token from sessionStorage,
-// problem+json errors as ApiError.
+// problem+json errors as ApiError. Paths are relative ("jobs?state=dead"),
+// so that the page works wherever the API and it are mounted (/, /sked/).
 
 const TOKEN_KEY = "sked.token";
 
@@ -35,17 +36,19 @@ function askToken(message) {
 }
 
 /**
- * api calls the API and returns the decoded JSON (null for 204). It throws
- * ApiError for a non-2xx answer. On 401 it asks for a token and tries again.
+ * api calls the API at path (relative to the page) and returns the decoded
+ * JSON (null for 204). A body goes as JSON, a PATCH's as a JSON merge patch;
+ * changes are signed "dashboard" for the job's timeline. It throws ApiError
+ * for a non-2xx answer. On 401 it asks for a token and tries again.
  */
 export async function api(method, path, body) {
   for (let tries = 0; ; tries++) {
-    const headers = { Accept: "application/json" };
+    const headers = { Accept: "application/json", "Sked-Actor": "dashboard" };
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (token) headers.Authorization = "Bearer " + token;
     const init = { method, headers };
     if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
+      headers["Content-Type"] = method === "PATCH" ? "application/merge-patch+json" : "application/json";
       init.body = typeof body === "string" ? body : JSON.stringify(body);
     }
     const resp = await fetch(path, init);

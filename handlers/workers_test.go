@@ -1,0 +1,78 @@
+package handlers
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestHandler_Workers claims jobs for two workers over HTTP, renews one
+// lease and finishes one worker's job, and checks that GET /workers shows
+// each worker that holds jobs with those jobs, their live runs, its last
+// claim and its latest lease end, the newest claim first.
+func TestHandler_Workers(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	workers := func(t *testing.T) workersResponse {
+		t.Helper()
+		res := e.do(http.MethodGet, "/workers", "")
+		res.wantStatus(t, http.StatusOK)
+		var got workersResponse
+		res.decode(t, &got)
+		return got
+	}
+	if got := workers(t); len(got.Workers) != 0 || got.Workers == nil || got.Truncated {
+		t.Fatalf("with nothing running: got %+v, want an empty list", got)
+	}
+
+	a := e.create(`{"type": "thumb", "name": "resize-a"}`, http.StatusCreated)
+	b := e.create(`{"type": "thumb", "name": "resize-b"}`, http.StatusCreated)
+	c := e.create(`{"type": "mail", "name": "send-c"}`, http.StatusCreated)
+	e.create(`{"type": "idle"}`, http.StatusCreated)
+
+	clock := testNow
+	e.store.NowFunc = func() time.Time { return clock }
+	res := e.do(http.MethodPost, "/claims", `{"workerId": "box1/7", "types": ["thumb"], "max": 5, "lease": "1h", "wait": "0s"}`)
+	res.wantStatus(t, http.StatusOK)
+	var box1 claimResponse
+	res.decode(t, &box1)
+	clock = testNow.Add(time.Minute)
+	mail := e.claimOne(`{"workerId": "box2/9", "types": ["mail"], "lease": "1h", "wait": "0s"}`)
+	clock = testNow.Add(2 * time.Minute)
+	e.do(http.MethodPost, "/jobs/"+a.ID+"/heartbeat", `{"generation": 1, "lease": "2h"}`).wantStatus(t, http.StatusOK)
+
+	got := workers(t)
+	if len(got.Workers) != 2 || got.Workers[0].WorkerID != "box2/9" || got.Workers[1].WorkerID != "box1/7" {
+		t.Fatalf("workers: got %+v, want box2/9 (newest claim) then box1/7", got.Workers)
+	}
+	w2, w1 := got.Workers[0], got.Workers[1]
+	if w2.LastClaimAt == nil || !w2.LastClaimAt.Equal(testNow.Add(time.Minute)) ||
+		w2.LeaseUntil == nil || !w2.LeaseUntil.Equal(testNow.Add(time.Minute+time.Hour)) {
+		t.Errorf("box2/9: lastClaimAt %v, leaseUntil %v; want the claim a minute in and its lease of an hour", w2.LastClaimAt, w2.LeaseUntil)
+	}
+	if len(w2.Running) != 1 || w2.Running[0].Job.ID != c.ID || w2.Running[0].Job.Name != "send-c" ||
+		w2.Running[0].Run == nil || w2.Running[0].Run.ID != mail.RunID {
+		t.Errorf("box2/9 runs %+v; want job %s with run %d", w2.Running, c.ID, mail.RunID)
+	}
+	if w1.LastClaimAt == nil || !w1.LastClaimAt.Equal(testNow) ||
+		w1.LeaseUntil == nil || !w1.LeaseUntil.Equal(testNow.Add(2*time.Minute+2*time.Hour)) {
+		t.Errorf("box1/7: lastClaimAt %v, leaseUntil %v; want the first claim and the lease the heartbeat extended", w1.LastClaimAt, w1.LeaseUntil)
+	}
+	runOf := map[string]int64{}
+	for _, cl := range box1.Claims {
+		runOf[cl.ID] = cl.RunID
+	}
+	if len(w1.Running) != 2 || len(runOf) != 2 {
+		t.Fatalf("box1/7 runs %+v; want jobs %s and %s", w1.Running, a.ID, b.ID)
+	}
+	for _, wj := range w1.Running {
+		if wj.Run == nil || runOf[wj.Job.ID] == 0 || wj.Run.ID != runOf[wj.Job.ID] || wj.Run.WorkerID != "box1/7" {
+			t.Errorf("box1/7 holds %s with run %+v; want its claimed run", wj.Job.ID, wj.Run)
+		}
+	}
+
+	e.do(http.MethodPost, "/jobs/"+c.ID+"/complete", `{"generation": 1, "outcome": "succeeded"}`).wantStatus(t, http.StatusOK)
+	if got := workers(t); len(got.Workers) != 1 || got.Workers[0].WorkerID != "box1/7" {
+		t.Errorf("after box2/9's job finished: got %+v, want box1/7 alone", got.Workers)
+	}
+}

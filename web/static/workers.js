@@ -1,0 +1,49 @@
+// The workers view: who holds jobs now, from GET /workers.
+
+import { api } from "./api.js";
+import { h, section, jobLink } from "./dom.js";
+import { timeEl } from "./fmt.js";
+
+// The pool inside sked serve leases as serve:<host>/<pid>; every other
+// lease owner is a remote worker (sked work, or a program of its own).
+const isServePool = (id) => id.startsWith("serve:");
+
+function leaseCell(until, at) {
+  if (!until) return h("span.muted", "—");
+  const lapsed = Date.parse(until) < Date.parse(at);
+  return h("span", { class: lapsed ? "err" : null }, lapsed ? "lapsed " : "", timeEl(until));
+}
+
+function workersTable(res) {
+  if (!res.workers.length) return h("p.muted.empty", "No worker holds a job now.");
+  return h("table.jobs.workers",
+    h("thead", h("tr", h("th", "Worker"), h("th", "Kind"), h("th", "Last claim"),
+      h("th", { title: "each heartbeat moves the lease on" }, "Lease until"), h("th", "Running"))),
+    h("tbody", res.workers.map((w) => h("tr", { "data-worker": w.workerId },
+      h("td.mono", w.workerId),
+      h("td", isServePool(w.workerId) ? "in sked serve" : "remote"),
+      h("td", timeEl(w.lastClaimAt)),
+      h("td", leaseCell(w.leaseUntil, res.at)),
+      h("td", h("ul.running", w.running.map(({ job, run }) => h("li", { "data-job": job.jobId },
+        jobLink(job), h("span.muted", ` · ${job.type} · attempt ${job.attempt}/${job.maxAttempts}`),
+        run ? [" · started ", timeEl(run.startedAt)] : null, " · lease ", leaseCell(job.leaseUntil, res.at)))))))));
+}
+
+export function workersPage() {
+  const list = h("div#workers");
+  const draw = section(list);
+  return {
+    title: "Workers",
+    el: h("div", h("h1", "Workers"),
+      h("p.muted.note", "The server keeps no register of workers: this view is derived from the running jobs. ",
+        "A worker appears while it holds a job; its last claim is when its newest run began, and its lease ",
+        "end moves on with each heartbeat. A worker that stops heartbeating loses its jobs when the lease lapses; ",
+        "one that holds nothing is not shown."),
+      list),
+    async refresh() {
+      const res = await api("GET", "workers");
+      draw(res, (r) => [workersTable(r),
+        r.truncated ? h("p.muted", "More jobs are running than the 500 read; some workers may be missing.") : null]);
+    },
+  };
+}

@@ -1,0 +1,97 @@
+package web
+
+import (
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestMount_UnderPrefix mounts the dashboard and an API under a prefix two
+// segments deep, as an embedder's router would, and checks that the prefix
+// alone redirects to itself with a slash, that the page and its assets are
+// served there, and that the rest reaches the API with the prefix gone.
+func TestMount_UnderPrefix(t *testing.T) {
+	t.Parallel()
+	var apiPaths []string
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apiPaths = append(apiPaths, r.URL.Path)
+		w.WriteHeader(http.StatusTeapot)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/ops/sked/", http.StripPrefix("/ops/sked", Mount(api)))
+	mux.Handle("/ops/sked", http.StripPrefix("/ops/sked", Mount(api)))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	res, err := noRedirect.Get(srv.URL + "/ops/sked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc, _ := res.Location()
+	if res.StatusCode != http.StatusMovedPermanently || loc == nil || loc.Path != "/ops/sked/" {
+		t.Fatalf("GET /ops/sked: %d to %v, want 301 to /ops/sked/", res.StatusCode, loc)
+	}
+
+	for path, want := range map[string]string{
+		"/ops/sked/":          `src="ui/app.js"`,
+		"/ops/sked/ui/app.js": "function route()",
+	} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d, body without %q", path, res.StatusCode, want)
+		}
+	}
+	res, err = http.Get(srv.URL + "/ops/sked/jobs?state=dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusTeapot || len(apiPaths) != 1 || apiPaths[0] != "/jobs" {
+		t.Errorf("GET /ops/sked/jobs: %d, the API saw %v; want it to see /jobs", res.StatusCode, apiPaths)
+	}
+}
+
+// absoluteURL finds an address from the root in the page's files: a quoted
+// path of the server's ("/jobs", '/ui/app.js', `/stats`) or an HTML link
+// (href="/…"); under a prefix they would miss. Hash routes ("#/jobs") and
+// suffixes of a job's path ("/runs") are fine.
+var absoluteURL = regexp.MustCompile("[\"'`]/(jobs|ui|stats|workers|schedules|claims|openapi|healthz|readyz|metrics|test)\\b|(href|src|action)=\"/")
+
+// TestStatic_RelativeURLs checks that no file of the page names an address
+// from the root, so that the page works under any prefix.
+func TestStatic_RelativeURLs(t *testing.T) {
+	t.Parallel()
+	files, err := fs.Sub(static, "static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fs.WalkDir(files, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(files, name)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := absoluteURL.FindString(line); m != "" {
+				t.Errorf("web/static/%s:%d: %s names an address from the root; make it relative to the page", name, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
