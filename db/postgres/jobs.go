@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -185,16 +186,24 @@ func (t *tx) JobLock(ctx context.Context, id string) (db.Job, error) {
 
 // JobsLeased reads and locks the jobs under live leases, in id order so
 // that groups of completions on several nodes lock in one order; see
-// engine.Tx.
+// engine.Tx. The rows are found by primary key alone and the lease is
+// judged here: a condition on state or lease_until would let the planner
+// walk jobs_running instead, whose statistics on a queue table are always
+// stale (measured: 17,022 index entries visited to lock 200 rows).
 func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, error) {
-	ids, gens := make([]string, len(leases)), make([]int64, len(leases))
+	ids := make([]string, len(leases))
+	live := make(map[engine.Lease]bool, len(leases))
 	for i, l := range leases {
-		ids[i], gens[i] = l.JobID, l.Generation
+		ids[i], live[l] = l.JobID, true
 	}
-	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE id = ANY($1) AND (id, lease_generation) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))
-			AND state = 'running' AND lease_until >= $3
-		ORDER BY id FOR UPDATE`, ids, gens, t.now)
+	locked, err := t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(locked, func(j db.Job) bool {
+		return !live[engine.Lease{JobID: j.ID, Generation: j.LeaseGeneration}] || j.State != db.StateRunning ||
+			j.LeaseUntil == nil || j.LeaseUntil.Before(t.now)
+	}), nil
 }
 
 // JobsExpired reads jobs whose lease ended; see engine.Tx.
@@ -220,7 +229,11 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 
 // claimSQL leases due jobs picked FOR UPDATE SKIP LOCKED (rows another node
 // is claiming, cancelling or finishing are passed over, not waited for) and
-// writes their runs in the same statement (see engine.Tx.JobsClaim).
+// writes their runs in the same statement (see engine.Tx.JobsClaim). Each
+// claimed job takes its run's id from the sequence before the insert, so
+// that the answer needs no join of the claimed jobs with their runs: the
+// planner, which cannot estimate either, joined them in a nested loop,
+// quadratic in the batch (measured: 13 of a claim's 25 ms for 99 jobs).
 // Arguments: worker, lease until, now, due by, the types ({}: any), the
 // limit.
 const claimSQL = `WITH claimed AS (
@@ -229,14 +242,15 @@ const claimSQL = `WITH claimed AS (
 		WHERE id IN (SELECT id FROM jobs WHERE state = 'ready' AND next_run_at <= $4
 			AND (cardinality($5::text[]) = 0 OR type = ANY($5)) ORDER BY next_run_at LIMIT $6 FOR UPDATE SKIP LOCKED)
 		RETURNING ` + jobColumns + `
+	), numbered AS (
+		SELECT claimed.*, nextval('runs_id_seq') AS run_id FROM claimed
 	), runs AS (
-		INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
-		SELECT id, CASE WHEN triggered THEN $3 ELSE slot END, attempt, lease_generation, lease_owner,
+		INSERT INTO runs (id, job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
+		SELECT run_id, id, CASE WHEN triggered THEN $3 ELSE slot END, attempt, lease_generation, lease_owner,
 			greatest($3, next_run_at), 'running', CASE WHEN triggered THEN '` + db.ReasonManual + `' END
-		FROM claimed
-		RETURNING id, job_id
+		FROM numbered
 	)
-	SELECT claimed.*, runs.id FROM claimed JOIN runs ON runs.job_id = claimed.id`
+	SELECT * FROM numbered`
 
 // JobsClaim leases due jobs and writes their runs in one statement; see
 // engine.Tx. The candidates must come from walking jobs_ready in order,

@@ -29,6 +29,13 @@ type tx struct {
 // InTx runs fn in a transaction and commits it; see engine.Dialect. BEGIN
 // and the reading of the clock (now, or the database's now(): the start of
 // the transaction) share a round trip.
+//
+// The transaction plans without sequential scans: the lifecycle reaches
+// rows by key or through an index, and the statistics of a queue table are
+// stale as a rule (a batch enqueued and finished between two autovacuum
+// runs). Measured with 20,000 jobs enqueued at once: the completions' UPDATE
+// of 500 jobs by primary key was planned as a scan of the whole table, 63
+// ms instead of about 3.
 func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine.Tx) error) (err error) {
 	var at *time.Time
 	if now != nil {
@@ -44,7 +51,8 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 	defer c.Release()
 	t := &tx{conn: c.Conn(), queued: &pgx.Batch{}}
 	t.queued.Queue(`BEGIN`)
-	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now) }, `SELECT coalesce($1::timestamptz, now())`, at); err != nil {
+	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now, nil) },
+		`SELECT coalesce($1::timestamptz, now()), set_config('enable_seqscan', 'off', true)`, at); err != nil {
 		return translate(err)
 	}
 	t.now = t.now.UTC()
