@@ -277,6 +277,18 @@ func TestCheck_Lost(t *testing.T) {
 		r.appendJSON(r.in.ClientLog, checker.ClientRecord{Op: checker.OpEnqueue, JobID: r.reaped.ID, IdempotencyKey: "key-a"})
 		wantRules(t, r.check(), r.reaped.ID, checker.RuleDuplicate)
 	})
+	t.Run("KeyOfCancelledJobReused", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		first := r.enqueue(db.JobCreateParams{Type: "k", IdempotencyKey: "key-k", RunAt: r.clock.Now().Add(time.Hour)})
+		r.cancel(first.ID, 204)
+		second := r.enqueue(db.JobCreateParams{Type: "k", IdempotencyKey: "key-k", RunAt: r.clock.Now().Add(time.Hour)})
+		if second.ID == first.ID {
+			t.Fatalf("the key of cancelled job %s was not free", first.ID)
+		}
+		r.cancel(second.ID, 204)
+		wantNone(t, r.check(), "a cancelled job's key taken by a new job")
+	})
 }
 
 func TestCheck_Cancel(t *testing.T) {

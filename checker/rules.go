@@ -30,17 +30,25 @@ func checkIntegrity(e *evidence) []Violation {
 func checkLost(e *evidence) []Violation {
 	var out []Violation
 	byKey := map[string]line[ClientRecord]{}
+	// cancels are the cancel answers logged so far, by job: a job whose
+	// cancel was acknowledged has freed its key.
+	cancels := map[string]int{}
 	for _, c := range e.client {
+		if c.rec.Op == OpCancel && (cancels[c.rec.JobID] < 200 || cancels[c.rec.JobID] > 299) {
+			cancels[c.rec.JobID] = c.rec.Status
+		}
 		if c.rec.Op != OpEnqueue {
 			continue
 		}
 		if k := c.rec.IdempotencyKey; k != "" {
-			if first, ok := byKey[k]; ok && first.rec.JobID != c.rec.JobID {
+			first, ok := byKey[k]
+			switch {
+			case !ok || e.keyFreed(first.rec.JobID, cancels):
+				byKey[k] = c
+			case first.rec.JobID != c.rec.JobID:
 				out = append(out, Violation{Rule: RuleDuplicate, JobID: c.rec.JobID,
 					Detail:   fmt.Sprintf("idempotency key %q was acknowledged as jobs %s and %s", k, first.rec.JobID, c.rec.JobID),
 					Evidence: []string{first.at, c.at}})
-			} else if !ok {
-				byKey[k] = c
 			}
 		}
 		j := e.jobs[c.rec.JobID]
@@ -55,6 +63,19 @@ func checkLost(e *evidence) []Violation {
 		}
 	}
 	return out
+}
+
+// keyFreed says whether job id had freed its idempotency key for a new
+// job by now: its cancel was acknowledged, or it is cancelled in the
+// database and no answer to a cancel of it was logged (a cancel whose
+// answer was lost).
+func (e *evidence) keyFreed(id string, cancels map[string]int) bool {
+	status, answered := cancels[id]
+	if answered {
+		return status >= 200 && status <= 299
+	}
+	j := e.jobs[id]
+	return j != nil && j.state == "cancelled"
 }
 
 // executedOutcomes are the outcomes of a run that a worker ended after it
