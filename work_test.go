@@ -27,6 +27,9 @@ import (
 // was stopped by SIGTERM), sleeping in between for the payload's "sleep"
 // seconds. The worker is its parent's parent: its parent is the supervisor.
 func evidenceScript(path string) []string {
+	// The command sleeps the payload's "sleep" in tenths of a second and
+	// writes a mark after each: when its supervisor kills it (SIGKILL, no
+	// end line), the last mark says when it was last seen running.
 	// now retries date: on a machine short of processes a command
 	// substitution can come back empty, and a line without its time is
 	// not evidence. A stop's SIGTERM goes to the whole process group, so
@@ -38,7 +41,12 @@ now() { t=; while [ -z "$t" ]; do t=$(date +%s%N); done; echo "$t"; }
 trap '[ -z "$started" ] || echo "end $SKED_JOB_ID $SKED_GENERATION $(now) $w term" >> ` + path + `; exit 143' TERM
 d=$(sed -n 's/.*"sleep":"\([0-9.]*\)".*/\1/p')
 t=$(now) && echo "start $SKED_JOB_ID $SKED_GENERATION $t $w" >> ` + path + ` && started=1
-sleep "${d:-0}" & wait $!
+case "$d" in *.*) i=$(echo "$d" | sed 's/\.\(.\).*/\1/; s/^0*//') ;; *) i=$((${d:-0} * 10)) ;; esac
+while [ "${i:-0}" -gt 0 ]; do
+	sleep 0.1 & wait $!
+	t=$(now) && echo "mark $SKED_JOB_ID $SKED_GENERATION $t $w" >> ` + path + `
+	i=$((i - 1))
+done
 t=$(now) && echo "end $SKED_JOB_ID $SKED_GENERATION $t $w ok" >> ` + path + ` || kill -TERM $$`}
 }
 
@@ -100,9 +108,9 @@ func stopGracefully(t *testing.T, p *proc) {
 type execution struct {
 	job        string
 	gen        int64
-	pid        int // the worker process that ran it
-	start, end time.Time
-	ended      string // "ok", "term", or "" when the script never wrote its end
+	pid        int       // the worker process that ran it
+	start, end time.Time // end: its end line, else its last mark
+	ended      string    // "ok", "term", or "" when the script never wrote its end
 }
 
 // readExecutions parses the evidence file into executions, in start order.
@@ -138,6 +146,10 @@ func readExecutions(t testing.TB, path string) []*execution {
 				continue
 			}
 			e.end, e.ended = time.Unix(0, nanos), f[5]
+		case "mark":
+			if e := byKey[key]; e != nil {
+				e.end = time.Unix(0, nanos)
+			}
 		}
 	}
 	slices.SortFunc(all, func(a, b *execution) int { return a.start.Compare(b.start) })
@@ -147,8 +159,10 @@ func readExecutions(t testing.TB, path string) []*execution {
 // checkEvidence fails the test when the evidence shows a job of jobs that
 // never ran to success (lost), or two executions of one job overlapping in
 // time. An execution without an end ran on a worker that was killed: it
-// lasted until deaths[pid], when the worker and its command died; one with
-// neither end nor a dead worker is a fault. It returns the executions.
+// lasted until deaths[pid], when the worker and its command died; or its
+// supervisor killed it, its lease about to lapse unrenewed: it lasted until
+// its last mark. One with neither end, nor mark, nor a dead worker is a
+// fault. It returns the executions.
 func checkEvidence(t testing.TB, path string, jobs []string, deaths map[int]time.Time) []*execution {
 	t.Helper()
 	all := readExecutions(t, path)
@@ -156,6 +170,10 @@ func checkEvidence(t testing.TB, path string, jobs []string, deaths map[int]time
 	for _, e := range all {
 		if e.ended == "" {
 			death, ok := deaths[e.pid]
+			if !ok && !e.end.IsZero() {
+				byJob[e.job] = append(byJob[e.job], e) // killed by its supervisor
+				continue
+			}
 			if !ok {
 				t.Errorf("job %s generation %d started on live worker %d and never ended", e.job, e.gen, e.pid)
 				continue
@@ -262,7 +280,7 @@ func TestWork_Kill9Workers(t *testing.T) {
 	addr, ev := freeAddr(t), filepath.Join(dir, "evidence")
 	startServe(t, filepath.Join(dir, "sked.db"), addr)
 	c := client{t, "http://" + addr}
-	flags := []string{"--lease", "2s", "--concurrency", "3"}
+	flags := []string{"--lease", "4s", "--concurrency", "3"}
 	workers := []*workProc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
 	ids := createEvidenceJobs(c, "evid", 120, 0.05, 0.5)
 
@@ -311,7 +329,7 @@ func TestWork_ServerRestarts(t *testing.T) {
 			dbPath, addr, ev := filepath.Join(dir, "sked.db"), freeAddr(t), filepath.Join(dir, "evidence")
 			srv := startServe(t, dbPath, addr, "--grace", "1s")
 			c := client{t, "http://" + addr}
-			flags := []string{"--lease", "2s", "--concurrency", "3"}
+			flags := []string{"--lease", "4s", "--concurrency", "3"}
 			workers := []*workProc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
 			ids := createEvidenceJobs(c, "evid", 40, 0.2, 1.5)
 
