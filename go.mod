@@ -21,9 +21,13 @@ require (
 	github.com/emersion/go-smtp v0.25.1
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.1.0
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0
 )
+
+require github.com/inconshreveable/mousetrap v1.1.0 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
