@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,11 +123,10 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 	log.Info("sked working", "server", f.server, "types", strings.Join(pool.Types(), ","),
 		"concurrency", f.concurrency, "worker_id", f.workerID, "version", buildinfo.Read().Version)
 	err := pool.Run(ctx)
+	log.Info("stopped")
 	if cause := context.Cause(ctx); errors.Is(cause, errRefused) {
-		log.Error("stopped: the server refused this worker", "err", cause)
 		return cause
 	}
-	log.Info("stopped")
 	return err
 }
 
@@ -143,52 +141,49 @@ const (
 	claimRetryMax = 30 * time.Second
 )
 
-// patientStore is the API client of sked work as the pool's store: after
-// a failed claim it waits, longer the more claims failed in a row (with
-// jitter, so that many workers of a restarted server do not come back
-// together), and a claim the server refuses (401, 403) stops the worker.
+// patientStore is the API client of sked work as the pool's store. A claim
+// that fails is tried again after a wait, longer the more claims failed in a
+// row, with jitter so that the workers of a restarted server do not all come
+// back at once; a claim the server refuses (401, 403) stops the worker.
 type patientStore struct {
 	*skedapi.Client
 	log     *slog.Logger
 	server  string
 	refused context.CancelCauseFunc
-
-	mu       sync.Mutex
-	failures int // claims failed in a row
 }
 
-// RunClaimWaited claims, and waits after a failure (see patientStore).
+// RunClaimWaited claims, trying again after failures (see patientStore)
+// until a claim succeeds or ctx ends. The time spent on failed claims
+// counts as waited: the leases of the claims began no sooner.
 func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.Claim, time.Duration, error) {
-	claims, waited, err := s.Client.RunClaimWaited(ctx, p)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err == nil || ctx.Err() != nil {
-		if s.failures > 0 && err == nil {
-			s.log.Info("claims work again", "after_failures", s.failures)
+	start := time.Now()
+	for failures := 0; ; {
+		sent := time.Now()
+		claims, waited, err := s.Client.RunClaimWaited(ctx, p)
+		if err == nil {
+			if failures > 0 {
+				s.log.Info("claims work again", "failures", failures)
+			}
+			return claims, sent.Sub(start) + waited, nil
 		}
-		s.failures = 0
-		return claims, waited, err
+		if ctx.Err() != nil {
+			return nil, 0, err
+		}
+		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
+			s.refused(fmt.Errorf("%w: %s answered %w; check --token (SKED_TOKEN) and --server", errRefused, s.server, ae))
+			return nil, 0, err
+		}
+		failures++
+		wait := retryWait(failures, rand.Float64)
+		s.log.Warn("claim failed; retrying", "err", err, "failures", failures, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, err
+		}
 	}
-	if skedapi.IsStatus(err, http.StatusUnauthorized) || skedapi.IsStatus(err, http.StatusForbidden) {
-		s.refused(fmt.Errorf("%w: %s answered %w; check --token (SKED_TOKEN) and --server", errRefused, s.server, err))
-		return nil, 0, err
-	}
-	s.failures++
-	wait := retryWait(s.failures, rand.Float64)
-	s.log.Warn("claim failed; retrying", "err", err, "failures", s.failures, "retry_in", wait)
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return nil, 0, err
-}
-
-// RunClaim is RunClaimWaited without the wait it reports.
-func (s *patientStore) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
-	claims, _, err := s.RunClaimWaited(ctx, p)
-	return claims, err
 }
 
 // retryWait is the wait after the n-th failure in a row: claimRetryMin
