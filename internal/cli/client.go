@@ -109,7 +109,7 @@ func apiError(err error, server string) error {
 
 func clientCmds(env Env) []*cobra.Command {
 	return []*cobra.Command{
-		addCmd(env), lsCmd(env), showCmd(env), runsCmd(env),
+		addCmd(env), lsCmd(env), showCmd(env), runsCmd(env), editCmd(env), applyCmd(env), exportCmd(env),
 		actionCmd(env, "cancel", "Cancel a job no worker holds", "cancelled"),
 		pauseCmd(env),
 		actionCmd(env, "resume", "Resume a paused job", "resumed"),
