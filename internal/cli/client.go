@@ -86,6 +86,34 @@ func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a 
 	return cmd
 }
 
+// jobCommand is a client command on one job, given by its id or name, with
+// the names of the server's jobs as its shell completions.
+func jobCommand(env Env, use, short string, run func(ctx context.Context, a *api, id string) error) *cobra.Command {
+	cmd := clientCommand(env, &cobra.Command{Use: use, Short: short, Args: exactArgs(1, "one job id or name")},
+		func(ctx context.Context, c *api, args []string) error { return run(ctx, c, args[0]) })
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 || applyEnv(cmd, env.Getenv) != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c := &api{env: env, server: cmd.Flag("server").Value.String(), token: cmd.Flag("token").Value.String()}
+		if c.connect() != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+		defer cancel()
+		jobs, err := namedJobs(ctx, c.c)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names := make([]cobra.Completion, len(jobs))
+		for i, j := range jobs {
+			names[i] = cobra.CompletionWithDesc(j.Name, j.Type+" "+cmp.Or(j.Schedule, string(j.State)))
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+	return cmd
+}
+
 // cancelRunHint is how the server says to stop a run; the CLI says it as a
 // command.
 var cancelRunHint = regexp.MustCompile(`POST /jobs/([^/\s]+)/cancel-run`)
@@ -337,12 +365,8 @@ func runsCmd(env Env) *cobra.Command {
 		p   db.RunListParams
 		all bool
 	)
-	cmd := clientCommand(env, &cobra.Command{
-		Use:   "runs ID|NAME",
-		Short: "List a job's runs, newest first",
-		Args:  exactArgs(1, "one job id or name"),
-	}, func(ctx context.Context, a *api, args []string) error {
-		p.JobID = args[0]
+	cmd := jobCommand(env, "runs ID|NAME", "List a job's runs, newest first", func(ctx context.Context, a *api, id string) error {
+		p.JobID = id
 		runs, _, err := pages(0, all, func(cursor int64) ([]db.Run, int64, error) {
 			p.Cursor = cursor
 			return a.c.RunList(ctx, p)
@@ -402,12 +426,7 @@ func (a *api) runTable(runs []db.Run) error {
 // actionCmd is a command that changes one job's state: cancel, resume,
 // retry, trigger, skip, cancel-run. verb says what it did.
 func actionCmd(env Env, name, short, verb string) *cobra.Command {
-	return clientCommand(env, &cobra.Command{
-		Use:   name + " ID|NAME",
-		Short: short,
-		Args:  exactArgs(1, "one job id or name"),
-	}, func(ctx context.Context, a *api, args []string) error {
-		id := args[0]
+	return jobCommand(env, name+" ID|NAME", short, func(ctx context.Context, a *api, id string) error {
 		var (
 			job db.Job
 			err error
@@ -455,11 +474,7 @@ func (a *api) printAction(verb, id string, job db.Job) error {
 
 func pauseCmd(env Env) *cobra.Command {
 	var reason, until string
-	cmd := clientCommand(env, &cobra.Command{
-		Use:   "pause ID|NAME [--reason TEXT] [--until RFC3339]",
-		Short: "Pause a ready job, with a reason and an end",
-		Args:  exactArgs(1, "one job id or name"),
-	}, func(ctx context.Context, a *api, args []string) error {
+	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339]", "Pause a ready job, with a reason and an end", func(ctx context.Context, a *api, id string) error {
 		var (
 			t   time.Time
 			job db.Job
@@ -471,14 +486,14 @@ func pauseCmd(env Env) *cobra.Command {
 			}
 		}
 		if reason != "" || !t.IsZero() {
-			job, err = a.c.JobPauseUntil(ctx, args[0], reason, t)
+			job, err = a.c.JobPauseUntil(ctx, id, reason, t)
 		} else {
-			job, err = a.c.JobPause(ctx, args[0])
+			job, err = a.c.JobPause(ctx, id)
 		}
 		if err != nil {
 			return err
 		}
-		return a.printAction("paused", args[0], job)
+		return a.printAction("paused", id, job)
 	})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the job is paused, shown on it")
 	cmd.Flags().StringVar(&until, "until", "", "resume by itself at this RFC 3339 time")
@@ -487,11 +502,7 @@ func pauseCmd(env Env) *cobra.Command {
 
 func backfillCmd(env Env) *cobra.Command {
 	var from, to string
-	cmd := clientCommand(env, &cobra.Command{
-		Use:   "backfill ID|NAME --from RFC3339 --to RFC3339",
-		Short: "Run each past slot of a schedule in --from..--to once",
-		Args:  exactArgs(1, "one job id or name"),
-	}, func(ctx context.Context, a *api, args []string) error {
+	cmd := jobCommand(env, "backfill ID|NAME --from RFC3339 --to RFC3339", "Run each past slot of a schedule in --from..--to once", func(ctx context.Context, a *api, id string) error {
 		var times [2]time.Time
 		for i, f := range []struct{ name, v string }{{"from", from}, {"to", to}} {
 			t, err := time.Parse(time.RFC3339, f.v)
@@ -500,7 +511,6 @@ func backfillCmd(env Env) *cobra.Command {
 			}
 			times[i] = t
 		}
-		id := args[0]
 		b, err := a.c.JobBackfill(ctx, id, times[0], times[1])
 		if err != nil {
 			return err
@@ -520,11 +530,8 @@ func backfillCmd(env Env) *cobra.Command {
 }
 
 func showCmd(env Env) *cobra.Command {
-	return clientCommand(env, &cobra.Command{
-		Use:   "show ID|NAME",
-		Short: "Show a job, its last runs and the latest changes of its timeline",
-		Args:  exactArgs(1, "one job id or name"),
-	}, func(ctx context.Context, a *api, args []string) error { return a.show(ctx, args[0]) })
+	return jobCommand(env, "show ID|NAME", "Show a job, its last runs and the latest changes of its timeline",
+		func(ctx context.Context, a *api, id string) error { return a.show(ctx, id) })
 }
 
 // show prints a job, its newest runs and events.

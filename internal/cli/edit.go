@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,98 +29,97 @@ var editFields = []struct{ flag, field string }{
 }
 
 func editCmd(env Env) *cobra.Command {
-	var unset []string
-	cmd := &cobra.Command{
-		Use:   "edit ID|NAME [--schedule CRON] [--payload JSON|@FILE] [flags]",
-		Short: "Change a job's definition (a merge patch of the flags given, or in $EDITOR)",
-		Long: "sked edit changes a job in place with PATCH /jobs/{id}: the flags given set their fields, --unset FIELD sets one\n" +
-			"back to its default. Without flags it opens the job's definition as YAML in $VISUAL or $EDITOR and sends what you\n" +
-			"changed. A running run finishes under the old definition; the next slot follows the new schedule; the change is\n" +
-			"recorded on the job's timeline (sked show).",
-		Example: "  sked edit nightly-backup --schedule '0 4 * * *' --tz Europe/Berlin\n  sked edit nightly-backup --unset jitter\n  sked edit nightly-backup",
-		Args:    exactArgs(1, "one job id or name"),
-	}
 	var (
-		str  = map[string]*string{}
-		dur  = map[string]*time.Duration{}
-		attp int
+		unset []string
+		fs    *pflag.FlagSet
 	)
-	fs := cmd.Flags()
-	for _, f := range []struct{ name, usage string }{
-		{"name", "the job's new name"}, {"schedule", "cron expression, e.g. '30 2 * * 1-5' or '@every 90s'"},
-		{"tz", "IANA time zone of the schedule"}, {"payload", "payload JSON, or @FILE to read it from a file"},
-		{"overlap", "skip or queue_one"}, {"misfire", "run_once, skip or run_all"},
-	} {
-		str[f.name] = fs.String(f.name, "", f.usage)
-	}
-	fs.IntVar(&attp, "max-attempts", 0, "attempts before a firing gives up")
-	for _, f := range []struct{ name, usage string }{
-		{"timeout", "limit of one attempt"}, {"backoff", "first retry delay, doubled per attempt"},
-		{"jitter", "spread the slots by a fixed offset inside this window"},
-		{"expect-success-within", "mark the job quiet when no run succeeded for this long"},
-	} {
-		dur[f.name] = fs.Duration(f.name, 0, f.usage)
-	}
+	cmd := jobCommand(env, "edit ID|NAME [--schedule CRON] [--payload JSON|@FILE] [flags]",
+		"Change a job's definition (a merge patch of the flags given, or in $EDITOR)",
+		func(ctx context.Context, a *api, id string) error { return edit(ctx, a, id, fs, unset) })
+	fs = cmd.Flags()
+	cmd.Long = "sked edit changes a job in place with PATCH /jobs/{id}: the flags given set their fields, --unset FIELD sets one\n" +
+		"back to its default. Without flags it opens the job's definition as YAML in $VISUAL or $EDITOR and sends what you\n" +
+		"changed. A running run finishes under the old definition; the next slot follows the new schedule; the change is\n" +
+		"recorded on the job's timeline (sked show)."
+	cmd.Example = "  sked edit nightly-backup --schedule '0 4 * * *' --tz Europe/Berlin\n  sked edit nightly-backup --unset jitter\n  sked edit nightly-backup"
+	fs.String("name", "", "the job's new name")
+	fs.String("schedule", "", "cron expression, e.g. '30 2 * * 1-5' or '@every 90s'")
+	fs.String("tz", "", "IANA time zone of the schedule")
+	fs.String("payload", "", "payload JSON, or @FILE to read it from a file")
+	fs.Int("max-attempts", 0, "attempts before a firing gives up")
+	fs.Duration("timeout", 0, "limit of one attempt")
+	fs.Duration("backoff", 0, "first retry delay, doubled per attempt")
+	fs.Duration("jitter", 0, "spread the slots by a fixed offset inside this window")
+	fs.String("overlap", "", "skip or queue_one")
+	fs.String("misfire", "", "run_once, skip or run_all")
+	fs.Duration("expect-success-within", 0, "mark the job quiet when no run succeeded for this long")
 	fs.StringArrayVar(&unset, "unset", nil, "set this field back to its default, e.g. jitter or expectSuccessWithin; repeat for several")
 	fs.SortFlags = false
-	return clientCommand(env, cmd, func(ctx context.Context, a *api, args []string) error {
-		patch := map[string]any{}
-		for _, ef := range editFields {
-			if !fs.Changed(ef.flag) {
-				continue
-			}
-			switch v := fs.Lookup(ef.flag).Value; {
-			case ef.flag == "payload":
-				p, err := readPayload(*str["payload"])
-				if err != nil {
-					return err
-				}
-				patch[ef.field] = p
-			case v.Type() == "duration":
-				patch[ef.field] = db.Duration(*dur[ef.flag])
-			case v.Type() == "int":
-				patch[ef.field] = attp
-			default:
-				patch[ef.field] = *str[ef.flag]
-			}
+	return cmd
+}
+
+// edit changes job id by the flags of fs given and unset, or in an editor
+// when none was given.
+func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []string) error {
+	patch := map[string]any{}
+	for _, ef := range editFields {
+		if !fs.Changed(ef.flag) {
+			continue
 		}
-		for _, u := range unset {
-			if _, ok := patch[u]; ok {
-				return usagef("--unset %s: the field is also set by a flag", u)
-			}
-			patch[u] = nil
-		}
-		before, err := a.c.JobGet(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		if !anyFlag(fs) {
-			if patch, err = editInEditor(before, a.env); err != nil {
+		v := fs.Lookup(ef.flag).Value
+		switch {
+		case ef.flag == "payload":
+			p, err := readPayload(v.String())
+			if err != nil {
 				return err
 			}
-			if len(patch) == 0 {
-				fmt.Fprintf(a.stdout, "no change to job %s\n", jobLabel(before))
-				return nil
-			}
+			patch[ef.field] = p
+		case v.Type() == "duration":
+			d, _ := time.ParseDuration(v.String()) // as pflag wrote it
+			patch[ef.field] = db.Duration(d)
+		case v.Type() == "int":
+			n, _ := strconv.Atoi(v.String())
+			patch[ef.field] = n
+		default:
+			patch[ef.field] = v.String()
 		}
-		after, err := a.c.JobPatch(ctx, before.ID, patch)
-		if err != nil {
+	}
+	for _, u := range unset {
+		if _, ok := patch[u]; ok {
+			return usagef("--unset %s: the field is also set by a flag", u)
+		}
+		patch[u] = nil
+	}
+	before, err := a.c.JobGet(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !anyFlag(fs) {
+		if patch, err = editInEditor(before, a.env); err != nil {
 			return err
 		}
-		if a.json {
-			return a.printJSON(after)
-		}
-		changes := db.Diff(db.SpecOf(before), db.SpecOf(after))
-		if len(changes) == 0 {
-			fmt.Fprintf(a.stdout, "no change to job %s: it is so already\n", jobLabel(after))
+		if len(patch) == 0 {
+			fmt.Fprintf(a.stdout, "no change to job %s\n", jobLabel(before))
 			return nil
 		}
-		printChanges(a.stdout, "changed job "+jobLabel(after)+":", changes)
-		if after.NextRunAt != nil {
-			fmt.Fprintf(a.stdout, "next run %s\n", timeText(after.NextRunAt))
-		}
+	}
+	after, err := a.c.JobPatch(ctx, before.ID, patch)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(after)
+	}
+	changes := db.Diff(db.SpecOf(before), db.SpecOf(after))
+	if len(changes) == 0 {
+		fmt.Fprintf(a.stdout, "no change to job %s: it is so already\n", jobLabel(after))
 		return nil
-	})
+	}
+	printChanges(a.stdout, "changed job "+jobLabel(after)+":", changes)
+	if after.NextRunAt != nil {
+		fmt.Fprintf(a.stdout, "next run %s\n", timeText(after.NextRunAt))
+	}
+	return nil
 }
 
 // anyFlag reports whether a flag of sked edit's own was given.
