@@ -197,7 +197,7 @@ func TestCLI_Jobs(t *testing.T) {
 		held := okJSON[db.Job](t, srv, "add", "--exec", "--", "sh", "-c", "while [ ! -e "+stop+" ]; do sleep 0.05; done")
 		waitFor(t, "the job to run", func() bool { return okJSON[struct{ Job db.Job }](t, srv, "show", held.ID).Job.State == db.StateRunning })
 		msg := fails(t, srv, 1, "cancel", held.ID)
-		if !strings.Contains(msg, "job "+held.ID+" is running on worker") || !strings.Contains(msg, "cancel-run") {
+		if !strings.Contains(msg, "job "+held.ID+" is running on worker") || !strings.Contains(msg, "`sked cancel-run "+held.ID+"`") {
 			t.Errorf("cancel of a held job said %q", msg)
 		}
 		os.WriteFile(stop, nil, 0o600)

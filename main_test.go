@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/cli"
 	"github.com/sked-dev/sked/internal/skedbin"
 )
 
@@ -26,6 +27,11 @@ import (
 var skedBin string
 
 func TestMain(m *testing.M) { skedbin.Main(m, &skedBin) }
+
+// run runs the command line args in this process, as main does.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return cli.Run(ctx, args, cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr, CheckServe: checkServe})
+}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -190,25 +196,37 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+// TestRun_BadFlags: a command line that cannot be run exits 2 with a
+// message naming what is wrong; help exits 0.
 func TestRun_BadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"serve", "--workers", "0"},
-		{"serve", "--lease", "soon"},
-		{"serve", "--log-format", "xml"},
-		{"serve", "--nope"},
-		{"frobnicate"},
-		{},
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--workers", "0"}, "--workers 0: must be at least 1"},
+		{[]string{"serve", "--workers", "abc"}, `--workers "abc": give a whole number`},
+		{[]string{"serve", "--lease", "soon"}, `--lease "soon": give a duration`},
+		{[]string{"serve", "--enable-exec", "maybe"}, `unexpected argument "maybe"`},
+		{[]string{"serve", "--log-format", "xml"}, `--log-format "xml"`},
+		{[]string{"serve", "--log-level", "loud"}, `--log-level "loud"`},
+		{[]string{"serve", "--nope"}, "--nope"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{}, "no command given"},
 	} {
-		err := run(context.Background(), args, func(string) string { return "" }, io.Discard, io.Discard)
-		if err == nil {
-			t.Errorf("run(%q) succeeded, want an error", args)
+		err := run(context.Background(), tc.args, func(string) string { return "" }, io.Discard, io.Discard)
+		if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("run(%q) = %v (exit %d), want exit 2 and %q", tc.args, err, cli.ExitCode(err), tc.want)
 		}
 	}
-	cfg, err := parseServeConfig(nil, func(k string) string {
-		return map[string]string{"SKED_WORKERS": "3", "SKED_ENABLE_EXEC": "true", "SKED_LEASE": "10s"}[k]
-	}, io.Discard)
-	if err != nil || cfg.Workers != 3 || !cfg.EnableExec || cfg.Lease != 10*time.Second || cfg.Addr != "127.0.0.1:8080" || cfg.DB != "sked.db" {
-		t.Fatalf("config from env = %+v, %v", cfg, err)
+	err := run(context.Background(), []string{"serve"}, func(k string) string { return map[string]string{"SKED_WORKERS": "many"}[k] }, io.Discard, io.Discard)
+	if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), `SKED_WORKERS="many" (for --workers)`) {
+		t.Errorf("SKED_WORKERS=many: %v, want exit 2 naming the variable", err)
+	}
+	for _, args := range [][]string{{"serve", "-h"}, {"--help"}, {"add", "--help"}, {"help", "work"}} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, func(string) string { return "" }, &out, io.Discard); err != nil || !strings.Contains(out.String(), "Usage:") {
+			t.Errorf("run(%q) = %v, printed %q; want help and exit 0", args, err, out.String())
+		}
 	}
 }
 

@@ -271,6 +271,29 @@ func TestWork_RunsJobAndCancel(t *testing.T) {
 	stopGracefully(t, w.proc)
 }
 
+// TestWork_BadTokenStops: a worker whose token the server refuses stops
+// at once, exiting 1 with a message that says what to check, instead of
+// retrying forever.
+func TestWork_BadTokenStops(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--token", "s3cret")
+	w := startWork(t, addr, "evid", filepath.Join(dir, "evidence"), "--token", "wrong")
+	done := make(chan error, 1)
+	go func() { done <- w.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if w.cmd.ProcessState.ExitCode() != 1 {
+			t.Fatalf("sked work with a wrong token exited with %v, want 1:\n%s", err, w.log())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("sked work with a wrong token still runs after 20 s:\n%s", w.log())
+	}
+	if log := w.log(); !strings.Contains(log, "refused this worker") || !strings.Contains(log, "401") || !strings.Contains(log, "--token") {
+		t.Fatalf("sked work with a wrong token said:\n%s", log)
+	}
+}
+
 // TestWork_Kill9Workers kills `sked work` processes with SIGKILL at random
 // points, restarting each, for at least 20 cycles, while they run jobs.
 // Afterwards every job ran to success, and no two executions of one job

@@ -210,7 +210,7 @@ func (s *Server) Run(ctx context.Context) error {
 	shuttingDown := make(chan struct{})
 	srv := &http.Server{
 		Handler: web.Mount(handlers.New(handlers.Config{
-			Store: obs, Wake: pool.Wake, ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
+			Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
 			Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: shuttingDown,
 			TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },

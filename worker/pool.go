@@ -116,6 +116,31 @@ type Pool struct {
 type claimed struct {
 	db.Claim
 	lease *lease
+
+	mu       sync.Mutex
+	cancel   context.CancelCauseFunc // its handler's, once it starts
+	stopping bool                    // its cancellation was requested
+}
+
+// started gives c its handler's cancel, which stops the handler at once
+// when its cancellation was requested already.
+func (c *claimed) started(cancel context.CancelCauseFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancel = cancel
+	if c.stopping {
+		cancel(errCancelRequested)
+	}
+}
+
+// stop stops c's handler, now or as it starts.
+func (c *claimed) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopping = true
+	if c.cancel != nil {
+		c.cancel(errCancelRequested)
+	}
 }
 
 // Causes a running handler's context is cancelled with.
@@ -164,6 +189,21 @@ func NewPool(cfg PoolConfig) *Pool {
 		running: map[string]*claimed{},
 		sem:     make(chan struct{}, cfg.Slots),
 	}
+}
+
+// CancelRun stops the run of job id at once when the pool holds the job,
+// as its heartbeat does when it finds the cancellation requested, and
+// reports whether it held it. Call it once the store has recorded the
+// request (db.Store.JobRequestCancelRun), so that a run it misses (claimed
+// meanwhile) is still stopped by its heartbeat.
+func (p *Pool) CancelRun(id string) bool {
+	p.runsMu.Lock()
+	c := p.running[id]
+	p.runsMu.Unlock()
+	if c != nil {
+		c.stop()
+	}
+	return c != nil
 }
 
 // Types returns the job types the pool serves.
@@ -431,6 +471,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	}
 	hctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
+	c.started(cancel)
 	tctx, cancelTimeout := context.WithDeadline(hctx, time.Now().Add(wait+cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout)))
 	defer cancelTimeout()
 

@@ -269,6 +269,33 @@ func TestPool_CancelRun(t *testing.T) {
 	}
 }
 
+// TestPool_CancelRunAtOnce stops a run with CancelRun: with a lease of an
+// hour its heartbeat would not come for twenty minutes, so the run ends
+// cancelled only if CancelRun stopped it.
+func TestPool_CancelRunAtOnce(t *testing.T) {
+	s := sqlitetest.Open(t)
+	started := make(chan struct{})
+	p, _ := startPool(t, s, worker.PoolConfig{Lease: time.Hour, Handlers: map[string]worker.HandlerFunc{
+		"stoppable": func(ctx context.Context, _ *worker.Job) error { close(started); <-ctx.Done(); return ctx.Err() },
+	}})
+	j := create(t, s, db.JobCreateParams{Type: "stoppable"})
+	if p.CancelRun(j.ID) {
+		t.Fatal("CancelRun of a job the pool does not hold reported it held")
+	}
+	p.Wake()
+	<-started
+	if _, err := s.JobRequestCancelRun(context.Background(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !p.CancelRun(j.ID) {
+		t.Fatal("CancelRun of the running job reported the pool does not hold it")
+	}
+	waitState(t, s, j.ID, db.StateCancelled)
+	if r := runs(t, s, j.ID); r[0].Outcome != db.OutcomeCancelled {
+		t.Fatalf("outcome = %s", r[0].Outcome)
+	}
+}
+
 // TestPool_ShutdownReleases stops a pool whose handler outlives the grace
 // period: the job is handed back, ready, without spending an attempt.
 func TestPool_ShutdownReleases(t *testing.T) {

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// TestCLI_ApplyExport applies examples/schedules.yaml to a live sked serve:
+// the dry run prints the plan and changes nothing, the apply creates the
+// jobs, a second apply and the apply of its export change nothing, and a
+// changed file with --prune changes one job in place and cancels the one
+// it no longer names.
+func TestCLI_ApplyExport(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--enable-exec")
+	srv := "http://" + addr
+	example, err := os.ReadFile("examples/schedules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "schedules.yaml")
+	os.WriteFile(file, example, 0o600)
+	named := func() map[string]db.Job {
+		jobs := map[string]db.Job{}
+		for _, j := range okJSON[struct{ Jobs []db.Job }](t, srv, "ls", "--all").Jobs {
+			if j.State != db.StateCancelled {
+				jobs[j.Name] = j
+			}
+		}
+		return jobs
+	}
+
+	plan := ok(t, srv, "apply", "-f", file, "--dry-run")
+	for _, want := range []string{"+ nightly-backup: create", `+ schedule: "30 2 * * *"`, "+ cert-renewal: create", "+ hourly-report: create",
+		"3 jobs: 3 would be created", "dry run: nothing was changed"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, plan)
+		}
+	}
+	if jobs := named(); len(jobs) != 0 {
+		t.Fatalf("the dry run created %d jobs", len(jobs))
+	}
+
+	if out := ok(t, srv, "apply", "-f", file); !strings.Contains(out, "3 jobs: 3 created, 0 changed, 0 unchanged") {
+		t.Fatalf("apply printed %q", out)
+	}
+	jobs := named()
+	backup := jobs["nightly-backup"]
+	if len(jobs) != 3 || backup.Schedule != "30 2 * * *" || backup.Timezone != "Europe/Berlin" || backup.MaxAttempts != 3 ||
+		backup.ExpectSuccessWithin != db.Duration(26*time.Hour) || jobs["hourly-report"].Type != "http" {
+		t.Fatalf("applied jobs = %+v", jobs)
+	}
+	if out := ok(t, srv, "apply", "-f", file); !strings.Contains(out, "nothing to change") {
+		t.Fatalf("the second apply printed %q", out)
+	}
+
+	exported := ok(t, srv, "export")
+	exportFile := filepath.Join(dir, "export.yaml")
+	os.WriteFile(exportFile, []byte(exported), 0o600)
+	if out := ok(t, srv, "apply", "-f", exportFile, "--prune"); !strings.Contains(out, "nothing to change") {
+		t.Fatalf("applying the export printed %q\nexport:\n%s", out, exported)
+	}
+	if again := ok(t, srv, "export"); again != exported {
+		t.Fatalf("export changed:\n%s\nthen\n%s", exported, again)
+	}
+	if asJSON := okJSON[[]map[string]any](t, srv, "export"); len(asJSON) != 3 || asJSON[0]["name"] != "cert-renewal" {
+		t.Fatalf("export --json = %v", asJSON)
+	}
+
+	changed := strings.Replace(string(example), `schedule: "0 3,15 * * *"`, `schedule: "0 4,16 * * *"`, 1)
+	changed = changed[:strings.Index(changed, "# Tell a webhook")]
+	os.WriteFile(file, []byte(changed), 0o600)
+	plan = ok(t, srv, "apply", "-f", file, "--prune", "--dry-run")
+	for _, want := range []string{"~ cert-renewal (" + jobs["cert-renewal"].ID + ")", `- schedule: "0 3,15 * * *"`, `+ schedule: "0 4,16 * * *"`,
+		"- hourly-report (" + jobs["hourly-report"].ID + "): cancel", "1 would be cancelled"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("dry run of the changed file lacks %q:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(plan, "nightly-backup") {
+		t.Errorf("dry run names the unchanged job:\n%s", plan)
+	}
+	if j := named()["cert-renewal"]; j.Schedule != "0 3,15 * * *" {
+		t.Fatalf("the dry run changed the schedule to %q", j.Schedule)
+	}
+	if out := ok(t, srv, "apply", "-f", file, "--prune"); !strings.Contains(out, "2 jobs: 0 created, 1 changed, 1 unchanged, 1 cancelled") {
+		t.Fatalf("apply --prune printed %q", out)
+	}
+	after := named()
+	if j := after["cert-renewal"]; j.ID != jobs["cert-renewal"].ID || j.Schedule != "0 4,16 * * *" {
+		t.Fatalf("cert-renewal after the change = %+v, want the same job with the new schedule", j)
+	}
+	if _, ok := after["hourly-report"]; ok {
+		t.Fatalf("hourly-report is still there after --prune")
+	}
+	if show := ok(t, srv, "show", "cert-renewal"); !strings.Contains(show, "Timeline") || !strings.Contains(show, "changed") {
+		t.Fatalf("show of the changed job has no timeline:\n%s", show)
+	}
+
+	for _, tc := range []struct{ yaml, want string }{
+		{"- name: x\n  type: noop\n  schedul: '@hourly'\n", `unknown field "schedul"`},
+		{"- type: noop\n", "has no name"},
+		{"- {name: x, type: noop}\n- {name: x, type: noop}\n", `the name "x" is given twice`},
+		{"name: x\n", "give a list of jobs"},
+	} {
+		os.WriteFile(file, []byte(tc.yaml), 0o600)
+		if msg := fails(t, srv, 2, "apply", "-f", file); !strings.Contains(msg, tc.want) {
+			t.Errorf("apply of %q said %q, want %q", tc.yaml, msg, tc.want)
+		}
+	}
+}
+
+// TestCLI_Edit changes a job by flags and in an editor.
+func TestCLI_Edit(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr)
+	srv := "http://" + addr
+	j := okJSON[db.Job](t, srv, "add", "--type", "noop", "--name", "report", "--schedule", "0 3 * * *", "--jitter", "5m")
+
+	out := ok(t, srv, "edit", "report", "--schedule", "0 4 * * *", "--payload", `{"n": 2}`, "--unset", "jitter")
+	for _, want := range []string{"changed job report (" + j.ID + ")", `- schedule: "0 3 * * *"`, `+ schedule: "0 4 * * *"`, `+ jitter: "0s"`, `+ payload: {"n":2}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("edit printed no %q:\n%s", want, out)
+		}
+	}
+	edited := okJSON[struct{ Job db.Job }](t, srv, "show", "report").Job
+	if edited.ID != j.ID || edited.Schedule != "0 4 * * *" || edited.Jitter != 0 || compact(t, edited.Payload) != `{"n":2}` {
+		t.Fatalf("edited job = %+v", edited)
+	}
+	if msg := fails(t, srv, 1, "edit", "report", "--schedule", "every day"); !strings.Contains(msg, "not a cron expression") {
+		t.Errorf("edit with a bad schedule said %q", msg)
+	}
+
+	// An editor that changes maxAttempts and removes the schedule's time
+	// zone (back to its default).
+	editor := filepath.Join(dir, "editor")
+	os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/^maxAttempts: .*/maxAttempts: 9/; /^timezone:/d' \"$1\"\n"), 0o700)
+	r := skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=" + editor}, "edit", "report")
+	if r.code != 0 || !strings.Contains(r.stdout, "+ maxAttempts: 9") || strings.Contains(r.stdout, "timezone") {
+		t.Fatalf("edit in an editor: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if j := okJSON[struct{ Job db.Job }](t, srv, "show", "report").Job; j.MaxAttempts != 9 || j.Schedule != "0 4 * * *" {
+		t.Fatalf("job after the editor = %+v", j)
+	}
+	r = skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=true"}, "edit", "report")
+	if r.code != 0 || !strings.Contains(r.stdout, "no change to job report") {
+		t.Fatalf("edit with nothing changed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -1,0 +1,385 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	skedapi "github.com/sked-dev/sked/client"
+	"github.com/sked-dev/sked/db"
+)
+
+// applyFlags are the flags of sked apply.
+type applyFlags struct {
+	file          string
+	dryRun, prune bool
+}
+
+func applyCmd(env Env) *cobra.Command {
+	var f applyFlags
+	cmd := clientCommand(env, &cobra.Command{
+		Use:   "apply -f FILE [--dry-run] [--prune]",
+		Short: "Make the named jobs of a file (YAML or JSON) so: create what is new, change what differs",
+		Long: "sked apply reads a list of named jobs from a YAML or JSON file (\"-\": standard input), each with the fields of\n" +
+			"POST /jobs, and gives each name its definition with PUT /jobs/by-name/{name}: a new name is created, a changed\n" +
+			"definition is changed in place (its runs and timeline kept), the rest is left alone. Applying the same file\n" +
+			"again changes nothing. --prune also cancels the named jobs the file does not name; --dry-run prints the plan\n" +
+			"as a diff and changes nothing. `sked export` writes the file back.",
+		Example: "  sked apply -f schedules.yaml --dry-run\n  sked apply -f schedules.yaml --prune\n  sked export > schedules.yaml",
+		Args:    noArgs,
+	}, func(ctx context.Context, a *api, _ []string) error { return f.run(ctx, a) })
+	cmd.Flags().StringVarP(&f.file, "file", "f", "", "the file of jobs, YAML or JSON; - for standard input")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print what would change, as a diff, and change nothing")
+	cmd.Flags().BoolVar(&f.prune, "prune", false, "cancel the named jobs that the file does not name")
+	return cmd
+}
+
+// run applies the file.
+func (f *applyFlags) run(ctx context.Context, a *api) error {
+	if f.file == "" {
+		return usagef("-f FILE is required: the jobs to apply, YAML or JSON (- for standard input)")
+	}
+	b, err := readFile(f.file)
+	if err != nil {
+		return err
+	}
+	jobs, err := parseJobs(b)
+	if err != nil {
+		return usagef("%s: %v", f.file, err)
+	}
+	var (
+		created, changed, unchanged, pruned int
+		errs                                []error
+		results                             []db.JobPutResult
+	)
+	for _, req := range jobs {
+		res, err := a.c.JobPut(ctx, req.Name, req, f.dryRun)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s: %w", req.Name, apiError(err, a.server)))
+			continue
+		}
+		results = append(results, res)
+		switch {
+		case res.Created:
+			created++
+			if !a.json {
+				printCreate(a.stdout, req, f.dryRun)
+			}
+		case len(res.Changes) > 0:
+			changed++
+			if !a.json {
+				printChanges(a.stdout, "~ "+jobLabel(res.Job), res.Changes)
+			}
+		default:
+			unchanged++
+		}
+	}
+	if f.prune {
+		var perrs []error
+		pruned, perrs = f.pruneJobs(ctx, a, jobs)
+		errs = append(errs, perrs...)
+	}
+	if a.json {
+		if err := a.printJSON(results); err != nil {
+			return err
+		}
+		return errors.Join(errs...)
+	}
+	would := ""
+	if f.dryRun {
+		would = "would be "
+	}
+	switch {
+	case created+changed+pruned == 0 && len(errs) == 0:
+		fmt.Fprintf(a.stdout, "nothing to change: the server has the %s of %s as they are\n", plural(len(jobs), "job"), f.file)
+	default:
+		fmt.Fprintf(a.stdout, "%s: %d %screated, %d %schanged, %d unchanged", plural(len(jobs), "job"), created, would, changed, would, unchanged)
+		if f.prune {
+			fmt.Fprintf(a.stdout, ", %d %scancelled (not in %s)", pruned, would, f.file)
+		}
+		fmt.Fprintln(a.stdout)
+	}
+	if f.dryRun && len(errs) == 0 {
+		fmt.Fprintln(a.stdout, "(dry run: nothing was changed)")
+	}
+	return errors.Join(errs...)
+}
+
+// plural is "1 job", "2 jobs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// pruneJobs cancels the named jobs, not cancelled nor done, that jobs does
+// not name, and returns how many it cancelled (or would).
+func (f *applyFlags) pruneJobs(ctx context.Context, a *api, jobs []skedapi.JobCreateRequest) (int, []error) {
+	keep := map[string]bool{}
+	for _, j := range jobs {
+		keep[j.Name] = true
+	}
+	named, err := namedJobs(ctx, a.c)
+	if err != nil {
+		return 0, []error{err}
+	}
+	n := 0
+	var errs []error
+	for _, j := range named {
+		if keep[j.Name] || j.State == db.StateDone {
+			continue
+		}
+		if !f.dryRun {
+			if err := a.c.JobCancel(ctx, j.ID); err != nil {
+				errs = append(errs, fmt.Errorf("prune job %s: %w", j.Name, apiError(err, a.server)))
+				continue
+			}
+		}
+		n++
+		if !a.json {
+			fmt.Fprintf(a.stdout, "- %s: cancel (%s job, not in %s)\n", jobLabel(j), j.Type, f.file)
+		}
+	}
+	return n, errs
+}
+
+// namedJobs are the jobs that have a name and are not cancelled, by name.
+func namedJobs(ctx context.Context, c *skedapi.Client) ([]db.Job, error) {
+	p := db.JobListParams{Limit: 500}
+	all, _, err := pages("", true, func(cursor string) ([]db.Job, string, error) {
+		p.Cursor = cursor
+		return c.JobList(ctx, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	named := slices.DeleteFunc(all, func(j db.Job) bool { return j.Name == "" || j.State == db.StateCancelled })
+	slices.SortFunc(named, func(a, b db.Job) int { return strings.Compare(a.Name, b.Name) })
+	return named, nil
+}
+
+// printCreate prints a job to be created as the lines of a diff.
+func printCreate(w io.Writer, req skedapi.JobCreateRequest, dryRun bool) {
+	fmt.Fprintf(w, "+ %s: create\n", req.Name)
+	if !dryRun {
+		return
+	}
+	fields, _ := orderedFields(req)
+	for _, kv := range fields {
+		if kv.key != "name" {
+			fmt.Fprintf(w, "    + %s: %s\n", kv.key, kv.value)
+		}
+	}
+}
+
+// printChanges prints changes, by field name, as the lines of a diff under
+// the header.
+func printChanges(w io.Writer, header string, changes db.Changes) {
+	fmt.Fprintln(w, header)
+	for _, field := range slices.Sorted(maps.Keys(changes)) {
+		c := changes[field]
+		fmt.Fprintf(w, "    - %s: %s\n    + %s: %s\n", field, jsonText(c.From), field, jsonText(c.To))
+	}
+}
+
+// jsonText is v as compact JSON, "null" for none.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// readFile reads name, or standard input for "-".
+func readFile(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, usagef("-f: %v", err)
+	}
+	return b, nil
+}
+
+// parseJobs reads a list of named job definitions, YAML or JSON, with the
+// fields of POST /jobs; a field it does not know is an error (a typo would
+// otherwise be a default).
+func parseJobs(b []byte) ([]skedapi.JobCreateRequest, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind == 0 {
+		return nil, errors.New("holds no jobs: give a list of jobs, each with a name")
+	}
+	list := doc.Content[0]
+	if list.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("line %d: give a list of jobs, each with a name (\"- name: nightly-backup\")", list.Line)
+	}
+	seen := map[string]int{}
+	jobs := make([]skedapi.JobCreateRequest, len(list.Content))
+	for i, n := range list.Content {
+		var buf bytes.Buffer
+		if err := writeJSON(&buf, n); err != nil {
+			return nil, fmt.Errorf("job %d (line %d): %w", i+1, n.Line, err)
+		}
+		dec := json.NewDecoder(&buf)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&jobs[i]); err != nil {
+			return nil, fmt.Errorf("job %d (line %d): %w", i+1, n.Line, err)
+		}
+		name := jobs[i].Name
+		switch {
+		case name == "":
+			return nil, fmt.Errorf("job %d (line %d) has no name: every job of the file needs one", i+1, n.Line)
+		case seen[name] > 0:
+			return nil, fmt.Errorf("job %d (line %d): the name %q is given twice (first on line %d)", i+1, n.Line, name, seen[name])
+		}
+		seen[name] = n.Line
+	}
+	return jobs, nil
+}
+
+// writeJSON writes the YAML node n as JSON, keeping the order of mapping
+// keys (a payload applied as exported is the same JSON) and numbers as
+// written.
+func writeJSON(w *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.AliasNode:
+		return writeJSON(w, n.Alias)
+	case yaml.MappingNode:
+		w.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			w.Write(k)
+			w.WriteByte(':')
+			if err := writeJSON(w, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		w.WriteByte('}')
+	case yaml.SequenceNode:
+		w.WriteByte('[')
+		for i, c := range n.Content {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			if err := writeJSON(w, c); err != nil {
+				return err
+			}
+		}
+		w.WriteByte(']')
+	default:
+		if (n.Tag == "!!int" || n.Tag == "!!float") && json.Valid([]byte(n.Value)) {
+			w.WriteString(n.Value)
+			return nil
+		}
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		w.Write(b)
+	}
+	return nil
+}
+
+// field is one member of a JSON object.
+type field struct{ key, value string }
+
+// orderedFields is v's JSON members in order, each value compact JSON.
+func orderedFields(v any) ([]field, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, err
+	}
+	var out []field
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		out = append(out, field{k.(string), string(raw)})
+	}
+	return out, nil
+}
+
+func exportCmd(env Env) *cobra.Command {
+	return clientCommand(env, &cobra.Command{
+		Use:   "export",
+		Short: "Write the named jobs as a file sked apply takes (YAML; JSON with --json)",
+		Long: "sked export writes the named jobs that are not cancelled, by name, with their whole definitions (defaults\n" +
+			"filled in), as the YAML list sked apply reads (--json: JSON). Applying it back changes nothing.",
+		Example: "  sked export > schedules.yaml\n  sked export | sked apply -f - --dry-run",
+		Args:    noArgs,
+	}, func(ctx context.Context, a *api, _ []string) error {
+		named, err := namedJobs(ctx, a.c)
+		if err != nil {
+			return err
+		}
+		reqs := make([]skedapi.JobCreateRequest, len(named))
+		for i, j := range named {
+			reqs[i] = skedapi.RequestOf(j)
+		}
+		if a.json {
+			return a.printJSON(reqs)
+		}
+		return writeYAML(a.stdout, reqs)
+	})
+}
+
+// writeYAML writes v, a value that marshals to JSON, as block-style YAML
+// with the JSON's order of keys.
+func writeYAML(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("write YAML: %w", err)
+	}
+	blockStyle(&doc)
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return fmt.Errorf("write YAML: %w", err)
+	}
+	return enc.Close()
+}
+
+// blockStyle turns the flow style of JSON text parsed as YAML into block
+// style, and its quoted strings into plain ones where YAML allows.
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}

@@ -1,0 +1,307 @@
+// Package cli is sked's command line: `sked serve`, `sked work`, the
+// client commands of the API and the operator's tools, on cobra and pflag.
+// Every flag is typed, most fall back to a SKED_… environment variable, and
+// a command line that cannot be run exits 2 naming what is wrong.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sked-dev/sked/internal/buildinfo"
+	"github.com/sked-dev/sked/server"
+)
+
+// Env is what a command line runs with: its environment, where it writes,
+// and the checks main adds.
+type Env struct {
+	Getenv         func(string) string
+	Stdout, Stderr io.Writer
+	// CheckServe, when set, vets sked serve's configuration before it
+	// starts; insecure is --insecure.
+	CheckServe func(cfg server.Config, insecure bool) error
+}
+
+// Main runs args and returns the process's exit status: 0, 1 for an error,
+// 2 for a command line that cannot be run as given. It prints the error.
+func Main(ctx context.Context, args []string, env Env) int {
+	err := Run(ctx, args, env)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "sked:", err)
+		if ue := (*usageError)(nil); errors.As(err, &ue) && ue.cmd != "" {
+			fmt.Fprintf(env.Stderr, "Run '%s --help' for usage.\n", ue.cmd)
+		}
+	}
+	return ExitCode(err)
+}
+
+// Run runs the command line args.
+func Run(ctx context.Context, args []string, env Env) error {
+	return execute(ctx, newRoot(env), args)
+}
+
+// execute runs args with root and its commands.
+func execute(ctx context.Context, root *cobra.Command, args []string) error {
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		return &usageError{msg: err.Error(), cmd: "sked"}
+	}
+	root.SetArgs(normalize(cmd, args))
+	root.SetContext(ctx)
+	cmd, err = root.ExecuteC()
+	if ue := (*usageError)(nil); errors.As(err, &ue) && ue.cmd == "" {
+		ue.cmd = cmd.CommandPath()
+	}
+	return err
+}
+
+// ExitCode is the process status for err: 0 for none, 2 for a usage error,
+// 1 otherwise.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ue := (*usageError)(nil); errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// usageError is a command line that cannot be run as given.
+type usageError struct {
+	msg string
+	cmd string // the command whose help to point at; "" until known
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// newRoot is the sked command and its commands.
+func newRoot(env Env) *cobra.Command {
+	root := bareRoot(env)
+	root.AddGroup(&cobra.Group{ID: "server", Title: "Run sked:"}, &cobra.Group{ID: "client", Title: "Work with jobs (a client of the API):"},
+		&cobra.Group{ID: "ops", Title: "Operate:"})
+	root.SetHelpCommandGroupID("ops")
+	root.SetCompletionCommandGroupID("ops")
+	for _, c := range []*cobra.Command{serveCmd(env), migrateCmd(env), workCmd(env)} {
+		c.GroupID = "server"
+		root.AddCommand(c)
+	}
+	for _, c := range clientCmds(env) {
+		c.GroupID = "client"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{versionCmd(env), backupCmd(env), healthcheckCmd(env), checkCmd(env), benchCmd(env)} {
+		c.GroupID = "ops"
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// bareRoot is the sked command without its commands: its help, --version,
+// how flag errors are told and the SKED_… fallbacks of every command's
+// flags.
+func bareRoot(env Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sked",
+		Short: "sked runs jobs once, on time, on some machine.",
+		Long: "sked runs jobs once, on time, on some machine: one binary keeps jobs, runs and schedules in a SQLite file\n" +
+			"(or PostgreSQL) and runs the HTTP API, dispatcher, workers and lease reaper in one process.\n\n" +
+			"Most flags fall back to a SKED_… environment variable, named in their help.",
+		Version:       buildinfo.Read().String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(env.Stderr)
+			cmd.Usage()
+			return usagef("no command given")
+		},
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return flagError(err) })
+	// Env fallbacks are read before every command runs, so that its flags
+	// hold their final values in RunE.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return applyEnv(cmd, env.Getenv) }
+	return root
+}
+
+func versionCmd(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit, commit date and Go version (also --version)",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintln(env.Stdout, buildinfo.Read())
+			return nil
+		},
+	}
+}
+
+// noArgs refuses positional arguments.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q: %s takes none (flag values go as --name value)", args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+// exactArgs wants n positional arguments, described by what.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %s", cmd.CommandPath(), what)
+		}
+		return nil
+	}
+}
+
+// envAnnotation names the SKED_… variable a flag falls back to; sepAnnotation
+// how its value is split for a flag given several times ("," or " ").
+const (
+	envAnnotation = "sked_env"
+	sepAnnotation = "sked_env_sep"
+)
+
+// envName is the variable flag name falls back to: SKED_ and the name in
+// upper case with underscores.
+func envName(name string) string {
+	return "SKED_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// withEnv makes each named flag of fs fall back to its SKED_… variable and
+// says so in its help.
+func withEnv(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		f := fs.Lookup(n)
+		if f == nil {
+			panic("cli: withEnv of unknown flag " + n)
+		}
+		_ = fs.SetAnnotation(n, envAnnotation, []string{envName(n)})
+		f.Usage += " (" + envName(n) + ")"
+	}
+}
+
+// splitEnv says that the SKED_… variable of flag name, which may be given
+// several times, holds several values separated by sep.
+func splitEnv(fs *pflag.FlagSet, name, sep string) {
+	_ = fs.SetAnnotation(name, sepAnnotation, []string{sep})
+	f := fs.Lookup(name)
+	what := "comma-separated"
+	if sep == " " {
+		what = "space-separated"
+	}
+	f.Usage = strings.TrimSuffix(f.Usage, ")") + ", " + what + ")"
+}
+
+// applyEnv sets each flag of cmd that the command line left out from its
+// SKED_… variable, when that is set. A bad value is a usage error naming
+// the variable.
+func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
+	var errs []error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		names := f.Annotations[envAnnotation]
+		if f.Changed || len(names) == 0 {
+			return
+		}
+		v := getenv(names[0])
+		if v == "" {
+			return
+		}
+		var err error
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			var parts []string
+			if sep := f.Annotations[sepAnnotation]; len(sep) > 0 && sep[0] == " " {
+				parts = strings.Fields(v)
+			} else {
+				parts = strings.Split(v, ",")
+			}
+			err = sv.Replace(parts)
+		} else {
+			err = f.Value.Set(v)
+		}
+		if err != nil {
+			errs = append(errs, usagef("%s=%q (for --%s): %s", names[0], v, f.Name, valueHint(f, err)))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// flagError rewrites pflag's errors into usage errors that name the flag
+// and say what to give.
+func flagError(err error) error {
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) {
+		return usagef("--%s %q: %s", iv.GetFlag().Name, iv.GetValue(), valueHint(iv.GetFlag(), iv.Unwrap()))
+	}
+	return &usageError{msg: err.Error()}
+}
+
+// valueHint says what a flag of f's type takes, after err from setting it.
+func valueHint(f *pflag.Flag, err error) string {
+	switch f.Value.Type() {
+	case "int", "int64":
+		return "give a whole number, such as 4"
+	case "duration":
+		return "give a duration such as 30s, 1m30s or 2h"
+	case "bool":
+		return "give true or false"
+	}
+	return err.Error()
+}
+
+// normalize rewrites args for cmd's flags, before pflag reads them:
+// "-name" becomes "--name" for a long flag (as Go's flag package read them),
+// and a flag whose value is optional ("--enable-exec", "--test-clock") takes
+// its value from the next argument when that is one it accepts
+// ("--enable-exec false", "--test-clock 2026-03-08T06:00:00Z").
+func normalize(cmd *cobra.Command, args []string) []string {
+	fs := cmd.Flags()
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && fs.Lookup(strings.SplitN(a[1:], "=", 2)[0]) != nil {
+			a = "-" + a
+		}
+		if name, ok := strings.CutPrefix(a, "--"); ok && !strings.Contains(name, "=") && i+1 < len(args) {
+			if f := fs.Lookup(name); f != nil && f.NoOptDefVal != "" && optionalValue(f, args[i+1]) {
+				a, i = a+"="+args[i+1], i+1
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// optionalValue reports whether v, after a flag f whose value may be left
+// out, is its value rather than the next argument.
+func optionalValue(f *pflag.Flag, v string) bool {
+	if v == "true" || v == "false" {
+		return true
+	}
+	if f.Value.Type() == "time" {
+		_, err := time.Parse(time.RFC3339, v)
+		return err == nil
+	}
+	return false
+}

@@ -1,0 +1,657 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	skedapi "github.com/sked-dev/sked/client"
+	"github.com/sked-dev/sked/db"
+)
+
+// DefaultServer is the API the client commands talk to when neither
+// --server nor SKED_SERVER says otherwise: the one `sked serve` starts.
+const DefaultServer = "http://127.0.0.1:8080"
+
+// showRuns is how many runs `sked show` lists under the job, and
+// showEvents how many events of its timeline.
+const (
+	showRuns   = 10
+	showEvents = 5
+)
+
+// api is what every client command has: the server, its token, --json, and
+// once connected the API client.
+type api struct {
+	env    Env
+	server string
+	token  string
+	json   bool
+	stdout io.Writer
+	c      *skedapi.Client
+	dash   int // where "--" was among the arguments; -1: nowhere
+}
+
+// register adds --server, --token and --json to fs.
+func (a *api) register(fs *pflag.FlagSet) {
+	fs.StringVar(&a.server, "server", DefaultServer, "sked API URL")
+	fs.StringVar(&a.token, "token", "", "bearer token")
+	withEnv(fs, "server", "token")
+	fs.BoolVar(&a.json, "json", false, "print JSON instead of tables")
+}
+
+// connect checks --server and makes the API client. Changes are recorded
+// on the jobs' timelines as made by USER@HOST.
+func (a *api) connect() error {
+	u, err := url.Parse(a.server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--server %q is not an http:// or https:// URL", a.server)
+	}
+	host, _ := os.Hostname()
+	actor := ""
+	if user := a.env.Getenv("USER"); user != "" {
+		actor = user + "@" + host
+	}
+	a.c = &skedapi.Client{BaseURL: strings.TrimRight(a.server, "/"), Token: a.token, Actor: actor}
+	return nil
+}
+
+// clientCommand is a client command whose run gets the connected API, its
+// errors rewritten into what to do about them.
+func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a *api, args []string) error) *cobra.Command {
+	a := &api{env: env, stdout: env.Stdout}
+	a.register(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := a.connect(); err != nil {
+			return err
+		}
+		a.dash = cmd.ArgsLenAtDash()
+		return apiError(run(cmd.Context(), a, args), a.server)
+	}
+	return cmd
+}
+
+// jobCommand is a client command on one job, given by its id or name, with
+// the names of the server's jobs as its shell completions.
+func jobCommand(env Env, use, short string, run func(ctx context.Context, a *api, id string) error) *cobra.Command {
+	cmd := clientCommand(env, &cobra.Command{Use: use, Short: short, Args: exactArgs(1, "one job id or name")},
+		func(ctx context.Context, c *api, args []string) error { return run(ctx, c, args[0]) })
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 || applyEnv(cmd, env.Getenv) != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c := &api{env: env, server: cmd.Flag("server").Value.String(), token: cmd.Flag("token").Value.String()}
+		if c.connect() != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+		defer cancel()
+		jobs, err := namedJobs(ctx, c.c)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names := make([]cobra.Completion, len(jobs))
+		for i, j := range jobs {
+			names[i] = cobra.CompletionWithDesc(j.Name, j.Type+" "+cmp.Or(j.Schedule, string(j.State)))
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+	return cmd
+}
+
+// cancelRunHint is how the server says to stop a run; the CLI says it as a
+// command.
+var cancelRunHint = regexp.MustCompile(`POST /jobs/([^/\s]+)/cancel-run`)
+
+// apiError rewrites errors of reaching the server into what to do about
+// them; the server's own problems (with their detail) pass as they are,
+// its hints put as sked commands.
+func apiError(err error, server string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
+	}
+	if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && ae.Detail != "" {
+		detail := cancelRunHint.ReplaceAllString(ae.Detail, "`sked cancel-run $1`")
+		return fmt.Errorf("%s (%d %s)", detail, ae.Status, http.StatusText(ae.Status))
+	}
+	return err
+}
+
+func clientCmds(env Env) []*cobra.Command {
+	return []*cobra.Command{
+		addCmd(env), lsCmd(env), showCmd(env), runsCmd(env), editCmd(env), applyCmd(env), exportCmd(env),
+		actionCmd(env, "cancel", "Cancel a job no worker holds", "cancelled"),
+		pauseCmd(env),
+		actionCmd(env, "resume", "Resume a paused job", "resumed"),
+		actionCmd(env, "retry", "Move a dead job back to ready", "retried"),
+		actionCmd(env, "trigger", "Run a job once now (a schedule keeps its pending slot)", "triggered"),
+		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of"),
+		actionCmd(env, "cancel-run", "Stop a job's running run (its handler's context ends; commands get SIGTERM)", "asked the run to stop of"),
+		backfillCmd(env),
+	}
+}
+
+// addFlags are the flags of sked add.
+type addFlags struct {
+	req                   skedapi.JobCreateRequest
+	payload, at, schedule string
+	exec                  bool
+	url                   string
+	in, timeout, backoff  time.Duration
+	jitter, expect        time.Duration
+}
+
+func addCmd(env Env) *cobra.Command {
+	var f addFlags
+	cmd := clientCommand(env, &cobra.Command{
+		Use:   "add --type T [flags] | add --exec [flags] -- CMD ARGS… | add --url URL [flags]",
+		Short: "Create a job: one-off (now, --at, --in) or recurring (--schedule)",
+		Example: "  sked add --exec --name nightly-backup --schedule '30 2 * * *' --tz Europe/Berlin -- sh -c 'restic backup /srv'\n" +
+			"  sked add --url https://example.com/hook --payload '{\"hello\":\"world\"}' --in 10m",
+	}, func(ctx context.Context, a *api, args []string) error { return f.run(ctx, a, args) })
+	fs := cmd.Flags()
+	fs.StringVar(&f.req.Name, "name", "", "name of the job, unique among jobs not cancelled, accepted wherever its id is")
+	fs.StringVar(&f.req.Type, "type", "", "job type: http, exec or a handler's name")
+	fs.StringVar(&f.payload, "payload", "", "payload JSON, or @FILE to read it from a file")
+	fs.StringVar(&f.at, "at", "", "one-off: run at this RFC 3339 time")
+	fs.DurationVar(&f.in, "in", 0, "one-off: run after this duration, e.g. 10m")
+	fs.StringVar(&f.schedule, "schedule", "", "recurring: cron expression, e.g. '30 2 * * 1-5' or '@every 90s'")
+	fs.StringVar(&f.req.Timezone, "tz", "", "recurring: IANA time zone of the schedule (default UTC)")
+	fs.IntVar(&f.req.MaxAttempts, "max-attempts", 0, "attempts before the job goes dead (server default by type)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "limit of one attempt (server default 1h)")
+	fs.DurationVar(&f.backoff, "backoff", 0, "first retry delay, doubled per attempt (server default by type)")
+	fs.DurationVar(&f.jitter, "jitter", 0, "recurring: spread the slots by a fixed offset inside this window")
+	fs.DurationVar(&f.expect, "expect-success-within", 0, "recurring: mark the job quiet when no run succeeded for this long")
+	fs.StringVar(&f.req.IdempotencyKey, "key", "", "idempotency key: a second add with it returns the first job")
+	fs.StringVar(&f.req.Overlap, "overlap", "", "recurring: skip or queue_one")
+	fs.StringVar(&f.req.Misfire, "misfire", "", "recurring: run_once, skip or run_all")
+	fs.BoolVar(&f.exec, "exec", false, "an exec job running the command after --")
+	fs.StringVar(&f.url, "url", "", "an http job POSTing to this URL (--payload is the body)")
+	fs.SortFlags = false
+	return cmd
+}
+
+// run creates the job.
+func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
+	pos, command := splitDash(a, args)
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q; a command for --exec goes after --", pos[0])
+	}
+	req := f.req
+	req.Timeout, req.Backoff, req.Jitter = db.Duration(f.timeout), db.Duration(f.backoff), db.Duration(f.jitter)
+	req.ExpectSuccessWithin = db.Duration(f.expect)
+	var (
+		body json.RawMessage
+		err  error
+	)
+	if f.payload != "" {
+		if body, err = readPayload(f.payload); err != nil {
+			return err
+		}
+	}
+	switch {
+	case f.exec && f.url != "":
+		return usagef("--exec and --url cannot be used together")
+	case f.exec:
+		if len(command) == 0 {
+			return usagef("--exec needs a command after --, e.g. sked add --exec -- sh -c 'date'")
+		}
+		if f.payload != "" {
+			return usagef("--exec builds the payload from the command; leave out --payload")
+		}
+		body, _ = json.Marshal(map[string][]string{"command": command})
+		req.Type, err = impliedType(req.Type, "exec", "--exec")
+	case f.url != "":
+		p := map[string]any{"url": f.url}
+		if body != nil {
+			p["body"] = body
+		}
+		body, _ = json.Marshal(p)
+		req.Type, err = impliedType(req.Type, "http", "--url")
+	case req.Type == "":
+		return usagef("--type is required (or --exec -- CMD, or --url URL)")
+	}
+	if err != nil {
+		return err
+	}
+	if len(command) > 0 && !f.exec {
+		return usagef("arguments after -- are a command for --exec; add --exec")
+	}
+	req.Payload = body
+
+	given := 0
+	for _, s := range []bool{f.at != "", f.in != 0, f.schedule != ""} {
+		if s {
+			given++
+		}
+	}
+	if given > 1 {
+		return usagef("give one of --at, --in and --schedule")
+	}
+	switch {
+	case f.at != "":
+		t, err := time.Parse(time.RFC3339, f.at)
+		if err != nil {
+			return usagef("--at %q is not an RFC 3339 time such as 2026-12-01T09:00:00Z", f.at)
+		}
+		req.RunAt = &t
+	case f.in < 0:
+		return usagef("--in %s must not be negative", f.in)
+	case f.in > 0:
+		t := time.Now().Add(f.in).UTC().Truncate(time.Millisecond)
+		req.RunAt = &t
+	}
+	if req.Timezone != "" && f.schedule == "" {
+		return usagef("--tz is the time zone of a --schedule; add --schedule")
+	}
+	req.Schedule = f.schedule
+
+	job, created, err := a.c.JobCreate(ctx, req)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(job)
+	}
+	if !created {
+		fmt.Fprintf(a.stdout, "job %s already exists for key %q (%s); nothing created\n", jobLabel(job), job.IdempotencyKey, job.State)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "created job %s (%s, %s, next run %s)\n", jobLabel(job), job.Type, job.State, timeText(job.NextRunAt))
+	return nil
+}
+
+// splitDash splits a command's arguments at "--": before it the positional
+// ones, after it a command.
+func splitDash(a *api, args []string) (pos, tail []string) {
+	if a.dash < 0 {
+		return args, nil
+	}
+	return args[:a.dash], args[a.dash:]
+}
+
+// impliedType is the type --exec or --url imply, refusing a --type that
+// says otherwise.
+func impliedType(given, implied, flagName string) (string, error) {
+	if given != "" && given != implied {
+		return "", usagef("%s makes a %s job; --type %s contradicts it", flagName, implied, given)
+	}
+	return implied, nil
+}
+
+// readPayload reads --payload: JSON, or @FILE for a file holding JSON.
+func readPayload(v string) (json.RawMessage, error) {
+	b := []byte(v)
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		var err error
+		if b, err = os.ReadFile(name); err != nil {
+			return nil, usagef("--payload: %v", err)
+		}
+	}
+	if !json.Valid(b) {
+		return nil, usagef("--payload is not valid JSON: %.80s", strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+func lsCmd(env Env) *cobra.Command {
+	var (
+		p     db.JobListParams
+		state string
+		all   bool
+	)
+	cmd := clientCommand(env, &cobra.Command{
+		Use:   "ls",
+		Short: "List jobs, newest first",
+		Args:  noArgs,
+	}, func(ctx context.Context, a *api, _ []string) error {
+		p.State = db.JobState(state)
+		jobs, next, err := pages(p.Cursor, all, func(cursor string) ([]db.Job, string, error) {
+			p.Cursor = cursor
+			return a.c.JobList(ctx, p)
+		})
+		if err != nil {
+			return err
+		}
+		if a.json {
+			return a.printJSON(struct {
+				Jobs       []db.Job `json:"jobs"`
+				NextCursor string   `json:"nextCursor,omitempty"`
+			}{append([]db.Job{}, jobs...), next})
+		}
+		tw := table(a.stdout, "NAME", "ID", "TYPE", "STATE", "SCHEDULE", "NEXT RUN", "ATTEMPT", "LAST ERROR")
+		for _, j := range jobs {
+			row(tw, cmp.Or(j.Name, "-"), j.ID, j.Type, string(j.State), cmp.Or(j.Schedule, "-"), timeText(j.NextRunAt),
+				fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), oneLine(j.LastError, 60))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if next != "" {
+			fmt.Fprintf(a.stdout, "more: sked ls --cursor %s (or --all)\n", next)
+		}
+		return nil
+	})
+	fs := cmd.Flags()
+	fs.StringVar(&state, "state", "", "only jobs in this state: ready, running, done, dead, cancelled, paused")
+	fs.StringVar(&p.Type, "type", "", "only jobs of this type")
+	fs.StringVar(&p.Name, "name", "", "only the job of this name")
+	fs.IntVar(&p.Limit, "limit", 0, "jobs per page (server default 50, at most 500)")
+	fs.StringVar(&p.Cursor, "cursor", "", "start at this page (the nextCursor of the previous one)")
+	fs.BoolVar(&all, "all", false, "follow the cursors to the last page")
+	return cmd
+}
+
+func runsCmd(env Env) *cobra.Command {
+	var (
+		p   db.RunListParams
+		all bool
+	)
+	cmd := jobCommand(env, "runs ID|NAME", "List a job's runs, newest first", func(ctx context.Context, a *api, id string) error {
+		p.JobID = id
+		runs, _, err := pages(0, all, func(cursor int64) ([]db.Run, int64, error) {
+			p.Cursor = cursor
+			return a.c.RunList(ctx, p)
+		})
+		if err != nil {
+			return err
+		}
+		if a.json {
+			return a.printJSON(append([]db.Run{}, runs...))
+		}
+		return a.runTable(runs)
+	})
+	cmd.Flags().IntVar(&p.Limit, "limit", 0, "runs per page (server default 50, at most 500)")
+	cmd.Flags().BoolVar(&all, "all", false, "every run, not only the newest page")
+	return cmd
+}
+
+// pages reads the page at cursor with list and, when all is set, every
+// page after it, and returns what they held and the cursor of the page after
+// the last one read (the zero value at the end).
+func pages[T any, C comparable](cursor C, all bool, list func(C) ([]T, C, error)) ([]T, C, error) {
+	var items []T
+	for {
+		page, next, err := list(cursor)
+		if err != nil {
+			return nil, next, err
+		}
+		items, cursor = append(items, page...), next
+		var end C
+		if !all || next == end {
+			return items, next, nil
+		}
+	}
+}
+
+// runTable prints runs, newest first, as a table.
+func (a *api) runTable(runs []db.Run) error {
+	tw := table(a.stdout, "RUN", "ATTEMPT", "SLOT", "WORKER", "STARTED", "DURATION", "OUTCOME", "ERROR")
+	for _, r := range runs {
+		outcome := string(r.Outcome)
+		if r.Reason != "" {
+			outcome += " (" + r.Reason + ")"
+		}
+		if r.GaveUp {
+			outcome += ", gave up"
+		}
+		dur := "-"
+		if r.StartedAt != nil && r.FinishedAt != nil {
+			dur = r.FinishedAt.Sub(*r.StartedAt).Round(time.Millisecond).String()
+		}
+		row(tw, strconv.FormatInt(r.ID, 10), strconv.Itoa(r.Attempt), timeText(r.Slot), cmp.Or(r.WorkerID, "-"),
+			timeText(r.StartedAt), dur, outcome, oneLine(r.Error, 60))
+	}
+	return tw.Flush()
+}
+
+// actionCmd is a command that changes one job's state: cancel, resume,
+// retry, trigger, skip, cancel-run. verb says what it did.
+func actionCmd(env Env, name, short, verb string) *cobra.Command {
+	return jobCommand(env, name+" ID|NAME", short, func(ctx context.Context, a *api, id string) error {
+		var (
+			job db.Job
+			err error
+		)
+		switch name {
+		case "cancel":
+			if err = a.c.JobCancel(ctx, id); err == nil {
+				if a.json {
+					return a.printJSON(map[string]string{"jobId": id, "state": string(db.StateCancelled)})
+				}
+				job = db.Job{ID: id, State: db.StateCancelled}
+			}
+		case "resume":
+			job, err = a.c.JobResume(ctx, id)
+		case "retry":
+			job, err = a.c.JobRetry(ctx, id)
+		case "trigger":
+			job, err = a.c.JobTrigger(ctx, id)
+		case "skip":
+			job, err = a.c.JobSkip(ctx, id)
+		case "cancel-run":
+			job, err = a.c.JobCancelRun(ctx, id)
+		default:
+			panic("cli: actionCmd of " + name)
+		}
+		if err != nil {
+			return err
+		}
+		return a.printAction(verb, id, job)
+	})
+}
+
+// printAction says what a state change did to the job given as id.
+func (a *api) printAction(verb, id string, job db.Job) error {
+	if a.json {
+		return a.printJSON(job)
+	}
+	fmt.Fprintf(a.stdout, "%s job %s (now %s", verb, id, job.State)
+	if job.NextRunAt != nil {
+		fmt.Fprintf(a.stdout, ", next run %s", timeText(job.NextRunAt))
+	}
+	fmt.Fprintln(a.stdout, ")")
+	return nil
+}
+
+func pauseCmd(env Env) *cobra.Command {
+	var reason, until string
+	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339]", "Pause a ready job, with a reason and an end", func(ctx context.Context, a *api, id string) error {
+		var (
+			t   time.Time
+			job db.Job
+			err error
+		)
+		if until != "" {
+			if t, err = time.Parse(time.RFC3339, until); err != nil {
+				return usagef("--until %q is not an RFC 3339 time such as 2026-12-01T06:00:00Z", until)
+			}
+		}
+		if reason != "" || !t.IsZero() {
+			job, err = a.c.JobPauseUntil(ctx, id, reason, t)
+		} else {
+			job, err = a.c.JobPause(ctx, id)
+		}
+		if err != nil {
+			return err
+		}
+		return a.printAction("paused", id, job)
+	})
+	cmd.Flags().StringVar(&reason, "reason", "", "why the job is paused, shown on it")
+	cmd.Flags().StringVar(&until, "until", "", "resume by itself at this RFC 3339 time")
+	return cmd
+}
+
+func backfillCmd(env Env) *cobra.Command {
+	var from, to string
+	cmd := jobCommand(env, "backfill ID|NAME --from RFC3339 --to RFC3339", "Run each past slot of a schedule in --from..--to once", func(ctx context.Context, a *api, id string) error {
+		var times [2]time.Time
+		for i, f := range []struct{ name, v string }{{"from", from}, {"to", to}} {
+			t, err := time.Parse(time.RFC3339, f.v)
+			if err != nil {
+				return usagef("--%s %q: give an RFC 3339 time such as 2026-12-01T06:00:00Z", f.name, f.v)
+			}
+			times[i] = t
+		}
+		b, err := a.c.JobBackfill(ctx, id, times[0], times[1])
+		if err != nil {
+			return err
+		}
+		if a.json {
+			return a.printJSON(b)
+		}
+		fmt.Fprintf(a.stdout, "backfill of %s: %d slots, %d jobs created, %d in all\n", id, b.Slots, b.Created, len(b.JobIDs))
+		for _, jid := range b.JobIDs {
+			fmt.Fprintln(a.stdout, jid)
+		}
+		return nil
+	})
+	cmd.Flags().StringVar(&from, "from", "", "first slot time of the range, RFC 3339")
+	cmd.Flags().StringVar(&to, "to", "", "last slot time of the range, RFC 3339")
+	return cmd
+}
+
+func showCmd(env Env) *cobra.Command {
+	return jobCommand(env, "show ID|NAME", "Show a job, its last runs and the latest changes of its timeline",
+		func(ctx context.Context, a *api, id string) error { return a.show(ctx, id) })
+}
+
+// show prints a job, its newest runs and events.
+func (a *api) show(ctx context.Context, id string) error {
+	job, err := a.c.JobGet(ctx, id)
+	if err != nil {
+		return err
+	}
+	runs, _, err := a.c.RunList(ctx, db.RunListParams{JobID: job.ID, Limit: showRuns})
+	if err != nil {
+		return err
+	}
+	events, _, err := a.c.EventList(ctx, db.EventListParams{JobID: job.ID, Limit: showEvents})
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(struct {
+			Job    db.Job     `json:"job"`
+			Runs   []db.Run   `json:"runs"`
+			Events []db.Event `json:"events"`
+		}{job, append([]db.Run{}, runs...), append([]db.Event{}, events...)})
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	field := func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", name, value)
+		}
+	}
+	field("Name", job.Name)
+	field("ID", job.ID)
+	field("Type", job.Type)
+	field("State", string(job.State))
+	if job.Recurring() {
+		field("Schedule", job.Schedule+" ("+cmp.Or(job.Timezone, "UTC")+")")
+		field("Overlap", job.Overlap)
+		field("Misfire", job.Misfire)
+		field("Missed slots", strconv.FormatInt(job.MissedSlots, 10))
+	}
+	field("Next run", optTime(job.NextRunAt))
+	field("Attempt", fmt.Sprintf("%d of %d", job.Attempt, job.MaxAttempts))
+	field("Timeout", time.Duration(job.Timeout).String())
+	field("Backoff", time.Duration(job.Backoff).String())
+	if job.LeaseOwner != "" {
+		field("Held by", fmt.Sprintf("%s until %s (generation %d)", job.LeaseOwner, timeText(job.LeaseUntil), job.LeaseGeneration))
+	}
+	field("Idempotency key", job.IdempotencyKey)
+	field("Payload", string(job.Payload))
+	field("Last error", job.LastError)
+	field("Created", job.CreatedAt.Format(time.RFC3339))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(events) > 0 {
+		fmt.Fprintf(a.stdout, "\nTimeline (newest first):\n")
+		tw := table(a.stdout, "AT", "EVENT", "BY", "DETAIL")
+		for _, e := range events {
+			row(tw, e.At.UTC().Format(time.RFC3339), e.Kind, cmp.Or(e.Actor, "-"), oneLine(string(e.Detail), 80))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(a.stdout)
+	if len(runs) == 0 {
+		fmt.Fprintln(a.stdout, "no runs yet")
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "Last runs (newest first; all of them: sked runs %s --all):\n", job.ID)
+	return a.runTable(runs)
+}
+
+// printJSON writes v as indented JSON.
+func (a *api) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// jobLabel names a job for people: its name and id, or its id.
+func jobLabel(j db.Job) string {
+	if j.Name != "" {
+		return j.Name + " (" + j.ID + ")"
+	}
+	return j.ID
+}
+
+// table starts a tabwriter table with its header row.
+func table(w io.Writer, header ...string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row(tw, header...)
+	return tw
+}
+
+func row(tw *tabwriter.Writer, cells ...string) {
+	fmt.Fprintln(tw, strings.Join(cells, "\t"))
+}
+
+// timeText is t in RFC 3339 UTC, or "-" when absent.
+func timeText(t *time.Time) string {
+	return cmp.Or(optTime(t), "-")
+}
+
+// optTime is t in RFC 3339 UTC, or "" when absent.
+func optTime(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// oneLine makes s fit a table cell: its first line, at most n runes.
+func oneLine(s string, n int) string {
+	s, _, cut := strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > n {
+		s, cut = string(r[:n]), true
+	}
+	if cut {
+		s += "…"
+	}
+	return cmp.Or(s, "-")
+}

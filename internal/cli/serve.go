@@ -1,0 +1,274 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/notify"
+	"github.com/sked-dev/sked/server"
+	"github.com/sked-dev/sked/worker"
+)
+
+// serveFlags are the flags of sked serve (and migrate). Most are read
+// straight into cfg; finish reads the rest into it.
+type serveFlags struct {
+	cfg      server.Config
+	insecure bool
+	log      logFlags
+	// Read into cfg by finish.
+	tokens, allowedHosts, jobDefaults string
+	defaultAttempts                   int
+	defaultBackoff                    time.Duration
+	retention, claimAhead             time.Duration
+	notify                            []string
+	testClock                         timeValue
+}
+
+func (s *serveFlags) register(fs *pflag.FlagSet) {
+	c := &s.cfg
+	fs.StringVar(&c.DB, "db", "sked.db", "SQLite database file, or a postgres:// URL shared by many nodes")
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "HTTP listen address")
+	fs.IntVar(&c.Workers, "workers", worker.DefaultSlots, "jobs run at once by this process")
+	fs.DurationVar(&c.Lease, "lease", db.DefaultLease, "lease of a claimed job, renewed while it runs")
+	fs.DurationVar(&c.Grace, "grace", worker.DefaultGrace, "how long shutdown waits for running jobs")
+	fs.DurationVar(&s.claimAhead, "claim-ahead", worker.DefaultClaimAhead,
+		"claim jobs this long before they are due and start each when it is due, so that a spike starts on time; 0: claim only due jobs")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "largest request body in bytes")
+	fs.BoolVar(&c.EnableExec, "enable-exec", false, "run jobs of type exec (commands on this machine)")
+	fs.BoolVar(&c.AllowPrivateTargets, "allow-private-targets", false, "let http jobs call loopback, private and link-local addresses")
+	fs.StringVar(&c.HTTPSecret, "http-secret", "", "sign http jobs' requests with this HMAC secret")
+	fs.Var(&s.testClock, "test-clock",
+		"run on a virtual clock that starts at this RFC 3339 time (or now, when given bare) and moves only by POST /test/clock; for testing schedules")
+	fs.Lookup("test-clock").NoOptDefVal = "true"
+	fs.StringArrayVar(&s.notify, "notify", nil, "send dead jobs, quiet and recovered schedules and clock steps to a sink: webhook:URL, ntfy:URL/TOPIC, "+
+		"gotify:URL?token=T, slack:WEBHOOK_URL, discord:WEBHOOK_URL, or email as smtp://USER:PASSWORD@HOST:587?to=ADDR&from=ADDR "+
+		"(STARTTLS; smtps:// or port 465 for implicit TLS; percent-encode @ : / ? # in USER and PASSWORD; repeat to= for more recipients); "+
+		"repeat the flag for several")
+	fs.StringVar(&c.PublicURL, "public-url", "",
+		"the address people open the dashboard at, e.g. https://sked.example.com; every notification links to the job's page there")
+	fs.StringVar(&s.tokens, "token", "",
+		"require this bearer token on every API request; several, comma-separated, are all accepted")
+	fs.BoolVar(&s.insecure, "insecure", false, "allow listening beyond loopback without a token")
+	fs.StringVar(&s.allowedHosts, "allowed-hosts", "",
+		"without a token the API answers only the Host names localhost, 127.0.0.1 and [::1]; "+
+			"also answer these, comma-separated, e.g. the name a reverse proxy forwards")
+	fs.DurationVar(&s.retention, "retention", worker.DefaultRetention,
+		"prune finished one-off jobs and runs of recurring jobs older than this; 0 keeps everything")
+	fs.StringVar(&s.jobDefaults, "job-defaults", "",
+		"attempts and backoff of jobs that do not set them, by type: TYPE=ATTEMPTS/BACKOFF, comma-separated, * for every other type "+
+			"(sked's own: http=25/1m, the others 5/1s)")
+	fs.IntVar(&s.defaultAttempts, "default-max-attempts", 0, "maxAttempts of jobs of every type --job-defaults does not name")
+	fs.DurationVar(&s.defaultBackoff, "default-backoff", 0, "backoff of jobs of every type --job-defaults does not name")
+	execEnvFlag(fs, &c.ExecEnv)
+	s.log.register(fs)
+	withEnv(fs, "db", "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "enable-exec", "allow-private-targets",
+		"http-secret", "test-clock", "notify", "public-url", "token", "insecure", "allowed-hosts", "retention", "job-defaults",
+		"default-max-attempts", "default-backoff")
+	splitEnv(fs, "notify", " ")
+	fs.SortFlags = false
+}
+
+// finish checks the flags and reads those that are not cfg's fields into
+// it; each error names its flag.
+func (s *serveFlags) finish() error {
+	c := &s.cfg
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, usagef(format, args...)) }
+	if c.Workers < 1 {
+		bad("--workers %d: must be at least 1", c.Workers)
+	}
+	if c.Lease < 300*time.Millisecond {
+		bad("--lease %s: must be at least 300ms", c.Lease)
+	}
+	if s.claimAhead < 0 || s.claimAhead > c.Lease/4 {
+		bad("--claim-ahead %s: must be between 0 and a quarter of --lease (%s)", s.claimAhead, c.Lease/4)
+	}
+	if s.retention < 0 {
+		bad("--retention %s: give a duration such as 720h, or 0 to keep everything", s.retention)
+	}
+	c.Retention, c.ClaimAhead = offWhenZero(s.retention), offWhenZero(s.claimAhead)
+	c.TestClock = time.Time(s.testClock)
+	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
+		bad("--public-url %q: give the dashboard's absolute address without query or fragment, e.g. https://sked.example.com or https://example.com/sked/", c.PublicURL)
+	}
+	if err := checkExecEnv(c.ExecEnv); err != nil {
+		errs = append(errs, err)
+	}
+	for _, v := range s.notify {
+		sink, err := notify.ParseSink(v)
+		if err != nil {
+			bad("--notify: %v", err)
+			continue
+		}
+		c.NotifySinks = append(c.NotifySinks, sink)
+	}
+	for t := range strings.SplitSeq(s.tokens, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			c.Tokens = append(c.Tokens, t)
+		}
+	}
+	var err error
+	if c.AllowedHosts, err = parseAllowedHosts(s.allowedHosts); err != nil {
+		errs = append(errs, err)
+	}
+	spec := s.jobDefaults
+	if s.defaultAttempts != 0 || s.defaultBackoff != 0 {
+		spec += "," + server.AnyType + "=" + optional(s.defaultAttempts != 0, strconv.Itoa(s.defaultAttempts)) +
+			"/" + optional(s.defaultBackoff != 0, s.defaultBackoff.String())
+	}
+	if c.JobDefaults, err = server.ParseJobDefaults(spec); err != nil {
+		bad("--job-defaults: %v", err)
+	}
+	return joinUsage(errs)
+}
+
+// joinUsage joins usage errors into one, itself a usage error; nil for none.
+func joinUsage(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &usageError{msg: strings.Join(msgs, "\n")}
+}
+
+// optional is s when ok, else "".
+func optional(ok bool, s string) string {
+	if ok {
+		return s
+	}
+	return ""
+}
+
+// parseAllowedHosts splits the value of --allowed-hosts: host names or IP
+// addresses, comma-separated, each without scheme, port or wildcard.
+func parseAllowedHosts(v string) ([]string, error) {
+	var hosts []string
+	for h := range strings.SplitSeq(v, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err == nil || strings.ContainsAny(h, "/@*? ") {
+			return nil, usagef("--allowed-hosts %q: give host names such as sked.example.com, comma-separated, "+
+				"without scheme, port or wildcard (every port is served)", h)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
+}
+
+// offWhenZero maps a duration flag whose 0 turns its feature off
+// (--retention, --claim-ahead) to its server.Config field, where zero means
+// the default and negative off.
+func offWhenZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// execEnvFlag registers --exec-env on fs, read into names: the flag,
+// repeated, or else SKED_EXEC_ENV, comma-separated.
+func execEnvFlag(fs *pflag.FlagSet, names *[]string) {
+	fs.StringArrayVar(names, "exec-env", nil, "pass this variable of sked's own environment on to commands, which get only PATH, HOME, LANG, TZ, "+
+		"their SKED_* and their payload's env otherwise; repeat for several")
+	withEnv(fs, "exec-env")
+	splitEnv(fs, "exec-env", ",")
+}
+
+// checkExecEnv checks the names of --exec-env.
+func checkExecEnv(names []string) error {
+	for _, n := range names {
+		if n == "" || strings.ContainsAny(n, "=\x00") {
+			return usagef("--exec-env %q: give the name of a variable, such as --exec-env AWS_PROFILE", n)
+		}
+	}
+	return nil
+}
+
+// timeValue is the value of --test-clock: an RFC 3339 time, "true" for
+// now, "false" or "" for none.
+type timeValue time.Time
+
+func (t *timeValue) Set(v string) error {
+	switch v {
+	case "", "false":
+		*t = timeValue{}
+	case "true":
+		*t = timeValue(time.Now())
+	default:
+		tt, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf(`give an RFC 3339 start time such as "2026-03-08T06:00:00Z", or no value to start now`)
+		}
+		*t = timeValue(tt)
+	}
+	return nil
+}
+
+func (t *timeValue) String() string {
+	if time.Time(*t).IsZero() {
+		return ""
+	}
+	return time.Time(*t).Format(time.RFC3339)
+}
+
+func (t *timeValue) Type() string { return "time" }
+
+// serveCommand is a command with sked serve's flags (serve, migrate) that
+// runs run with them checked and the logger they ask for.
+func serveCommand(env Env, use, short string, run func(cmd *cobra.Command, s *serveFlags) error) *cobra.Command {
+	s := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := s.finish(); err != nil {
+				return err
+			}
+			log, err := s.log.logger(env.Stderr)
+			if err != nil {
+				return err
+			}
+			s.cfg.Logger = log
+			return run(cmd, s)
+		},
+	}
+	s.register(cmd.Flags())
+	return cmd
+}
+
+func serveCmd(env Env) *cobra.Command {
+	cmd := serveCommand(env, "serve", "Run the scheduler: API, dashboard, dispatcher, workers, reaper", func(cmd *cobra.Command, s *serveFlags) error {
+		if env.CheckServe != nil {
+			if err := env.CheckServe(s.cfg, s.insecure); err != nil {
+				return err
+			}
+		}
+		return server.New(s.cfg).Run(cmd.Context())
+	})
+	cmd.Example = "  sked serve --db /var/lib/sked/sked.db --enable-exec\n  SKED_TOKEN=s3cret sked serve --addr 0.0.0.0:8080"
+	return cmd
+}
+
+func migrateCmd(env Env) *cobra.Command {
+	return serveCommand(env, "migrate", "Create or upgrade the database (--db) and exit", func(cmd *cobra.Command, s *serveFlags) error {
+		store, err := server.OpenStore(cmd.Context(), s.cfg.DB)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "%s is at the current schema\n", s.cfg.DB)
+		return store.Close()
+	})
+}

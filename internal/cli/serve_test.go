@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// parseServe runs `sked serve args` with the environment env up to the
+// point where it would start, and returns the flags it would start with.
+func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags, error) {
+	t.Helper()
+	e := Env{Getenv: func(k string) string { return env[k] }, Stdout: io.Discard, Stderr: io.Discard}
+	var got *serveFlags
+	root := bareRoot(e)
+	root.AddCommand(serveCommand(e, "serve", "", func(_ *cobra.Command, s *serveFlags) error { got = s; return nil }))
+	err := execute(context.Background(), root, append([]string{"serve"}, args...))
+	return got, err
+}
+
+func TestServeFlags_Env(t *testing.T) {
+	s, err := parseServe(t, nil, map[string]string{"SKED_WORKERS": "3", "SKED_ENABLE_EXEC": "true", "SKED_LEASE": "10s"})
+	if err != nil || s.cfg.Workers != 3 || !s.cfg.EnableExec || s.cfg.Lease != 10*time.Second || s.cfg.Addr != "127.0.0.1:8080" || s.cfg.DB != "sked.db" {
+		t.Fatalf("config from env = %+v, %v", s, err)
+	}
+	// Flags win over the environment; a bool takes its value as the next
+	// argument too.
+	s, err = parseServe(t, []string{"--enable-exec", "false", "--workers", "5", "-lease=2s"}, map[string]string{"SKED_WORKERS": "3", "SKED_ENABLE_EXEC": "true"})
+	if err != nil || s.cfg.Workers != 5 || s.cfg.EnableExec || s.cfg.Lease != 2*time.Second {
+		t.Fatalf("flags over env = %+v, %v", s.cfg, err)
+	}
+	s, err = parseServe(t, []string{"--test-clock", "2026-03-08T06:00:00Z", "--enable-exec"}, nil)
+	if err != nil || !s.cfg.TestClock.Equal(time.Date(2026, 3, 8, 6, 0, 0, 0, time.UTC)) || !s.cfg.EnableExec {
+		t.Fatalf("--test-clock TIME: %v, %v", s.cfg.TestClock, err)
+	}
+	if s, err = parseServe(t, []string{"--test-clock"}, nil); err != nil || s.cfg.TestClock.IsZero() {
+		t.Fatalf("bare --test-clock: %v, %v", s.cfg.TestClock, err)
+	}
+	s, err = parseServe(t, []string{"--retention", "0", "--claim-ahead", "0", "--exec-env", "A", "--exec-env", "B"}, map[string]string{"SKED_EXEC_ENV": "C,D"})
+	if err != nil || s.cfg.Retention != -1 || s.cfg.ClaimAhead != -1 || strings.Join(s.cfg.ExecEnv, " ") != "A B" {
+		t.Fatalf("retention, claim-ahead 0, exec-env: %+v, %v", s.cfg, err)
+	}
+	if s, err = parseServe(t, nil, map[string]string{"SKED_EXEC_ENV": "C,D"}); err != nil || strings.Join(s.cfg.ExecEnv, " ") != "C D" {
+		t.Fatalf("SKED_EXEC_ENV: %q, %v", s.cfg.ExecEnv, err)
+	}
+	s, err = parseServe(t, []string{"--default-max-attempts", "7"}, map[string]string{"SKED_JOB_DEFAULTS": "http=3/5s"})
+	if err != nil || s.cfg.JobDefaults["*"].MaxAttempts != 7 || s.cfg.JobDefaults["http"].MaxAttempts != 3 {
+		t.Fatalf("job defaults: %+v, %v", s.cfg.JobDefaults, err)
+	}
+}
+
+func TestServeFlags_Tokens(t *testing.T) {
+	s, err := parseServe(t, nil, map[string]string{"SKED_TOKEN": "one, two,", "SKED_RETENTION": "0", "SKED_INSECURE": "true"})
+	if err != nil || strings.Join(s.cfg.Tokens, " ") != "one two" || s.cfg.Retention != -1 || !s.insecure {
+		t.Fatalf("SKED_TOKEN=%q: tokens %q retention %v insecure %v, %v", "one, two,", s.cfg.Tokens, s.cfg.Retention, s.insecure, err)
+	}
+}
+
+func TestServeFlags_NotifyAndPublicURL(t *testing.T) {
+	s, err := parseServe(t, nil, map[string]string{
+		"SKED_NOTIFY":     "slack:https://hooks.slack.com/services/T/B/x smtp://a:pw@mail.example.com?to=ops@example.com&from=sked@example.com",
+		"SKED_PUBLIC_URL": "https://sked.example.com/ops/",
+	})
+	if err != nil || len(s.cfg.NotifySinks) != 2 || s.cfg.NotifySinks[1].SMTP == nil || s.cfg.PublicURL != "https://sked.example.com/ops/" {
+		t.Fatalf("config from env = %+v, %v", s.cfg, err)
+	}
+	for _, bad := range []string{"sked.example.com", "ftp://sked.example.com", "https://sked.example.com/?x=1", "https://sked.example.com/#/jobs"} {
+		_, err := parseServe(t, []string{"--public-url", bad}, nil)
+		if ExitCode(err) != 2 || !strings.Contains(err.Error(), "--public-url") || !strings.Contains(err.Error(), "e.g. https://sked.example.com") {
+			t.Errorf("--public-url %s: %v, want a refusal that says what to give", bad, err)
+		}
+	}
+	_, err = parseServe(t, []string{"--notify", "smtp://a:pw@mail.example.com"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--notify") || !strings.Contains(err.Error(), "recipient") || strings.Contains(err.Error(), "pw") {
+		t.Errorf("--notify smtp without recipients: %v", err)
+	}
+}
+
+func TestServeFlags_AllowedHosts(t *testing.T) {
+	env := map[string]string{"SKED_ALLOWED_HOSTS": "a.example,b.example"}
+	s, err := parseServe(t, nil, env)
+	if err != nil || strings.Join(s.cfg.AllowedHosts, " ") != "a.example b.example" {
+		t.Errorf("SKED_ALLOWED_HOSTS: %v", err)
+	}
+	if s, err = parseServe(t, []string{"--allowed-hosts", "c.example"}, env); err != nil || strings.Join(s.cfg.AllowedHosts, " ") != "c.example" {
+		t.Errorf("--allowed-hosts over SKED_ALLOWED_HOSTS: %v", err)
+	}
+	for _, bad := range []string{"sked.lan:8080", "https://sked.lan", "*.lan", "[::1]:80"} {
+		_, err := parseServe(t, []string{"--allowed-hosts", bad}, nil)
+		if ExitCode(err) != 2 || !strings.Contains(err.Error(), "without scheme, port or wildcard") {
+			t.Errorf("--allowed-hosts %s: %v, want a refusal that says what to give", bad, err)
+		}
+	}
+}

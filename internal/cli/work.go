@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	skedapi "github.com/sked-dev/sked/client"
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/buildinfo"
+	"github.com/sked-dev/sked/worker"
+)
+
+// workFlags are what `sked work` runs with.
+type workFlags struct {
+	server, token, workerID string
+	types                   []string
+	concurrency             int
+	lease, grace            time.Duration
+	execEnv                 []string
+	log                     logFlags
+}
+
+func workCmd(env Env) *cobra.Command {
+	var f workFlags
+	cmd := &cobra.Command{
+		Use:   "work --server URL --type T [--type T2] [flags] -- CMD ARGS…",
+		Short: "A worker on any machine: claims jobs of the types from a server and runs CMD per job",
+		Long: "sked work claims jobs of the given types from a sked server and runs CMD for each, with the payload on stdin\n" +
+			"and SKED_* in the environment. SIGTERM stops claiming, lets running commands finish within --grace and hands\n" +
+			"the rest back. It retries an unreachable server with growing, jittered waits (1s to 30s) and stops at once\n" +
+			"when the server refuses its token.",
+		Example: "  sked work --server http://sked.lan:8080 --type thumbnail -- ./make-thumbnail",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash > 0 {
+				return usagef("unexpected argument %q: the command goes after --", args[0])
+			}
+			if err := f.check(args); err != nil {
+				return err
+			}
+			log, err := f.log.logger(env.Stderr)
+			if err != nil {
+				return err
+			}
+			return f.run(cmd.Context(), args, log)
+		},
+	}
+	fs := cmd.Flags()
+	fs.SetInterspersed(false) // the command's own flags are its own
+	hostname, _ := os.Hostname()
+	fs.StringVar(&f.server, "server", DefaultServer, "URL of the sked server")
+	fs.StringVar(&f.token, "token", "", "bearer token for the server's API")
+	fs.StringVar(&f.workerID, "worker-id", hostname+"/"+strconv.Itoa(os.Getpid()), "name of this worker in leases and runs")
+	fs.StringArrayVar(&f.types, "type", nil, "job type to claim; repeat for several")
+	fs.IntVar(&f.concurrency, "concurrency", 1, "jobs run at once")
+	fs.DurationVar(&f.lease, "lease", db.DefaultLease, "lease of a claimed job, renewed every third of it")
+	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "how long SIGTERM waits for running jobs before stopping them")
+	withEnv(fs, "server", "token", "worker-id", "type", "concurrency", "lease", "grace")
+	splitEnv(fs, "type", ",")
+	execEnvFlag(fs, &f.execEnv)
+	f.log.register(fs)
+	fs.SortFlags = false
+	return cmd
+}
+
+// check checks the flags and the command.
+func (f *workFlags) check(command []string) error {
+	var errs []error
+	if len(f.types) == 0 {
+		errs = append(errs, usagef("--type is required: the job type this worker runs"))
+	}
+	if len(command) == 0 || command[0] == "" {
+		errs = append(errs, usagef("no command: give it after --, e.g. sked work --type thumbnail -- ./make-thumbnail"))
+	}
+	if !strings.HasPrefix(f.server, "http://") && !strings.HasPrefix(f.server, "https://") {
+		errs = append(errs, usagef("--server %q: must be an http:// or https:// URL", f.server))
+	}
+	if err := checkExecEnv(f.execEnv); err != nil {
+		errs = append(errs, err)
+	}
+	if f.concurrency < 1 {
+		errs = append(errs, usagef("--concurrency %d: must be at least 1", f.concurrency))
+	}
+	if f.lease < 300*time.Millisecond {
+		errs = append(errs, usagef("--lease %s: must be at least 300ms", f.lease))
+	}
+	if f.grace < 0 {
+		errs = append(errs, usagef("--grace %s: must not be negative", f.grace))
+	}
+	return joinUsage(errs)
+}
+
+// run runs a remote worker until ctx is done: a worker.Pool over the
+// server's worker protocol whose handler runs command per job, as the exec
+// kind does. On ctx's end it stops claiming, lets running commands finish
+// within the grace period, stops the rest (SIGTERM) and hands their jobs
+// back. It ends with an error when the server refuses the token.
+func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	c := &skedapi.Client{BaseURL: f.server, Token: f.token}
+	store := &patientStore{Client: c, log: log, refused: stop, server: f.server}
+	cmd := worker.ExecPayload{Command: command}
+	execCfg := worker.ExecConfig{Env: f.execEnv}
+	run := func(ctx context.Context, job *worker.Job) error { return worker.RunCommand(ctx, job, cmd, execCfg) }
+	handlers := make(map[string]worker.HandlerFunc, len(f.types))
+	for _, t := range f.types {
+		handlers[t] = run
+	}
+	pool := worker.NewPool(worker.PoolConfig{
+		Store: store, Handlers: handlers, WorkerID: f.workerID, Slots: f.concurrency,
+		Lease: f.lease, Grace: f.grace, NextDueFunc: c.NextDue, Logger: log,
+	})
+	log.Info("sked working", "server", f.server, "types", strings.Join(pool.Types(), ","),
+		"concurrency", f.concurrency, "worker_id", f.workerID, "version", buildinfo.Read().Version)
+	err := pool.Run(ctx)
+	log.Info("stopped")
+	if cause := context.Cause(ctx); errors.Is(cause, errRefused) {
+		return cause
+	}
+	return err
+}
+
+// errRefused is the cause sked work stops with when the server refuses its
+// token or its Host.
+var errRefused = errors.New("the server refused this worker")
+
+// Waits between failed claims: growing from claimRetryMin, doubled per
+// failure, to claimRetryMax, with jitter.
+const (
+	claimRetryMin = time.Second
+	claimRetryMax = 30 * time.Second
+)
+
+// patientStore is the API client of sked work as the pool's store. A claim
+// that fails is tried again after a wait, longer the more claims failed in a
+// row, with jitter so that the workers of a restarted server do not all come
+// back at once; a claim the server refuses (401, 403) stops the worker.
+type patientStore struct {
+	*skedapi.Client
+	log     *slog.Logger
+	server  string
+	refused context.CancelCauseFunc
+}
+
+// RunClaimWaited claims, trying again after failures (see patientStore)
+// until a claim succeeds or ctx ends. The time spent on failed claims
+// counts as waited: the leases of the claims began no sooner.
+func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.Claim, time.Duration, error) {
+	start := time.Now()
+	for failures := 0; ; {
+		sent := time.Now()
+		claims, waited, err := s.Client.RunClaimWaited(ctx, p)
+		if err == nil {
+			if failures > 0 {
+				s.log.Info("claims work again", "failures", failures)
+			}
+			return claims, sent.Sub(start) + waited, nil
+		}
+		if ctx.Err() != nil {
+			return nil, 0, err
+		}
+		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
+			s.refused(fmt.Errorf("%w: %s answered %w; check --token (SKED_TOKEN) and --server", errRefused, s.server, ae))
+			return nil, 0, err
+		}
+		failures++
+		wait := retryWait(failures, rand.Float64)
+		s.log.Warn("claim failed; retrying", "err", err, "failures", failures, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, err
+		}
+	}
+}
+
+// retryWait is the wait after the n-th failure in a row: claimRetryMin
+// doubled per failure up to claimRetryMax, of which a random half (rnd
+// returns [0,1)) is taken off.
+func retryWait(n int, rnd func() float64) time.Duration {
+	d := claimRetryMax
+	if n < 16 {
+		d = min(claimRetryMin<<(n-1), claimRetryMax)
+	}
+	return d/2 + time.Duration(rnd()*float64(d/2))
+}
