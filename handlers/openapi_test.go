@@ -60,7 +60,7 @@ func TestOpenAPI_MatchesRoutes(t *testing.T) {
 		Store:     sqlitetest.Open(t),
 		Metrics:   http.NotFoundHandler(),
 		TestClock: clock.NewVirtual(testNow),
-	}).(chi.Routes)
+	}).Handler.(chi.Routes)
 	if !ok {
 		t.Fatal("handlers.New no longer returns a chi router; make this test walk the routes another way")
 	}
