@@ -72,6 +72,9 @@ func embed(t *testing.T, cfg server.Config) (*server.Server, *ran) {
 		if _, _, err := s.Enqueue(context.Background(), wire.JobCreateRequest{Type: "greet"}); !errors.Is(err, server.ErrClosed) {
 			t.Errorf("Enqueue after Run returned: %v, want ErrClosed", err)
 		}
+		if err := s.Run(context.Background()); !errors.Is(err, server.ErrClosed) {
+			t.Errorf("Run after Run returned: %v, want ErrClosed", err)
+		}
 	})
 	return s, r
 }
@@ -145,6 +148,9 @@ func TestServer_Embedded(t *testing.T) {
 		t.Fatalf("POST /sked/jobs: %d %s", code, viaAPI)
 	}
 	waitUntil(t, "the job created through the API to run", func() bool { return r.count(j.ID) == 1 })
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "cancel") {
+		t.Errorf("Close while Run runs: %v, want a refusal saying to cancel Run's context", err)
+	}
 
 	// Enqueue refuses what the API refuses, with the error it answers 422
 	// for, and creates nothing.
@@ -249,4 +255,35 @@ func mustParse(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestServer_StartTwiceOnOneFile starts a second server on the SQLite file
+// a started one holds: it is refused, saying who holds the file, and once
+// the first is closed a third starts.
+func TestServer_StartTwiceOnOneFile(t *testing.T) {
+	ctx := context.Background()
+	cfg := server.Config{DB: filepath.Join(t.TempDir(), "sked.db")}
+	first := server.New(cfg)
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(ctx); err == nil {
+		t.Error("a second Start of one server succeeded")
+	}
+	if err := server.New(cfg).Start(ctx); err == nil || !strings.Contains(err.Error(), "holds") {
+		t.Errorf("Start on a file another server holds: %v, want a refusal naming the holder", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(ctx); !errors.Is(err, server.ErrClosed) {
+		t.Errorf("Start after Close: %v, want ErrClosed", err)
+	}
+	third := server.New(cfg)
+	if err := third.Start(ctx); err != nil {
+		t.Fatalf("Start after the holder closed: %v", err)
+	}
+	if err := third.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -102,9 +102,10 @@ type Server struct {
 	handlers map[string]worker.HandlerFunc
 	mailer   *worker.Mailer // nil without SMTP sinks
 
-	mu     sync.Mutex
-	built  *parts // set by Start; guarded by mu
-	closed bool   // guarded by mu
+	mu      sync.Mutex
+	built   *parts // set by Start; guarded by mu
+	running bool   // Run was called; guarded by mu
+	closed  bool   // guarded by mu
 }
 
 // parts is what Start builds and Run runs: the open store and everything
@@ -190,9 +191,9 @@ func (s *Server) Start(ctx context.Context) error {
 
 // build opens the store and makes the parts over it. On failure it closes
 // what it opened.
-func (s *Server) build(ctx context.Context) (p *parts, err error) {
+func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	cfg, log := s.cfg, s.cfg.Logger
-	p = &parts{shuttingDown: make(chan struct{})}
+	p := &parts{shuttingDown: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -212,10 +213,11 @@ func (s *Server) build(ctx context.Context) (p *parts, err error) {
 		}
 		kinds["exec"] = worker.Exec(execCfg)
 	}
-	if p.store, err = OpenStore(ctx, cfg.DB); err != nil {
+	store, err := OpenStore(ctx, cfg.DB)
+	if err != nil {
 		return nil, err
 	}
-	store := p.store
+	p.store = store
 	engineOf(store).DefaultsFunc = defaultsFunc(cfg.JobDefaults)
 	if err := checkAtStart(ctx, store, cfg.DB, log); err != nil {
 		return nil, err
@@ -311,11 +313,12 @@ func (p *parts) close() error {
 //
 // It is what sked's own listener serves. It panics before Start.
 func (s *Server) Handler() http.Handler {
-	p, err := s.parts()
-	if err != nil {
-		panic("server: Handler called before Start: " + err.Error())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.built == nil {
+		panic("server: Handler called before Start")
 	}
-	return p.handler
+	return s.built.handler
 }
 
 // parts returns what Start built; an error before Start and after Close.
@@ -332,10 +335,19 @@ func (s *Server) parts() (*parts, error) {
 }
 
 // Close closes the store of a started server that was not Run (Run closes
-// it when it returns). Later calls return nil.
+// it when it returns; while Run runs, Close refuses: cancel Run's context).
+// Later calls return nil.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.running && !s.closed {
+		return errors.New("sked server running: cancel the context of Run to stop it")
+	}
+	return s.close()
+}
+
+// close marks s closed and closes what Start opened, once. s.mu is held.
+func (s *Server) close() error {
 	if s.closed {
 		return nil
 	}
@@ -353,10 +365,19 @@ func (s *Server) Close() error {
 // nowhere when both are empty.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
-	started := s.built != nil
+	closed, started, running := s.closed, s.built != nil, s.running
+	s.running = true
 	s.mu.Unlock()
-	if !started {
+	switch {
+	case closed:
+		return ErrClosed
+	case running:
+		return errors.New("sked server already running")
+	case !started:
 		if err := s.Start(ctx); err != nil {
+			s.mu.Lock()
+			s.running = false
+			s.mu.Unlock()
 			return err
 		}
 	}
@@ -364,8 +385,14 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer s.Close()
 	cfg, log := s.cfg, s.cfg.Logger
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if cerr := s.close(); cerr != nil {
+			log.Warn("close store", "err", cerr)
+		}
+	}()
 
 	var srv *http.Server
 	ln, addr := cfg.Listener, "none (Handler is served by the embedding program)"
