@@ -41,8 +41,22 @@ func (h *handler) handleJobCreate(w http.ResponseWriter, r *http.Request) {
 		h.writeJSON(w, r, http.StatusOK, job)
 		return
 	}
-	w.Header().Set("Location", "/jobs/"+url.PathEscape(job.ID))
+	w.Header().Set("Location", jobLocation(r, job.ID))
 	h.writeJSON(w, r, http.StatusCreated, job)
+}
+
+// jobLocation is the address of job id for the Location header of an
+// answer to r: /jobs/{id} under the prefix an http.StripPrefix in front of
+// the API took off r's path (see web.Mount), so that it holds wherever the
+// API is mounted.
+func jobLocation(r *http.Request, id string) string {
+	var prefix string
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		if before, ok := strings.CutSuffix(u.Path, r.URL.Path); ok {
+			prefix = before
+		}
+	}
+	return prefix + "/jobs/" + url.PathEscape(id)
 }
 
 // createJob creates the job of p and, when it is new, wakes whoever may

@@ -141,11 +141,31 @@ func TestServer_Embedded(t *testing.T) {
 		t.Errorf("the program's own route: %d %q", code, body)
 	}
 
-	// A job created through the mounted API runs on the Go handler.
-	code, viaAPI := call(t, http.MethodPost, app.URL+"/sked/jobs", `{"type": "greet"}`)
+	// A job created through the mounted API runs on the Go handler; the
+	// answer's Location is under the prefix.
 	var j db.Job
-	if err := json.Unmarshal([]byte(viaAPI), &j); code != http.StatusCreated || err != nil {
-		t.Fatalf("POST /sked/jobs: %d %s", code, viaAPI)
+	for _, c := range []struct{ method, path string }{{http.MethodPut, "/sked/jobs/by-name/nightly"}, {http.MethodPost, "/sked/jobs"}} {
+		req, _ := http.NewRequest(c.method, app.URL+c.path, strings.NewReader(`{"type": "greet"}`))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if c.method == http.MethodPut {
+			var put struct{ Job db.Job }
+			err = json.Unmarshal(b, &put)
+			j = put.Job
+		} else {
+			err = json.Unmarshal(b, &j)
+		}
+		if res.StatusCode != http.StatusCreated || err != nil {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, res.StatusCode, b)
+		}
+		if loc := res.Header.Get("Location"); loc != "/sked/jobs/"+j.ID {
+			t.Errorf("%s %s: Location %q, want /sked/jobs/%s", c.method, c.path, loc, j.ID)
+		}
 	}
 	waitUntil(t, "the job created through the API to run", func() bool { return r.count(j.ID) == 1 })
 	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "cancel") {
@@ -181,9 +201,7 @@ func TestServer_Embedded(t *testing.T) {
 	if err != nil || created || again.ID != job.ID {
 		t.Errorf("Enqueue with the same key: %s created=%v, %v; want %s", again.ID, created, err, job.ID)
 	}
-	if r.total() != 2 {
-		t.Errorf("the handler ran %d jobs, want 2", r.total())
-	}
+	waitUntil(t, "the three jobs to have run", func() bool { return r.total() == 3 })
 	if _, _, err := s.EnqueueTx(context.Background(), nil, req); err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
 		t.Errorf("EnqueueTx on SQLite: %v, want a refusal naming PostgreSQL", err)
 	}
