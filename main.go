@@ -12,18 +12,11 @@ import (
 	_ "time/tzdata" // IANA zones for schedules, even on a machine without them
 
 	"github.com/sked-dev/sked/internal/cli"
-	"github.com/sked-dev/sked/server"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], cli.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr, CheckServe: checkServe})
+	code := cli.Main(ctx, os.Args[1:], cli.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr})
 	stop()
 	os.Exit(code)
-}
-
-// checkServe refuses to serve beyond loopback without a token, unless
-// --insecure says so.
-func checkServe(cfg server.Config, insecure bool) error {
-	return serveConfig{Addr: cfg.Addr, Tokens: cfg.Tokens, Insecure: insecure}.checkExposure()
 }

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { skedbin.Main(m, &skedBin) }
 
 // run runs the command line args in this process, as main does.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return cli.Run(ctx, args, cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr, CheckServe: checkServe})
+	return cli.Run(ctx, args, cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr})
 }
 
 func freeAddr(t *testing.T) string {

@@ -19,35 +19,6 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-func TestCheckExposure(t *testing.T) {
-	for _, c := range []struct {
-		addr     string
-		tokens   []string
-		insecure bool
-		ok       bool
-	}{
-		{"127.0.0.1:8080", nil, false, true},
-		{"127.1.2.3:8080", nil, false, true},
-		{"localhost:8080", nil, false, true},
-		{"[::1]:8080", nil, false, true},
-		{"0.0.0.0:8080", nil, false, false},
-		{":8080", nil, false, false},
-		{"[::]:8080", nil, false, false},
-		{"192.168.1.10:8080", nil, false, false},
-		{"sked.example:8080", nil, false, false},
-		{"0.0.0.0:8080", []string{"t"}, false, true},
-		{"0.0.0.0:8080", nil, true, true},
-	} {
-		err := serveConfig{Addr: c.addr, Tokens: c.tokens, Insecure: c.insecure}.checkExposure()
-		if (err == nil) != c.ok {
-			t.Errorf("%s tokens=%v insecure=%v: err = %v, want ok=%v", c.addr, c.tokens, c.insecure, err, c.ok)
-		}
-		if err != nil && (!strings.Contains(err.Error(), "--token") || !strings.Contains(err.Error(), "--insecure")) {
-			t.Errorf("%s: error %q does not say how to fix it", c.addr, err)
-		}
-	}
-}
-
 func TestRun_ServeRefusesExposedWithoutToken(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "sked.db")
 	var stderr bytes.Buffer

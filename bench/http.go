@@ -14,6 +14,7 @@ import (
 
 	"github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/wire"
 )
 
 // httpClients is how many clients post batches at once.
@@ -62,9 +63,9 @@ func RunHTTP(ctx context.Context, cfg Config) (HTTP, error) {
 	api := &client.Client{BaseURL: base, HTTP: hc, ClaimWait: time.Second}
 	c := newCounter(cfg.Jobs)
 	start = time.Now()
-	// The server refuses claims of more than MaxClaimBatch jobs, and the
+	// The server refuses claims of more than wire.MaxClaim jobs, and the
 	// pool asks for as many as it has free slots.
-	r.Workers = min(cfg.Workers, handlers.MaxClaimBatch)
+	r.Workers = min(cfg.Workers, wire.MaxClaim)
 	_, stop := runPools(c, []node{{store: api, nextDue: api.NextDue, now: time.Now}}, r.Workers, noop)
 	err = c.wait(ctx, 10*time.Minute)
 	r.Remote = time.Since(start)

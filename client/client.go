@@ -32,7 +32,7 @@ type Client struct {
 	// context instead.
 	HTTP *http.Client
 	// ClaimWait is how long RunClaim asks the server to wait for a due job;
-	// zero means DefaultClaimWait.
+	// zero means wire.DefaultClaimWait.
 	ClaimWait time.Duration
 	// Actor, when not empty, is sent as the Sked-Actor header: who makes
 	// the changes, e.g. "ann@laptop", which the server records on the

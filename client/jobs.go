@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,32 +9,12 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
-// JobCreateRequest is the body of POST /jobs and PUT /jobs/by-name/{name}:
-// a job's definition. Zero values are left out, so the server applies its
-// defaults.
-type JobCreateRequest struct {
-	// Name names the job: unique among jobs that are not cancelled, and
-	// accepted wherever its id is.
-	Name           string          `json:"name,omitempty"`
-	Type           string          `json:"type"`
-	Payload        json.RawMessage `json:"payload,omitempty"`
-	RunAt          *time.Time      `json:"runAt,omitempty"` // one-off; nil: now
-	Schedule       string          `json:"schedule,omitempty"`
-	Timezone       string          `json:"timezone,omitempty"`
-	MaxAttempts    int             `json:"maxAttempts,omitempty"`
-	Timeout        db.Duration     `json:"timeout,omitempty"`
-	Backoff        db.Duration     `json:"backoff,omitempty"`
-	Jitter         db.Duration     `json:"jitter,omitempty"`
-	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
-	Overlap        string          `json:"overlap,omitempty"`
-	Misfire        string          `json:"misfire,omitempty"`
-	// ExpectSuccessWithin arms a recurring job's dead-man's switch.
-	ExpectSuccessWithin db.Duration `json:"expectSuccessWithin,omitempty"`
-	// Notify is the job's own notification settings; nil: the server's.
-	Notify *db.Notify `json:"notify,omitempty"`
-}
+// JobCreateRequest is the body of POST /jobs and PUT /jobs/by-name/{name}
+// (wire.JobCreateRequest, which the server's in-process Enqueue takes too).
+type JobCreateRequest = wire.JobCreateRequest
 
 // RequestOf is the request that defines job j as it is (db.SpecOf): what
 // `sked export` writes and JobPut takes back. A one-off job's due time is

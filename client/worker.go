@@ -10,13 +10,9 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
 )
-
-// DefaultClaimWait is how long a claim waits on the server for a due job
-// when Client.ClaimWait is zero. It stays below the server's cap and its
-// write timeout.
-const DefaultClaimWait = 25 * time.Second
 
 // claimSlack is how much longer than its wait a claim may take before the
 // client gives up on the server.
@@ -26,29 +22,7 @@ const claimSlack = 15 * time.Second
 // server cannot be reached.
 const finishRetry = 250 * time.Millisecond
 
-// claimRequest is the body of POST /claims.
-type claimRequest struct {
-	WorkerID string   `json:"workerId"`
-	Types    []string `json:"types"`
-	Max      int      `json:"max"`
-	Lease    string   `json:"lease"`
-	Wait     string   `json:"wait"`
-}
-
-// claimResponse is the answer of POST /claims.
-type claimResponse struct {
-	Claims []struct {
-		db.Job
-		RunID int64 `json:"runId"`
-	} `json:"claims"`
-	Waited db.Duration `json:"waited"` // absent from older servers: 0
-}
-
-// MaxClaim is the most jobs one POST /claims may ask for (the server answers
-// 422 past it); RunClaim asks for no more, whatever p.Max says.
-const MaxClaim = 100
-
-// RunClaim leases up to p.Max (at most MaxClaim) due jobs of p.Types to
+// RunClaim leases up to p.Max (at most wire.MaxClaim) due jobs of p.Types to
 // p.WorkerID. The server holds the request until one is due or ClaimWait
 // passes, so an empty answer means nothing was due for that long. It fails
 // when ctx ends.
@@ -60,13 +34,14 @@ func (c *Client) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim,
 // RunClaimWaited is RunClaim that also returns how long the server held the
 // request before it claimed (see worker.ClaimWaiter).
 func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.Claim, time.Duration, error) {
-	wait := cmp.Or(c.ClaimWait, DefaultClaimWait)
+	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
 	ctx, cancel := context.WithTimeout(ctx, wait+claimSlack)
 	defer cancel()
-	var resp claimResponse
-	err := c.do(ctx, http.MethodPost, "/claims", claimRequest{
-		WorkerID: p.WorkerID, Types: p.Types, Max: min(p.Max, MaxClaim),
-		Lease: cmp.Or(p.Lease, db.DefaultLease).String(), Wait: wait.String(),
+	var resp wire.ClaimResponse
+	n := min(p.Max, wire.MaxClaim)
+	err := c.do(ctx, http.MethodPost, "/claims", wire.ClaimRequest{
+		WorkerID: p.WorkerID, Types: p.Types, Max: &n,
+		Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease)), Wait: wire.DurationJSON(wait),
 	}, &resp)
 	c.claimFailed.Store(err != nil)
 	if err != nil {
@@ -90,32 +65,17 @@ func (c *Client) NextDue(context.Context, []string) (time.Time, bool, error) {
 	return time.Now(), true, nil
 }
 
-// heartbeatRequest is the body of POST /jobs/{id}/heartbeat.
-type heartbeatRequest struct {
-	Generation int64  `json:"generation"`
-	Lease      string `json:"lease"`
-}
-
 // RunHeartbeat extends the lease held with p.Generation. It returns an error
 // wrapping db.ErrStale when the server answers 409: the generation no
 // longer holds the job.
 func (c *Client) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
-	var hb db.Heartbeat
+	var hb wire.HeartbeatResponse
 	err := c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(p.JobID)+"/heartbeat",
-		heartbeatRequest{Generation: p.Generation, Lease: cmp.Or(p.Lease, db.DefaultLease).String()}, &hb)
+		wire.HeartbeatRequest{Generation: &p.Generation, Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease))}, &hb)
 	if err != nil {
 		return db.Heartbeat{}, fmt.Errorf("heartbeat %s/%d: %w", p.JobID, p.Generation, staleOn409(err))
 	}
-	return hb, nil
-}
-
-// completeRequest is the body of POST /jobs/{id}/complete.
-type completeRequest struct {
-	Generation int64      `json:"generation"`
-	Outcome    db.Outcome `json:"outcome"`
-	Error      string     `json:"error,omitempty"`
-	Retryable  bool       `json:"retryable,omitempty"`
-	Output     string     `json:"output,omitempty"`
+	return db.Heartbeat{LeaseUntil: hb.LeaseUntil, CancelRequested: hb.CancelRequested}, nil
 }
 
 // RunFinish reports how the run leased with p.Generation ended and returns
@@ -124,7 +84,7 @@ type completeRequest struct {
 // returns an error wrapping db.ErrStale when the server answers 409 (also
 // when an earlier attempt was recorded and only its answer was lost).
 func (c *Client) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
-	body := completeRequest{Generation: p.Generation, Outcome: p.Outcome, Error: p.Error, Retryable: p.Retryable, Output: p.Output}
+	body := wire.CompleteRequest{Generation: &p.Generation, Outcome: p.Outcome, Error: p.Error, Retryable: p.Retryable, Output: p.Output}
 	path := "/jobs/" + url.PathEscape(p.JobID) + "/complete"
 	for {
 		var job db.Job

@@ -13,6 +13,7 @@ import (
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
 )
 
@@ -137,21 +138,21 @@ func TestClient_Pool(t *testing.T) {
 }
 
 // TestClient_RunClaimCapsMax asks for more jobs than one claim may take, as a
-// pool with many free slots does: the client asks for MaxClaim, not for a
+// pool with many free slots does: the client asks for wire.MaxClaim, not for a
 // 422.
 func TestClient_RunClaimCapsMax(t *testing.T) {
 	t.Parallel()
 	s, url := serve(t)
 	ctx := context.Background()
-	for range client.MaxClaim + 5 {
+	for range wire.MaxClaim + 5 {
 		if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "bulk"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := &client.Client{BaseURL: url, ClaimWait: 10 * time.Millisecond}
 	claims, err := c.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"bulk"}, Max: 250})
-	if err != nil || len(claims) != client.MaxClaim {
-		t.Fatalf("claim of 250: got %d claims, %v; want %d", len(claims), err, client.MaxClaim)
+	if err != nil || len(claims) != wire.MaxClaim {
+		t.Fatalf("claim of 250: got %d claims, %v; want %d", len(claims), err, wire.MaxClaim)
 	}
 }
 

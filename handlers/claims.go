@@ -11,21 +11,11 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
-// Limits of the worker protocol.
+// Limits of the worker protocol besides wire's.
 const (
-	// DefaultClaimWait is how long POST /claims waits for a due job when the
-	// request does not say.
-	DefaultClaimWait = 25 * time.Second
-	// MaxClaimWait caps a claim's wait below the server's write timeout.
-	MaxClaimWait = 50 * time.Second
-	// MaxClaimBatch caps how many jobs one claim may take.
-	MaxClaimBatch = 100
-	// MinLease is the shortest lease a worker may ask for.
-	MinLease = 300 * time.Millisecond
-	// MaxLease is the longest lease a worker may ask for.
-	MaxLease = 24 * time.Hour
 	// claimRecheck bounds a claim's sleep between looks at the store, for
 	// jobs that became due without a wake-up (reaped leases, writes by the
 	// in-process pool).
@@ -35,61 +25,13 @@ const (
 	maxErrorLen    = 4096
 )
 
-// claimRequest is the body of POST /claims.
-type claimRequest struct {
-	WorkerID string          `json:"workerId"`
-	Types    []string        `json:"types"`
-	Max      *int            `json:"max"`
-	Lease    json.RawMessage `json:"lease"`
-	Wait     json.RawMessage `json:"wait"`
-}
-
-// claimed is one job of a claim's answer: the job as claimed, its run and
-// the lease generation every later write must name.
-type claimed struct {
-	db.Job
-	RunID      int64 `json:"runId"`
-	Generation int64 `json:"generation"`
-}
-
-// claimResponse is the body of a POST /claims answer.
-type claimResponse struct {
-	Claims []claimed `json:"claims"` // never null
-	// Waited is how long after the request arrived the claim was made, at
-	// the earliest: a worker that measures from when it sent the request
-	// knows its leases began no sooner than then plus Waited, however long
-	// the long poll held it.
-	Waited db.Duration `json:"waited"`
-}
-
-// heartbeatRequest is the body of POST /jobs/{id}/heartbeat.
-type heartbeatRequest struct {
-	Generation *int64          `json:"generation"`
-	Lease      json.RawMessage `json:"lease"`
-}
-
-// heartbeatResponse is the body of a heartbeat's answer.
-type heartbeatResponse struct {
-	LeaseUntil      time.Time `json:"leaseUntil"`
-	CancelRequested bool      `json:"cancelRequested"`
-}
-
-// completeRequest is the body of POST /jobs/{id}/complete.
-type completeRequest struct {
-	Generation *int64     `json:"generation"`
-	Outcome    db.Outcome `json:"outcome"`
-	Error      string     `json:"error"`
-	Retryable  bool       `json:"retryable"`
-	Output     string     `json:"output"`
-}
-
 // handleClaim serves POST /claims: it leases up to max due jobs of types to
 // the worker, waiting up to wait for one to become due. It answers as soon
 // as it has claimed at least one, and with an empty list when the wait ends
 // or the server shuts down.
 func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
-	var req claimRequest
+	var req wire.ClaimRequest
 	if err := h.decodeBody(w, r, &req); err != nil {
 		h.error(w, r, err)
 		return
@@ -139,8 +81,8 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 }
 
 // claimParams validates a claim request and fills in the defaults: one job,
-// the default lease, DefaultClaimWait. Every error is a *db.ValidationError.
-func claimParams(req *claimRequest) (db.RunClaimParams, time.Duration, error) {
+// the default lease, wire.DefaultClaimWait. Every error is a *db.ValidationError.
+func claimParams(req *wire.ClaimRequest) (db.RunClaimParams, time.Duration, error) {
 	invalid := func(field, format string, args ...any) (db.RunClaimParams, time.Duration, error) {
 		return db.RunClaimParams{}, 0, &db.ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -161,17 +103,17 @@ func claimParams(req *claimRequest) (db.RunClaimParams, time.Duration, error) {
 		}
 	}
 	if req.Max != nil {
-		if *req.Max < 1 || *req.Max > MaxClaimBatch {
-			return invalid("max", "max must be from 1 to %d, not %d", MaxClaimBatch, *req.Max)
+		if *req.Max < 1 || *req.Max > wire.MaxClaim {
+			return invalid("max", "max must be from 1 to %d, not %d", wire.MaxClaim, *req.Max)
 		}
 		p.Max = *req.Max
 	}
-	lease, err := durationField("lease", req.Lease, db.DefaultLease, MinLease, MaxLease)
+	lease, err := durationField("lease", req.Lease, db.DefaultLease, wire.MinLease, wire.MaxLease)
 	if err != nil {
 		return db.RunClaimParams{}, 0, err
 	}
 	p.Lease = lease
-	wait, err := durationField("wait", req.Wait, DefaultClaimWait, 0, MaxClaimWait)
+	wait, err := durationField("wait", req.Wait, wire.DefaultClaimWait, 0, wire.MaxClaimWait)
 	if err != nil {
 		return db.RunClaimParams{}, 0, err
 	}
@@ -196,10 +138,10 @@ func durationField(field string, raw json.RawMessage, fallback, lo, hi time.Dura
 
 // claimAnswer is the wire form of claims, made waited after the request
 // arrived.
-func claimAnswer(claims []db.Claim, waited time.Duration) claimResponse {
-	out := claimResponse{Claims: make([]claimed, 0, len(claims)), Waited: db.Duration(waited)}
+func claimAnswer(claims []db.Claim, waited time.Duration) wire.ClaimResponse {
+	out := wire.ClaimResponse{Claims: make([]wire.Claimed, 0, len(claims)), Waited: db.Duration(waited)}
 	for _, c := range claims {
-		out.Claims = append(out.Claims, claimed{Job: c.Job, RunID: c.RunID, Generation: c.Job.LeaseGeneration})
+		out.Claims = append(out.Claims, wire.Claimed{Job: c.Job, RunID: c.RunID, Generation: c.Job.LeaseGeneration})
 	}
 	return out
 }
@@ -209,7 +151,7 @@ func claimAnswer(claims []db.Claim, waited time.Duration) claimResponse {
 // the generation no longer holds the job.
 func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	var req heartbeatRequest
+	var req wire.HeartbeatRequest
 	if err := h.decodeBody(w, r, &req); err != nil {
 		h.error(w, r, err)
 		return
@@ -218,7 +160,7 @@ func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, &db.ValidationError{Field: "generation", Msg: "generation is required: the one the claim answered"})
 		return
 	}
-	lease, err := durationField("lease", req.Lease, db.DefaultLease, MinLease, MaxLease)
+	lease, err := durationField("lease", req.Lease, db.DefaultLease, wire.MinLease, wire.MaxLease)
 	if err != nil {
 		h.error(w, r, err)
 		return
@@ -228,7 +170,7 @@ func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, staleError(id, *req.Generation, err))
 		return
 	}
-	h.writeJSON(w, r, http.StatusOK, heartbeatResponse{LeaseUntil: hb.LeaseUntil, CancelRequested: hb.CancelRequested})
+	h.writeJSON(w, r, http.StatusOK, wire.HeartbeatResponse{LeaseUntil: hb.LeaseUntil, CancelRequested: hb.CancelRequested})
 }
 
 // handleComplete serves POST /jobs/{id}/complete: it records how the run
@@ -236,7 +178,7 @@ func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 // the generation no longer holds the job, and nothing is changed then.
 func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	var req completeRequest
+	var req wire.CompleteRequest
 	if err := h.decodeBody(w, r, &req); err != nil {
 		h.error(w, r, err)
 		return
@@ -263,7 +205,7 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 }
 
 // validateComplete checks a completion; errors are *db.ValidationError.
-func validateComplete(req *completeRequest) error {
+func validateComplete(req *wire.CompleteRequest) error {
 	if req.Generation == nil {
 		return &db.ValidationError{Field: "generation", Msg: "generation is required: the one the claim answered"}
 	}

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // claimOne posts body to /claims and wants one claim back.
-func (e *testEnv) claimOne(body string) claimed {
+func (e *testEnv) claimOne(body string) wire.Claimed {
 	e.t.Helper()
 	res := e.do(http.MethodPost, "/claims", body)
 	res.wantStatus(e.t, http.StatusOK)
-	var cr claimResponse
+	var cr wire.ClaimResponse
 	res.decode(e.t, &cr)
 	if len(cr.Claims) != 1 {
 		e.t.Fatalf("claims: got %d, want 1: %s", len(cr.Claims), res.body)
@@ -81,7 +82,7 @@ func TestHandler_ClaimLifecycle(t *testing.T) {
 
 	res := e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", `{"generation": 1, "lease": "20s"}`)
 	res.wantStatus(t, http.StatusOK)
-	var hb heartbeatResponse
+	var hb wire.HeartbeatResponse
 	res.decode(t, &hb)
 	if !hb.LeaseUntil.Equal(testNow.Add(20*time.Second)) || hb.CancelRequested {
 		t.Errorf("heartbeat: got %+v", hb)
@@ -120,11 +121,11 @@ func TestHandler_ClaimLongPoll(t *testing.T) {
 	shutdown := make(chan struct{})
 	e := newTestEnv(t, func(c *Config) { c.Shutdown = shutdown })
 
-	got := make(chan claimResponse, 1)
+	got := make(chan wire.ClaimResponse, 1)
 	sent := time.Now()
 	go func() {
 		res := e.do(http.MethodPost, "/claims", `{"workerId": "w", "types": ["late"], "wait": "30s"}`)
-		var cr claimResponse
+		var cr wire.ClaimResponse
 		res.decode(t, &cr)
 		got <- cr
 	}()

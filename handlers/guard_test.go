@@ -27,7 +27,7 @@ func everyRoute(t *testing.T, cfg Config, visit func(srv *httptest.Server, metho
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	var walked int
-	err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err := chi.Walk(h.Handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		walked++
 		visit(srv, method, route, strings.ReplaceAll(route, "{id}", "job1"))
 		return nil

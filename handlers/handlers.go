@@ -100,8 +100,16 @@ type handler struct {
 	openAPI         []byte // GET /openapi.json, with this sked's version
 }
 
-// New returns the API as a chi router with every route of openapi.json. It panics if cfg.Store is nil.
-func New(cfg Config) http.Handler {
+// API is sked's HTTP API: an http.Handler serving every route of
+// openapi.json, whose job creation can also be called in-process
+// (JobCreate, JobParams).
+type API struct {
+	http.Handler // the chi router
+	h            *handler
+}
+
+// New returns the API for cfg. It panics if cfg.Store is nil.
+func New(cfg Config) *API {
 	if cfg.Store == nil {
 		panic("handlers: Config.Store cannot be nil")
 	}
@@ -142,7 +150,7 @@ func New(cfg Config) http.Handler {
 	}
 	r := chi.NewRouter()
 	h.routes(r)
-	return r
+	return &API{Handler: r, h: h}
 }
 
 // routes registers every route on r.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/schedule"
+	"github.com/sked-dev/sked/wire"
 )
 
 // Limits on the fields of a new job.
@@ -60,9 +61,9 @@ type jobCreateRequest struct {
 func requestOf(p db.JobCreateParams) jobCreateRequest {
 	req := jobCreateRequest{
 		Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Timezone: p.Timezone,
-		Timeout: durationJSON(p.Timeout), Backoff: durationJSON(p.Backoff), Jitter: durationJSON(p.Jitter),
+		Timeout: wire.DurationJSON(p.Timeout), Backoff: wire.DurationJSON(p.Backoff), Jitter: wire.DurationJSON(p.Jitter),
 		IdempotencyKey: p.IdempotencyKey, Overlap: p.Overlap, Misfire: p.Misfire,
-		ExpectSuccessWithin: durationJSON(p.ExpectSuccessWithin),
+		ExpectSuccessWithin: wire.DurationJSON(p.ExpectSuccessWithin),
 	}
 	if p.MaxAttempts > 0 {
 		req.MaxAttempts = &p.MaxAttempts
@@ -71,15 +72,6 @@ func requestOf(p db.JobCreateParams) jobCreateRequest {
 		req.Notify, _ = json.Marshal(p.Notify) // plain fields: it cannot fail
 	}
 	return req
-}
-
-// durationJSON is d in the wire form of a duration; nil (absent) for zero.
-func durationJSON(d time.Duration) json.RawMessage {
-	if d == 0 {
-		return nil
-	}
-	b, _ := db.Duration(d).MarshalJSON() // a string: it cannot fail
-	return b
 }
 
 // jobParams validates req as jobCreateParams does, at the store's now, then

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // jobListResponse is the body of GET /jobs.
@@ -29,7 +32,7 @@ func (h *handler) handleJobCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	job, created, err := h.store.JobCreate(r.Context(), p)
+	job, created, err := h.createJob(r.Context(), p)
 	if err != nil {
 		h.error(w, r, err)
 		return
@@ -38,9 +41,70 @@ func (h *handler) handleJobCreate(w http.ResponseWriter, r *http.Request) {
 		h.writeJSON(w, r, http.StatusOK, job)
 		return
 	}
-	h.due(job.Type)
-	w.Header().Set("Location", "/jobs/"+url.PathEscape(job.ID))
+	w.Header().Set("Location", jobLocation(r, job.ID))
 	h.writeJSON(w, r, http.StatusCreated, job)
+}
+
+// jobLocation is the address of job id for the Location header of an
+// answer to r: /jobs/{id} under the prefix an http.StripPrefix in front of
+// the API took off r's path (see web.Mount), so that it holds wherever the
+// API is mounted.
+func jobLocation(r *http.Request, id string) string {
+	var prefix string
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		if before, ok := strings.CutSuffix(u.Path, r.URL.Path); ok {
+			prefix = before
+		}
+	}
+	return prefix + "/jobs/" + url.PathEscape(id)
+}
+
+// createJob creates the job of p and, when it is new, wakes whoever may
+// claim it.
+func (h *handler) createJob(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error) {
+	job, created, err := h.store.JobCreate(ctx, p)
+	if err != nil {
+		return db.Job{}, false, err
+	}
+	if created {
+		h.due(job.Type)
+	}
+	return job, created, nil
+}
+
+// JobCreate creates the job req defines, in-process, as POST /jobs does
+// with req as its body: the same checks (JobParams), defaults and wake-up.
+// created is false when req's idempotency key named an existing job, which
+// is returned unchanged. A bad field is a *db.ValidationError (what the API
+// answers 422 for).
+func (a *API) JobCreate(ctx context.Context, req wire.JobCreateRequest) (job db.Job, created bool, err error) {
+	p, err := a.JobParams(req)
+	if err != nil {
+		return db.Job{}, false, err
+	}
+	return a.h.createJob(ctx, p)
+}
+
+// JobParams checks req as POST /jobs checks its body, at the store's now:
+// req is encoded and decoded as that body is, then validated with this
+// API's disabled types, notification settings and payload checks. It
+// returns what the store creates the job from; a bad field is a
+// *db.ValidationError.
+func (a *API) JobParams(req wire.JobCreateRequest) (db.JobCreateParams, error) {
+	// The payload is checked by the validation, which says what is wrong
+	// with it; json.Marshal would refuse it with a message of its own.
+	payload := req.Payload
+	req.Payload = nil
+	b, err := json.Marshal(req)
+	if err != nil {
+		return db.JobCreateParams{}, fmt.Errorf("encode job: %w", err)
+	}
+	var body jobCreateRequest
+	if err := decodeJSON(bytes.NewReader(b), &body); err != nil {
+		return db.JobCreateParams{}, err
+	}
+	body.Payload = payload
+	return a.h.jobParams(&body, nil)
 }
 
 // jobCreateBody reads r's body, a create request, and checks it (jobParams)

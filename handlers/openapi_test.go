@@ -13,12 +13,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/internal/buildinfo"
 	"github.com/sked-dev/sked/web"
+	"github.com/sked-dev/sked/wire"
 )
 
 // undocumented lists the route patterns the router serves that are not part
@@ -60,7 +60,7 @@ func TestOpenAPI_MatchesRoutes(t *testing.T) {
 		Store:     sqlitetest.Open(t),
 		Metrics:   http.NotFoundHandler(),
 		TestClock: clock.NewVirtual(testNow),
-	}).(chi.Routes)
+	}).Handler.(chi.Routes)
 	if !ok {
 		t.Fatal("handlers.New no longer returns a chi router; make this test walk the routes another way")
 	}
@@ -117,7 +117,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		{"RunEvent", db.RunEvent{}},
 		{"Notify", db.Notify{}},
 		{"JobCreate", jobCreateRequest{}},
-		{"JobCreate", client.JobCreateRequest{}}, // the Go client sends every field
+		{"JobCreate", wire.JobCreateRequest{}}, // the Go client sends every field
 		{"JobList", jobListResponse{}},
 		{"JobBatch", jobBatchRequest{}},
 		{"JobBatchResult", jobBatchResponse{}},
@@ -127,11 +127,11 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		{"FireTime", fireTime{}},
 		{"ScheduleCheck", scheduleCheckRequest{}},
 		{"ScheduleCheckResult", scheduleCheckResponse{}},
-		{"ClaimRequest", claimRequest{}},
-		{"ClaimResponse", claimResponse{}},
-		{"HeartbeatRequest", heartbeatRequest{}},
-		{"HeartbeatResponse", heartbeatResponse{}},
-		{"CompleteRequest", completeRequest{}},
+		{"ClaimRequest", wire.ClaimRequest{}},
+		{"ClaimResponse", wire.ClaimResponse{}},
+		{"HeartbeatRequest", wire.HeartbeatRequest{}},
+		{"HeartbeatResponse", wire.HeartbeatResponse{}},
+		{"CompleteRequest", wire.CompleteRequest{}},
 		{"Stats", statsResponse{}},
 		{"Series", web.Series{}},
 		{"TestClockMove", testClockRequest{}},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
@@ -155,7 +154,7 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
-		w.Header().Set("Location", "/jobs/"+url.PathEscape(res.Job.ID))
+		w.Header().Set("Location", jobLocation(r, res.Job.ID))
 	}
 	h.writeJSON(w, r, status, res)
 }

@@ -38,7 +38,7 @@ func TestAuth_EveryRoute(t *testing.T) {
 	defer srv.Close()
 	public := map[string]bool{"/healthz": true, "/readyz": true}
 	var walked int
-	err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err := chi.Walk(h.Handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		walked++
 		path := strings.ReplaceAll(route, "{id}", "job1")
 		for _, auth := range []string{"", "Bearer wrong", "Bearer secre", "Basic c2VjcmV0"} {

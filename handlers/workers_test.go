@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/sked-dev/sked/wire"
 )
 
 // TestHandler_Workers claims jobs for two workers over HTTP, renews one
@@ -34,7 +36,7 @@ func TestHandler_Workers(t *testing.T) {
 	e.store.NowFunc = func() time.Time { return clock }
 	res := e.do(http.MethodPost, "/claims", `{"workerId": "box1/7", "types": ["thumb"], "max": 5, "lease": "1h", "wait": "0s"}`)
 	res.wantStatus(t, http.StatusOK)
-	var box1 claimResponse
+	var box1 wire.ClaimResponse
 	res.decode(t, &box1)
 	clock = testNow.Add(time.Minute)
 	mail := e.claimOne(`{"workerId": "box2/9", "types": ["mail"], "lease": "1h", "wait": "0s"}`)

@@ -1,8 +1,13 @@
 // Package server wires sked together: it opens the store, builds the HTTP
 // API, the dispatcher pool and the reaper, serves until its context ends and
-// shuts them down in order. `sked serve` is a thin layer of flags over it, and
-// a Go program embeds sked by creating a Server, registering its own
-// handlers with Handle and calling Run.
+// shuts them down in order. `sked serve` is a thin layer of flags over it.
+//
+// A Go program embeds sked by creating a Server, registering its own
+// handlers with Handle, calling Start, and then Run. Between the two it may
+// mount Handler (the API and the dashboard) in its own router and create
+// jobs in-process with Enqueue, or, on PostgreSQL, inside its own
+// transactions with EnqueueTx. With Config.Addr empty sked opens no
+// listener of its own. See docs/embedding.md.
 package server
 
 import (
@@ -17,6 +22,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -34,8 +40,11 @@ import (
 // Config is what a Server runs with. Zero values mean the defaults each
 // field names.
 type Config struct {
-	DB                  string        // SQLite file, or a postgres:// URL (see OpenStore); default "sked.db"
-	Addr                string        // listen address; default "127.0.0.1:8080"
+	DB string // SQLite file, or a postgres:// URL (see OpenStore); default "sked.db"
+	// Addr is the address sked's own HTTP server listens on, such as
+	// "127.0.0.1:8080". Empty (and no Listener): sked listens nowhere, and
+	// the embedding program serves Handler itself.
+	Addr                string
 	Listener            net.Listener  // if set, serve on it instead of listening on Addr
 	Workers             int           // jobs run at once by this process; default worker.DefaultSlots
 	Lease               time.Duration // default db.DefaultLease
@@ -51,8 +60,13 @@ type Config struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxHeaderBytes                                            int // default DefaultMaxHeaderBytes
 	// Tokens are the bearer tokens the API accepts; empty: no
-	// authentication (sked serve refuses that beyond loopback).
+	// authentication, which Start refuses on a listener beyond loopback
+	// unless Insecure.
 	Tokens []string
+	// Insecure lets sked's own listener (Addr or Listener) be reachable
+	// beyond loopback without Tokens. It says nothing of Handler, which
+	// is served wherever the embedding program serves it.
+	Insecure bool
 	// AllowedHosts are the Host names (without port) the API serves besides
 	// localhost, 127.0.0.1 and [::1] when there are no Tokens, e.g. the name
 	// a reverse proxy forwards (see handlers.Config.AllowedHosts).
@@ -81,19 +95,42 @@ type Config struct {
 	Logger    *slog.Logger // nil: discard
 }
 
-// Server is one sked process: API, dispatcher, workers and reaper.
+// Server is one sked process: API, dispatcher, workers and reaper. Its
+// methods are safe for concurrent use, Handle excepted.
 type Server struct {
 	cfg      Config
 	handlers map[string]worker.HandlerFunc
 	mailer   *worker.Mailer // nil without SMTP sinks
+
+	mu      sync.Mutex
+	built   *parts // set by Start; guarded by mu
+	running bool   // Run was called; guarded by mu
+	closed  bool   // guarded by mu
 }
 
+// parts is what Start builds and Run runs: the open store and everything
+// over it.
+type parts struct {
+	lock     *os.File // the single-instance lock of a SQLite store; nil on PostgreSQL
+	store    db.Store
+	api      *handlers.API
+	handler  http.Handler // the API and the dashboard
+	pool     *worker.Pool
+	services []func(context.Context) error // run by Run until shutdown
+	// shuttingDown is closed when shutdown begins, so that waiting claims
+	// answer at once.
+	shuttingDown chan struct{}
+}
+
+// ErrClosed is returned by the methods of a Server that Run or Close has
+// closed.
+var ErrClosed = errors.New("sked server closed")
+
 // New returns a server for cfg with the built-in kinds registered: http,
-// email when cfg has an SMTP sink, and exec when enabled (Run adds it,
+// email when cfg has an SMTP sink, and exec when enabled (Start adds it,
 // unless Handle registered "exec").
 func New(cfg Config) *Server {
 	cfg.DB = cmp.Or(cfg.DB, "sked.db")
-	cfg.Addr = cmp.Or(cfg.Addr, "127.0.0.1:8080")
 	cfg.Workers = cmp.Or(cfg.Workers, worker.DefaultSlots)
 	cfg.Lease = cmp.Or(cfg.Lease, db.DefaultLease)
 	cfg.Grace = cmp.Or(cfg.Grace, worker.DefaultGrace)
@@ -123,38 +160,67 @@ func New(cfg Config) *Server {
 }
 
 // Handle registers h for jobs of type typ, run by this process's pool. Call
-// it before Run; a later registration of the same type replaces the earlier.
+// it before Start (or Run); a later registration of the same type replaces
+// the earlier.
 func (s *Server) Handle(typ string, h worker.HandlerFunc) { s.handlers[typ] = h }
 
-// Run opens the store and serves until ctx is done, then shuts down in
-// reverse order: stop taking requests, stop claiming, let running jobs
-// finish within the grace period and hand back the rest, close the store.
-func (s *Server) Run(ctx context.Context) error {
-	cfg, log := s.cfg, s.cfg.Logger
-	lock, err := lockStore(cfg.DB)
+// Start opens and checks the store and builds the API, the pool and the
+// services over it, without running them: after Start, Handler and Enqueue
+// work, and jobs created wait for Run. It refuses a listener beyond
+// loopback without Tokens unless Config.Insecure. A started server that is
+// not Run must be closed with Close.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.built != nil:
+		return errors.New("sked server already started")
+	}
+	if err := checkExposure(s.cfg); err != nil {
+		return err
+	}
+	p, err := s.build(ctx)
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
+	s.built = p
+	return nil
+}
+
+// build opens the store and makes the parts over it. On failure it closes
+// what it opened.
+func (s *Server) build(ctx context.Context) (_ *parts, err error) {
+	cfg, log := s.cfg, s.cfg.Logger
+	p := &parts{shuttingDown: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	if p.lock, err = lockStore(cfg.DB); err != nil {
+		return nil, err
+	}
 	kinds := maps.Clone(s.handlers)
 	if _, ok := kinds["exec"]; cfg.EnableExec && !ok {
 		// The supervisors hold the lock until their commands are gone, so
 		// a sked serve started after this one was killed starts none of
 		// its jobs while they run.
 		execCfg := worker.ExecConfig{Env: cfg.ExecEnv}
-		if lock != nil {
-			execCfg.Hold = []*os.File{lock}
+		if p.lock != nil {
+			execCfg.Hold = []*os.File{p.lock}
 		}
 		kinds["exec"] = worker.Exec(execCfg)
 	}
 	store, err := OpenStore(ctx, cfg.DB)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer store.Close()
+	p.store = store
 	engineOf(store).DefaultsFunc = defaultsFunc(cfg.JobDefaults)
 	if err := checkAtStart(ctx, store, cfg.DB, log); err != nil {
-		return err
+		return nil, err
 	}
 	// The pool, the reaper and the worker API write through obs, which
 	// observes claims, completions and lease expirations for /metrics.
@@ -173,7 +239,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	})
 	if err := useClock(store, guard, virtual != nil); err != nil {
-		return err
+		return nil, err
 	}
 
 	disabled := map[string]string{}
@@ -189,7 +255,7 @@ func (s *Server) Run(ctx context.Context) error {
 	hostname, _ := os.Hostname()
 	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid())
 	if err := reclaimPredecessor(ctx, store, hostname, workerID, log); err != nil {
-		return err
+		return nil, err
 	}
 	pool := worker.NewPool(worker.PoolConfig{
 		Store: obs, Handlers: kinds, WorkerID: workerID,
@@ -205,62 +271,177 @@ func (s *Server) Run(ctx context.Context) error {
 		testClock = &movedClock{Virtual: virtual, pool: pool, moved: sweeper.Wake}
 		log.Warn("running on a test clock: time moves only by POST /test/clock", "now", virtual.Now())
 	}
+	p.pool = pool
+	p.api = handlers.New(handlers.Config{
+		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
+		Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
+		DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: p.shuttingDown,
+		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
+	})
+	p.handler = web.Mount(p.api)
 
-	// Closed when shutdown begins, so that waiting claims answer at once.
-	shuttingDown := make(chan struct{})
-	srv := &http.Server{
-		Handler: web.Mount(handlers.New(handlers.Config{
-			Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
-			Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
-			DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: shuttingDown,
-			TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
-		})),
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.WriteTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	p.services = []func(context.Context) error{
+		pool.Run, reaper.Run, sampler.Run, sweeper.Run,
+		func(ctx context.Context) error { return forwardWakeups(ctx, store, pool.Wake) },
 	}
-	srv.RegisterOnShutdown(func() { close(shuttingDown) })
-	ln := cfg.Listener
-	if ln == nil {
+	if pruner := newPruner(store, cfg.Retention, log); pruner != nil {
+		p.services = append(p.services, pruner.Run)
+	}
+	if cp := newCheckpointer(store, mtr, log); cp != nil {
+		p.services = append(p.services, cp.Run)
+	}
+	return p, nil
+}
+
+// close closes the store and then releases the lock.
+func (p *parts) close() error {
+	var err error
+	if p.store != nil {
+		err = p.store.Close()
+	}
+	if p.lock != nil {
+		err = errors.Join(err, p.lock.Close())
+	}
+	return err
+}
+
+// Handler is the whole HTTP API and the dashboard, with the auth of
+// Config.Tokens and Config.AllowedHosts, for the embedding program to serve
+// in its own router, also under a prefix:
+//
+//	mux.Handle("/sked/", http.StripPrefix("/sked", srv.Handler()))
+//
+// It is what sked's own listener serves. It panics before Start.
+func (s *Server) Handler() http.Handler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.built == nil {
+		panic("server: Handler called before Start")
+	}
+	return s.built.handler
+}
+
+// parts returns what Start built; an error before Start and after Close.
+func (s *Server) parts() (*parts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, ErrClosed
+	case s.built == nil:
+		return nil, errors.New("sked server not started: call Start (or Run) first")
+	}
+	return s.built, nil
+}
+
+// Close closes the store of a started server that was not Run (Run closes
+// it when it returns; while Run runs, Close refuses: cancel Run's context).
+// Later calls return nil.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running && !s.closed {
+		return errors.New("sked server running: cancel the context of Run to stop it")
+	}
+	return s.close()
+}
+
+// close marks s closed and closes what Start opened, once. s.mu is held.
+func (s *Server) close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.built == nil {
+		return nil
+	}
+	return s.built.close()
+}
+
+// Run starts the server if Start has not, then serves until ctx is done and
+// shuts down in reverse order: stop taking requests, stop claiming, let
+// running jobs finish within the grace period and hand back the rest,
+// close the store. It listens on Config.Listener or Config.Addr, or
+// nowhere when both are empty.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	closed, started, running := s.closed, s.built != nil, s.running
+	s.running = true
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case running:
+		return errors.New("sked server already running")
+	case !started:
+		if err := s.Start(ctx); err != nil {
+			s.mu.Lock()
+			s.running = false
+			s.mu.Unlock()
+			return err
+		}
+	}
+	p, err := s.parts()
+	if err != nil {
+		return err
+	}
+	cfg, log := s.cfg, s.cfg.Logger
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if cerr := s.close(); cerr != nil {
+			log.Warn("close store", "err", cerr)
+		}
+	}()
+
+	var srv *http.Server
+	ln, addr := cfg.Listener, "none (Handler is served by the embedding program)"
+	if ln == nil && cfg.Addr != "" {
 		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 		}
 	}
-	log.Info("sked serving", "addr", ln.Addr().String(), "db", redactDSN(cfg.DB), "workers", cfg.Workers,
-		"types", strings.Join(pool.Types(), ","), "version", buildinfo.Read().Version)
+	if ln != nil {
+		addr = ln.Addr().String()
+		srv = &http.Server{
+			Handler:           p.handler,
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			ReadTimeout:       cfg.ReadTimeout,
+			WriteTimeout:      cfg.WriteTimeout,
+			IdleTimeout:       cfg.IdleTimeout,
+			MaxHeaderBytes:    cfg.MaxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+	}
+	log.Info("sked serving", "addr", addr, "db", redactDSN(cfg.DB), "workers", cfg.Workers,
+		"types", strings.Join(p.pool.Types(), ","), "version", buildinfo.Read().Version)
 
 	// Background services outlive the request context so that shutdown can
 	// order them.
 	svcCtx, stopServices := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServices()
 	var services errgroup.Group
-	services.Go(func() error { return pool.Run(svcCtx) })
-	services.Go(func() error { return reaper.Run(svcCtx) })
-	services.Go(func() error { return forwardWakeups(svcCtx, store, pool.Wake) })
-	if pruner := newPruner(store, cfg.Retention, log); pruner != nil {
-		services.Go(func() error { return pruner.Run(svcCtx) })
+	for _, run := range p.services {
+		services.Go(func() error { return run(svcCtx) })
 	}
-	services.Go(func() error { return sampler.Run(svcCtx) })
-	if cp := newCheckpointer(store, mtr, log); cp != nil {
-		services.Go(func() error { return cp.Run(svcCtx) })
-	}
-	services.Go(func() error { return sweeper.Run(svcCtx) })
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	if srv != nil {
+		go func() { serveErr <- srv.Serve(ln) }()
+	}
 	select {
 	case err = <-serveErr:
 		err = fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 		log.Info("shutting down", "grace", cfg.Grace)
 	}
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if serr := srv.Shutdown(shutCtx); serr != nil {
-		log.Warn("http shutdown", "err", serr)
+	close(p.shuttingDown)
+	if srv != nil {
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if serr := srv.Shutdown(shutCtx); serr != nil {
+			log.Warn("http shutdown", "err", serr)
+		}
 	}
 	stopServices()
 	if werr := services.Wait(); werr != nil {

@@ -16,17 +16,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sked-dev/sked/internal/buildinfo"
-	"github.com/sked-dev/sked/server"
 )
 
-// Env is what a command line runs with: its environment, where it writes,
-// and the checks main adds.
+// Env is what a command line runs with: its environment and where it
+// writes.
 type Env struct {
 	Getenv         func(string) string
 	Stdout, Stderr io.Writer
-	// CheckServe, when set, vets sked serve's configuration before it
-	// starts; insecure is --insecure.
-	CheckServe func(cfg server.Config, insecure bool) error
 }
 
 // Main runs args and returns the process's exit status: 0, 1 for an error,

@@ -20,9 +20,8 @@ import (
 // serveFlags are the flags of sked serve (and migrate). Most are read
 // straight into cfg; finish reads the rest into it.
 type serveFlags struct {
-	cfg      server.Config
-	insecure bool
-	log      logFlags
+	cfg server.Config
+	log logFlags
 	// Read into cfg by finish.
 	tokens, allowedHosts, jobDefaults string
 	defaultAttempts                   int
@@ -56,7 +55,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 		"the address people open the dashboard at, e.g. https://sked.example.com; every notification links to the job's page there")
 	fs.StringVar(&s.tokens, "token", "",
 		"require this bearer token on every API request; several, comma-separated, are all accepted")
-	fs.BoolVar(&s.insecure, "insecure", false, "allow listening beyond loopback without a token")
+	fs.BoolVar(&s.cfg.Insecure, "insecure", false, "allow listening beyond loopback without a token")
 	fs.StringVar(&s.allowedHosts, "allowed-hosts", "",
 		"without a token the API answers only the Host names localhost, 127.0.0.1 and [::1]; "+
 			"also answer these, comma-separated, e.g. the name a reverse proxy forwards")
@@ -251,11 +250,6 @@ func serveCommand(env Env, use, short string, run func(cmd *cobra.Command, s *se
 
 func serveCmd(env Env) *cobra.Command {
 	cmd := serveCommand(env, "serve", "Run the scheduler: API, dashboard, dispatcher, workers, reaper", func(cmd *cobra.Command, s *serveFlags) error {
-		if env.CheckServe != nil {
-			if err := env.CheckServe(s.cfg, s.insecure); err != nil {
-				return err
-			}
-		}
 		return server.New(s.cfg).Run(cmd.Context())
 	})
 	cmd.Example = "  sked serve --db /var/lib/sked/sked.db --enable-exec\n  SKED_TOKEN=s3cret sked serve --addr 0.0.0.0:8080"

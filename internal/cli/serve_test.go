@@ -55,8 +55,8 @@ func TestServeFlags_Env(t *testing.T) {
 
 func TestServeFlags_Tokens(t *testing.T) {
 	s, err := parseServe(t, nil, map[string]string{"SKED_TOKEN": "one, two,", "SKED_RETENTION": "0", "SKED_INSECURE": "true"})
-	if err != nil || strings.Join(s.cfg.Tokens, " ") != "one two" || s.cfg.Retention != -1 || !s.insecure {
-		t.Fatalf("SKED_TOKEN=%q: tokens %q retention %v insecure %v, %v", "one, two,", s.cfg.Tokens, s.cfg.Retention, s.insecure, err)
+	if err != nil || strings.Join(s.cfg.Tokens, " ") != "one two" || s.cfg.Retention != -1 || !s.cfg.Insecure {
+		t.Fatalf("SKED_TOKEN=%q: tokens %q retention %v insecure %v, %v", "one, two,", s.cfg.Tokens, s.cfg.Retention, s.cfg.Insecure, err)
 	}
 }
 

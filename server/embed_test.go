@@ -1,0 +1,307 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/server"
+	"github.com/sked-dev/sked/wire"
+	"github.com/sked-dev/sked/worker"
+)
+
+// ran records the jobs a Go handler ran.
+type ran struct {
+	mu  sync.Mutex
+	ids map[string]int
+}
+
+func (r *ran) handle(ctx context.Context, j *worker.Job) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids == nil {
+		r.ids = map[string]int{}
+	}
+	r.ids[j.ID]++
+	return nil
+}
+
+func (r *ran) count(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ids[id]
+}
+
+func (r *ran) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ids)
+}
+
+// embed starts a server for cfg with a Go handler of type "greet", and
+// runs it until the test ends. Run's error is checked then.
+func embed(t *testing.T, cfg server.Config) (*server.Server, *ran) {
+	t.Helper()
+	s := server.New(cfg)
+	r := &ran{}
+	s.Handle("greet", r.handle)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		if _, _, err := s.Enqueue(context.Background(), wire.JobCreateRequest{Type: "greet"}); !errors.Is(err, server.ErrClosed) {
+			t.Errorf("Enqueue after Run returned: %v, want ErrClosed", err)
+		}
+		if err := s.Run(context.Background()); !errors.Is(err, server.ErrClosed) {
+			t.Errorf("Run after Run returned: %v, want ErrClosed", err)
+		}
+	})
+	return s, r
+}
+
+// TestServer_Embedded runs sked without a listener of its own, its Handler
+// mounted under /sked/ in another program's router: the dashboard and every
+// address it uses resolve under the prefix, jobs created through the API and
+// with Enqueue run on the Go handler, and Enqueue refuses what POST /jobs
+// refuses, with the same error.
+func TestServer_Embedded(t *testing.T) {
+	unstarted := server.New(server.Config{DB: filepath.Join(t.TempDir(), "sked.db")})
+	if _, _, err := unstarted.Enqueue(context.Background(), wire.JobCreateRequest{Type: "greet"}); err == nil {
+		t.Error("Enqueue before Start succeeded")
+	}
+	s, r := embed(t, server.Config{DB: filepath.Join(t.TempDir(), "sked.db")})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the program's own page") })
+	mux.Handle("/sked/", http.StripPrefix("/sked", s.Handler()))
+	app := httptest.NewServer(mux)
+	t.Cleanup(app.Close)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(u string) (int, http.Header, string) {
+		t.Helper()
+		res, err := noRedirect.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, res.Header, string(b)
+	}
+
+	// The bare prefix leads to the page (ServeMux redirects it, or
+	// web.Mount does for a router that passes it on), whose addresses stay
+	// under it.
+	code, h, _ := get(app.URL + "/sked")
+	if loc, _ := url.Parse(h.Get("Location")); code/100 != 3 || mustParse(t, app.URL+"/sked").ResolveReference(loc).Path != "/sked/" {
+		t.Fatalf("GET /sked: %d to %q, want a redirect to /sked/", code, h.Get("Location"))
+	}
+	page := app.URL + "/sked/"
+	code, _, body := get(page)
+	if code != http.StatusOK || !strings.Contains(body, "<title>sked</title>") {
+		t.Fatalf("GET /sked/: %d %.80q, want the dashboard", code, body)
+	}
+	refs := regexp.MustCompile(`(?:href|src)="([^"#]+)"`).FindAllStringSubmatch(body, -1)
+	if len(refs) < 2 {
+		t.Fatalf("the dashboard refers to %d files, want its script and style sheet at least", len(refs))
+	}
+	refs = append(refs, []string{"", "jobs?limit=1"}, []string{"", "stats"}) // what the page's script fetches
+	for _, m := range refs {
+		if strings.HasPrefix(m[1], "data:") {
+			continue
+		}
+		u := mustParse(t, page).ResolveReference(mustParse(t, m[1]))
+		if !strings.HasPrefix(u.Path, "/sked/") {
+			t.Errorf("the dashboard refers to %q, outside the prefix", m[1])
+			continue
+		}
+		if code, _, b := get(u.String()); code != http.StatusOK {
+			t.Errorf("GET %s (%q of the page): %d %.200s", u.Path, m[1], code, b)
+		}
+	}
+	if code, _, body := get(app.URL + "/elsewhere"); code != http.StatusOK || body != "the program's own page" {
+		t.Errorf("the program's own route: %d %q", code, body)
+	}
+
+	// A job created through the mounted API runs on the Go handler; the
+	// answer's Location is under the prefix.
+	var j db.Job
+	for _, c := range []struct{ method, path string }{{http.MethodPut, "/sked/jobs/by-name/nightly"}, {http.MethodPost, "/sked/jobs"}} {
+		req, _ := http.NewRequest(c.method, app.URL+c.path, strings.NewReader(`{"type": "greet"}`))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if c.method == http.MethodPut {
+			var put struct{ Job db.Job }
+			err = json.Unmarshal(b, &put)
+			j = put.Job
+		} else {
+			err = json.Unmarshal(b, &j)
+		}
+		if res.StatusCode != http.StatusCreated || err != nil {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, res.StatusCode, b)
+		}
+		if loc := res.Header.Get("Location"); loc != "/sked/jobs/"+j.ID {
+			t.Errorf("%s %s: Location %q, want /sked/jobs/%s", c.method, c.path, loc, j.ID)
+		}
+	}
+	waitUntil(t, "the job created through the API to run", func() bool { return r.count(j.ID) == 1 })
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "cancel") {
+		t.Errorf("Close while Run runs: %v, want a refusal saying to cancel Run's context", err)
+	}
+
+	// Enqueue refuses what the API refuses, with the error it answers 422
+	// for, and creates nothing.
+	for _, req := range []wire.JobCreateRequest{{}, {Type: "exec"}, {Type: "greet", Schedule: "every day"}, {Type: "greet", MaxAttempts: -2}} {
+		_, _, err := s.Enqueue(context.Background(), req)
+		var ve *db.ValidationError
+		if !errors.As(err, &ve) || !errors.Is(err, db.ErrInvalid) {
+			t.Errorf("Enqueue(%+v): %v, want a *db.ValidationError", req, err)
+			continue
+		}
+		body, _ := json.Marshal(req)
+		code, answer := call(t, http.MethodPost, app.URL+"/sked/jobs", string(body))
+		var p struct{ Field, Detail string }
+		json.Unmarshal([]byte(answer), &p)
+		if code != http.StatusUnprocessableEntity || p.Field != ve.Field || !strings.Contains(p.Detail, ve.Msg) {
+			t.Errorf("%s: Enqueue refused %s (%s); POST /jobs answered %d %s", body, ve.Field, ve.Msg, code, answer)
+		}
+	}
+
+	// An enqueued job runs; its idempotency key is honoured as the API's.
+	req := wire.JobCreateRequest{Type: "greet", Payload: json.RawMessage(`{"name": "Ada"}`), IdempotencyKey: "order-7"}
+	job, created, err := s.Enqueue(context.Background(), req)
+	if err != nil || !created || job.MaxAttempts != db.DefaultMaxAttempts || string(job.Payload) != `{"name":"Ada"}` {
+		t.Fatalf("Enqueue: %+v created=%v, %v", job, created, err)
+	}
+	waitUntil(t, "the enqueued job to run", func() bool { return r.count(job.ID) == 1 })
+	again, created, err := s.Enqueue(context.Background(), req)
+	if err != nil || created || again.ID != job.ID {
+		t.Errorf("Enqueue with the same key: %s created=%v, %v; want %s", again.ID, created, err, job.ID)
+	}
+	waitUntil(t, "the three jobs to have run", func() bool { return r.total() == 3 })
+	if _, _, err := s.EnqueueTx(context.Background(), nil, req); err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
+		t.Errorf("EnqueueTx on SQLite: %v, want a refusal naming PostgreSQL", err)
+	}
+}
+
+// TestServer_EnqueueTx enqueues jobs inside transactions of the caller's on
+// PostgreSQL: a rolled-back one leaves no job and nothing runs; a committed
+// one runs on the Go handler; a refused request leaves the transaction
+// usable.
+func TestServer_EnqueueTx(t *testing.T) {
+	dsn := postgrestest.URL(t)
+	s, r := embed(t, server.Config{DB: dsn})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE orders (id int PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+
+	enqueue := func(order int, commit bool) db.Job {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `INSERT INTO orders VALUES ($1)`, order); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.EnqueueTx(ctx, tx, wire.JobCreateRequest{Type: "greet", Timezone: "Mars/Olympus"}); !errors.Is(err, db.ErrInvalid) {
+			t.Fatalf("EnqueueTx of a bad request: %v, want a *db.ValidationError", err)
+		}
+		j, created, err := s.EnqueueTx(ctx, tx, wire.JobCreateRequest{Type: "greet"})
+		if err != nil || !created {
+			t.Fatalf("EnqueueTx: %v created=%v", err, created)
+		}
+		if commit {
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return j
+	}
+	rolledBack := enqueue(1, false)
+	committed := enqueue(2, true)
+	waitUntil(t, "the committed job to run", func() bool { return r.count(committed.ID) == 1 })
+	if r.total() != 1 || r.count(rolledBack.ID) != 0 {
+		t.Errorf("the handler ran %d jobs (the rolled-back one %d times), want the committed one only", r.total(), r.count(rolledBack.ID))
+	}
+	api := httptest.NewServer(s.Handler())
+	defer api.Close()
+	code, body := call(t, http.MethodGet, api.URL+"/jobs/"+rolledBack.ID, "")
+	if code != http.StatusNotFound {
+		t.Errorf("GET the job of the rolled-back transaction: %d %s, want 404", code, body)
+	}
+	var orders int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM orders`).Scan(&orders); err != nil || orders != 1 {
+		t.Errorf("orders: %d, %v; want the committed one", orders, err)
+	}
+}
+
+func mustParse(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestServer_StartTwiceOnOneFile starts a second server on the SQLite file
+// a started one holds: it is refused, saying who holds the file, and once
+// the first is closed a third starts.
+func TestServer_StartTwiceOnOneFile(t *testing.T) {
+	ctx := context.Background()
+	cfg := server.Config{DB: filepath.Join(t.TempDir(), "sked.db")}
+	first := server.New(cfg)
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(ctx); err == nil {
+		t.Error("a second Start of one server succeeded")
+	}
+	if err := server.New(cfg).Start(ctx); err == nil || !strings.Contains(err.Error(), "holds") {
+		t.Errorf("Start on a file another server holds: %v, want a refusal naming the holder", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(ctx); !errors.Is(err, server.ErrClosed) {
+		t.Errorf("Start after Close: %v, want ErrClosed", err)
+	}
+	third := server.New(cfg)
+	if err := third.Start(ctx); err != nil {
+		t.Fatalf("Start after the holder closed: %v", err)
+	}
+	if err := third.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

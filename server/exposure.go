@@ -1,0 +1,38 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"strings"
+)
+
+// checkExposure refuses a listener of sked's own beyond loopback without a
+// token, where anyone who can reach it could run jobs, unless cfg.Insecure
+// says so. Without a listener (Handler served by the embedding program)
+// there is nothing to check.
+func checkExposure(cfg Config) error {
+	addr := cfg.Addr
+	if cfg.Listener != nil {
+		addr = cfg.Listener.Addr().String()
+	}
+	if addr == "" || len(cfg.Tokens) > 0 || cfg.Insecure || isLoopback(addr) {
+		return nil
+	}
+	return fmt.Errorf("listening on %s reaches beyond loopback, where anyone who can reach it could run jobs, and no token is set: "+
+		"set one with --token or SKED_TOKEN (Config.Tokens; clients send it as Authorization: Bearer …), "+
+		"listen on 127.0.0.1, or pass --insecure (Config.Insecure) to serve without authentication", addr)
+}
+
+// isLoopback reports whether addr (host:port) listens on loopback only:
+// localhost, 127.0.0.0/8 or ::1. An empty host listens everywhere.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

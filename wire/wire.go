@@ -1,0 +1,124 @@
+// Package wire holds what both ends of sked's HTTP API must agree on: the
+// bodies of the worker protocol (POST /claims, /jobs/{id}/heartbeat and
+// /jobs/{id}/complete), the body of a new job (POST /jobs), and the
+// protocol's limits. The server (package handlers) decodes them and the Go
+// client (package client) encodes them, so neither keeps a copy of its own.
+//
+// Fields the server must tell absent from zero are pointers, and durations
+// it validates are raw JSON (a Go duration string such as "30s", made by
+// DurationJSON), so that a bad value is refused with an error naming its
+// field.
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// Limits of the worker protocol.
+const (
+	// DefaultClaimWait is how long POST /claims waits for a due job when the
+	// request does not say, and how long the Go client asks it to wait. It
+	// stays below MaxClaimWait and the server's write timeout.
+	DefaultClaimWait = 25 * time.Second
+	// MaxClaimWait caps a claim's wait below the server's write timeout.
+	MaxClaimWait = 50 * time.Second
+	// MaxClaim is the most jobs one claim may take; the server answers 422
+	// past it.
+	MaxClaim = 100
+	// MinLease is the shortest lease a worker may ask for.
+	MinLease = 300 * time.Millisecond
+	// MaxLease is the longest lease a worker may ask for.
+	MaxLease = 24 * time.Hour
+)
+
+// ClaimRequest is the body of POST /claims: lease up to Max (nil: one) due
+// jobs of Types to WorkerID for Lease (absent: db.DefaultLease), waiting up
+// to Wait (absent: DefaultClaimWait) for one to become due.
+type ClaimRequest struct {
+	WorkerID string          `json:"workerId"`
+	Types    []string        `json:"types"`
+	Max      *int            `json:"max,omitempty"`
+	Lease    json.RawMessage `json:"lease,omitempty"`
+	Wait     json.RawMessage `json:"wait,omitempty"`
+}
+
+// Claimed is one job of a claim's answer: the job as claimed, its run and
+// the lease generation every later write must name.
+type Claimed struct {
+	db.Job
+	RunID      int64 `json:"runId"`
+	Generation int64 `json:"generation"`
+}
+
+// ClaimResponse is the body of a POST /claims answer.
+type ClaimResponse struct {
+	Claims []Claimed `json:"claims"` // never null
+	// Waited is how long after the request arrived the claim was made, at
+	// the earliest: a worker that measures from when it sent the request
+	// knows its leases began no sooner than then plus Waited, however long
+	// the long poll held it. Absent from older servers: 0.
+	Waited db.Duration `json:"waited"`
+}
+
+// HeartbeatRequest is the body of POST /jobs/{id}/heartbeat: extend the
+// lease held with Generation (required) by Lease (absent:
+// db.DefaultLease).
+type HeartbeatRequest struct {
+	Generation *int64          `json:"generation"`
+	Lease      json.RawMessage `json:"lease,omitempty"`
+}
+
+// HeartbeatResponse is the body of a heartbeat's answer.
+type HeartbeatResponse struct {
+	LeaseUntil      time.Time `json:"leaseUntil"`
+	CancelRequested bool      `json:"cancelRequested"`
+}
+
+// CompleteRequest is the body of POST /jobs/{id}/complete: how the run
+// leased with Generation (required) ended. The answer is the job as it
+// moved on.
+type CompleteRequest struct {
+	Generation *int64     `json:"generation"`
+	Outcome    db.Outcome `json:"outcome"`
+	Error      string     `json:"error,omitempty"`
+	Retryable  bool       `json:"retryable,omitempty"`
+	Output     string     `json:"output,omitempty"`
+}
+
+// JobCreateRequest is the body of POST /jobs and PUT /jobs/by-name/{name}:
+// a job's definition. Zero values are left out, so the server applies its
+// defaults.
+type JobCreateRequest struct {
+	// Name names the job: unique among jobs that are not cancelled, and
+	// accepted wherever its id is.
+	Name           string          `json:"name,omitempty"`
+	Type           string          `json:"type"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	RunAt          *time.Time      `json:"runAt,omitempty"` // one-off; nil: now
+	Schedule       string          `json:"schedule,omitempty"`
+	Timezone       string          `json:"timezone,omitempty"`
+	MaxAttempts    int             `json:"maxAttempts,omitempty"`
+	Timeout        db.Duration     `json:"timeout,omitempty"`
+	Backoff        db.Duration     `json:"backoff,omitempty"`
+	Jitter         db.Duration     `json:"jitter,omitempty"`
+	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
+	Overlap        string          `json:"overlap,omitempty"`
+	Misfire        string          `json:"misfire,omitempty"`
+	// ExpectSuccessWithin arms a recurring job's dead-man's switch.
+	ExpectSuccessWithin db.Duration `json:"expectSuccessWithin,omitempty"`
+	// Notify is the job's own notification settings; nil: the server's.
+	Notify *db.Notify `json:"notify,omitempty"`
+}
+
+// DurationJSON is d in the wire form of a duration, a Go duration string;
+// nil (absent, so the default) for zero.
+func DurationJSON(d time.Duration) json.RawMessage {
+	if d == 0 {
+		return nil
+	}
+	b, _ := db.Duration(d).MarshalJSON() // a string: it cannot fail
+	return b
+}
