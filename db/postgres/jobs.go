@@ -350,7 +350,7 @@ func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until 
 // Notify wakes every node's dispatcher when the transaction commits; see
 // engine.Tx.
 func (t *tx) Notify(ctx context.Context) error {
-	t.exec(nil, `SELECT pg_notify($1, '')`, wakeChannel)
+	t.exec(nil, `SELECT pg_notify($1, '')`, t.channel)
 	return nil
 }
 

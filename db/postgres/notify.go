@@ -2,13 +2,30 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// wakeChannel is the LISTEN/NOTIFY channel of "a job may be due now".
-const wakeChannel = "sked_jobs"
+// wakeChannel is the LISTEN/NOTIFY channel of "a job may be due now" for
+// the jobs of schema. Channels belong to the database, not to a schema:
+// each schema has its own, so that two schedulers in two schemas of one
+// database (or parallel tests) do not wake each other. The public schema
+// keeps the name sked_jobs.
+// A name too long for an identifier (63 bytes) is named by a hash instead.
+func wakeChannel(schema string) string {
+	if schema == "public" {
+		return "sked_jobs"
+	}
+	if c := "sked_jobs." + schema; len(c) <= 63 {
+		return c
+	}
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return fmt.Sprintf("sked_jobs.%x", h.Sum64())
+}
 
 // Wakeups LISTENs on its own connection and signals the returned channel
 // (buffered, one pending signal) whenever some node commits a write that
@@ -37,7 +54,7 @@ func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 	return c
 }
 
-// listen holds one connection LISTENing on wakeChannel and forwards its
+// listen holds one connection LISTENing on the store's channel and forwards its
 // notifications to c until ctx ends or the connection fails.
 func (s *Store) listen(ctx context.Context, c chan struct{}) error {
 	conn, err := pgx.ConnectConfig(ctx, s.d.pool.Config().ConnConfig.Copy())
@@ -49,7 +66,7 @@ func (s *Store) listen(ctx context.Context, c chan struct{}) error {
 		defer cancel()
 		conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.d.channel}.Sanitize()); err != nil {
 		return err
 	}
 	for {

@@ -11,8 +11,9 @@ import (
 )
 
 // TestStore_Wakeups: a job created due now on one node wakes the other
-// node's listener, a job due in an hour does not, and the channel closes
-// when its context ends.
+// node's listener, a job due in an hour does not, nor one due now in
+// another schema of the same database, and the channel closes when its
+// context ends.
 func TestStore_Wakeups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -61,6 +62,19 @@ func TestStore_Wakeups(t *testing.T) {
 	select {
 	case <-wakes:
 		t.Fatal("woken for a job due in an hour")
+	case <-time.After(time.Second):
+	}
+	other, err := postgres.Open(ctx, postgrestest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, _, err := other.JobCreate(ctx, db.JobCreateParams{Type: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wakes:
+		t.Fatal("woken for a job of another schema")
 	case <-time.After(time.Second):
 	}
 

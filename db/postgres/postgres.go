@@ -68,7 +68,8 @@ type Store struct {
 
 // dialect is the engine.Dialect of one database.
 type dialect struct {
-	pool *pgxpool.Pool // immutable; never nil
+	pool    *pgxpool.Pool // immutable; never nil
+	channel string        // the LISTEN/NOTIFY channel of this schema's wake-ups; immutable
 }
 
 // Open connects to the database at url (postgres://… or any connection
@@ -91,6 +92,12 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
 	d := &dialect{pool: pool}
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("read current schema: %w", translate(err))
+	}
+	d.channel = wakeChannel(schema)
 	if err := d.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

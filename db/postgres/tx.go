@@ -21,9 +21,10 @@ var _ engine.Tx = (*tx)(nil)
 // statement. A queued write that fails makes the server skip everything
 // after it, the COMMIT included, so nothing of a failed transaction lands.
 type tx struct {
-	conn   *pgx.Conn
-	now    time.Time
-	queued *pgx.Batch // writes not yet sent
+	conn    *pgx.Conn
+	now     time.Time
+	queued  *pgx.Batch // writes not yet sent
+	channel string     // where Notify sends (dialect.channel)
 }
 
 // InTx runs fn in a transaction and commits it; see engine.Dialect. BEGIN
@@ -49,7 +50,7 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 	// A connection left inside a transaction (a failed ROLLBACK, a
 	// cancelled statement) is closed by Release, not reused.
 	defer c.Release()
-	t := &tx{conn: c.Conn(), queued: &pgx.Batch{}}
+	t := &tx{conn: c.Conn(), queued: &pgx.Batch{}, channel: d.channel}
 	t.queued.Queue(`BEGIN`)
 	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now, nil) },
 		`SELECT coalesce($1::timestamptz, now()), set_config('enable_seqscan', 'off', true)`, at); err != nil {
