@@ -137,6 +137,9 @@ func TestCLI_Edit(t *testing.T) {
 	if msg := fails(t, srv, 1, "edit", "report", "--schedule", "every day"); !strings.Contains(msg, "not a cron expression") {
 		t.Errorf("edit with a bad schedule said %q", msg)
 	}
+	if msg := fails(t, srv, 2, "edit", "report", "--unset", "bogus"); !strings.Contains(msg, "--unset bogus: not a field") {
+		t.Errorf("edit --unset of an unknown field said %q", msg)
+	}
 
 	// An editor that changes maxAttempts and removes the schedule's time
 	// zone (back to its default).

@@ -144,7 +144,7 @@ func clientCmds(env Env) []*cobra.Command {
 		actionCmd(env, "retry", "Move a dead job back to ready", "retried"),
 		actionCmd(env, "trigger", "Run a job once now (a schedule keeps its pending slot)", "triggered"),
 		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of"),
-		actionCmd(env, "cancel-run", "Stop a job's running run (its handler's context ends; commands get SIGTERM)", "asked the run to stop of"),
+		actionCmd(env, "cancel-run", "Stop a job's running run (its handler's context ends; commands get SIGTERM)", "asked to stop the run of"),
 		backfillCmd(env),
 	}
 }

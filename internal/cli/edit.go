@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +28,15 @@ var editFields = []struct{ flag, field string }{
 	{"name", "name"}, {"schedule", "schedule"}, {"tz", "timezone"}, {"payload", "payload"},
 	{"max-attempts", "maxAttempts"}, {"timeout", "timeout"}, {"backoff", "backoff"}, {"jitter", "jitter"},
 	{"overlap", "overlap"}, {"misfire", "misfire"}, {"expect-success-within", "expectSuccessWithin"},
+}
+
+// editFieldNames lists the fields of editFields, comma-separated.
+func editFieldNames() string {
+	names := make([]string, len(editFields))
+	for i, ef := range editFields {
+		names[i] = ef.field
+	}
+	return strings.Join(names, ", ")
 }
 
 func editCmd(env Env) *cobra.Command {
@@ -85,6 +96,9 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 		}
 	}
 	for _, u := range unset {
+		if !slices.ContainsFunc(editFields, func(ef struct{ flag, field string }) bool { return ef.field == u }) {
+			return usagef("--unset %s: not a field sked edit changes; give one of %s", u, editFieldNames())
+		}
 		if _, ok := patch[u]; ok {
 			return usagef("--unset %s: the field is also set by a flag", u)
 		}
