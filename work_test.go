@@ -156,13 +156,17 @@ func readExecutions(t testing.TB, path string) []*execution {
 	return all
 }
 
+// markSlack is how long past its last mark an execution killed without an
+// end line is taken to have lived (see checkEvidence).
+const markSlack = 300 * time.Millisecond
+
 // checkEvidence fails the test when the evidence shows a job of jobs that
 // never ran to success (lost), or two executions of one job overlapping in
 // time. An execution without an end ran on a worker that was killed: it
 // lasted until deaths[pid], when the worker and its command died; or its
 // supervisor killed it, its lease about to lapse unrenewed: it lasted until
-// its last mark. One with neither end, nor mark, nor a dead worker is a
-// fault. It returns the executions.
+// markSlack after its last mark. One with neither end, nor mark, nor a dead
+// worker is a fault. It returns the executions.
 func checkEvidence(t testing.TB, path string, jobs []string, deaths map[int]time.Time) []*execution {
 	t.Helper()
 	all := readExecutions(t, path)
@@ -171,7 +175,12 @@ func checkEvidence(t testing.TB, path string, jobs []string, deaths map[int]time
 		if e.ended == "" {
 			death, ok := deaths[e.pid]
 			if !ok && !e.end.IsZero() {
-				byJob[e.job] = append(byJob[e.job], e) // killed by its supervisor
+				// Killed by its supervisor: live until a while after its
+				// last mark, at least the mark's interval. A correct kill
+				// comes a sixth of the lease before another worker may
+				// start the job, far more than this.
+				e.end = e.end.Add(markSlack)
+				byJob[e.job] = append(byJob[e.job], e)
 				continue
 			}
 			if !ok {

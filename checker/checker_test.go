@@ -289,6 +289,16 @@ func TestCheck_Lost(t *testing.T) {
 		r.cancel(second.ID, 204)
 		wantNone(t, r.check(), "a cancelled job's key taken by a new job")
 	})
+	t.Run("KeyReusedBeforeCancel", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t)
+		first := r.enqueue(db.JobCreateParams{Type: "k", IdempotencyKey: "key-k", RunAt: r.clock.Now().Add(time.Hour)})
+		// A store that hands the key to a second job while the first holds
+		// it; the first is cancelled only afterwards.
+		r.appendJSON(r.in.ClientLog, checker.ClientRecord{Op: checker.OpEnqueue, JobID: r.reaped.ID, IdempotencyKey: "key-k"})
+		r.cancel(first.ID, 204)
+		wantRules(t, r.check(), r.reaped.ID, checker.RuleDuplicate)
+	})
 }
 
 func TestCheck_Cancel(t *testing.T) {

@@ -30,12 +30,26 @@ func checkIntegrity(e *evidence) []Violation {
 func checkLost(e *evidence) []Violation {
 	var out []Violation
 	byKey := map[string]line[ClientRecord]{}
-	// cancels are the cancel answers logged so far, by job: a job whose
-	// cancel was acknowledged has freed its key.
-	cancels := map[string]int{}
+	// A job's key is free for a new job once a cancel of it was
+	// acknowledged (cancelled so far), or, when no cancel of it was ever
+	// acknowledged in the log, if it ended cancelled: a cancel whose answer
+	// was lost (cancelledAtAll says which jobs had one acknowledged).
+	cancelled, cancelledAtAll := map[string]bool{}, map[string]bool{}
 	for _, c := range e.client {
-		if c.rec.Op == OpCancel && (cancels[c.rec.JobID] < 200 || cancels[c.rec.JobID] > 299) {
-			cancels[c.rec.JobID] = c.rec.Status
+		if c.rec.Op == OpCancel && c.rec.Status >= 200 && c.rec.Status <= 299 {
+			cancelledAtAll[c.rec.JobID] = true
+		}
+	}
+	keyFreed := func(id string) bool {
+		if cancelled[id] {
+			return true
+		}
+		j := e.jobs[id]
+		return !cancelledAtAll[id] && j != nil && j.state == "cancelled"
+	}
+	for _, c := range e.client {
+		if c.rec.Op == OpCancel && c.rec.Status >= 200 && c.rec.Status <= 299 {
+			cancelled[c.rec.JobID] = true
 		}
 		if c.rec.Op != OpEnqueue {
 			continue
@@ -43,7 +57,7 @@ func checkLost(e *evidence) []Violation {
 		if k := c.rec.IdempotencyKey; k != "" {
 			first, ok := byKey[k]
 			switch {
-			case !ok || e.keyFreed(first.rec.JobID, cancels):
+			case !ok || keyFreed(first.rec.JobID):
 				byKey[k] = c
 			case first.rec.JobID != c.rec.JobID:
 				out = append(out, Violation{Rule: RuleDuplicate, JobID: c.rec.JobID,
@@ -63,19 +77,6 @@ func checkLost(e *evidence) []Violation {
 		}
 	}
 	return out
-}
-
-// keyFreed says whether job id had freed its idempotency key for a new
-// job by now: its cancel was acknowledged, or it is cancelled in the
-// database and no answer to a cancel of it was logged (a cancel whose
-// answer was lost).
-func (e *evidence) keyFreed(id string, cancels map[string]int) bool {
-	status, answered := cancels[id]
-	if answered {
-		return status >= 200 && status <= 299
-	}
-	j := e.jobs[id]
-	return j != nil && j.state == "cancelled"
 }
 
 // executedOutcomes are the outcomes of a run that a worker ended after it

@@ -27,8 +27,8 @@
 // the transaction that writes it, never the node's. Tests set
 // engine.Store.NowFunc to pass their own instant instead.
 //
-// Wake-ups: writes that make a job due soon NOTIFY sked_jobs in their
-// transaction; Wakeups LISTENs for them so every node's dispatcher starts
+// Wake-ups: writes that make a job due soon NOTIFY the schema's channel
+// (see wakeChannel) in their transaction; Wakeups LISTENs for them so every node's dispatcher starts
 // the job without waiting for its next poll.
 //
 // Migrations are embedded (migrations/*.sql) and run by goose at Open, under
@@ -92,12 +92,16 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
 	d := &dialect{pool: pool}
-	var schema string
+	var schema *string
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("read current schema: %w", translate(err))
 	}
-	d.channel = wakeChannel(schema)
+	if schema == nil {
+		pool.Close()
+		return nil, errors.New("no schema to keep sked's tables in: the search_path names no existing schema; create it, or fix search_path in the URL")
+	}
+	d.channel = wakeChannel(*schema)
 	if err := d.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
