@@ -33,13 +33,9 @@ func (s *Store) JobPut(ctx context.Context, p db.JobPutParams) (db.JobPutResult,
 			out.Job, out.Changes, err = s.redefine(ctx, tx, j, p.Spec, "", p.Actor)
 		case errors.Is(err, db.ErrNotFound):
 			out.Created = true
-			if out.Job, err = s.newJob(p.Spec, tx.Now()); err != nil {
-				return err
-			}
-			jobs := []db.Job{out.Job}
-			if _, err = s.insert(ctx, tx, jobs); err == nil {
+			var jobs []db.Job
+			if jobs, _, err = s.CreateIn(ctx, tx, []db.JobCreateParams{p.Spec}, false); err == nil {
 				out.Job = jobs[0]
-				err = s.wakeIfDue(ctx, tx, out.Job)
 			}
 		}
 		if err == nil && p.DryRun {
