@@ -79,13 +79,9 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	if changes = db.Diff(old, db.SpecOf(nj)); len(changes) == 0 {
 		return j, nil, nil
 	}
-	if nj.Name != "" && nj.Name != j.Name {
-		holders, err := tx.JobsByName(ctx, []string{nj.Name})
-		if err != nil {
-			return db.Job{}, nil, fmt.Errorf("read jobs by name: %w", err)
-		}
-		if len(holders) > 0 {
-			return db.Job{}, nil, nameTaken(holders[0])
+	if nj.Name != j.Name {
+		if err := s.checkNames(ctx, tx, []db.Job{nj}, []int{0}); err != nil {
+			return db.Job{}, nil, err
 		}
 	}
 	to := j
