@@ -143,21 +143,7 @@ func (s *Store) resolve(ctx context.Context, ref string) (string, error) {
 
 // EventList returns a page of a job's events; see db.Store.
 func (s *Store) EventList(ctx context.Context, p db.EventListParams) ([]db.Event, int64, error) {
-	id, err := s.resolve(ctx, p.JobID)
-	if err != nil {
-		return nil, 0, wrap(err, "list events of %s", p.JobID)
-	}
-	limit := db.PageLimit(p.Limit)
-	events, err := s.d.EventsPage(ctx, id, db.RunsBefore(p.Cursor), limit+1)
-	if err == nil && len(events) == 0 {
-		_, err = s.d.JobGet(ctx, id) // no events, or no such job?
-	}
-	s.health.saw(err, false)
-	if err != nil {
-		return nil, 0, wrap(err, "list events of %s", p.JobID)
-	}
-	events, next := db.Page(events, limit, func(e db.Event) int64 { return e.ID })
-	return append([]db.Event{}, events...), next, nil
+	return jobPage(ctx, s, "events", p.JobID, p.Cursor, p.Limit, s.d.EventsPage, func(e db.Event) int64 { return e.ID })
 }
 
 // EventsAfter returns the events after an id; see db.Store.
