@@ -143,8 +143,8 @@ type Tx interface {
 	JobsUpdate(ctx context.Context, us []JobUpdate) error
 	// JobRedefine writes a job's definition (name, payload, schedule,
 	// timezone, attempts, timeout, backoff, jitter, policies, switch,
-	// notify, request hash) and its lifecycle columns, fenced as
-	// JobsUpdate.
+	// notify; not its request hash, which stays the creating request's)
+	// and its slot, due time and updated_at, fenced as JobsUpdate.
 	JobRedefine(ctx context.Context, u JobUpdate) error
 	// EventsInsert inserts events.
 	EventsInsert(ctx context.Context, events []db.Event) error

@@ -174,14 +174,10 @@ func (s *Store) checkNames(ctx context.Context, tx Tx, jobs []db.Job, idx []int)
 	if err != nil {
 		return fmt.Errorf("read jobs by name: %w", err)
 	}
-	for _, h := range holders {
-		return nameTaken(h)
+	if len(holders) == 0 {
+		return nil
 	}
-	return nil
-}
-
-// nameTaken is the conflict of a create or change that would take h's name.
-func nameTaken(h db.Job) error {
+	h := holders[0]
 	return &db.ConflictError{State: h.State, Msg: fmt.Sprintf(
 		"the name %q belongs to job %s (%s); change that job (PATCH /jobs/%s or PUT /jobs/by-name/%s), or cancel it first",
 		h.Name, h.ID, h.State, h.Name, h.Name)}

@@ -33,13 +33,9 @@ func (s *Store) JobPut(ctx context.Context, p db.JobPutParams) (db.JobPutResult,
 			out.Job, out.Changes, err = s.redefine(ctx, tx, j, p.Spec, "", p.Actor)
 		case errors.Is(err, db.ErrNotFound):
 			out.Created = true
-			if out.Job, err = s.newJob(p.Spec, tx.Now()); err != nil {
-				return err
-			}
-			jobs := []db.Job{out.Job}
-			if _, err = s.insert(ctx, tx, jobs); err == nil {
+			var jobs []db.Job
+			if jobs, _, err = s.CreateIn(ctx, tx, []db.JobCreateParams{p.Spec}, false); err == nil {
 				out.Job = jobs[0]
-				err = s.wakeIfDue(ctx, tx, out.Job)
 			}
 		}
 		if err == nil && p.DryRun {
@@ -83,13 +79,9 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	if changes = db.Diff(old, db.SpecOf(nj)); len(changes) == 0 {
 		return j, nil, nil
 	}
-	if nj.Name != "" && nj.Name != j.Name {
-		holders, err := tx.JobsByName(ctx, []string{nj.Name})
-		if err != nil {
-			return db.Job{}, nil, fmt.Errorf("read jobs by name: %w", err)
-		}
-		if len(holders) > 0 {
-			return db.Job{}, nil, nameTaken(holders[0])
+	if nj.Name != j.Name {
+		if err := s.checkNames(ctx, tx, []db.Job{nj}, []int{0}); err != nil {
+			return db.Job{}, nil, err
 		}
 	}
 	to := j
@@ -151,21 +143,7 @@ func (s *Store) resolve(ctx context.Context, ref string) (string, error) {
 
 // EventList returns a page of a job's events; see db.Store.
 func (s *Store) EventList(ctx context.Context, p db.EventListParams) ([]db.Event, int64, error) {
-	id, err := s.resolve(ctx, p.JobID)
-	if err != nil {
-		return nil, 0, wrap(err, "list events of %s", p.JobID)
-	}
-	limit := db.PageLimit(p.Limit)
-	events, err := s.d.EventsPage(ctx, id, db.RunsBefore(p.Cursor), limit+1)
-	if err == nil && len(events) == 0 {
-		_, err = s.d.JobGet(ctx, id) // no events, or no such job?
-	}
-	s.health.saw(err, false)
-	if err != nil {
-		return nil, 0, wrap(err, "list events of %s", p.JobID)
-	}
-	events, next := db.Page(events, limit, func(e db.Event) int64 { return e.ID })
-	return append([]db.Event{}, events...), next, nil
+	return jobPage(ctx, s, "events", p.JobID, p.Cursor, p.Limit, s.d.EventsPage, func(e db.Event) int64 { return e.ID })
 }
 
 // EventsAfter returns the events after an id; see db.Store.

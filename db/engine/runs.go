@@ -16,21 +16,30 @@ import (
 
 // RunList returns a page of a job's runs, newest first; see db.Store.
 func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int64, error) {
-	id, err := s.resolve(ctx, p.JobID)
+	return jobPage(ctx, s, "runs", p.JobID, p.Cursor, p.Limit, s.d.RunsPage, func(r db.Run) int64 { return r.ID })
+}
+
+// jobPage reads a page of the rows (what: runs, events) of the job ref
+// names, newest first, with read, which takes the job's id and reads up
+// to limit rows with an id below before; it tells a job without rows from
+// no job. See db.Store.RunList.
+func jobPage[T any](ctx context.Context, s *Store, what, ref string, cursor int64, limit int,
+	read func(ctx context.Context, job string, before int64, limit int) ([]T, error), key func(T) int64) ([]T, int64, error) {
+	id, err := s.resolve(ctx, ref)
 	if err != nil {
-		return nil, 0, wrap(err, "list runs of %s", p.JobID)
+		return nil, 0, wrap(err, "list %s of %s", what, ref)
 	}
-	limit := db.PageLimit(p.Limit)
-	runs, err := s.d.RunsPage(ctx, id, db.RunsBefore(p.Cursor), limit+1)
-	if err == nil && len(runs) == 0 {
-		_, err = s.d.JobGet(ctx, id) // no runs, or no such job?
+	limit = db.PageLimit(limit)
+	items, err := read(ctx, id, db.RunsBefore(cursor), limit+1)
+	if err == nil && len(items) == 0 {
+		_, err = s.d.JobGet(ctx, id) // no rows, or no such job?
 	}
 	s.health.saw(err, false)
 	if err != nil {
-		return nil, 0, wrap(err, "list runs of %s", p.JobID)
+		return nil, 0, wrap(err, "list %s of %s", what, ref)
 	}
-	runs, next := db.Page(runs, limit, func(r db.Run) int64 { return r.ID })
-	return append([]db.Run{}, runs...), next, nil
+	items, next := db.Page(items, limit, key)
+	return append([]T{}, items...), next, nil
 }
 
 // RunActivity summarises the runs of p's window; see db.Store.

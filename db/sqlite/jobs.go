@@ -103,34 +103,16 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 // JobsByKey reads the jobs holding keys; see engine.Tx.
 func (t *tx) JobsByKey(ctx context.Context, keys []string) ([]db.Job, error) {
 	get := t.stmt(ctx, t.stmts.jobByKey)
-	jobs := make([]db.Job, 0, len(keys))
-	for _, k := range keys {
-		j, err := scanJob(get.QueryRowContext(ctx, k))
-		if errors.Is(err, db.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("job by key %q: %w", k, err)
-		}
-		jobs = append(jobs, j)
+	jobs, err := scanEach(keys, func(k string) scanner { return get.QueryRowContext(ctx, k) })
+	if err != nil {
+		return nil, fmt.Errorf("jobs by key: %w", err)
 	}
 	return jobs, nil
 }
 
 // JobsByName reads the jobs holding names; see engine.Tx.
 func (t *tx) JobsByName(ctx context.Context, names []string) ([]db.Job, error) {
-	var jobs []db.Job
-	for _, n := range names {
-		j, err := t.JobLockName(ctx, n)
-		if errors.Is(err, db.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, nil
+	return scanEach(names, func(n string) scanner { return t.tx.QueryRowContext(ctx, jobByNameSQL, n) })
 }
 
 // JobLock reads a job; the writer holds the database. See engine.Tx.
@@ -140,9 +122,12 @@ func (t *tx) JobLock(ctx context.Context, id string) (db.Job, error) {
 
 // JobLockName reads the live job of a name; see engine.Tx.
 func (t *tx) JobLockName(ctx context.Context, name string) (db.Job, error) {
-	return scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_name_live
-		WHERE name = ? AND state <> 'cancelled'`, name))
+	return scanJob(t.tx.QueryRowContext(ctx, jobByNameSQL, name))
 }
+
+// jobByNameSQL reads the live job of a name. Argument: the name.
+const jobByNameSQL = `SELECT ` + jobColumns + ` FROM jobs INDEXED BY jobs_name_live
+	WHERE name = ? AND state <> 'cancelled'`
 
 // leasedJobSQL reads a job under a live lease. Arguments: job id,
 // generation, now.
@@ -152,9 +137,17 @@ const leasedJobSQL = `SELECT ` + jobColumns + ` FROM jobs
 // JobsLeased reads the jobs under live leases; see engine.Tx.
 func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, error) {
 	get := t.stmt(ctx, t.stmts.leasedJob)
+	return scanEach(leases, func(l engine.Lease) scanner {
+		return get.QueryRowContext(ctx, l.JobID, l.Generation, fmtTime(t.now))
+	})
+}
+
+// scanEach scans the job row that row reads for each of items, leaving
+// out the items that have none.
+func scanEach[T any](items []T, row func(T) scanner) ([]db.Job, error) {
 	var jobs []db.Job
-	for _, l := range leases {
-		j, err := scanJob(get.QueryRowContext(ctx, l.JobID, l.Generation, fmtTime(t.now)))
+	for _, it := range items {
+		j, err := scanJob(row(it))
 		if errors.Is(err, db.ErrNotFound) {
 			continue
 		}
