@@ -113,6 +113,17 @@ type JobCreateRequest struct {
 	Notify *db.Notify `json:"notify,omitempty"`
 }
 
+// RequestOf is the request that gives a job the definition p (as
+// db.SpecOf reads it off a job).
+func RequestOf(p db.JobCreateParams) JobCreateRequest {
+	return JobCreateRequest{
+		Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Timezone: p.Timezone,
+		MaxAttempts: p.MaxAttempts, Timeout: db.Duration(p.Timeout), Backoff: db.Duration(p.Backoff),
+		Jitter: db.Duration(p.Jitter), IdempotencyKey: p.IdempotencyKey, Overlap: p.Overlap, Misfire: p.Misfire,
+		ExpectSuccessWithin: db.Duration(p.ExpectSuccessWithin), Notify: p.Notify,
+	}
+}
+
 // DurationJSON is d in the wire form of a duration, a Go duration string;
 // nil (absent, so the default) for zero.
 func DurationJSON(d time.Duration) json.RawMessage {
