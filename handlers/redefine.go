@@ -148,8 +148,9 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, jobError(name, action{}, err))
 		return
 	}
-	w.Header().Set("Sked-Changed", strconv.FormatBool(res.Changed() && !dry))
-	if res.Changed() && !dry {
+	written := res.Changed() && !dry
+	w.Header().Set("Sked-Changed", strconv.FormatBool(written))
+	if written {
 		h.due(res.Job.Type)
 	}
 	status := http.StatusOK
