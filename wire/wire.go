@@ -2,7 +2,10 @@
 // bodies of the worker protocol (POST /claims, /jobs/{id}/heartbeat and
 // /jobs/{id}/complete), the body of a new job (POST /jobs), and the
 // protocol's limits. The server (package handlers) decodes them and the Go
-// client (package client) encodes them, so neither keeps a copy of its own.
+// client (package client) encodes them, so neither keeps a copy of its own;
+// only a new job's body the server decodes into a form of its own, with
+// raw fields, so that each error names its field (JobCreateRequest is what
+// that form reads).
 //
 // Fields the server must tell absent from zero are pointers, and durations
 // it validates are raw JSON (a Go duration string such as "30s", made by
