@@ -20,13 +20,7 @@ type JobCreateRequest = wire.JobCreateRequest
 // `sked export` writes and JobPut takes back. A one-off job's due time is
 // not part of it.
 func RequestOf(j db.Job) JobCreateRequest {
-	p := db.SpecOf(j)
-	return JobCreateRequest{
-		Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Timezone: p.Timezone,
-		MaxAttempts: p.MaxAttempts, Timeout: db.Duration(p.Timeout), Backoff: db.Duration(p.Backoff),
-		Jitter: db.Duration(p.Jitter), IdempotencyKey: p.IdempotencyKey, Overlap: p.Overlap, Misfire: p.Misfire,
-		ExpectSuccessWithin: db.Duration(p.ExpectSuccessWithin), Notify: p.Notify,
-	}
+	return wire.RequestOf(db.SpecOf(j))
 }
 
 // JobCreate creates a job. created is false when the idempotency key named

@@ -15,7 +15,6 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/schedule"
-	"github.com/sked-dev/sked/wire"
 )
 
 // Limits on the fields of a new job.
@@ -32,11 +31,11 @@ const (
 	gapSlots = 500
 )
 
-// jobCreateRequest is the body of POST /jobs and PUT /jobs/by-name/{name},
-// and the form of a job's definition a PATCH applies its merge patch to
-// (requestOf). Pointers and raw fields tell an absent field from a zero one;
-// durations and runAt are parsed by hand so that their errors name the
-// field. Encoded, absent fields are left out.
+// jobCreateRequest is the body of POST /jobs and PUT /jobs/by-name/{name}
+// as the server reads it (wire.JobCreateRequest encodes it). Pointers and
+// raw fields tell an absent field from a zero one; durations and runAt are
+// parsed by hand so that their errors name the field. Encoded, absent
+// fields are left out.
 type jobCreateRequest struct {
 	Name           string          `json:"name,omitempty"`
 	Type           string          `json:"type,omitempty"`
@@ -55,23 +54,6 @@ type jobCreateRequest struct {
 	ExpectSuccessWithin json.RawMessage `json:"expectSuccessWithin,omitempty"`
 	// Notify is the job's own notification settings, a db.Notify.
 	Notify json.RawMessage `json:"notify,omitempty"`
-}
-
-// requestOf is the create request that gives a job the definition p.
-func requestOf(p db.JobCreateParams) jobCreateRequest {
-	req := jobCreateRequest{
-		Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Timezone: p.Timezone,
-		Timeout: wire.DurationJSON(p.Timeout), Backoff: wire.DurationJSON(p.Backoff), Jitter: wire.DurationJSON(p.Jitter),
-		IdempotencyKey: p.IdempotencyKey, Overlap: p.Overlap, Misfire: p.Misfire,
-		ExpectSuccessWithin: wire.DurationJSON(p.ExpectSuccessWithin),
-	}
-	if p.MaxAttempts > 0 {
-		req.MaxAttempts = &p.MaxAttempts
-	}
-	if p.Notify != nil {
-		req.Notify, _ = json.Marshal(p.Notify) // plain fields: it cannot fail
-	}
-	return req
 }
 
 // jobParams validates req as jobCreateParams does, at the store's now, then

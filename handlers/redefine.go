@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // Changing a job's definition: PATCH /jobs/{id} with a JSON merge patch,
@@ -85,7 +86,7 @@ func patchRequest(spec db.JobCreateParams, patch map[string]json.RawMessage) (jo
 	if runAt, ok := patch["runAt"]; ok && !isAbsent(runAt) {
 		return jobCreateRequest{}, fieldError("runAt", "runAt cannot be patched: a job's due time is not part of its definition; cancel the job and create a new one")
 	}
-	base, err := json.Marshal(requestOf(spec))
+	base, err := json.Marshal(wire.RequestOf(spec))
 	if err != nil {
 		return jobCreateRequest{}, fmt.Errorf("encode definition of %s: %w", spec.Name, err)
 	}
@@ -147,8 +148,9 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, jobError(name, action{}, err))
 		return
 	}
-	w.Header().Set("Sked-Changed", strconv.FormatBool(res.Changed() && !dry))
-	if res.Changed() && !dry {
+	written := res.Changed() && !dry
+	w.Header().Set("Sked-Changed", strconv.FormatBool(written))
+	if written {
 		h.due(res.Job.Type)
 	}
 	status := http.StatusOK

@@ -2,7 +2,10 @@
 // bodies of the worker protocol (POST /claims, /jobs/{id}/heartbeat and
 // /jobs/{id}/complete), the body of a new job (POST /jobs), and the
 // protocol's limits. The server (package handlers) decodes them and the Go
-// client (package client) encodes them, so neither keeps a copy of its own.
+// client (package client) encodes them, so neither keeps a copy of its own;
+// only a new job's body the server decodes into a form of its own, with
+// raw fields, so that each error names its field (JobCreateRequest is what
+// that form reads).
 //
 // Fields the server must tell absent from zero are pointers, and durations
 // it validates are raw JSON (a Go duration string such as "30s", made by
@@ -111,6 +114,17 @@ type JobCreateRequest struct {
 	ExpectSuccessWithin db.Duration `json:"expectSuccessWithin,omitempty"`
 	// Notify is the job's own notification settings; nil: the server's.
 	Notify *db.Notify `json:"notify,omitempty"`
+}
+
+// RequestOf is the request that gives a job the definition p (as
+// db.SpecOf reads it off a job).
+func RequestOf(p db.JobCreateParams) JobCreateRequest {
+	return JobCreateRequest{
+		Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Timezone: p.Timezone,
+		MaxAttempts: p.MaxAttempts, Timeout: db.Duration(p.Timeout), Backoff: db.Duration(p.Backoff),
+		Jitter: db.Duration(p.Jitter), IdempotencyKey: p.IdempotencyKey, Overlap: p.Overlap, Misfire: p.Misfire,
+		ExpectSuccessWithin: db.Duration(p.ExpectSuccessWithin), Notify: p.Notify,
+	}
 }
 
 // DurationJSON is d in the wire form of a duration, a Go duration string;

@@ -68,12 +68,12 @@ func NewMailer(cfg MailerConfig) *Mailer {
 // ValidatePayload is ValidatePayload that also refuses an email payload
 // naming a sink the mailer does not have.
 func (m *Mailer) ValidatePayload(typ string, payload json.RawMessage) error {
-	if err := ValidatePayload(typ, payload); err != nil || typ != "email" {
-		return err
+	if typ != "email" {
+		return ValidatePayload(typ, payload)
 	}
 	var p EmailPayload
-	if err := json.Unmarshal(payload, &p); err != nil {
-		return &db.ValidationError{Field: "payload", Msg: err.Error()}
+	if err := parseEmailPayload(payload, &p); err != nil {
+		return err
 	}
 	_, err := m.sink(p.Sink)
 	return err
