@@ -4,7 +4,7 @@
 
 import { api, ApiError } from "./api.js";
 import { lineChart } from "./charts.js";
-import { h, section, problemBox } from "./dom.js";
+import { h, section, problemBox, jobHash } from "./dom.js";
 import { fmtSeconds, fmtZoned, tickTimes, LOCAL_ZONE } from "./fmt.js";
 import { listPage, STATES } from "./jobs.js";
 import { jobPage } from "./job.js";
@@ -139,7 +139,7 @@ function newJobPage() {
     if (f.timeout.value.trim()) body.timeout = f.timeout.value.trim();
     try {
       const job = await api("POST", "jobs", body);
-      location.hash = "#/jobs/" + encodeURIComponent(job.jobId);
+      location.hash = jobHash(job.jobId);
     } catch (err) {
       result.replaceChildren(problemBox(err));
     }
