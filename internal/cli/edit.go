@@ -150,14 +150,15 @@ func anyFlag(fs *pflag.FlagSet) bool {
 // returns the merge patch of what was changed: changed fields set, removed
 // ones null.
 func editInEditor(job db.Job, env Env) (map[string]any, error) {
-	old, err := orderedFields(skedapi.RequestOf(job))
+	def := skedapi.RequestOf(job)
+	old, err := orderedFields(def)
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# The definition of job %s. Change it, save and quit; remove a field to set it back\n"+
 		"# to its default; leave it as it is to change nothing.\n", jobLabel(job))
-	if err := writeYAML(&buf, skedapi.RequestOf(job)); err != nil {
+	if err := writeYAML(&buf, def); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "sked-edit")

@@ -4,7 +4,7 @@
 
 import { api, ApiError } from "./api.js";
 import { lineChart } from "./charts.js";
-import { h, section, problemBox } from "./dom.js";
+import { h, section, problemBox, jobHash } from "./dom.js";
 import { fmtSeconds, fmtZoned, tickTimes, LOCAL_ZONE } from "./fmt.js";
 import { listPage, STATES } from "./jobs.js";
 import { jobPage } from "./job.js";
@@ -14,7 +14,8 @@ const POLL_MS = 2000;
 
 // ---- pages ---------------------------------------------------------------
 
-// countsBar shows the jobs per state, each linking to its list.
+// countsBar shows the jobs per state, each linking to its list; its
+// refresh returns the stats it read.
 function countsBar() {
   const box = h("div.counts#counts");
   const draw = section(box);
@@ -24,6 +25,7 @@ function countsBar() {
       const st = await api("GET", "stats");
       draw(st, (st) => STATES.map((s) => h("a.count.state-" + s, { href: "#/jobs?state=" + s, "data-state": s },
         h("span.n", String(st.states[s] ?? 0)), h("span.label", s))));
+      return st;
     },
   };
 }
@@ -38,7 +40,7 @@ function overviewPage() {
     title: "Overview",
     el: h("div", h("h1", "Overview"), counts.el, queue, h("h2", "Last hour"), charts),
     async refresh() {
-      const [, series, st] = await Promise.all([counts.refresh(), api("GET", "stats/series"), api("GET", "stats")]);
+      const [st, series] = await Promise.all([counts.refresh(), api("GET", "stats/series")]);
       drawQueue({ due: st.dueNextMinute, age: st.oldestReadyAgeSeconds, missed: st.missedSlots }, (q) => [
         `${q.due} due within a minute · oldest due ready job waiting ${fmtSeconds(q.age)} · ${q.missed} missed slots`]);
       drawCharts(series, drawSeries);
@@ -137,7 +139,7 @@ function newJobPage() {
     if (f.timeout.value.trim()) body.timeout = f.timeout.value.trim();
     try {
       const job = await api("POST", "jobs", body);
-      location.hash = "#/jobs/" + encodeURIComponent(job.jobId);
+      location.hash = jobHash(job.jobId);
     } catch (err) {
       result.replaceChildren(problemBox(err));
     }

@@ -54,6 +54,9 @@ export const stateBadge = (s) => h("span.badge.state-" + s, s);
 /** jobRef is the path of a job's API resource, relative to the page. */
 export const jobRef = (id) => "jobs/" + encodeURIComponent(id);
 
+/** jobHash is the route of a job's page. */
+export const jobHash = (id) => "#/jobs/" + encodeURIComponent(id);
+
 /** jobLabel is what a job is called for people: its name, else its id. */
 export const jobLabel = (j) => j.name || j.jobId;
 
@@ -62,7 +65,7 @@ export const jobLabel = (j) => j.name || j.jobId;
  * small type (the id alone when it has no name).
  */
 export function jobLink(j) {
-  const a = h("a.job-link", { href: "#/jobs/" + encodeURIComponent(j.jobId) },
+  const a = h("a.job-link", { href: jobHash(j.jobId) },
     j.name ? h("span.job-name", j.name) : h("span.mono", j.jobId));
   return j.name ? h("span.job", a, h("span.job-id.mono", j.jobId)) : h("span.job", a);
 }

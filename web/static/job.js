@@ -4,7 +4,7 @@
 // a run while it runs.
 
 import { api, ApiError } from "./api.js";
-import { h, section, problemBox, stateBadge, jobLabel, jobRef } from "./dom.js";
+import { h, section, problemBox, stateBadge, jobLabel, jobRef, jobHash } from "./dom.js";
 import { timeEl, fmtDuration, fmtZoned, LOCAL_ZONE } from "./fmt.js";
 
 const LIVE_MS = 1000; // how often the output tail of a running run is read
@@ -287,7 +287,7 @@ export function jobPage(ref) {
       edit.open = false;
       msg.replaceChildren(h("p.ok", "Saved: " + Object.keys(patch).join(", ") + " changed."));
       // The page's address by id from now on: the name may have changed.
-      if (changed.jobId !== ref) history.replaceState(null, "", "#/jobs/" + encodeURIComponent(changed.jobId));
+      if (changed.jobId !== ref) history.replaceState(null, "", jobHash(changed.jobId));
       await view.refresh();
     }));
   });
@@ -368,7 +368,7 @@ export function jobPage(ref) {
       drawHead([job.jobId, job.name, job.state, job.parentId], () => [
         h("h1", job.name ? h("span#job-name", job.name) : "Job", " ", stateBadge(job.state)),
         h("p.sub", h("span.mono#job-id", job.jobId), " · ", h("span.mono", job.type),
-          job.parentId ? [" · backfill of ", h("a", { href: "#/jobs/" + encodeURIComponent(job.parentId) }, job.parentId)] : null)]);
+          job.parentId ? [" · backfill of ", h("a", { href: jobHash(job.parentId) }, job.parentId)] : null)]);
       drawStatus(job, statusFacts);
       drawButtons([job.state, !!job.schedule], () => controls(job));
       drawFields(job, definition);
