@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/sqlite"
 )
 
@@ -16,7 +16,7 @@ import (
 // worker.ExecConfig.Hold). A PostgreSQL store is shared by design and is not
 // locked: the file is nil.
 func lockStore(dsn string) (*os.File, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if postgres.IsURL(dsn) {
 		return nil, nil
 	}
 	return lockDB(dsn)

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/sked-dev/sked/db"
@@ -18,7 +17,7 @@ import (
 // postgresql:// URL is a PostgreSQL database that many sked processes may
 // share; anything else is the path of a SQLite file.
 func OpenStore(ctx context.Context, dsn string) (db.Store, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if postgres.IsURL(dsn) {
 		return postgres.Open(ctx, dsn)
 	}
 	return sqlite.Open(ctx, dsn)

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -202,4 +203,10 @@ func nullString(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// IsURL says whether dsn names a PostgreSQL database (a postgres:// or
+// postgresql:// URL) rather than the path of a SQLite file.
+func IsURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }

@@ -24,13 +24,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
@@ -70,7 +70,7 @@ func run(ctx context.Context, ln net.Listener, dsn string, log *slog.Logger) err
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	log.Info("enqueued", "job", job.ID)
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if postgres.IsURL(dsn) {
 		if err := signUp(ctx, s, dsn, "Ada"); err != nil {
 			return err
 		}

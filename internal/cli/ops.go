@@ -17,6 +17,7 @@ import (
 
 	"github.com/sked-dev/sked/bench"
 	"github.com/sked-dev/sked/checker"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/sqlite"
 )
 
@@ -44,7 +45,7 @@ func backupCmd(env Env) *cobra.Command {
 
 // backup copies the database at dbPath to out (see backupCmd).
 func backup(ctx context.Context, dbPath, out string, force bool, stdout io.Writer) error {
-	if strings.HasPrefix(dbPath, "postgres://") || strings.HasPrefix(dbPath, "postgresql://") {
+	if postgres.IsURL(dbPath) {
 		return usagef("sked backup copies a SQLite file; back up PostgreSQL with pg_dump")
 	}
 	if _, err := os.Stat(dbPath); err != nil {
