@@ -2,6 +2,7 @@ package dbtest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 
 func testPrune(t *testing.T, f *fixture) {
 	p := f.Store
-	done := f.create(db.JobCreateParams{})
+	done := f.create(db.JobCreateParams{Notify: &db.Notify{Ping: "https://hc.example/done"}}) // its runs write events
 	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
 	dead := f.create(db.JobCreateParams{MaxAttempts: 1})
 	f.finish(f.claimOne("w"), db.OutcomeFailed, false)
@@ -19,6 +20,13 @@ func testPrune(t *testing.T, f *fixture) {
 	f.Clock.Set(Start.Add(time.Hour))
 	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
 
+	window := db.RunActivityParams{From: Start.Add(-time.Minute), To: Start.Add(2 * time.Hour)}
+	if act, err := p.RunActivity(f.ctx, window); err != nil || act.Finished != 3 {
+		t.Fatalf("finished runs before the prune = %d, %v; want 3", act.Finished, err)
+	}
+	if !slices.ContainsFunc(f.events(), func(e db.Event) bool { return e.JobID == done.ID }) {
+		t.Fatal("the pinged job wrote no event")
+	}
 	before := db.PruneParams{Before: Start.Add(time.Hour + time.Second), Limit: 10}
 	got, err := p.Prune(f.ctx, before)
 	if err != nil || got != (db.Pruned{Jobs: 1, Runs: 1}) {
@@ -33,9 +41,29 @@ func testPrune(t *testing.T, f *fixture) {
 	if runs := f.runs(rec.ID); len(runs) != 0 {
 		t.Fatalf("runs of the schedule after the prune = %+v", runs)
 	}
+	// A pruned job leaves no run or event behind: of the window's three
+	// finished runs, only the dead job's is left.
+	if act, err := p.RunActivity(f.ctx, window); err != nil || act.Finished != 1 {
+		t.Fatalf("finished runs after the prune = %d, %v; want 1, the dead job's", act.Finished, err)
+	}
+	for _, e := range f.events() {
+		if e.JobID == done.ID {
+			t.Fatalf("event %+v of the pruned job is left", e)
+		}
+	}
 	if again, err := p.Prune(f.ctx, before); err != nil || again != (db.Pruned{}) {
 		t.Fatalf("second Prune = %+v, %v; want nothing", again, err)
 	}
+}
+
+// events reads every event of every job.
+func (f *fixture) events() []db.Event {
+	f.Helper()
+	events, err := f.Store.EventsAfter(f.ctx, 0, nil, 1000)
+	if err != nil {
+		f.Fatalf("EventsAfter: %v", err)
+	}
+	return events
 }
 
 func testJobCreateBatch(t *testing.T, f *fixture) {
