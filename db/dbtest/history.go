@@ -1,7 +1,9 @@
 package dbtest
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -91,6 +93,34 @@ func testJobCreateBatch(t *testing.T, f *fixture) {
 	}
 	if list, _, err := f.Store.JobList(f.ctx, db.JobListParams{Type: "x"}); err != nil || len(list) != 0 {
 		t.Fatalf("jobs of a refused batch = %+v, %v; want none", list, err)
+	}
+	// A larger batch without keys (a store may write it another way) keeps
+	// every setting of every job.
+	varied := []db.JobCreateParams{
+		{Type: "plain"},
+		{Type: "p", Payload: json.RawMessage(`{"b": 2,  "a": [1]}`), RunAt: Start.Add(time.Hour), MaxAttempts: 7,
+			Timeout: time.Minute, Backoff: 3 * time.Second, Jitter: time.Second},
+		{Type: "s", Schedule: "*/5 * * * *", Timezone: "Europe/Paris", Overlap: db.OverlapQueueOne, Misfire: db.MisfireSkip,
+			ExpectSuccessWithin: time.Hour, Name: "batch-schedule", Notify: &db.Notify{Ping: "https://hc.example/b"}},
+	}
+	for len(varied) < 12 {
+		varied = append(varied, db.JobCreateParams{Type: "filler", Payload: json.RawMessage(`[]`)})
+	}
+	created, err := b.JobCreateBatch(f.ctx, varied)
+	if err != nil || len(created) != len(varied) {
+		t.Fatalf("JobCreateBatch of %d without keys = %d jobs, %v", len(varied), len(created), err)
+	}
+	for _, j := range created {
+		if got := f.get(j.ID); !reflect.DeepEqual(got, j) {
+			t.Errorf("job as stored:\n%+v\nas the batch returned it:\n%+v", got, j)
+		}
+	}
+	if p := f.get(created[1].ID); string(p.Payload) != `{"b": 2,  "a": [1]}` || p.MaxAttempts != 7 || p.Timeout != db.Duration(time.Minute) {
+		t.Errorf("stored job = %+v; want the payload byte for byte, 7 attempts, a minute's timeout", p)
+	}
+	if s := f.get(created[2].ID); s.Schedule != "*/5 * * * *" || s.Timezone != "Europe/Paris" || s.Overlap != db.OverlapQueueOne ||
+		s.Misfire != db.MisfireSkip || s.Name != "batch-schedule" || s.Notify == nil || s.Notify.Ping != "https://hc.example/b" {
+		t.Errorf("stored schedule = %+v; want its settings", s)
 	}
 	if _, err := b.JobCreateBatch(f.ctx, make([]db.JobCreateParams, db.MaxBatch+1)); !errors.Is(err, db.ErrInvalid) {
 		t.Fatalf("batch of %d: %v; want ErrInvalid", db.MaxBatch+1, err)
