@@ -479,7 +479,8 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	// sooner, as most do, never starts the heartbeat goroutine.
 	stopBeat := make(chan struct{})
 	beatDone := make(chan struct{})
-	beat := time.AfterFunc(max(c.lease.left()-p.cfg.Lease*2/3, 0), func() {
+	left := c.lease.left()
+	beat := time.AfterFunc(max(left-p.cfg.Lease*2/3, 0), func() {
 		defer close(beatDone)
 		p.heartbeat(hctx, c, cancel, stopBeat)
 	})
@@ -487,7 +488,10 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	start := time.Now()
 	if waitFor(ctx, wait) {
 		start = time.Now()
-		if c.lease.left() < p.cfg.Lease/startLeft {
+		if wait > 0 {
+			left = c.lease.left()
+		}
+		if left < p.cfg.Lease/startLeft {
 			err = errLapsed
 		} else {
 			err = safeCall(tctx, p.cfg.Handlers[j.Type], job)
@@ -551,18 +555,26 @@ func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, 
 	if ferr == nil && after.State == db.StateReady {
 		signal(p.recheck)
 	}
-	log := p.cfg.Logger.With("job_id", j.ID, "type", j.Type, "attempt", j.Attempt, "generation", j.LeaseGeneration,
-		"outcome", fin.Outcome, "duration", time.Since(start).Round(time.Millisecond))
+	level, msg := slog.LevelInfo, "run finished"
+	var extra []slog.Attr
 	switch {
 	case errors.Is(ferr, db.ErrStale):
-		log.Warn("run outcome refused: lease no longer held")
+		level, msg = slog.LevelWarn, "run outcome refused: lease no longer held"
 	case ferr != nil:
-		log.Error("record run outcome", "err", ferr)
+		level, msg = slog.LevelError, "record run outcome"
+		extra = []slog.Attr{slog.Any("err", ferr)}
 	case fin.Outcome == db.OutcomeSucceeded:
-		log.Info("run finished", "next_state", after.State)
+		extra = []slog.Attr{slog.Any("next_state", after.State)}
 	default:
-		log.Warn("run finished", "err", fin.Error, "next_state", after.State)
+		level = slog.LevelWarn
+		extra = []slog.Attr{slog.String("err", fin.Error), slog.Any("next_state", after.State)}
 	}
+	if !p.cfg.Logger.Enabled(runCtx, level) {
+		return // a busy pool with a quiet logger builds no line
+	}
+	p.cfg.Logger.LogAttrs(runCtx, level, msg, append([]slog.Attr{slog.String("job_id", j.ID), slog.String("type", j.Type),
+		slog.Int("attempt", j.Attempt), slog.Int64("generation", j.LeaseGeneration), slog.Any("outcome", fin.Outcome),
+		slog.Duration("duration", time.Since(start).Round(time.Millisecond))}, extra...)...)
 }
 
 // finish records fin. A failure other than a stale lease (the disk, a lock,
