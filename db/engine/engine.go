@@ -112,8 +112,9 @@ type Tx interface {
 	// JobLockName reads the job of that name that is not cancelled;
 	// db.ErrNotFound if there is none.
 	JobLockName(ctx context.Context, name string) (db.Job, error)
-	// JobsLeased reads the running jobs that leases name whose lease is
-	// live at Now, in any order; the others are left out.
+	// JobsLeased reads, for update, the jobs that leases name, in any
+	// order. It may also return them in another state or generation, or
+	// with their lease ended: the engine judges which leases are live.
 	JobsLeased(ctx context.Context, leases []Lease) ([]db.Job, error)
 	// JobsExpired reads up to limit running jobs whose lease ended before
 	// Now, the longest expired first, passing over rows another

@@ -231,9 +231,12 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 	if err != nil {
 		return nil, nil, fmt.Errorf("read leased jobs: %w", err)
 	}
+	now := s.stored(tx.Now()) // as precise as the lease's end
 	byLease := make(map[Lease]db.Job, len(held))
 	for _, j := range held {
-		byLease[Lease{j.ID, j.LeaseGeneration}] = j
+		if j.State == db.StateRunning && j.LeaseUntil != nil && !j.LeaseUntil.Before(now) {
+			byLease[Lease{j.ID, j.LeaseGeneration}] = j
+		}
 	}
 	var (
 		jobs  []db.Job

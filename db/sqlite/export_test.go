@@ -8,13 +8,13 @@ import (
 
 // The hot statements, for the plan checks of plans_test.go.
 const (
-	ClaimSQL     = claimSQL
-	ClaimRunsSQL = claimRunsSQL
-	LeasedJobSQL = leasedJobSQL
-	UpdateJobSQL = updateJobSQL
-	EndRunSQL    = endRunSQL
-	LiveRunSQL   = liveRunSQL
-	HeartbeatSQL = heartbeatSQL
+	ClaimSQL      = claimSQL
+	ClaimRunsSQL  = claimRunsSQL
+	LeasedJobsSQL = leasedJobsSQL
+	UpdateJobSQL  = updateJobSQL
+	EndRunSQL     = endRunSQL
+	LiveRunSQL    = liveRunSQL
+	HeartbeatSQL  = heartbeatSQL
 )
 
 // ParseFixed exposes parseFixed to FuzzParseFixed.

@@ -129,17 +129,23 @@ func (t *tx) JobLockName(ctx context.Context, name string) (db.Job, error) {
 const jobByNameSQL = `SELECT ` + jobColumns + ` FROM jobs INDEXED BY jobs_name_live
 	WHERE name = ? AND state <> 'cancelled'`
 
-// leasedJobSQL reads a job under a live lease. Arguments: job id,
-// generation, now.
-const leasedJobSQL = `SELECT ` + jobColumns + ` FROM jobs
-	WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?`
+// leasedJobsSQL reads the jobs named in a JSON array of ids, by rowid
+// through the id index, in one statement. Argument: the ids.
+const leasedJobsSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id IN (SELECT value FROM json_each(?))`
 
-// JobsLeased reads the jobs under live leases; see engine.Tx.
+// JobsLeased reads the jobs that leases name; see engine.Tx. The writer
+// holds the database, so nothing else changes them before the transaction
+// ends.
 func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, error) {
-	get := t.stmt(ctx, t.stmts.leasedJob)
-	return scanEach(leases, func(l engine.Lease) scanner {
-		return get.QueryRowContext(ctx, l.JobID, l.Generation, fmtTime(t.now))
-	})
+	ids := make([]string, len(leases))
+	for i, l := range leases {
+		ids[i] = l.JobID
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("encode leased ids: %w", err)
+	}
+	return scanJobs(t.stmt(ctx, t.stmts.leasedJobs).QueryContext(ctx, string(idsJSON)))
 }
 
 // scanEach scans the job row that row reads for each of items, leaving

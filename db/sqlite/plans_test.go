@@ -23,7 +23,7 @@ func TestStore_HotQueryPlans(t *testing.T) {
 	}{
 		{"claim", sqlite.ClaimSQL, []string{"INDEX jobs_ready (next_run_at<?)", "jobs USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{"claim's runs", sqlite.ClaimRunsSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
-		{"leased job", sqlite.LeasedJobSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
+		{"leased jobs", sqlite.LeasedJobsSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
 		{"update job", sqlite.UpdateJobSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
 		{"heartbeat", sqlite.HeartbeatSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
 		{"end run", sqlite.EndRunSQL, []string{"INDEX runs_live (job_id=? AND generation=?)"}},

@@ -98,7 +98,7 @@ func (t *tx) stmt(ctx context.Context, s *sql.Stmt) *sql.Stmt { return t.tx.Stmt
 type statements struct {
 	insertJob  *sql.Stmt // insertJobSQL
 	jobByKey   *sql.Stmt // a job by idempotency key
-	leasedJob  *sql.Stmt // leasedJobSQL
+	leasedJobs *sql.Stmt // leasedJobsSQL
 	claim      *sql.Stmt // claimSQL
 	insertRuns *sql.Stmt // claimRunsSQL
 	updateJob  *sql.Stmt // updateJobSQL
@@ -117,7 +117,7 @@ func (st *statements) prepare(ctx context.Context, w *sql.DB) error {
 	}{
 		{&st.insertJob, insertJobSQL},
 		{&st.jobByKey, `SELECT ` + jobColumns + ` FROM jobs WHERE idempotency_key = ? AND state <> 'cancelled'`},
-		{&st.leasedJob, leasedJobSQL},
+		{&st.leasedJobs, leasedJobsSQL},
 		{&st.claim, claimSQL},
 		{&st.insertRuns, claimRunsSQL},
 		{&st.updateJob, updateJobSQL},
