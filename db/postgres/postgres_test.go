@@ -69,3 +69,50 @@ func TestStore_JobCreateTx(t *testing.T) {
 		t.Fatalf("claimed %d, %v; want the committed job", len(claims), err)
 	}
 }
+
+// TestStore_DeletedJobTakesItsHistory deletes a job with plain SQL, as a
+// node of an older version prunes (it counted on the foreign keys'
+// cascade) or an operator would: its runs and events go with it.
+func TestStore_DeletedJobTakesItsHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := postgrestest.URL(t)
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "noop", Notify: &db.Notify{Ping: "https://hc.example/x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Max: 1, Lease: time.Minute})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("RunClaim = %d, %v", len(claims), err)
+	}
+	if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: claims[0].Job.LeaseGeneration, Outcome: db.OutcomeSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	count := func() (runs, events int) {
+		t.Helper()
+		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs WHERE job_id = $1),
+			(SELECT count(*) FROM job_events WHERE job_id = $1)`, j.ID).Scan(&runs, &events); err != nil {
+			t.Fatal(err)
+		}
+		return runs, events
+	}
+	if runs, events := count(); runs != 1 || events == 0 {
+		t.Fatalf("before the delete: %d runs, %d events; want 1 run and its events", runs, events)
+	}
+	if _, err := conn.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if runs, events := count(); runs != 0 || events != 0 {
+		t.Fatalf("after the delete: %d runs, %d events left; want none", runs, events)
+	}
+}

@@ -134,9 +134,9 @@ func (t *tx) RunsSucceeded(ctx context.Context, job string, slots []time.Time) (
 	return ran, err
 }
 
-// Prune deletes old history; see engine.Tx. A job's runs and events go in
-// the statement that deletes it (they have no foreign key to cascade from;
-// see migration 00006). The runs statement walks runs by id,
+// Prune deletes old history; see engine.Tx. A job's runs and events go
+// with it, deleted by the trigger jobs_delete_history (migration 00006).
+// The runs statement walks runs by id,
 // oldest first, so a batch ends as soon as it has found its Limit; runs has
 // no index on finished_at. Both take their rows FOR UPDATE SKIP LOCKED, so
 // pruners on several nodes share the work instead of waiting for each other.
@@ -145,15 +145,9 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 	count := func(n *int) func(pgconn.CommandTag) error {
 		return func(tag pgconn.CommandTag) error { *n = int(tag.RowsAffected()); return nil }
 	}
-	t.exec(count(&out.Jobs), `WITH doomed AS (
+	t.exec(count(&out.Jobs), `DELETE FROM jobs WHERE id IN (
 			SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND schedule IS NULL AND updated_at < $1
-			LIMIT $2 FOR UPDATE SKIP LOCKED
-		), runs_gone AS (
-			DELETE FROM runs WHERE job_id IN (SELECT id FROM doomed)
-		), events_gone AS (
-			DELETE FROM job_events WHERE job_id IN (SELECT id FROM doomed)
-		)
-		DELETE FROM jobs WHERE id IN (SELECT id FROM doomed)`, p.Before, p.Limit)
+			LIMIT $2 FOR UPDATE SKIP LOCKED)`, p.Before, p.Limit)
 	t.exec(count(&out.Runs), `DELETE FROM runs WHERE id IN (
 			SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id
 			WHERE j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < $1
