@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/dbtest"
-	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
 
@@ -27,11 +26,7 @@ func TestStore_JobCreateTx(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := postgrestest.URL(t)
-	s, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := postgrestest.OpenURL(t, url)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +72,7 @@ func TestStore_DeletedJobTakesItsHistory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := postgrestest.URL(t)
-	s, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := postgrestest.OpenURL(t, url)
 	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "noop", Notify: &db.Notify{Ping: "https://hc.example/x"}})
 	if err != nil {
 		t.Fatal(err)

@@ -17,11 +17,7 @@ func TestStore_Ready(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := postgrestest.URL(t)
-	s, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := postgrestest.OpenURL(t, url)
 	if err := s.Ready(ctx); err != nil {
 		t.Fatalf("fresh store: Ready = %v, want nil", err)
 	}

@@ -55,7 +55,14 @@ func URL(t testing.TB) string {
 // test ends. It skips the test when $SKED_TEST_POSTGRES is empty.
 func Open(t testing.TB) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), URL(t))
+	return OpenURL(t, URL(t))
+}
+
+// OpenURL returns a migrated store on url (from URL, for a test that also
+// connects to the schema itself), closed when the test ends.
+func OpenURL(t testing.TB, url string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), url)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
