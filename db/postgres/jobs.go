@@ -125,11 +125,11 @@ func newJobRow(j db.Job) []any {
 		nullString(db.NotifyText(j.Notify))}
 }
 
-// insertKeyedJobsSQL inserts jobs given as one array per column of
+// insertJobsSQL inserts jobs given as one array per column of
 // newJobColumns, in order, except those whose idempotency key is taken (by
 // a job that is not cancelled, or an earlier one of the same statement),
 // and returns the ids it inserted.
-var insertKeyedJobsSQL = func() string {
+var insertJobsSQL = func() string {
 	names, arrays := make([]string, len(newJobColumns)), make([]string, len(newJobColumns))
 	for i, c := range newJobColumns {
 		names[i], arrays[i] = c.name, fmt.Sprintf("$%d::%s[]", i+1, c.typ)
@@ -158,22 +158,13 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 		rows[i] = newJobRow(j)
 		keyed = keyed || j.IdempotencyKey != ""
 	}
-	inserted := make([]bool, len(jobs))
 	if !keyed && len(jobs) >= copyMin {
-		if err := t.flush(ctx); err != nil {
-			return nil, err
-		}
-		names := make([]string, len(newJobColumns))
-		for i, c := range newJobColumns {
-			names[i] = c.name
-		}
-		if _, err := t.conn.CopyFrom(ctx, pgx.Identifier{"jobs"}, names, pgx.CopyFromRows(rows)); err != nil {
-			return nil, fmt.Errorf("copy jobs: %w", translate(err))
-		}
-		for i := range inserted {
-			inserted[i] = true
-		}
-		return inserted, nil
+		return t.copyJobs(ctx, rows)
+	}
+	inserted := make([]bool, len(jobs))
+	index := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		index[j.ID] = i
 	}
 	columns := make([]any, len(newJobColumns))
 	for c := range columns {
@@ -183,17 +174,33 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 		}
 		columns[c] = column
 	}
-	index := make(map[string]int, len(jobs))
-	for i, j := range jobs {
-		index[j.ID] = i
-	}
 	err := t.query(ctx, func(rows pgx.Rows) error {
 		var id string
 		_, err := pgx.ForEachRow(rows, []any{&id}, func() error { inserted[index[id]] = true; return nil })
 		return err
-	}, insertKeyedJobsSQL, columns...)
+	}, insertJobsSQL, columns...)
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", translate(err))
+	}
+	return inserted, nil
+}
+
+// copyJobs writes new jobs' rows (newJobRow) with COPY, after the queued
+// writes; all of them are inserted, or the transaction fails.
+func (t *tx) copyJobs(ctx context.Context, rows [][]any) ([]bool, error) {
+	if err := t.flush(ctx); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(newJobColumns))
+	for i, c := range newJobColumns {
+		names[i] = c.name
+	}
+	if _, err := t.conn.CopyFrom(ctx, pgx.Identifier{"jobs"}, names, pgx.CopyFromRows(rows)); err != nil {
+		return nil, fmt.Errorf("copy jobs: %w", translate(err))
+	}
+	inserted := make([]bool, len(rows))
+	for i := range inserted {
+		inserted[i] = true
 	}
 	return inserted, nil
 }
