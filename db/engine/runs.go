@@ -19,6 +19,31 @@ func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int6
 	return jobPage(ctx, s, "runs", p.JobID, p.Cursor, p.Limit, s.d.RunsPage, func(r db.Run) int64 { return r.ID })
 }
 
+// RunsLive reads the live runs of jobs in one statement; see db.Store.
+func (s *Store) RunsLive(ctx context.Context, jobs []db.Job) ([]db.Run, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	leases := make([]Lease, len(jobs))
+	held := make(map[Lease]bool, len(jobs))
+	for i, j := range jobs {
+		leases[i] = Lease{j.ID, j.LeaseGeneration}
+		held[leases[i]] = true
+	}
+	runs, err := s.d.RunsLive(ctx, leases)
+	s.health.saw(err, false)
+	if err != nil {
+		return nil, fmt.Errorf("read live runs: %w", err)
+	}
+	live := runs[:0]
+	for _, r := range runs {
+		if held[Lease{r.JobID, r.Generation}] {
+			live = append(live, r)
+		}
+	}
+	return live, nil
+}
+
 // jobPage reads a page of the rows (what: runs, events) of the job ref
 // names, newest first, with read, which takes the job's id and reads up
 // to limit rows with an id below before; it tells a job without rows from

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -159,6 +160,22 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 func (d *dialect) RunsPage(ctx context.Context, job string, before int64, limit int) ([]db.Run, error) {
 	rows, err := d.read.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
 		WHERE job_id = ? AND id < ? ORDER BY id DESC LIMIT ?`, job, before, limit)
+	return collect(rows, err, scanRun)
+}
+
+// RunsLive reads the running runs of the leases' jobs, of any generation,
+// through the index of running runs; see engine.Reader.
+func (d *dialect) RunsLive(ctx context.Context, leases []engine.Lease) ([]db.Run, error) {
+	ids := make([]string, len(leases))
+	for i, l := range leases {
+		ids[i] = l.JobID
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("encode job ids: %w", err)
+	}
+	rows, err := d.read.QueryContext(ctx, `SELECT `+runColumns+` FROM runs INDEXED BY runs_live
+		WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'running'`, string(idsJSON))
 	return collect(rows, err, scanRun)
 }
 
