@@ -100,6 +100,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"Redefine":            testRedefine,
 		"Put":                 testPut,
 		"Timeline":            testTimeline,
+		"GaveUpStart":         testGaveUpStart,
 		"RunsLive":            testRunsLive,
 	} {
 		t.Run(name, func(t *testing.T) {
