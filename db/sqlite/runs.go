@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -166,16 +165,12 @@ func (d *dialect) RunsPage(ctx context.Context, job string, before int64, limit 
 // RunsLive reads the running runs of the leases' jobs, of any generation,
 // through the index of running runs; see engine.Reader.
 func (d *dialect) RunsLive(ctx context.Context, leases []engine.Lease) ([]db.Run, error) {
-	ids := make([]string, len(leases))
-	for i, l := range leases {
-		ids[i] = l.JobID
-	}
-	idsJSON, err := json.Marshal(ids)
+	ids, err := leasedIDs(leases)
 	if err != nil {
-		return nil, fmt.Errorf("encode job ids: %w", err)
+		return nil, err
 	}
 	rows, err := d.read.QueryContext(ctx, `SELECT `+runColumns+` FROM runs INDEXED BY runs_live
-		WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'running'`, string(idsJSON))
+		WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'running'`, ids)
 	return collect(rows, err, scanRun)
 }
 
