@@ -370,6 +370,10 @@ type Store interface {
 	// RunList returns a page of the job's runs, newest first, and the cursor
 	// of the next page (0 at the end); ErrNotFound if the job does not exist.
 	RunList(ctx context.Context, p RunListParams) (runs []Run, next int64, err error)
+	// RunsLive returns the live run of each of jobs, in one read: the
+	// running run of its lease generation (Job.LeaseGeneration), where it
+	// has one, in any order.
+	RunsLive(ctx context.Context, jobs []Job) ([]Run, error)
 	// RunClaim leases up to p.Max due jobs of p.Types to p.WorkerID in one
 	// statement and writes their run rows in the same transaction. It returns
 	// no jobs, not an error, when none are due.

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -15,10 +14,6 @@ import (
 // worker is known by the jobs it holds. So the view is derived from the
 // running jobs (their lease owner and lease end) and each one's live run
 // (when it was claimed); a worker holding nothing does not appear.
-
-// workerRunsScan is how many of a running job's newest runs are searched
-// for its live run (slots missed while it runs are newer rows).
-const workerRunsScan = 20
 
 // workersResponse is the body of GET /workers.
 type workersResponse struct {
@@ -41,8 +36,8 @@ type workerView struct {
 	Running    []workerWork `json:"running"`
 }
 
-// workerWork is a job a worker holds and its live run (nil when it was not
-// among the job's newest runs).
+// workerWork is a job a worker holds and its live run (nil when it has
+// none: its lease ended between the two reads).
 type workerWork struct {
 	Job db.Job  `json:"job"`
 	Run *db.Run `json:"run,omitempty"`
@@ -55,13 +50,18 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, fmt.Errorf("list running jobs: %w", err))
 		return
 	}
+	runs, err := h.store.RunsLive(r.Context(), jobs)
+	if err != nil {
+		h.error(w, r, fmt.Errorf("read the live runs of %d running jobs: %w", len(jobs), err))
+		return
+	}
+	runOf := make(map[string]*db.Run, len(runs))
+	for i := range runs {
+		runOf[runs[i].JobID] = &runs[i]
+	}
 	byID := map[string]*workerView{}
 	for _, j := range jobs {
-		run, err := h.liveRun(r.Context(), j)
-		if err != nil {
-			h.error(w, r, err)
-			return
-		}
+		run := runOf[j.ID]
 		v := byID[j.LeaseOwner]
 		if v == nil {
 			v = &workerView{WorkerID: j.LeaseOwner}
@@ -81,20 +81,6 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		return cmp.Or(orZero(b.LastClaimAt).Compare(orZero(a.LastClaimAt)), cmp.Compare(a.WorkerID, b.WorkerID))
 	})
 	h.writeJSON(w, r, http.StatusOK, resp)
-}
-
-// liveRun finds the run of job j's current lease among its newest runs.
-func (h *handler) liveRun(ctx context.Context, j db.Job) (*db.Run, error) {
-	runs, _, err := h.store.RunList(ctx, db.RunListParams{JobID: j.ID, Limit: workerRunsScan})
-	if err != nil {
-		return nil, fmt.Errorf("list runs of %s: %w", j.ID, err)
-	}
-	for _, run := range runs {
-		if run.Outcome == db.OutcomeRunning && run.Generation == j.LeaseGeneration {
-			return &run, nil
-		}
-	}
-	return nil, nil
 }
 
 // later is the later of a and b; nil is never.

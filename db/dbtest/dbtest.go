@@ -100,6 +100,8 @@ func Run(t *testing.T, open OpenFunc) {
 		"Redefine":            testRedefine,
 		"Put":                 testPut,
 		"Timeline":            testTimeline,
+		"GaveUpStart":         testGaveUpStart,
+		"RunsLive":            testRunsLive,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -920,6 +922,43 @@ func testRunList(t *testing.T, f *fixture) {
 	}
 	if _, _, err := f.Store.RunList(f.ctx, db.RunListParams{JobID: "nope"}); !errors.Is(err, db.ErrNotFound) {
 		t.Fatalf("runs of unknown job: %v", err)
+	}
+}
+
+// testRunsLive reads the live runs of several jobs at once: the running
+// run of each one's current lease, none for a job that waits, and none for
+// a lease that has moved on.
+func testRunsLive(t *testing.T, f *fixture) {
+	a := f.create(db.JobCreateParams{MaxAttempts: 3})
+	b := f.create(db.JobCreateParams{})
+	waiting := f.create(db.JobCreateParams{RunAt: Start.Add(time.Hour)})
+	first := map[string]db.Claim{}
+	for _, c := range f.claim("w1", 5) {
+		first[c.Job.ID] = c
+	}
+	if len(first) != 2 {
+		t.Fatalf("claimed %d jobs, want a and b", len(first))
+	}
+	f.finish(first[a.ID], db.OutcomeFailed, true)
+	f.Clock.Advance(time.Minute)
+	again := f.claimOne("w2")
+
+	runs, err := f.Store.RunsLive(f.ctx, []db.Job{f.get(a.ID), f.get(b.ID), f.get(waiting.ID)})
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("RunsLive = %+v, %v; want the runs of a and b", runs, err)
+	}
+	want := map[string]db.Claim{a.ID: again, b.ID: first[b.ID]}
+	for _, r := range runs {
+		c := want[r.JobID]
+		if r.ID != c.RunID || r.Generation != c.Job.LeaseGeneration || r.Outcome != db.OutcomeRunning || r.WorkerID != c.Job.LeaseOwner {
+			t.Errorf("live run of %s = %+v; want run %d of generation %d, running on %s", r.JobID, r, c.RunID, c.Job.LeaseGeneration, c.Job.LeaseOwner)
+		}
+	}
+	if runs, err := f.Store.RunsLive(f.ctx, []db.Job{first[a.ID].Job}); err != nil || len(runs) != 0 {
+		t.Fatalf("RunsLive of a lease that moved on = %+v, %v; want none", runs, err)
+	}
+	if runs, err := f.Store.RunsLive(f.ctx, nil); err != nil || len(runs) != 0 {
+		t.Fatalf("RunsLive of no jobs = %+v, %v; want none", runs, err)
 	}
 }
 

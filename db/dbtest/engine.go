@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -203,5 +204,38 @@ func testMissedSpan(t *testing.T, f *fixture) {
 	}
 	if rows != 10001 || spans != 1 || accounted != missed {
 		t.Fatalf("%d missed rows (%d spans) accounting for %d slots; want 10,001 rows, one span, %d slots", rows, spans, accounted, missed)
+	}
+}
+
+// testGaveUpStart: the gave_up event of a one-off job without a ping URL
+// tells when its run started, whether its worker reported the failure or
+// the reaper took the lease back.
+func testGaveUpStart(t *testing.T, f *fixture) {
+	reported := f.create(db.JobCreateParams{MaxAttempts: 1})
+	c := f.claimLease("w", 1, time.Hour)[0]
+	f.Clock.Advance(5 * time.Minute)
+	wantState(t, f.finish(c, db.OutcomeFailed, true), db.StateDead)
+
+	reaped := f.create(db.JobCreateParams{MaxAttempts: 1})
+	f.claimLease("w", 1, time.Minute)
+	f.Clock.Advance(5 * time.Minute)
+	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RunReapExpired = %d, %v; want 1", n, err)
+	}
+	wantState(t, f.get(reaped.ID), db.StateDead)
+
+	for _, want := range []struct {
+		job   string
+		start time.Time
+	}{{reported.ID, Start}, {reaped.ID, Start.Add(5 * time.Minute)}} {
+		events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: want.job})
+		if err != nil || len(events) != 1 || events[0].Kind != db.EventGaveUp {
+			t.Fatalf("events of %s = %+v, %v; want one gave_up", want.job, events, err)
+		}
+		var run db.RunEvent
+		if err := json.Unmarshal(events[0].Detail, &run); err != nil {
+			t.Fatalf("gave_up detail %s: %v", events[0].Detail, err)
+		}
+		wantTime(t, "gave_up startedAt of "+want.job, run.StartedAt, want.start)
 	}
 }

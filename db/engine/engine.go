@@ -75,6 +75,10 @@ type Reader interface {
 	// RunsPage returns up to limit runs of job with an id below before,
 	// newest first.
 	RunsPage(ctx context.Context, job string, before int64, limit int) ([]db.Run, error)
+	// RunsLive returns the running runs of the leases' jobs, in any order.
+	// It may also return those of other generations of the jobs: the
+	// engine keeps the leases' own.
+	RunsLive(ctx context.Context, leases []Lease) ([]db.Run, error)
 	// RunStarts reads what RunActivity summarises: how many runs (not
 	// missed slots) finished in (p.From, p.To], and the first attempts
 	// that started in it, newest first, at most p.MaxLateness; both among

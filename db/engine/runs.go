@@ -19,6 +19,31 @@ func (s *Store) RunList(ctx context.Context, p db.RunListParams) ([]db.Run, int6
 	return jobPage(ctx, s, "runs", p.JobID, p.Cursor, p.Limit, s.d.RunsPage, func(r db.Run) int64 { return r.ID })
 }
 
+// RunsLive reads the live runs of jobs in one statement; see db.Store.
+func (s *Store) RunsLive(ctx context.Context, jobs []db.Job) ([]db.Run, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	leases := make([]Lease, len(jobs))
+	held := make(map[Lease]bool, len(jobs))
+	for i, j := range jobs {
+		leases[i] = Lease{j.ID, j.LeaseGeneration}
+		held[leases[i]] = true
+	}
+	runs, err := s.d.RunsLive(ctx, leases)
+	s.health.saw(err, false)
+	if err != nil {
+		return nil, fmt.Errorf("read live runs: %w", err)
+	}
+	live := runs[:0]
+	for _, r := range runs {
+		if held[Lease{r.JobID, r.Generation}] {
+			live = append(live, r)
+		}
+	}
+	return live, nil
+}
+
 // jobPage reads a page of the rows (what: runs, events) of the job ref
 // names, newest first, with read, which takes the job's id and reads up
 // to limit rows with an id below before; it tells a job without rows from
@@ -290,24 +315,30 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		events []db.Event
 	)
 	for i, j := range jobs {
-		var sched *schedule.Schedule
-		claimedAt := now // only a schedule's next firing and a ping look at it
+		var (
+			sched *schedule.Schedule
+			err   error
+		)
 		if j.Recurring() {
-			var err error
 			if sched, err = parse(j); err != nil {
 				return nil, err
 			}
 		}
-		if j.Recurring() || pinged(j) {
-			run, err := tx.RunLive(ctx, j.ID, j.LeaseGeneration)
-			switch {
-			case err == nil && run.StartedAt != nil:
-				claimedAt = *run.StartedAt
-			case err != nil && !errors.Is(err, db.ErrNotFound):
-				return nil, fmt.Errorf("read run of %s: %w", j.ID, err)
+		// Only a schedule's next firing, a ping and a firing that gave up
+		// look at the run's start; a one-off run that ends otherwise is
+		// not read.
+		claimedAt, read := now, j.Recurring() || pinged(j)
+		if read {
+			if claimedAt, err = liveStart(ctx, tx, j, now); err != nil {
+				return nil, err
 			}
 		}
 		r := lifecycle.Finished(&j, sched, ps[i], claimedAt, now, s.RandFunc)
+		if r.GaveUp && !read {
+			if claimedAt, err = liveStart(ctx, tx, j, now); err != nil {
+				return nil, err
+			}
+		}
 		for _, m := range s.splitStepped(r.Missed) {
 			missed = append(missed, s.missedRuns(j.ID, m, now)...)
 		}
@@ -333,6 +364,19 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		return nil, fmt.Errorf("close runs: %w", err)
 	}
 	return after, s.wakeIfDue(ctx, tx, after...)
+}
+
+// liveStart is when the run of j's lease started, read in tx before it is
+// closed; now when it has no such run or no start.
+func liveStart(ctx context.Context, tx Tx, j db.Job, now time.Time) (time.Time, error) {
+	run, err := tx.RunLive(ctx, j.ID, j.LeaseGeneration)
+	switch {
+	case err == nil && run.StartedAt != nil:
+		return *run.StartedAt, nil
+	case err != nil && !errors.Is(err, db.ErrNotFound):
+		return time.Time{}, fmt.Errorf("read run of %s: %w", j.ID, err)
+	}
+	return now, nil
 }
 
 // runEnd is how the run of p's lease ended.

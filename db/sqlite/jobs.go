@@ -137,15 +137,24 @@ const leasedJobsSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id IN (SELECT v
 // holds the database, so nothing else changes them before the transaction
 // ends.
 func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, error) {
+	ids, err := leasedIDs(leases)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(t.stmt(ctx, t.stmts.leasedJobs).QueryContext(ctx, ids))
+}
+
+// leasedIDs is the ids of the leases' jobs as a JSON array, for json_each.
+func leasedIDs(leases []engine.Lease) (string, error) {
 	ids := make([]string, len(leases))
 	for i, l := range leases {
 		ids[i] = l.JobID
 	}
-	idsJSON, err := json.Marshal(ids)
+	b, err := json.Marshal(ids)
 	if err != nil {
-		return nil, fmt.Errorf("encode leased ids: %w", err)
+		return "", fmt.Errorf("encode leased ids: %w", err)
 	}
-	return scanJobs(t.stmt(ctx, t.stmts.leasedJobs).QueryContext(ctx, string(idsJSON)))
+	return string(b), nil
 }
 
 // scanEach scans the job row that row reads for each of items, leaving

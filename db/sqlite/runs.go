@@ -162,6 +162,18 @@ func (d *dialect) RunsPage(ctx context.Context, job string, before int64, limit 
 	return collect(rows, err, scanRun)
 }
 
+// RunsLive reads the running runs of the leases' jobs, of any generation,
+// through the index of running runs; see engine.Reader.
+func (d *dialect) RunsLive(ctx context.Context, leases []engine.Lease) ([]db.Run, error) {
+	ids, err := leasedIDs(leases)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := d.read.QueryContext(ctx, `SELECT `+runColumns+` FROM runs INDEXED BY runs_live
+		WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'running'`, ids)
+	return collect(rows, err, scanRun)
+}
+
 // RunStarts reads the runs of an activity window; see engine.Reader. Both
 // queries walk only the newest p.Scan runs by primary key, so their cost
 // does not grow with the history: runs has no index on its times.
