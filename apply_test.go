@@ -157,3 +157,49 @@ func TestCLI_Edit(t *testing.T) {
 		t.Fatalf("edit with nothing changed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestCLI_ShellCharacters: a command with && and < reads as written, not
+// as encoding/json's HTML escapes (\u0026, \u003c), in what the CLI prints
+// and what it sends, also for a job that another client stored with those
+// escapes.
+func TestCLI_ShellCharacters(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--enable-exec")
+	srv := "http://" + addr
+	api := client{t, srv}
+	const cmd = `test -r /etc/hostname && wc -l < /etc/hostname`
+	literal := func(what, out string) {
+		t.Helper()
+		if !strings.Contains(out, cmd) || strings.Contains(out, `\u00`) {
+			t.Errorf("%s does not have %q as written:\n%s", what, cmd, out)
+		}
+	}
+	file := filepath.Join(dir, "jobs.yaml")
+	os.WriteFile(file, []byte("- name: lines\n  type: exec\n  schedule: '0 3 1 1 *'\n  payload:\n    command: [sh, -c, '"+cmd+"']\n"), 0o600)
+	literal("apply --dry-run", ok(t, srv, "apply", "-f", file, "--dry-run"))
+	literal("apply --dry-run --json", ok(t, srv, "apply", "--json", "-f", file, "--dry-run"))
+	ok(t, srv, "apply", "-f", file)
+	_, stored := api.do("GET", "/jobs/lines", nil)
+	literal("the job as the CLI sent it", string(stored))
+	literal("show", ok(t, srv, "show", "lines"))
+	literal("show --json", ok(t, srv, "show", "--json", "lines"))
+	literal("export", ok(t, srv, "export"))
+	literal("export --json", ok(t, srv, "export", "--json"))
+	literal("edit", ok(t, srv, "edit", "lines", "--payload", `{"command":["true"]}`)) // - payload: the old command
+	if show := ok(t, srv, "show", "lines"); !strings.Contains(show, `"test -r /etc/hostname && wc -l <`) || strings.Contains(show, `\u00`) {
+		t.Errorf("the timeline of show does not have the old command as written:\n%s", show)
+	}
+
+	// json.Marshal, as many clients encode, stores the escapes.
+	api.create(map[string]any{"name": "escaped", "type": "exec", "schedule": "0 3 1 1 *", "payload": map[string]any{"command": []string{"sh", "-c", cmd}}})
+	if _, stored := api.do("GET", "/jobs/escaped", nil); !strings.Contains(string(stored), `\u0026\u0026`) {
+		t.Fatalf("a job sent with json.Marshal is stored without its escapes, so this test tests nothing:\n%s", stored)
+	}
+	literal("show of an escaped job", ok(t, srv, "show", "escaped"))
+	literal("show --json of an escaped job", ok(t, srv, "show", "--json", "escaped"))
+	r := skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=true"}, "edit", "escaped")
+	if r.code != 0 || !strings.Contains(r.stdout, "no change to job escaped") {
+		t.Fatalf("edit of an escaped job with nothing changed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

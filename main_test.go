@@ -206,6 +206,11 @@ func TestRun_BadFlags(t *testing.T) {
 		{[]string{"serve", "--workers", "0"}, "--workers 0: must be at least 1"},
 		{[]string{"serve", "--workers", "abc"}, `--workers "abc": give a whole number`},
 		{[]string{"serve", "--lease", "soon"}, `--lease "soon": give a duration`},
+		// A zero that would silently mean the default is refused.
+		{[]string{"serve", "--default-max-attempts", "0"}, "--default-max-attempts 0: must be at least 1"},
+		{[]string{"serve", "--default-max-attempts", "-2", "--job-defaults", "http=3/5s"}, "--default-max-attempts -2: must be at least 1"},
+		{[]string{"serve", "--default-backoff", "0"}, "--default-backoff 0s: must be above zero, such as 30s"},
+		{[]string{"serve", "--max-body", "0"}, "--max-body 0: must be at least 1 (bytes); the default is 1048576"},
 		{[]string{"serve", "--enable-exec", "maybe"}, `unexpected argument "maybe"`},
 		{[]string{"serve", "--log-format", "xml"}, `--log-format "xml"`},
 		{[]string{"serve", "--log-level", "loud"}, `--log-level "loud"`},
@@ -221,6 +226,10 @@ func TestRun_BadFlags(t *testing.T) {
 	err := run(context.Background(), []string{"serve"}, func(k string) string { return map[string]string{"SKED_WORKERS": "many"}[k] }, io.Discard, io.Discard)
 	if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), `SKED_WORKERS="many" (for --workers)`) {
 		t.Errorf("SKED_WORKERS=many: %v, want exit 2 naming the variable", err)
+	}
+	err = run(context.Background(), []string{"serve"}, func(k string) string { return map[string]string{"SKED_DEFAULT_MAX_ATTEMPTS": "0"}[k] }, io.Discard, io.Discard)
+	if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--default-max-attempts 0: must be at least 1") {
+		t.Errorf("SKED_DEFAULT_MAX_ATTEMPTS=0: %v, want exit 2 naming the flag", err)
 	}
 	for _, args := range [][]string{{"serve", "-h"}, {"--help"}, {"add", "--help"}, {"help", "work"}} {
 		var out bytes.Buffer

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // Client talks to one sked server. Its zero value is not usable: set
@@ -91,7 +92,7 @@ func (c *Client) doResponse(ctx context.Context, method, path string, body, out 
 func (c *Client) send(ctx context.Context, method, path, contentType string, body, out any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
+		b, err := wire.Marshal(body)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s %s: %w", method, path, err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	skedapi "github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // applyFlags are the flags of sked apply.
@@ -193,9 +194,10 @@ func printChanges(w io.Writer, header string, changes db.Changes) {
 	}
 }
 
-// jsonText is v as compact JSON, "null" for none.
+// jsonText is v as compact JSON, "null" for none, with &, < and > as they
+// are (wire.Marshal).
 func jsonText(v any) string {
-	b, err := json.Marshal(v)
+	b, err := wire.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
@@ -266,7 +268,7 @@ func writeJSON(w *bytes.Buffer, n *yaml.Node) error {
 			if i > 0 {
 				w.WriteByte(',')
 			}
-			k, _ := json.Marshal(n.Content[i].Value)
+			k, _ := wire.Marshal(n.Content[i].Value)
 			w.Write(k)
 			w.WriteByte(':')
 			if err := writeJSON(w, n.Content[i+1]); err != nil {
@@ -294,7 +296,7 @@ func writeJSON(w *bytes.Buffer, n *yaml.Node) error {
 		if err := n.Decode(&v); err != nil {
 			return fmt.Errorf("line %d: %w", n.Line, err)
 		}
-		b, err := json.Marshal(v)
+		b, err := wire.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("line %d: %w", n.Line, err)
 		}
@@ -308,7 +310,7 @@ type field struct{ key, value string }
 
 // orderedFields is v's JSON members in order, each value compact JSON.
 func orderedFields(v any) ([]field, error) {
-	b, err := json.Marshal(v)
+	b, err := wire.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +360,7 @@ func exportCmd(env Env) *cobra.Command {
 // writeYAML writes v, a value that marshals to JSON, as block-style YAML
 // with the JSON's order of keys.
 func writeYAML(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
+	b, err := wire.Marshal(v)
 	if err != nil {
 		return err
 	}

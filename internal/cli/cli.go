@@ -235,7 +235,9 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 		}
 		if err != nil {
 			errs = append(errs, usagef("%s=%q (for --%s): %s", names[0], v, f.Name, valueHint(f, err)))
+			return
 		}
+		f.Changed = true // given, if not on the command line
 	})
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -22,6 +23,7 @@ import (
 
 	skedapi "github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // DefaultServer is the API the client commands talk to when neither
@@ -217,14 +219,14 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		if f.payload != "" {
 			return usagef("--exec builds the payload from the command; leave out --payload")
 		}
-		body, _ = json.Marshal(map[string][]string{"command": command})
+		body, _ = wire.Marshal(map[string][]string{"command": command})
 		req.Type, err = impliedType(req.Type, "exec", "--exec")
 	case f.url != "":
 		p := map[string]any{"url": f.url}
 		if body != nil {
 			p["body"] = body
 		}
-		body, _ = json.Marshal(p)
+		body, _ = wire.Marshal(p)
 		req.Type, err = impliedType(req.Type, "http", "--url")
 	case req.Type == "":
 		return usagef("--type is required (or --exec -- CMD, or --url URL)")
@@ -579,7 +581,7 @@ func (a *api) show(ctx context.Context, id string) error {
 		field("Held by", fmt.Sprintf("%s until %s (generation %d)", job.LeaseOwner, timeText(job.LeaseUntil), job.LeaseGeneration))
 	}
 	field("Idempotency key", job.IdempotencyKey)
-	field("Payload", string(job.Payload))
+	field("Payload", rawText(job.Payload))
 	field("Last error", job.LastError)
 	field("Created", job.CreatedAt.Format(time.RFC3339))
 	if err := tw.Flush(); err != nil {
@@ -589,7 +591,7 @@ func (a *api) show(ctx context.Context, id string) error {
 		fmt.Fprintf(a.stdout, "\nTimeline (newest first):\n")
 		tw := table(a.stdout, "AT", "EVENT", "BY", "DETAIL")
 		for _, e := range events {
-			row(tw, e.At.UTC().Format(time.RFC3339), e.Kind, cmp.Or(e.Actor, "-"), oneLine(string(e.Detail), 80))
+			row(tw, e.At.UTC().Format(time.RFC3339), e.Kind, cmp.Or(e.Actor, "-"), oneLine(rawText(e.Detail), 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -604,12 +606,20 @@ func (a *api) show(ctx context.Context, id string) error {
 	return a.runTable(runs)
 }
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON, with &, < and > as they are
+// (wire.Marshal).
 func (a *api) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	b, err := wire.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	out.WriteByte('\n')
+	_, err = a.stdout.Write(out.Bytes())
+	return err
 }
 
 // jobLabel names a job for people: its name and id, or its id.
@@ -654,4 +664,17 @@ func oneLine(s string, n int) string {
 		s += "…"
 	}
 	return cmp.Or(s, "-")
+}
+
+// rawText is the JSON text raw as people read it: compact, with &, < and >
+// as they are; "" for none, and raw itself when it is not JSON.
+func rawText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	b, err := wire.Marshal(raw)
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
 }

@@ -40,7 +40,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Grace, "grace", worker.DefaultGrace, "how long shutdown waits for running jobs")
 	fs.DurationVar(&s.claimAhead, "claim-ahead", worker.DefaultClaimAhead,
 		"claim jobs this long before they are due and start each when it is due, so that a spike starts on time; 0: claim only due jobs")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "largest request body in bytes")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "largest request body in bytes (at least 1)")
 	fs.BoolVar(&c.EnableExec, "enable-exec", false, "run jobs of type exec (commands on this machine)")
 	fs.BoolVar(&c.AllowPrivateTargets, "allow-private-targets", false, "let http jobs call loopback, private and link-local addresses")
 	fs.StringVar(&c.HTTPSecret, "http-secret", "", "sign http jobs' requests with this HMAC secret")
@@ -64,8 +64,8 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.jobDefaults, "job-defaults", "",
 		"attempts and backoff of jobs that do not set them, by type: TYPE=ATTEMPTS/BACKOFF, comma-separated, * for every other type "+
 			"(sked's own: http=25/1m, the others 5/1s)")
-	fs.IntVar(&s.defaultAttempts, "default-max-attempts", 0, "maxAttempts of jobs of every type --job-defaults does not name")
-	fs.DurationVar(&s.defaultBackoff, "default-backoff", 0, "backoff of jobs of every type --job-defaults does not name")
+	fs.IntVar(&s.defaultAttempts, "default-max-attempts", 0, "maxAttempts (at least 1) of jobs of every type --job-defaults does not name")
+	fs.DurationVar(&s.defaultBackoff, "default-backoff", 0, "backoff (above zero) of jobs of every type --job-defaults does not name")
 	execEnvFlag(fs, &c.ExecEnv)
 	s.log.register(fs)
 	withEnv(fs, "db", "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "enable-exec", "allow-private-targets",
@@ -75,9 +75,9 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.SortFlags = false
 }
 
-// finish checks the flags and reads those that are not cfg's fields into
-// it; each error names its flag.
-func (s *serveFlags) finish() error {
+// finish checks the flags of fs and reads those that are not cfg's fields
+// into it; each error names its flag.
+func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	c := &s.cfg
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, usagef(format, args...)) }
@@ -86,6 +86,9 @@ func (s *serveFlags) finish() error {
 	}
 	if c.Lease < 300*time.Millisecond {
 		bad("--lease %s: must be at least 300ms", c.Lease)
+	}
+	if c.MaxBodyBytes < 1 {
+		bad("--max-body %d: must be at least 1 (bytes); the default is %s", c.MaxBodyBytes, fs.Lookup("max-body").DefValue)
 	}
 	if s.claimAhead < 0 || s.claimAhead > c.Lease/4 {
 		bad("--claim-ahead %s: must be between 0 and a quarter of --lease (%s)", s.claimAhead, c.Lease/4)
@@ -117,6 +120,16 @@ func (s *serveFlags) finish() error {
 	var err error
 	if c.AllowedHosts, err = parseAllowedHosts(s.allowedHosts); err != nil {
 		errs = append(errs, err)
+	}
+	// Given, the defaults for every other type must be values a job may
+	// have; a bad one is left out of spec, refused here by its own name.
+	if fs.Changed("default-max-attempts") && s.defaultAttempts < 1 {
+		bad("--default-max-attempts %d: must be at least 1 (a job gets at least one attempt); leave the flag out for each type's own default", s.defaultAttempts)
+		s.defaultAttempts = 0
+	}
+	if fs.Changed("default-backoff") && s.defaultBackoff <= 0 {
+		bad("--default-backoff %s: must be above zero, such as 30s; leave the flag out for each type's own default", s.defaultBackoff)
+		s.defaultBackoff = 0
 	}
 	spec := s.jobDefaults
 	if s.defaultAttempts != 0 || s.defaultBackoff != 0 {
@@ -233,7 +246,7 @@ func serveCommand(env Env, use, short string, run func(cmd *cobra.Command, s *se
 		Short: short,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := s.finish(); err != nil {
+			if err := s.finish(cmd.Flags()); err != nil {
 				return err
 			}
 			log, err := s.log.logger(env.Stderr)

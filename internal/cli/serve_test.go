@@ -2,12 +2,15 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sked-dev/sked/db"
 )
 
 // parseServe runs `sked serve args` with the environment env up to the
@@ -50,6 +53,16 @@ func TestServeFlags_Env(t *testing.T) {
 	s, err = parseServe(t, []string{"--default-max-attempts", "7"}, map[string]string{"SKED_JOB_DEFAULTS": "http=3/5s"})
 	if err != nil || s.cfg.JobDefaults["*"].MaxAttempts != 7 || s.cfg.JobDefaults["http"].MaxAttempts != 3 {
 		t.Fatalf("job defaults: %+v, %v", s.cfg.JobDefaults, err)
+	}
+	s, err = parseServe(t, []string{"--default-max-attempts", "1"}, map[string]string{"SKED_DEFAULT_BACKOFF": "2s"})
+	if err != nil || s.cfg.JobDefaults["*"] != (db.Defaults{MaxAttempts: 1, Backoff: 2 * time.Second}) {
+		t.Fatalf("--default-max-attempts 1, SKED_DEFAULT_BACKOFF=2s: %+v, %v", s.cfg.JobDefaults, err)
+	}
+	// Refused values name their flag alone, not --job-defaults too.
+	_, err = parseServe(t, nil, map[string]string{"SKED_DEFAULT_MAX_ATTEMPTS": "0", "SKED_DEFAULT_BACKOFF": "-1s"})
+	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 0: must be at least 1") ||
+		!strings.Contains(msg, "--default-backoff -1s: must be above zero") || strings.Contains(msg, "--job-defaults") {
+		t.Fatalf("SKED_DEFAULT_MAX_ATTEMPTS=0, SKED_DEFAULT_BACKOFF=-1s: %v", err)
 	}
 }
 
