@@ -166,7 +166,7 @@ func Diff(a, b JobCreateParams) Changes {
 		}
 	}
 	add("name", a.Name, b.Name)
-	if !sameJSON(a.Payload, b.Payload) {
+	if !SameJSON(a.Payload, b.Payload) {
 		c["payload"] = Change{From: a.Payload, To: b.Payload}
 	}
 	add("schedule", a.Schedule, b.Schedule)
@@ -182,13 +182,19 @@ func Diff(a, b JobCreateParams) Changes {
 	return c
 }
 
-// sameJSON reports whether a and b are the same JSON text but for spacing.
-func sameJSON(a, b []byte) bool {
+// SameJSON reports whether a and b are the same JSON text but for spacing
+// and for &, < and > written as themselves or escaped (\u0026, \u003c,
+// \u003e), as encoding/json writes them. Text that is not JSON is compared
+// byte for byte.
+func SameJSON(a, b []byte) bool {
 	var ca, cb bytes.Buffer
 	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
 		return bytes.Equal(a, b)
 	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
+	var ea, eb bytes.Buffer
+	json.HTMLEscape(&ea, ca.Bytes())
+	json.HTMLEscape(&eb, cb.Bytes())
+	return bytes.Equal(ea.Bytes(), eb.Bytes())
 }
 
 // NotifyText is n as the database keeps it: JSON, or "" for none.

@@ -201,7 +201,7 @@ func editInEditor(job db.Job, env Env) (map[string]any, error) {
 		switch {
 		case !ok:
 			patch[f.key] = nil
-		case !sameJSON(v, []byte(f.value)):
+		case !db.SameJSON(v, []byte(f.value)):
 			patch[f.key] = v
 		}
 		delete(edited, f.key)
@@ -210,10 +210,4 @@ func editInEditor(job db.Job, env Env) (map[string]any, error) {
 		patch[k] = v
 	}
 	return patch, nil
-}
-
-// sameJSON reports whether a and b are the same JSON but for spacing.
-func sameJSON(a, b []byte) bool {
-	var ca, cb bytes.Buffer
-	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }
