@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"regexp"
 	"time"
@@ -183,18 +184,26 @@ func Diff(a, b JobCreateParams) Changes {
 }
 
 // SameJSON reports whether a and b are the same JSON text but for spacing
-// and for &, < and > written as themselves or escaped (\u0026, \u003c,
-// \u003e), as encoding/json writes them. Text that is not JSON is compared
+// and for how strings are escaped (&, <, > or é written as themselves or
+// as \u0026, \u003C, \u00e9, as encoders differ): their tokens are
+// equal, in order, numbers as written. Text that is not JSON is compared
 // byte for byte.
 func SameJSON(a, b []byte) bool {
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
-		return bytes.Equal(a, b)
+	da, dbb := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	dbb.UseNumber()
+	for {
+		ta, errA := da.Token()
+		tb, errB := dbb.Token()
+		switch {
+		case errA == io.EOF && errB == io.EOF:
+			return true
+		case errA != nil && errA != io.EOF, errB != nil && errB != io.EOF:
+			return bytes.Equal(a, b)
+		case errA != nil || errB != nil || ta != tb:
+			return false
+		}
 	}
-	var ea, eb bytes.Buffer
-	json.HTMLEscape(&ea, ca.Bytes())
-	json.HTMLEscape(&eb, cb.Bytes())
-	return bytes.Equal(ea.Bytes(), eb.Bytes())
 }
 
 // NotifyText is n as the database keeps it: JSON, or "" for none.
