@@ -27,6 +27,9 @@ func checkIntegrity(e *evidence) []Violation {
 	return []Violation{{Rule: RuleIntegrity, JobID: "-", Detail: "the database is not consistent", Evidence: e.integrity}}
 }
 
+// cancelAcked reports whether r is a cancel the server acknowledged.
+func cancelAcked(r ClientRecord) bool { return r.Op == OpCancel && r.Status/100 == 2 }
+
 func checkLost(e *evidence) []Violation {
 	var out []Violation
 	byKey := map[string]line[ClientRecord]{}
@@ -36,7 +39,7 @@ func checkLost(e *evidence) []Violation {
 	// was lost (cancelledAtAll says which jobs had one acknowledged).
 	cancelled, cancelledAtAll := map[string]bool{}, map[string]bool{}
 	for _, c := range e.client {
-		if c.rec.Op == OpCancel && c.rec.Status >= 200 && c.rec.Status <= 299 {
+		if cancelAcked(c.rec) {
 			cancelledAtAll[c.rec.JobID] = true
 		}
 	}
@@ -48,7 +51,7 @@ func checkLost(e *evidence) []Violation {
 		return !cancelledAtAll[id] && j != nil && j.state == "cancelled"
 	}
 	for _, c := range e.client {
-		if c.rec.Op == OpCancel && c.rec.Status >= 200 && c.rec.Status <= 299 {
+		if cancelAcked(c.rec) {
 			cancelled[c.rec.JobID] = true
 		}
 		if c.rec.Op != OpEnqueue {
