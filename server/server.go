@@ -381,10 +381,9 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	p, err := s.parts()
-	if err != nil {
-		return err
-	}
+	s.mu.Lock()
+	p := s.built // set by Start; Close refuses while running
+	s.mu.Unlock()
 	cfg, log := s.cfg, s.cfg.Logger
 	defer func() {
 		s.mu.Lock()
@@ -394,7 +393,10 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}()
 
-	var srv *http.Server
+	var (
+		srv *http.Server
+		err error
+	)
 	ln, addr := cfg.Listener, "none (Handler is served by the embedding program)"
 	if ln == nil && cfg.Addr != "" {
 		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
