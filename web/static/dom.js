@@ -55,7 +55,7 @@ export const stateBadge = (s) => h("span.badge.state-" + s, s);
 export const jobRef = (id) => "jobs/" + encodeURIComponent(id);
 
 /** jobHash is the route of a job's page. */
-export const jobHash = (id) => "#/jobs/" + encodeURIComponent(id);
+export const jobHash = (id) => "#/" + jobRef(id);
 
 /** jobLabel is what a job is called for people: its name, else its id. */
 export const jobLabel = (j) => j.name || j.jobId;
