@@ -10,9 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -86,10 +84,10 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 			}
 			patch[ef.field] = p
 		case v.Type() == "duration":
-			d, _ := time.ParseDuration(v.String()) // as pflag wrote it
+			d, _ := fs.GetDuration(ef.flag)
 			patch[ef.field] = db.Duration(d)
 		case v.Type() == "int":
-			n, _ := strconv.Atoi(v.String())
+			n, _ := fs.GetInt(ef.flag)
 			patch[ef.field] = n
 		default:
 			patch[ef.field] = v.String()
@@ -108,7 +106,7 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 	if err != nil {
 		return err
 	}
-	if !anyFlag(fs) {
+	if len(patch) == 0 { // no flag of sked edit's own: the editor says what changes
 		if patch, err = editInEditor(before, a.env); err != nil {
 			return err
 		}
@@ -134,16 +132,6 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 		fmt.Fprintf(a.stdout, "next run %s\n", timeText(after.NextRunAt))
 	}
 	return nil
-}
-
-// anyFlag reports whether a flag of sked edit's own was given.
-func anyFlag(fs *pflag.FlagSet) bool {
-	for _, ef := range editFields {
-		if fs.Changed(ef.flag) {
-			return true
-		}
-	}
-	return fs.Changed("unset")
 }
 
 // editInEditor opens job's definition as YAML in the user's editor and
