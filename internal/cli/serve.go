@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/server"
+	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
 )
 
@@ -84,8 +86,8 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if c.Workers < 1 {
 		bad("--workers %d: must be at least 1", c.Workers)
 	}
-	if c.Lease < 300*time.Millisecond {
-		bad("--lease %s: must be at least 300ms", c.Lease)
+	if c.Lease < wire.MinLease {
+		bad("--lease %s: must be at least %s", c.Lease, wire.MinLease)
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("--max-body %d: must be at least 1 (bytes); the default is %s", c.MaxBodyBytes, fs.Lookup("max-body").DefValue)
@@ -139,19 +141,7 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if c.JobDefaults, err = server.ParseJobDefaults(spec); err != nil {
 		bad("--job-defaults: %v", err)
 	}
-	return joinUsage(errs)
-}
-
-// joinUsage joins usage errors into one, itself a usage error; nil for none.
-func joinUsage(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return &usageError{msg: strings.Join(msgs, "\n")}
+	return errors.Join(errs...)
 }
 
 // optional is s when ok, else "".

@@ -17,6 +17,7 @@ import (
 	skedapi "github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/internal/buildinfo"
+	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
 )
 
@@ -90,13 +91,13 @@ func (f *workFlags) check(command []string) error {
 	if f.concurrency < 1 {
 		errs = append(errs, usagef("--concurrency %d: must be at least 1", f.concurrency))
 	}
-	if f.lease < 300*time.Millisecond {
-		errs = append(errs, usagef("--lease %s: must be at least 300ms", f.lease))
+	if f.lease < wire.MinLease {
+		errs = append(errs, usagef("--lease %s: must be at least %s", f.lease, wire.MinLease))
 	}
 	if f.grace < 0 {
 		errs = append(errs, usagef("--grace %s: must not be negative", f.grace))
 	}
-	return joinUsage(errs)
+	return errors.Join(errs...)
 }
 
 // run runs a remote worker until ctx is done: a worker.Pool over the
