@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -133,23 +132,14 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		bad("--default-backoff %s: must be above zero, such as 30s; leave the flag out for each type's own default", s.defaultBackoff)
 		s.defaultBackoff = 0
 	}
-	spec := s.jobDefaults
-	if s.defaultAttempts != 0 || s.defaultBackoff != 0 {
-		spec += "," + server.AnyType + "=" + optional(s.defaultAttempts != 0, strconv.Itoa(s.defaultAttempts)) +
-			"/" + optional(s.defaultBackoff != 0, s.defaultBackoff.String())
-	}
-	if c.JobDefaults, err = server.ParseJobDefaults(spec); err != nil {
+	if c.JobDefaults, err = server.ParseJobDefaults(s.jobDefaults); err != nil {
 		bad("--job-defaults: %v", err)
+	} else if s.defaultAttempts != 0 || s.defaultBackoff != 0 {
+		// The two flags are the defaults of every type not listed, in
+		// place of a "*" entry of --job-defaults.
+		c.JobDefaults[server.AnyType] = db.Defaults{MaxAttempts: s.defaultAttempts, Backoff: s.defaultBackoff}
 	}
 	return errors.Join(errs...)
-}
-
-// optional is s when ok, else "".
-func optional(ok bool, s string) string {
-	if ok {
-		return s
-	}
-	return ""
 }
 
 // parseAllowedHosts splits the value of --allowed-hosts: host names or IP
