@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,16 +126,25 @@ func newJobRow(j db.Job) []any {
 		nullString(db.NotifyText(j.Notify))}
 }
 
+// newJobNames are the names of newJobColumns.
+var newJobNames = func() []string {
+	names := make([]string, len(newJobColumns))
+	for i, c := range newJobColumns {
+		names[i] = c.name
+	}
+	return names
+}()
+
 // insertJobsSQL inserts jobs given as one array per column of
 // newJobColumns, in order, except those whose idempotency key is taken (by
 // a job that is not cancelled, or an earlier one of the same statement),
 // and returns the ids it inserted.
 var insertJobsSQL = func() string {
-	names, arrays := make([]string, len(newJobColumns)), make([]string, len(newJobColumns))
+	arrays := make([]string, len(newJobColumns))
 	for i, c := range newJobColumns {
-		names[i], arrays[i] = c.name, fmt.Sprintf("$%d::%s[]", i+1, c.typ)
+		arrays[i] = fmt.Sprintf("$%d::%s[]", i+1, c.typ)
 	}
-	cols := strings.Join(names, ", ")
+	cols := strings.Join(newJobNames, ", ")
 	return `INSERT INTO jobs (` + cols + `) SELECT ` + cols + `
 		FROM unnest(` + strings.Join(arrays, ", ") + `) WITH ORDINALITY AS u (` + cols + `, n)
 		ORDER BY n
@@ -152,53 +162,47 @@ const copyMin = 8
 // JobsInsert inserts jobs in one statement; see engine.Tx. A batch without
 // idempotency keys cannot conflict, and is copied in when it is large.
 func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
-	rows := make([][]any, len(jobs))
-	keyed := false
-	for i, j := range jobs {
-		rows[i] = newJobRow(j)
-		keyed = keyed || j.IdempotencyKey != ""
+	if len(jobs) >= copyMin && !slices.ContainsFunc(jobs, func(j db.Job) bool { return j.IdempotencyKey != "" }) {
+		return t.copyJobs(ctx, jobs)
 	}
-	if !keyed && len(jobs) >= copyMin {
-		return t.copyJobs(ctx, rows)
+	columns := make([][]any, len(newJobColumns))
+	for c := range columns {
+		columns[c] = make([]any, len(jobs))
 	}
-	inserted := make([]bool, len(jobs))
 	index := make(map[string]int, len(jobs))
 	for i, j := range jobs {
+		for c, v := range newJobRow(j) {
+			columns[c][i] = v
+		}
 		index[j.ID] = i
 	}
-	columns := make([]any, len(newJobColumns))
-	for c := range columns {
-		column := make([]any, len(rows))
-		for i, r := range rows {
-			column[i] = r[c]
-		}
-		columns[c] = column
+	args := make([]any, len(columns))
+	for c, column := range columns {
+		args[c] = column
 	}
+	inserted := make([]bool, len(jobs))
 	err := t.query(ctx, func(rows pgx.Rows) error {
 		var id string
 		_, err := pgx.ForEachRow(rows, []any{&id}, func() error { inserted[index[id]] = true; return nil })
 		return err
-	}, insertJobsSQL, columns...)
+	}, insertJobsSQL, args...)
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", translate(err))
 	}
 	return inserted, nil
 }
 
-// copyJobs writes new jobs' rows (newJobRow) with COPY, after the queued
-// writes; all of them are inserted, or the transaction fails.
-func (t *tx) copyJobs(ctx context.Context, rows [][]any) ([]bool, error) {
+// copyJobs writes new jobs with COPY, after the queued writes; all of them
+// are inserted, or the transaction fails.
+func (t *tx) copyJobs(ctx context.Context, jobs []db.Job) ([]bool, error) {
 	if err := t.flush(ctx); err != nil {
 		return nil, err
 	}
-	names := make([]string, len(newJobColumns))
-	for i, c := range newJobColumns {
-		names[i] = c.name
-	}
-	if _, err := t.conn.CopyFrom(ctx, pgx.Identifier{"jobs"}, names, pgx.CopyFromRows(rows)); err != nil {
+	rows := pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) { return newJobRow(jobs[i]), nil })
+	if _, err := t.conn.CopyFrom(ctx, pgx.Identifier{"jobs"}, newJobNames, rows); err != nil {
 		return nil, fmt.Errorf("copy jobs: %w", translate(err))
 	}
-	inserted := make([]bool, len(rows))
+	inserted := make([]bool, len(jobs))
 	for i := range inserted {
 		inserted[i] = true
 	}
