@@ -18,7 +18,7 @@ import (
 // commits. A failed statement leaves ptx aborted, as any does: roll it
 // back.
 func (s *Store) JobCreateTx(ctx context.Context, ptx pgx.Tx, p db.JobCreateParams) (db.Job, bool, error) {
-	t := &tx{conn: ptx.Conn(), queued: &pgx.Batch{}, channel: s.d.channel}
+	t := s.d.newTx(ptx.Conn())
 	var at *time.Time
 	if s.NowFunc != nil {
 		now := s.Now()

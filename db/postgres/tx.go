@@ -51,7 +51,7 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 	// A connection left inside a transaction (a failed ROLLBACK, a
 	// cancelled statement) is closed by Release, not reused.
 	defer c.Release()
-	t := &tx{conn: c.Conn(), queued: &pgx.Batch{}, channel: d.channel}
+	t := d.newTx(c.Conn())
 	t.queued.Queue(`BEGIN`)
 	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now, nil) },
 		`SELECT coalesce($1::timestamptz, now()), set_config('enable_seqscan', 'off', true)`, at); err != nil {
@@ -79,6 +79,11 @@ func (t *tx) rollback(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	t.conn.Exec(ctx, `ROLLBACK`)
+}
+
+// newTx is a tx on conn, which the caller has begun (or queues BEGIN on).
+func (d *dialect) newTx(conn *pgx.Conn) *tx {
+	return &tx{conn: conn, queued: &pgx.Batch{}, channel: d.channel}
 }
 
 func (t *tx) Now() time.Time { return t.now }
