@@ -324,17 +324,17 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 				return nil, err
 			}
 		}
-		// Only a schedule's next firing, a ping and a firing that gave up
-		// look at the run's start; a one-off run that ends otherwise is
-		// not read.
-		claimedAt, read := now, j.Recurring() || pinged(j)
-		if read {
+		// The run's start: a schedule's next firing is decided from it, and
+		// the events of a ping or of a firing that gave up tell it. A
+		// one-off run that ends otherwise is not read.
+		claimedAt := now
+		if j.Recurring() {
 			if claimedAt, err = liveStart(ctx, tx, j, now); err != nil {
 				return nil, err
 			}
 		}
 		r := lifecycle.Finished(&j, sched, ps[i], claimedAt, now, s.RandFunc)
-		if r.GaveUp && !read {
+		if !j.Recurring() && (pinged(j) || r.GaveUp) {
 			if claimedAt, err = liveStart(ctx, tx, j, now); err != nil {
 				return nil, err
 			}
