@@ -159,7 +159,7 @@ func leasedIDs(leases []engine.Lease) (string, error) {
 
 // scanEach scans the job row that row reads for each of items, leaving
 // out the items that have none.
-func scanEach[T any](items []T, row func(T) scanner) ([]db.Job, error) {
+func scanEach(items []string, row func(string) scanner) ([]db.Job, error) {
 	var jobs []db.Job
 	for _, it := range items {
 		j, err := scanJob(row(it))
