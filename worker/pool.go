@@ -112,35 +112,14 @@ type Pool struct {
 	hasNext bool
 }
 
-// claimed is a job the pool holds, and its lease.
+// claimed is a job the pool holds, its lease, and its handler's context,
+// made at the claim so that a cancellation requested before the handler
+// starts (CancelRun) is already in it.
 type claimed struct {
 	db.Claim
-	lease *lease
-
-	mu       sync.Mutex
-	cancel   context.CancelCauseFunc // its handler's, once it starts
-	stopping bool                    // its cancellation was requested
-}
-
-// started gives c its handler's cancel, which stops the handler at once
-// when its cancellation was requested already.
-func (c *claimed) started(cancel context.CancelCauseFunc) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cancel = cancel
-	if c.stopping {
-		cancel(errCancelRequested)
-	}
-}
-
-// stop stops c's handler, now or as it starts.
-func (c *claimed) stop() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stopping = true
-	if c.cancel != nil {
-		c.cancel(errCancelRequested)
-	}
+	lease  *lease
+	ctx    context.Context
+	cancel context.CancelCauseFunc // cancels ctx; safe from any goroutine
 }
 
 // Causes a running handler's context is cancelled with.
@@ -201,7 +180,7 @@ func (p *Pool) CancelRun(id string) bool {
 	c := p.running[id]
 	p.runsMu.Unlock()
 	if c != nil {
-		c.stop()
+		c.cancel(errCancelRequested)
 	}
 	return c != nil
 }
@@ -252,7 +231,7 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 	free := cap(p.sem) - len(p.sem)
 	if free > 0 && p.mayBeDue() {
 		want := min(free, p.cfg.ClaimBatch)
-		claims, err := p.claim(ctx, db.RunClaimParams{
+		claims, err := p.claim(ctx, runCtx, db.RunClaimParams{
 			WorkerID: p.cfg.WorkerID, Types: p.types, Max: want, Lease: p.cfg.Lease, More: free > want,
 			Ahead: p.cfg.ClaimAhead,
 		})
@@ -314,7 +293,7 @@ func (p *Pool) settle(ctx context.Context) {
 // before the request was sent: a lease is certainly held for its length
 // from then (or from as much later as a ClaimWaiter says it waited), on
 // any clock that runs at the store's rate.
-func (p *Pool) claim(ctx context.Context, params db.RunClaimParams) ([]*claimed, error) {
+func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*claimed, error) {
 	p.leasesMu.RLock()
 	defer p.leasesMu.RUnlock()
 	sent := clock.Monotonic()
@@ -333,6 +312,7 @@ func (p *Pool) claim(ctx context.Context, params db.RunClaimParams) ([]*claimed,
 	defer p.runsMu.Unlock()
 	for i, c := range claims {
 		out[i] = &claimed{Claim: c, lease: newLease(sent, waited, params.Lease)}
+		out[i].ctx, out[i].cancel = context.WithCancelCause(runCtx)
 		p.running[c.Job.ID] = out[i]
 	}
 	return out, err
@@ -469,9 +449,8 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	if j.Slot != nil {
 		job.Slot = *j.Slot
 	}
-	hctx, cancel := context.WithCancelCause(runCtx)
+	hctx, cancel := c.ctx, c.cancel
 	defer cancel(nil)
-	c.started(cancel)
 	tctx, cancelTimeout := context.WithDeadline(hctx, time.Now().Add(wait+cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout)))
 	defer cancelTimeout()
 
