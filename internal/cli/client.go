@@ -28,7 +28,10 @@ import (
 
 // DefaultServer is the API the client commands talk to when neither
 // --server nor SKED_SERVER says otherwise: the one `sked serve` starts.
-const DefaultServer = "http://127.0.0.1:8080"
+const DefaultServer = "http://" + defaultAddr
+
+// defaultAddr is where sked serve listens unless told otherwise.
+const defaultAddr = "127.0.0.1:8080"
 
 // showRuns is how many runs `sked show` lists under the job, and
 // showEvents how many events of its timeline.
@@ -57,12 +60,21 @@ func (a *api) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.json, "json", false, "print JSON instead of tables")
 }
 
+// checkServer checks the value of --server: an http:// or https:// URL
+// with a host.
+func checkServer(server string) error {
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--server %q is not an http:// or https:// URL", server)
+	}
+	return nil
+}
+
 // connect checks --server and makes the API client. Changes are recorded
 // on the jobs' timelines as made by USER@HOST.
 func (a *api) connect() error {
-	u, err := url.Parse(a.server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("--server %q is not an http:// or https:// URL", a.server)
+	if err := checkServer(a.server); err != nil {
+		return err
 	}
 	host, _ := os.Hostname()
 	actor := ""

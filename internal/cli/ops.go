@@ -88,7 +88,7 @@ func healthcheckCmd(env Env) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "address sked serve listens on; a wildcard host is checked on loopback")
+	fs.StringVar(&addr, "addr", defaultAddr, "address sked serve listens on; a wildcard host is checked on loopback")
 	withEnv(fs, "addr")
 	fs.BoolVar(&ready, "ready", false, "check /readyz (the database takes writes) instead of /healthz")
 	fs.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")

@@ -35,7 +35,7 @@ type serveFlags struct {
 func (s *serveFlags) register(fs *pflag.FlagSet) {
 	c := &s.cfg
 	fs.StringVar(&c.DB, "db", "sked.db", "SQLite database file, or a postgres:// URL shared by many nodes")
-	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "HTTP listen address")
+	fs.StringVar(&c.Addr, "addr", defaultAddr, "HTTP listen address")
 	fs.IntVar(&c.Workers, "workers", worker.DefaultSlots, "jobs run at once by this process")
 	fs.DurationVar(&c.Lease, "lease", db.DefaultLease, "lease of a claimed job, renewed while it runs")
 	fs.DurationVar(&c.Grace, "grace", worker.DefaultGrace, "how long shutdown waits for running jobs")

@@ -82,8 +82,8 @@ func (f *workFlags) check(command []string) error {
 	if len(command) == 0 || command[0] == "" {
 		errs = append(errs, usagef("no command: give it after --, e.g. sked work --type thumbnail -- ./make-thumbnail"))
 	}
-	if !strings.HasPrefix(f.server, "http://") && !strings.HasPrefix(f.server, "https://") {
-		errs = append(errs, usagef("--server %q: must be an http:// or https:// URL", f.server))
+	if err := checkServer(f.server); err != nil {
+		errs = append(errs, err)
 	}
 	if err := checkExecEnv(f.execEnv); err != nil {
 		errs = append(errs, err)
