@@ -152,13 +152,14 @@ func apiError(err error, server string) error {
 func clientCmds(env Env) []*cobra.Command {
 	return []*cobra.Command{
 		addCmd(env), lsCmd(env), showCmd(env), runsCmd(env), editCmd(env), applyCmd(env), exportCmd(env),
-		actionCmd(env, "cancel", "Cancel a job no worker holds", "cancelled"),
+		cancelCmd(env),
 		pauseCmd(env),
-		actionCmd(env, "resume", "Resume a paused job", "resumed"),
-		actionCmd(env, "retry", "Move a dead job back to ready", "retried"),
-		actionCmd(env, "trigger", "Run a job once now (a schedule keeps its pending slot)", "triggered"),
-		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of"),
-		actionCmd(env, "cancel-run", "Stop a job's running run (its handler's context ends; commands get SIGTERM)", "asked to stop the run of"),
+		actionCmd(env, "resume", "Resume a paused job", "resumed", (*skedapi.Client).JobResume),
+		actionCmd(env, "retry", "Move a dead job back to ready", "retried", (*skedapi.Client).JobRetry),
+		actionCmd(env, "trigger", "Run a job once now (a schedule keeps its pending slot)", "triggered", (*skedapi.Client).JobTrigger),
+		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of", (*skedapi.Client).JobSkip),
+		actionCmd(env, "cancel-run", "Stop a job's running run (its handler's context ends; commands get SIGTERM)", "asked to stop the run of",
+			(*skedapi.Client).JobCancelRun),
 		backfillCmd(env),
 	}
 }
@@ -437,39 +438,29 @@ func (a *api) runTable(runs []db.Run) error {
 	return tw.Flush()
 }
 
-// actionCmd is a command that changes one job's state: cancel, resume,
-// retry, trigger, skip, cancel-run. verb says what it did.
-func actionCmd(env Env, name, short, verb string) *cobra.Command {
+// actionCmd is a command that changes one job's state with do (a client
+// method: resume, retry, trigger, skip, cancel-run) and prints the job
+// after it.
+func actionCmd(env Env, name, short, verb string, do func(*skedapi.Client, context.Context, string) (db.Job, error)) *cobra.Command {
 	return jobCommand(env, name+" ID|NAME", short, func(ctx context.Context, a *api, id string) error {
-		var (
-			job db.Job
-			err error
-		)
-		switch name {
-		case "cancel":
-			if err = a.c.JobCancel(ctx, id); err == nil {
-				if a.json {
-					return a.printJSON(map[string]string{"jobId": id, "state": string(db.StateCancelled)})
-				}
-				job = db.Job{ID: id, State: db.StateCancelled}
-			}
-		case "resume":
-			job, err = a.c.JobResume(ctx, id)
-		case "retry":
-			job, err = a.c.JobRetry(ctx, id)
-		case "trigger":
-			job, err = a.c.JobTrigger(ctx, id)
-		case "skip":
-			job, err = a.c.JobSkip(ctx, id)
-		case "cancel-run":
-			job, err = a.c.JobCancelRun(ctx, id)
-		default:
-			panic("cli: actionCmd of " + name)
-		}
+		job, err := do(a.c, ctx, id)
 		if err != nil {
 			return err
 		}
 		return a.printAction(verb, id, job)
+	})
+}
+
+// cancelCmd cancels a job no worker holds; the server answers with no job.
+func cancelCmd(env Env) *cobra.Command {
+	return jobCommand(env, "cancel ID|NAME", "Cancel a job no worker holds", func(ctx context.Context, a *api, id string) error {
+		if err := a.c.JobCancel(ctx, id); err != nil {
+			return err
+		}
+		if a.json {
+			return a.printJSON(map[string]string{"jobId": id, "state": string(db.StateCancelled)})
+		}
+		return a.printAction("cancelled", id, db.Job{ID: id, State: db.StateCancelled})
 	})
 }
 
