@@ -74,12 +74,12 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		case res.Created:
 			created++
 			if !a.json {
-				printCreate(a.stdout, req, f.dryRun)
+				printCreate(a.env.Stdout, req, f.dryRun)
 			}
 		case len(res.Changes) > 0:
 			changed++
 			if !a.json {
-				printChanges(a.stdout, "~ "+jobLabel(res.Job), res.Changes)
+				printChanges(a.env.Stdout, "~ "+jobLabel(res.Job), res.Changes)
 			}
 		default:
 			unchanged++
@@ -102,16 +102,16 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 	}
 	switch {
 	case created+changed+pruned == 0 && len(errs) == 0:
-		fmt.Fprintf(a.stdout, "nothing to change: the server has the %s of %s as they are\n", plural(len(jobs), "job"), f.file)
+		fmt.Fprintf(a.env.Stdout, "nothing to change: the server has the %s of %s as they are\n", plural(len(jobs), "job"), f.file)
 	default:
-		fmt.Fprintf(a.stdout, "%s: %d %screated, %d %schanged, %d unchanged", plural(len(jobs), "job"), created, would, changed, would, unchanged)
+		fmt.Fprintf(a.env.Stdout, "%s: %d %screated, %d %schanged, %d unchanged", plural(len(jobs), "job"), created, would, changed, would, unchanged)
 		if f.prune {
-			fmt.Fprintf(a.stdout, ", %d %scancelled (not in %s)", pruned, would, f.file)
+			fmt.Fprintf(a.env.Stdout, ", %d %scancelled (not in %s)", pruned, would, f.file)
 		}
-		fmt.Fprintln(a.stdout)
+		fmt.Fprintln(a.env.Stdout)
 	}
 	if f.dryRun && len(errs) == 0 {
-		fmt.Fprintln(a.stdout, "(dry run: nothing was changed)")
+		fmt.Fprintln(a.env.Stdout, "(dry run: nothing was changed)")
 	}
 	return errors.Join(errs...)
 }
@@ -149,7 +149,7 @@ func (f *applyFlags) pruneJobs(ctx context.Context, a *api, jobs []skedapi.JobCr
 		}
 		n++
 		if !a.json {
-			fmt.Fprintf(a.stdout, "- %s: cancel (%s job, not in %s)\n", jobLabel(j), j.Type, f.file)
+			fmt.Fprintf(a.env.Stdout, "- %s: cancel (%s job, not in %s)\n", jobLabel(j), j.Type, f.file)
 		}
 	}
 	return n, errs
@@ -353,7 +353,7 @@ func exportCmd(env Env) *cobra.Command {
 		if a.json {
 			return a.printJSON(reqs)
 		}
-		return writeYAML(a.stdout, reqs)
+		return writeYAML(a.env.Stdout, reqs)
 	})
 }
 

@@ -47,7 +47,6 @@ type api struct {
 	server string
 	token  string
 	json   bool
-	stdout io.Writer
 	c      *skedapi.Client
 	dash   int // where "--" was among the arguments; -1: nowhere
 }
@@ -88,7 +87,7 @@ func (a *api) connect() error {
 // clientCommand is a client command whose run gets the connected API, its
 // errors rewritten into what to do about them.
 func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a *api, args []string) error) *cobra.Command {
-	a := &api{env: env, stdout: env.Stdout}
+	a := &api{env: env}
 	a.register(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := a.connect(); err != nil {
@@ -287,10 +286,10 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		return a.printJSON(job)
 	}
 	if !created {
-		fmt.Fprintf(a.stdout, "job %s already exists for key %q (%s); nothing created\n", jobLabel(job), job.IdempotencyKey, job.State)
+		fmt.Fprintf(a.env.Stdout, "job %s already exists for key %q (%s); nothing created\n", jobLabel(job), job.IdempotencyKey, job.State)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "created job %s (%s, %s, next run %s)\n", jobLabel(job), job.Type, job.State, timeText(job.NextRunAt))
+	fmt.Fprintf(a.env.Stdout, "created job %s (%s, %s, next run %s)\n", jobLabel(job), job.Type, job.State, timeText(job.NextRunAt))
 	return nil
 }
 
@@ -352,7 +351,7 @@ func lsCmd(env Env) *cobra.Command {
 				NextCursor string   `json:"nextCursor,omitempty"`
 			}{append([]db.Job{}, jobs...), next})
 		}
-		tw := table(a.stdout, "NAME", "ID", "TYPE", "STATE", "SCHEDULE", "NEXT RUN", "ATTEMPT", "LAST ERROR")
+		tw := table(a.env.Stdout, "NAME", "ID", "TYPE", "STATE", "SCHEDULE", "NEXT RUN", "ATTEMPT", "LAST ERROR")
 		for _, j := range jobs {
 			row(tw, cmp.Or(j.Name, "-"), j.ID, j.Type, string(j.State), cmp.Or(j.Schedule, "-"), timeText(j.NextRunAt),
 				fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), oneLine(j.LastError, 60))
@@ -361,7 +360,7 @@ func lsCmd(env Env) *cobra.Command {
 			return err
 		}
 		if next != "" {
-			fmt.Fprintf(a.stdout, "more: sked ls --cursor %s (or --all)\n", next)
+			fmt.Fprintf(a.env.Stdout, "more: sked ls --cursor %s (or --all)\n", next)
 		}
 		return nil
 	})
@@ -419,7 +418,7 @@ func pages[T any, C comparable](cursor C, all bool, list func(C) ([]T, C, error)
 
 // runTable prints runs, newest first, as a table.
 func (a *api) runTable(runs []db.Run) error {
-	tw := table(a.stdout, "RUN", "ATTEMPT", "SLOT", "WORKER", "STARTED", "DURATION", "OUTCOME", "ERROR")
+	tw := table(a.env.Stdout, "RUN", "ATTEMPT", "SLOT", "WORKER", "STARTED", "DURATION", "OUTCOME", "ERROR")
 	for _, r := range runs {
 		outcome := string(r.Outcome)
 		if r.Reason != "" {
@@ -469,11 +468,11 @@ func (a *api) printAction(verb, id string, job db.Job) error {
 	if a.json {
 		return a.printJSON(job)
 	}
-	fmt.Fprintf(a.stdout, "%s job %s (now %s", verb, id, job.State)
+	fmt.Fprintf(a.env.Stdout, "%s job %s (now %s", verb, id, job.State)
 	if job.NextRunAt != nil {
-		fmt.Fprintf(a.stdout, ", next run %s", timeText(job.NextRunAt))
+		fmt.Fprintf(a.env.Stdout, ", next run %s", timeText(job.NextRunAt))
 	}
-	fmt.Fprintln(a.stdout, ")")
+	fmt.Fprintln(a.env.Stdout, ")")
 	return nil
 }
 
@@ -523,9 +522,9 @@ func backfillCmd(env Env) *cobra.Command {
 		if a.json {
 			return a.printJSON(b)
 		}
-		fmt.Fprintf(a.stdout, "backfill of %s: %d slots, %d jobs created, %d in all\n", id, b.Slots, b.Created, len(b.JobIDs))
+		fmt.Fprintf(a.env.Stdout, "backfill of %s: %d slots, %d jobs created, %d in all\n", id, b.Slots, b.Created, len(b.JobIDs))
 		for _, jid := range b.JobIDs {
-			fmt.Fprintln(a.stdout, jid)
+			fmt.Fprintln(a.env.Stdout, jid)
 		}
 		return nil
 	})
@@ -560,7 +559,7 @@ func (a *api) show(ctx context.Context, id string) error {
 			Events []db.Event `json:"events"`
 		}{job, append([]db.Run{}, runs...), append([]db.Event{}, events...)})
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(a.env.Stdout, 0, 4, 2, ' ', 0)
 	field := func(name, value string) {
 		if value != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", name, value)
@@ -591,8 +590,8 @@ func (a *api) show(ctx context.Context, id string) error {
 		return err
 	}
 	if len(events) > 0 {
-		fmt.Fprintf(a.stdout, "\nTimeline (newest first):\n")
-		tw := table(a.stdout, "AT", "EVENT", "BY", "DETAIL")
+		fmt.Fprintf(a.env.Stdout, "\nTimeline (newest first):\n")
+		tw := table(a.env.Stdout, "AT", "EVENT", "BY", "DETAIL")
 		for _, e := range events {
 			row(tw, e.At.UTC().Format(time.RFC3339), e.Kind, cmp.Or(e.Actor, "-"), oneLine(rawText(e.Detail), 80))
 		}
@@ -600,12 +599,12 @@ func (a *api) show(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	fmt.Fprintln(a.stdout)
+	fmt.Fprintln(a.env.Stdout)
 	if len(runs) == 0 {
-		fmt.Fprintln(a.stdout, "no runs yet")
+		fmt.Fprintln(a.env.Stdout, "no runs yet")
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "Last runs (newest first; all of them: sked runs %s --all):\n", job.ID)
+	fmt.Fprintf(a.env.Stdout, "Last runs (newest first; all of them: sked runs %s --all):\n", job.ID)
 	return a.runTable(runs)
 }
 
@@ -621,7 +620,7 @@ func (a *api) printJSON(v any) error {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	out.WriteByte('\n')
-	_, err = a.stdout.Write(out.Bytes())
+	_, err = a.env.Stdout.Write(out.Bytes())
 	return err
 }
 

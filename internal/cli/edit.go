@@ -111,7 +111,7 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 			return err
 		}
 		if len(patch) == 0 {
-			fmt.Fprintf(a.stdout, "no change to job %s\n", jobLabel(before))
+			fmt.Fprintf(a.env.Stdout, "no change to job %s\n", jobLabel(before))
 			return nil
 		}
 	}
@@ -124,12 +124,12 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 	}
 	changes := db.Diff(db.SpecOf(before), db.SpecOf(after))
 	if len(changes) == 0 {
-		fmt.Fprintf(a.stdout, "no change to job %s: it is so already\n", jobLabel(after))
+		fmt.Fprintf(a.env.Stdout, "no change to job %s: it is so already\n", jobLabel(after))
 		return nil
 	}
-	printChanges(a.stdout, "changed job "+jobLabel(after)+":", changes)
+	printChanges(a.env.Stdout, "changed job "+jobLabel(after)+":", changes)
 	if after.NextRunAt != nil {
-		fmt.Fprintf(a.stdout, "next run %s\n", timeText(after.NextRunAt))
+		fmt.Fprintf(a.env.Stdout, "next run %s\n", timeText(after.NextRunAt))
 	}
 	return nil
 }
