@@ -146,6 +146,7 @@ export function listPage(params, { dead = false } = {}) {
     const results = await eachSettled(jobs, (j) => BULK[kind].call(j.jobId));
     const ok = results.filter((r) => !r.err), refused = results.filter((r) => r.err);
     selected.clear();
+    selectionChanged(); // the bar agrees with the summary at once, not after the refresh
     summary.replaceChildren(
       h("p", { class: refused.length ? "" : "ok" }, `${ok.length} of ${results.length} ${BULK[kind].done}`,
         refused.length ? `; ${refused.length} refused:` : "."),
