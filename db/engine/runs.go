@@ -256,22 +256,22 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 	if err != nil {
 		return nil, nil, fmt.Errorf("read leased jobs: %w", err)
 	}
-	now := s.stored(tx.Now()) // as precise as the lease's end
-	byLease := make(map[Lease]db.Job, len(held))
-	for _, j := range held {
+	now := s.stored(tx.Now())                 // as precise as the lease's end
+	byLease := make(map[Lease]int, len(held)) // index into held
+	for k, j := range held {
 		if j.State == db.StateRunning && j.LeaseUntil != nil && !j.LeaseUntil.Before(now) {
-			byLease[Lease{j.ID, j.LeaseGeneration}] = j
+			byLease[Lease{j.ID, j.LeaseGeneration}] = k
 		}
 	}
 	var (
-		jobs  []db.Job
-		live  []db.RunFinishParams
+		jobs  = make([]db.Job, 0, len(byLease))
+		live  = make([]db.RunFinishParams, 0, len(byLease))
 		late  []RunEnd
 		order = make([]int, len(ps)) // index into jobs, or -1 when stale
 		errs  = make([]error, len(ps))
 	)
 	for i, p := range ps {
-		j, ok := byLease[leases[i]]
+		k, ok := byLease[leases[i]]
 		if !ok {
 			order[i], errs[i] = -1, db.ErrStale
 			late = append(late, runEnd(p, false))
@@ -279,7 +279,7 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 		}
 		delete(byLease, leases[i]) // a lease finished twice in one group: the second is stale
 		order[i] = len(jobs)
-		jobs, live = append(jobs, j), append(live, p)
+		jobs, live = append(jobs, held[k]), append(live, p)
 	}
 	if len(late) > 0 {
 		if err := tx.RunsLate(ctx, late); err != nil {
@@ -289,6 +289,9 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 	after, err := s.finish(ctx, tx, jobs, live)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(after) == len(ps) {
+		return after, errs, nil // none stale: order[i] == i
 	}
 	out := make([]db.Job, len(ps))
 	for i, k := range order {

@@ -24,9 +24,17 @@ const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, s
 	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
 	triggered, parent_id, name, request_hash, notify, failing_since`
 
-func scanJob(row pgx.Row) (db.Job, error) {
+// readJob reads one job row.
+func readJob(row pgx.Row) (j db.Job, err error) {
+	err = scanJob(row, &j)
+	return j, err
+}
+
+// scanJob reads a row of jobColumns, and then of extra's columns, into j:
+// in place, so that the jobs of a many-row answer are each written once,
+// into their slice.
+func scanJob(row pgx.Row, j *db.Job, extra ...any) error {
 	var (
-		j                              db.Job
 		payload                        []byte
 		sched, owner, key, lastErr     *string
 		timeoutMS, backoffMS, jitterMS int64
@@ -34,17 +42,17 @@ func scanJob(row pgx.Row) (db.Job, error) {
 		expectMS                       int64
 		name, hash, notify             *string
 	)
-	err := row.Scan(&j.ID, &j.Type, &payload, &sched, &j.Timezone, &j.State, &j.NextRunAt, &j.Slot,
+	dest := append(make([]any, 0, 35+len(extra)), &j.ID, &j.Type, &payload, &sched, &j.Timezone, &j.State, &j.NextRunAt, &j.Slot,
 		&j.Attempt, &j.MaxAttempts, &owner, &j.LeaseUntil, &j.LeaseGeneration,
 		&key, &j.Overlap, &j.Misfire, &timeoutMS, &backoffMS, &jitterMS,
 		&j.CancelRequested, &j.MissedSlots, &lastErr, &j.CreatedAt, &j.UpdatedAt,
 		&pauseReason, &j.PauseUntil, &expectMS, &j.LastSuccessAt, &j.QuietSince,
 		&j.Triggered, &parent, &name, &hash, &notify, &j.FailingSince)
-	if err != nil {
+	if err := row.Scan(append(dest, extra...)...); err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
-			return db.Job{}, err
+			return err
 		}
-		return db.Job{}, fmt.Errorf("scan job: %w", err)
+		return fmt.Errorf("scan job: %w", err)
 	}
 	j.Payload = payload
 	j.Schedule, j.LeaseOwner, j.IdempotencyKey, j.LastError = deref(sched), deref(owner), deref(key), deref(lastErr)
@@ -52,8 +60,9 @@ func scanJob(row pgx.Row) (db.Job, error) {
 	j.Backoff = db.Duration(time.Duration(backoffMS) * time.Millisecond)
 	j.Jitter = db.Duration(time.Duration(jitterMS) * time.Millisecond)
 	j.PauseReason, j.ParentID, j.Name, j.RequestHash = deref(pauseReason), deref(parent), deref(name), deref(hash)
+	var err error
 	if j.Notify, err = db.ParseNotify(deref(notify)); err != nil {
-		return db.Job{}, err
+		return err
 	}
 	j.ExpectSuccessWithin = db.Duration(time.Duration(expectMS) * time.Millisecond)
 	if !j.Recurring() {
@@ -62,7 +71,7 @@ func scanJob(row pgx.Row) (db.Job, error) {
 	j.NextRunAt, j.Slot, j.LeaseUntil = utc(j.NextRunAt), utc(j.Slot), utc(j.LeaseUntil)
 	j.PauseUntil, j.LastSuccessAt, j.QuietSince, j.FailingSince = utc(j.PauseUntil), utc(j.LastSuccessAt), utc(j.QuietSince), utc(j.FailingSince)
 	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
-	return j, nil
+	return nil
 }
 
 func deref(s *string) string {
@@ -78,7 +87,7 @@ type querier interface {
 }
 
 func queryJobs(ctx context.Context, q querier, sql string, args ...any) ([]db.Job, error) {
-	return query(ctx, q, scanJob, sql, args...)
+	return query(ctx, q, readJob, sql, args...)
 }
 
 // query scans every row of sql's answer.
@@ -92,13 +101,40 @@ func query[T any](ctx context.Context, q querier, scan func(pgx.Row) (T, error),
 
 // collect scans every row of rows.
 func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+	return scanAll(rows, 0, func(r pgx.Row, v *T) (err error) {
+		*v, err = scan(r)
+		return err
+	})
 }
 
-// jobs reads the jobs of sql's answer, sending the queued writes first.
-func (t *tx) jobs(ctx context.Context, sql string, args ...any) (jobs []db.Job, err error) {
+// scanAll scans every row of rows, each in place into the slice it returns.
+// n is the most rows there can be (0: unknown); room for them, up to
+// scanAhead, is made before the first is read.
+func scanAll[T any](rows pgx.Rows, n int, scan func(pgx.Row, *T) error) ([]T, error) {
+	defer rows.Close()
+	out := make([]T, 0, min(n, scanAhead))
+	for rows.Next() {
+		var zero T
+		out = append(out, zero)
+		if err := scan(rows, &out[len(out)-1]); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanAhead bounds the rows scanAll makes room for before it reads any: a
+// claim may ask for hundreds of jobs and find none.
+const scanAhead = 128
+
+// jobs reads the jobs of sql's answer, at most n of them (0: unknown),
+// sending the queued writes first.
+func (t *tx) jobs(ctx context.Context, n int, sql string, args ...any) (jobs []db.Job, err error) {
 	err = t.query(ctx, func(rows pgx.Rows) error {
-		jobs, err = collect(rows, scanJob)
+		jobs, err = scanAll(rows, n, func(r pgx.Row, j *db.Job) error { return scanJob(r, j) })
 		return err
 	}, sql, args...)
 	return jobs, err
@@ -211,18 +247,18 @@ func (t *tx) copyJobs(ctx context.Context, jobs []db.Job) ([]bool, error) {
 
 // JobsByKey reads the jobs holding keys; see engine.Tx.
 func (t *tx) JobsByKey(ctx context.Context, keys []string) ([]db.Job, error) {
-	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ANY($1) AND state <> 'cancelled'`, keys)
+	return t.jobs(ctx, len(keys), `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ANY($1) AND state <> 'cancelled'`, keys)
 }
 
 // JobsByName reads the jobs holding names; see engine.Tx.
 func (t *tx) JobsByName(ctx context.Context, names []string) ([]db.Job, error) {
-	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE name = ANY($1) AND state <> 'cancelled'`, names)
+	return t.jobs(ctx, len(names), `SELECT `+jobColumns+` FROM jobs WHERE name = ANY($1) AND state <> 'cancelled'`, names)
 }
 
 // JobLockName reads and locks the live job of a name; see engine.Tx.
 func (t *tx) JobLockName(ctx context.Context, name string) (db.Job, error) {
 	var j db.Job
-	err := t.queryRow(ctx, func(r pgx.Row) (err error) { j, err = scanJob(r); return err },
+	err := t.queryRow(ctx, func(r pgx.Row) error { return scanJob(r, &j) },
 		`SELECT `+jobColumns+` FROM jobs WHERE name = $1 AND state <> 'cancelled' FOR UPDATE`, name)
 	return j, err
 }
@@ -230,7 +266,7 @@ func (t *tx) JobLockName(ctx context.Context, name string) (db.Job, error) {
 // JobLock reads and locks a job; see engine.Tx.
 func (t *tx) JobLock(ctx context.Context, id string) (db.Job, error) {
 	var j db.Job
-	err := t.queryRow(ctx, func(r pgx.Row) (err error) { j, err = scanJob(r); return err },
+	err := t.queryRow(ctx, func(r pgx.Row) error { return scanJob(r, &j) },
 		`SELECT `+jobColumns+` FROM jobs WHERE id = $1 FOR UPDATE`, id)
 	return j, err
 }
@@ -249,27 +285,27 @@ func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, e
 	for i, l := range leases {
 		ids[i], gens[i] = l.JobID, l.Generation
 	}
-	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ANY($1) AND lease_generation = ANY($2)
+	return t.jobs(ctx, len(leases), `SELECT `+jobColumns+` FROM jobs WHERE id = ANY($1) AND lease_generation = ANY($2)
 		ORDER BY id FOR UPDATE`, ids, gens)
 }
 
 // JobsExpired reads jobs whose lease ended; see engine.Tx.
 func (t *tx) JobsExpired(ctx context.Context, limit int) ([]db.Job, error) {
-	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs
+	return t.jobs(ctx, limit, `SELECT `+jobColumns+` FROM jobs
 		WHERE state = 'running' AND lease_until < $1 ORDER BY lease_until LIMIT $2
 		FOR UPDATE SKIP LOCKED`, t.now, limit)
 }
 
 // JobsPauseOver reads paused jobs whose pause ended; see engine.Tx.
 func (t *tx) JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error) {
-	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs
+	return t.jobs(ctx, limit, `SELECT `+jobColumns+` FROM jobs
 		WHERE state = 'paused' AND pause_until IS NOT NULL AND pause_until <= $1
 		ORDER BY pause_until LIMIT $2 FOR UPDATE SKIP LOCKED`, t.now, limit)
 }
 
 // JobsWatched reads the schedules with a dead-man's switch; see engine.Tx.
 func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
-	return t.jobs(ctx, `SELECT `+jobColumns+` FROM jobs
+	return t.jobs(ctx, 0, `SELECT `+jobColumns+` FROM jobs
 		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')
 		FOR UPDATE SKIP LOCKED`)
 }
@@ -310,22 +346,11 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 	t.exec(nil, `SET LOCAL enable_sort = off`)
 	var claims []db.Claim
 	err := t.query(ctx, func(rows pgx.Rows) (err error) {
-		claims, err = collect(rows, func(r pgx.Row) (c db.Claim, err error) {
-			c.Job, err = scanJob(runIDRow{r, &c.RunID})
-			return c, err
-		})
+		claims, err = scanAll(rows, a.Max, func(r pgx.Row, c *db.Claim) error { return scanJob(r, &c.Job, &c.RunID) })
 		return err
 	}, claimSQL, a.Worker, a.Until, t.now, a.DueBy, append([]string{}, a.Types...), a.Max)
 	return claims, err
 }
-
-// runIDRow scans a job row followed by a run id.
-type runIDRow struct {
-	pgx.Row
-	runID *int64
-}
-
-func (r runIDRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.runID)...) }
 
 // updateJobsSQL writes jobs' lifecycle columns, given as arrays, each
 // fenced by the state and generation it was read with.
@@ -403,7 +428,7 @@ func (t *tx) Notify(ctx context.Context) error {
 
 // JobGet returns a job; see db.Store.
 func (d *dialect) JobGet(ctx context.Context, id string) (db.Job, error) {
-	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
+	j, err := readJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
 		return db.Job{}, fmt.Errorf("get job %s: %w", id, err)
 	}
@@ -447,7 +472,7 @@ func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bo
 
 // JobByName reads the job of a name; see engine.Reader.
 func (d *dialect) JobByName(ctx context.Context, name string) (db.Job, error) {
-	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs
+	j, err := readJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs
 		WHERE name = $1 ORDER BY state = 'cancelled', id DESC LIMIT 1`, name))
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
 		return db.Job{}, fmt.Errorf("get job %s: %w", name, err)
