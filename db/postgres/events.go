@@ -11,21 +11,20 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-const eventColumns = `id, job_id, at, kind, actor, detail`
+// eventColumns is the column list every event query selects, in
+// scanEvent's order.
+const eventColumns = `id, job_id, at, kind, coalesce(actor, '') AS actor, detail`
 
 func scanEvent(row pgx.Row) (db.Event, error) {
-	var (
-		e     db.Event
-		actor *string
-	)
-	err := row.Scan(&e.ID, &e.JobID, &e.At, &e.Kind, &actor, (*[]byte)(&e.Detail))
+	var e db.Event
+	err := row.Scan(&e.ID, &e.JobID, &e.At, &e.Kind, &e.Actor, (*[]byte)(&e.Detail))
 	if err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
 			return db.Event{}, err
 		}
 		return db.Event{}, fmt.Errorf("scan event: %w", err)
 	}
-	e.Actor, e.At = deref(actor), e.At.UTC()
+	e.At = e.At.UTC()
 	return e, nil
 }
 

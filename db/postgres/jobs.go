@@ -17,12 +17,14 @@ import (
 )
 
 // jobColumns is the column list every job query selects, in scanJob's order.
-const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, slot,
-	attempt, max_attempts, lease_owner, lease_until, lease_generation,
-	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
-	cancel_requested, missed_slots, last_error, created_at, updated_at,
-	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
-	triggered, parent_id, name, request_hash, notify, failing_since`
+// A text column that may be NULL reads as ”, as the job's field keeps it.
+const jobColumns = `id, type, payload, coalesce(schedule, '') AS schedule, timezone, state, next_run_at, slot,
+	attempt, max_attempts, coalesce(lease_owner, '') AS lease_owner, lease_until, lease_generation,
+	coalesce(idempotency_key, '') AS idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
+	cancel_requested, missed_slots, coalesce(last_error, '') AS last_error, created_at, updated_at,
+	coalesce(pause_reason, '') AS pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
+	triggered, coalesce(parent_id, '') AS parent_id, coalesce(name, '') AS name,
+	coalesce(request_hash, '') AS request_hash, coalesce(notify, '') AS notify, failing_since`
 
 // readJob reads one job row.
 func readJob(row pgx.Row) (j db.Job, err error) {
@@ -34,51 +36,31 @@ func readJob(row pgx.Row) (j db.Job, err error) {
 // in place, so that the jobs of a many-row answer are each written once,
 // into their slice.
 func scanJob(row pgx.Row, j *db.Job, extra ...any) error {
-	var (
-		payload                        []byte
-		sched, owner, key, lastErr     *string
-		timeoutMS, backoffMS, jitterMS int64
-		pauseReason, parent            *string
-		expectMS                       int64
-		name, hash, notify             *string
-	)
-	dest := append(make([]any, 0, 35+len(extra)), &j.ID, &j.Type, &payload, &sched, &j.Timezone, &j.State, &j.NextRunAt, &j.Slot,
-		&j.Attempt, &j.MaxAttempts, &owner, &j.LeaseUntil, &j.LeaseGeneration,
-		&key, &j.Overlap, &j.Misfire, &timeoutMS, &backoffMS, &jitterMS,
-		&j.CancelRequested, &j.MissedSlots, &lastErr, &j.CreatedAt, &j.UpdatedAt,
-		&pauseReason, &j.PauseUntil, &expectMS, &j.LastSuccessAt, &j.QuietSince,
-		&j.Triggered, &parent, &name, &hash, &notify, &j.FailingSince)
+	var notify string
+	dest := append(make([]any, 0, 35+len(extra)), &j.ID, &j.Type, (*[]byte)(&j.Payload), &j.Schedule, &j.Timezone,
+		&j.State, &j.NextRunAt, &j.Slot, &j.Attempt, &j.MaxAttempts, &j.LeaseOwner, &j.LeaseUntil, &j.LeaseGeneration,
+		&j.IdempotencyKey, &j.Overlap, &j.Misfire, (*int64)(&j.Timeout), (*int64)(&j.Backoff), (*int64)(&j.Jitter),
+		&j.CancelRequested, &j.MissedSlots, &j.LastError, &j.CreatedAt, &j.UpdatedAt,
+		&j.PauseReason, &j.PauseUntil, (*int64)(&j.ExpectSuccessWithin), &j.LastSuccessAt, &j.QuietSince,
+		&j.Triggered, &j.ParentID, &j.Name, &j.RequestHash, &notify, &j.FailingSince)
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
 			return err
 		}
 		return fmt.Errorf("scan job: %w", err)
 	}
-	j.Payload = payload
-	j.Schedule, j.LeaseOwner, j.IdempotencyKey, j.LastError = deref(sched), deref(owner), deref(key), deref(lastErr)
-	j.Timeout = db.Duration(time.Duration(timeoutMS) * time.Millisecond)
-	j.Backoff = db.Duration(time.Duration(backoffMS) * time.Millisecond)
-	j.Jitter = db.Duration(time.Duration(jitterMS) * time.Millisecond)
-	j.PauseReason, j.ParentID, j.Name, j.RequestHash = deref(pauseReason), deref(parent), deref(name), deref(hash)
+	for _, d := range []*db.Duration{&j.Timeout, &j.Backoff, &j.Jitter, &j.ExpectSuccessWithin} {
+		*d *= db.Duration(time.Millisecond) // the *_ms columns
+	}
 	var err error
-	if j.Notify, err = db.ParseNotify(deref(notify)); err != nil {
+	if j.Notify, err = db.ParseNotify(notify); err != nil {
 		return err
 	}
-	j.ExpectSuccessWithin = db.Duration(time.Duration(expectMS) * time.Millisecond)
 	if !j.Recurring() {
 		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
 	}
-	j.NextRunAt, j.Slot, j.LeaseUntil = utc(j.NextRunAt), utc(j.Slot), utc(j.LeaseUntil)
-	j.PauseUntil, j.LastSuccessAt, j.QuietSince, j.FailingSince = utc(j.PauseUntil), utc(j.LastSuccessAt), utc(j.QuietSince), utc(j.FailingSince)
-	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	inUTC(j.NextRunAt, j.Slot, j.LeaseUntil, j.PauseUntil, j.LastSuccessAt, j.QuietSince, j.FailingSince, &j.CreatedAt, &j.UpdatedAt)
 	return nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // querier is what queryJobs reads from: the pool or a transaction.

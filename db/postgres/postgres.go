@@ -188,13 +188,14 @@ func translate(err error) error {
 	return err
 }
 
-// utc returns t in UTC; pgx reads timestamptz in the local zone.
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
+// inUTC sets each of ts that is not nil to UTC, in place; pgx reads
+// timestamptz in the local zone, into a time.Time of the scan's own.
+func inUTC(ts ...*time.Time) {
+	for _, t := range ts {
+		if t != nil {
+			*t = t.UTC()
+		}
 	}
-	u := t.UTC()
-	return &u
 }
 
 // nullString is s, or NULL for "".

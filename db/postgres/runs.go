@@ -13,19 +13,20 @@ import (
 	"github.com/sked-dev/sked/db/engine"
 )
 
-const runColumns = `id, job_id, slot, attempt, generation, worker_id, started_at,
-	finished_at, outcome, error, reason, gave_up, output, late_outcome, late_error, late_finished_at,
-	slot_count, last_slot`
+// runColumns is the column list every run query selects, in scanRun's
+// order. A text column that may be NULL reads as ”.
+const runColumns = `id, job_id, slot, attempt, generation, coalesce(worker_id, '') AS worker_id, started_at,
+	finished_at, outcome, coalesce(error, '') AS error, coalesce(reason, '') AS reason, gave_up,
+	coalesce(output, '') AS output, coalesce(late_outcome, '') AS late_outcome, coalesce(late_error, '') AS late_error,
+	late_finished_at, slot_count, last_slot`
 
 func scanRun(row pgx.Row) (db.Run, error) {
 	var (
-		r                            db.Run
-		worker, errText, reason, out *string
-		lateOutcome, lateErr         *string
-		slotCount                    *int64
+		r         db.Run
+		slotCount *int64
 	)
-	err := row.Scan(&r.ID, &r.JobID, &r.Slot, &r.Attempt, &r.Generation, &worker, &r.StartedAt,
-		&r.FinishedAt, &r.Outcome, &errText, &reason, &r.GaveUp, &out, &lateOutcome, &lateErr, &r.LateFinishedAt,
+	err := row.Scan(&r.ID, &r.JobID, &r.Slot, &r.Attempt, &r.Generation, &r.WorkerID, &r.StartedAt,
+		&r.FinishedAt, &r.Outcome, &r.Error, &r.Reason, &r.GaveUp, &r.Output, &r.LateOutcome, &r.LateError, &r.LateFinishedAt,
 		&slotCount, &r.LastSlot)
 	if err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
@@ -33,11 +34,10 @@ func scanRun(row pgx.Row) (db.Run, error) {
 		}
 		return db.Run{}, fmt.Errorf("scan run: %w", err)
 	}
-	r.WorkerID, r.Error, r.Reason, r.Output = deref(worker), deref(errText), deref(reason), deref(out)
-	r.LateOutcome, r.LateError = db.Outcome(deref(lateOutcome)), deref(lateErr)
-	r.Slot, r.StartedAt, r.FinishedAt, r.LateFinishedAt = utc(r.Slot), utc(r.StartedAt), utc(r.FinishedAt), utc(r.LateFinishedAt)
+	inUTC(r.Slot, r.StartedAt, r.FinishedAt, r.LateFinishedAt)
 	if slotCount != nil {
-		r.SlotCount, r.LastSlot = *slotCount, utc(r.LastSlot)
+		r.SlotCount = *slotCount
+		inUTC(r.LastSlot)
 	}
 	return r, nil
 }
