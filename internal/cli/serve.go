@@ -91,6 +91,9 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if c.MaxBodyBytes < 1 {
 		bad("--max-body %d: must be at least 1 (bytes); the default is %s", c.MaxBodyBytes, fs.Lookup("max-body").DefValue)
 	}
+	if err := checkGrace(c.Grace); err != nil {
+		errs = append(errs, err)
+	}
 	if s.claimAhead < 0 || s.claimAhead > c.Lease/4 {
 		bad("--claim-ahead %s: must be between 0 and a quarter of --lease (%s)", s.claimAhead, c.Lease/4)
 	}
@@ -140,6 +143,17 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		c.JobDefaults[server.AnyType] = db.Defaults{MaxAttempts: s.defaultAttempts, Backoff: s.defaultBackoff}
 	}
 	return errors.Join(errs...)
+}
+
+// checkGrace refuses a --grace that is not above zero, which the pool
+// would otherwise take for its default: to stop running jobs at once, give
+// the shortest wait.
+func checkGrace(grace time.Duration) error {
+	if grace <= 0 {
+		return usagef("--grace %s: must be above zero, such as 1ms to stop running jobs at once; the default is %s",
+			grace, worker.DefaultGrace)
+	}
+	return nil
 }
 
 // parseAllowedHosts splits the value of --allowed-hosts: host names or IP

@@ -94,8 +94,8 @@ func (f *workFlags) check(command []string) error {
 	if f.lease < wire.MinLease {
 		errs = append(errs, usagef("--lease %s: must be at least %s", f.lease, wire.MinLease))
 	}
-	if f.grace < 0 {
-		errs = append(errs, usagef("--grace %s: must not be negative", f.grace))
+	if err := checkGrace(f.grace); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
