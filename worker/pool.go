@@ -464,12 +464,12 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 		p.heartbeat(hctx, c, cancel, stopBeat)
 	})
 	err := errNotDue
+	due := true
 	if wait > 0 {
-		readyStack(aheadStackKiB)
+		waitDeep(aheadStackKiB, func() { due = waitFor(ctx, wait) })
 	}
 	start := time.Now()
-	if waitFor(ctx, wait) {
-		start = time.Now()
+	if due {
 		if wait > 0 {
 			left = c.lease.left()
 		}
@@ -648,24 +648,28 @@ func safeCall(ctx context.Context, h HandlerFunc, job *Job) (err error) {
 	return h(ctx, job)
 }
 
-// aheadStackKiB is how much stack, in KiB, readyStack reserves for a job
+// aheadStackKiB is how much stack, in KiB, waitDeep holds for a job
 // claimed ahead: with the frames below it, the goroutine's stack grows to
 // 16 KiB, room for a short handler and for recording its outcome.
 const aheadStackKiB = 7
 
-// readyStack grows the calling goroutine's stack by about kib KiB and
-// touches it. A job claimed ahead waits on a goroutine of its own until it
-// is due; growing that stack while the job waits, rather than when its
-// handler first needs the room, takes the copying and the first touch of
-// fresh memory out of the instant it falls due. When thousands fall due
+// waitDeep calls wait about kib KiB deeper in the calling goroutine's stack
+// than it is now, so that the stack is grown (and its memory touched)
+// before wait and stays grown while wait blocks: a garbage collection
+// halves the stack of a goroutine that uses less than a quarter of it. A
+// job claimed ahead waits on a goroutine of its own until it is due;
+// growing that stack while the job waits, rather than when its handler
+// first needs the room, takes the copying and the first touch of fresh
+// memory out of the instant it falls due. When thousands fall due
 // together, that growth was most of the work of starting them.
 //
 //go:noinline
-func readyStack(kib int) byte {
+func waitDeep(kib int, wait func()) byte {
 	var frame [1 << 10]byte
 	frame[kib] = byte(kib) // a store the compiler cannot drop keeps the frame
 	if kib <= 1 {
+		wait()
 		return frame[kib]
 	}
-	return readyStack(kib-1) + frame[kib]
+	return waitDeep(kib-1, wait) + frame[kib]
 }

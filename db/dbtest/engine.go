@@ -10,47 +10,52 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// testRunFinishGroup finishes many claimed runs at once, some with a stale
-// generation, so that the store commits them in groups: each caller gets
-// its own result, and a stale call changes nothing of its job while its
-// neighbours in the same transaction are recorded.
+// testRunFinishGroup finishes many claimed runs at once, so that the store
+// commits them in groups: each caller gets its own result, its own job
+// back, and a stale call (every fourth, in the second round; none in the
+// first) changes nothing of its job while its neighbours in the same
+// transaction are recorded.
 func testRunFinishGroup(t *testing.T, f *fixture) {
-	const n = 60
-	ps := make([]db.JobCreateParams, n)
-	for i := range ps {
-		ps[i] = db.JobCreateParams{Type: "t"}
-	}
-	if _, err := f.Store.JobCreateBatch(f.ctx, ps); err != nil {
-		t.Fatal(err)
-	}
-	claims, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Max: n, Lease: time.Minute})
-	if err != nil || len(claims) != n {
-		t.Fatalf("claimed %d, %v; want %d", len(claims), err, n)
-	}
-	stale := func(i int) bool { return i%4 == 0 }
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, c := range claims {
-		wg.Go(func() {
-			gen := c.Job.LeaseGeneration
-			if stale(i) {
-				gen++
+	for _, staleEvery := range []int{0, 4} {
+		const n = 60
+		ps := make([]db.JobCreateParams, n)
+		for i := range ps {
+			ps[i] = db.JobCreateParams{Type: "t"}
+		}
+		if _, err := f.Store.JobCreateBatch(f.ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+		claims, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Max: n, Lease: time.Minute})
+		if err != nil || len(claims) != n {
+			t.Fatalf("claimed %d, %v; want %d", len(claims), err, n)
+		}
+		stale := func(i int) bool { return staleEvery > 0 && i%staleEvery == 0 }
+		errs, got := make([]error, n), make([]db.Job, n)
+		var wg sync.WaitGroup
+		for i, c := range claims {
+			wg.Go(func() {
+				gen := c.Job.LeaseGeneration
+				if stale(i) {
+					gen++
+				}
+				got[i], errs[i] = f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: c.Job.ID, Generation: gen, Outcome: db.OutcomeSucceeded})
+			})
+		}
+		wg.Wait()
+		for i, c := range claims {
+			j := f.get(c.Job.ID)
+			switch {
+			case stale(i) && !errors.Is(errs[i], db.ErrStale):
+				t.Errorf("job %d: finish with a stale generation: got %v, want ErrStale", i, errs[i])
+			case stale(i) && j.State != db.StateRunning:
+				t.Errorf("job %d: a stale finish moved the job to %s", i, j.State)
+			case !stale(i) && errs[i] != nil:
+				t.Errorf("job %d: finish: %v", i, errs[i])
+			case !stale(i) && j.State != db.StateDone:
+				t.Errorf("job %d: state %s after its finish, want done", i, j.State)
+			case !stale(i) && (got[i].ID != c.Job.ID || got[i].State != db.StateDone):
+				t.Errorf("job %d: finish returned job %s in state %s, want its own, done", i, got[i].ID, got[i].State)
 			}
-			_, errs[i] = f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: c.Job.ID, Generation: gen, Outcome: db.OutcomeSucceeded})
-		})
-	}
-	wg.Wait()
-	for i, c := range claims {
-		j := f.get(c.Job.ID)
-		switch {
-		case stale(i) && !errors.Is(errs[i], db.ErrStale):
-			t.Errorf("job %d: finish with a stale generation: got %v, want ErrStale", i, errs[i])
-		case stale(i) && j.State != db.StateRunning:
-			t.Errorf("job %d: a stale finish moved the job to %s", i, j.State)
-		case !stale(i) && errs[i] != nil:
-			t.Errorf("job %d: finish: %v", i, errs[i])
-		case !stale(i) && j.State != db.StateDone:
-			t.Errorf("job %d: state %s after its finish, want done", i, j.State)
 		}
 	}
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // jobColumns is the column list every job query selects, in scanJob's order.
-// A text column that may be NULL reads as ”, as the job's field keeps it.
+// A text column that may be NULL reads as the empty string, as the job's
+// field keeps it.
 const jobColumns = `id, type, payload, coalesce(schedule, '') AS schedule, timezone, state, next_run_at, slot,
 	attempt, max_attempts, coalesce(lease_owner, '') AS lease_owner, lease_until, lease_generation,
 	coalesce(idempotency_key, '') AS idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,

@@ -14,7 +14,7 @@ import (
 )
 
 // runColumns is the column list every run query selects, in scanRun's
-// order. A text column that may be NULL reads as ”.
+// order. A text column that may be NULL reads as the empty string.
 const runColumns = `id, job_id, slot, attempt, generation, coalesce(worker_id, '') AS worker_id, started_at,
 	finished_at, outcome, coalesce(error, '') AS error, coalesce(reason, '') AS reason, gave_up,
 	coalesce(output, '') AS output, coalesce(late_outcome, '') AS late_outcome, coalesce(late_error, '') AS late_error,

@@ -145,9 +145,9 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
-// checkGrace refuses a --grace that is not above zero, which the pool
-// would otherwise take for its default: to stop running jobs at once, give
-// the shortest wait.
+// checkGrace refuses a --grace that is not above zero: 0, which the pool
+// would otherwise take for its default, or a negative one. To stop running
+// jobs at once, give the shortest wait.
 func checkGrace(grace time.Duration) error {
 	if grace <= 0 {
 		return usagef("--grace %s: must be above zero, such as 1ms to stop running jobs at once; the default is %s",
