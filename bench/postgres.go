@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sked-dev/sked/db/postgres"
 )
 
@@ -40,7 +38,7 @@ func openPostgres(ctx context.Context, cfg Config) (*env, error) {
 // over generate_series per chunk, then ANALYZE so the planner knows the
 // table's size.
 func (p *pgEnv) insertBacklog(ctx context.Context, n int) error {
-	conn, err := pgx.Connect(ctx, p.url)
+	conn, err := postgres.Connect(ctx, p.url)
 	if err != nil {
 		return fmt.Errorf("open backlog connection: %w", err)
 	}
@@ -66,7 +64,7 @@ func (p *pgEnv) insertBacklog(ctx context.Context, n int) error {
 // size is the bytes of the schema's tables with their indexes and TOAST,
 // or 0 when it cannot be read.
 func (p *pgEnv) size(ctx context.Context) int64 {
-	conn, err := pgx.Connect(ctx, p.url)
+	conn, err := postgres.Connect(ctx, p.url)
 	if err != nil {
 		return 0
 	}

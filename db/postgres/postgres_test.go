@@ -3,12 +3,14 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/dbtest"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
 
@@ -105,5 +107,41 @@ func TestStore_DeletedJobTakesItsHistory(t *testing.T) {
 	}
 	if runs, events := count(); runs != 0 || events != 0 {
 		t.Fatalf("after the delete: %d runs, %d events left; want none", runs, events)
+	}
+}
+
+// TestNewSchema_PoolSettings: a URL with pool settings, which Open honours,
+// serves the single connections of NewSchema and Connect too (the server
+// would refuse pool_max_conns as an unknown parameter).
+func TestNewSchema_PoolSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u, err := url.Parse(postgrestest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "2")
+	u.RawQuery = q.Encode()
+	schemaURL, drop, err := postgres.NewSchema(ctx, u.String(), "sked_test_pool_")
+	if err != nil {
+		t.Fatalf("NewSchema with pool_max_conns: %v", err)
+	}
+	s, err := postgres.Open(ctx, schemaURL)
+	if err != nil {
+		t.Fatalf("Open the schema: %v", err)
+	}
+	s.Close()
+	conn, err := postgres.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatalf("Connect with pool_max_conns: %v", err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("jobs in the new schema: %d, %v; want 0", n, err)
+	}
+	conn.Close(ctx)
+	if err := drop(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // NewSchema creates an empty schema named prefix plus a random suffix on the
@@ -40,11 +41,27 @@ func NewSchema(ctx context.Context, base, prefix string) (schemaURL string, drop
 
 // execOnce runs sql on a connection of its own to url.
 func execOnce(ctx context.Context, url, sql string) error {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := Connect(ctx, url)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, sql)
 	return err
+}
+
+// Connect opens one connection to the database at url, a URL that Open
+// accepts: the pool's settings in it (pool_max_conns and the other pool_*
+// parameters) are read as Open reads them and not sent to the server, which
+// would refuse them as unknown parameters.
+func Connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse postgres url: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	return conn, nil
 }
