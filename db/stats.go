@@ -26,6 +26,15 @@ type Stats struct {
 	QuietSchedules int64
 }
 
+// NewStats is Stats with every state counted at zero, for a store to fill.
+func NewStats() Stats {
+	st := Stats{JobsByState: make(map[JobState]int64, len(AllStates)), RunningByType: map[string]int64{}}
+	for _, state := range AllStates {
+		st.JobsByState[state] = 0
+	}
+	return st
+}
+
 // StatsReader reads queue statistics for metrics; part of Store.
 type StatsReader interface {
 	// Stats reads the statistics as of now, the store's clock. It only

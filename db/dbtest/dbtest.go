@@ -102,6 +102,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"Timeline":            testTimeline,
 		"GaveUpStart":         testGaveUpStart,
 		"RunsLive":            testRunsLive,
+		"Stats":               testStats,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -132,3 +132,39 @@ func testReady(t *testing.T, f *fixture) {
 		t.Fatalf("Ready on a fresh store = %v", err)
 	}
 }
+
+// testStats reads the queue's gauges: every state counted (zero for none),
+// running jobs by type, the ready jobs due within a minute and the oldest
+// of those already due.
+func testStats(t *testing.T, f *fixture) {
+	f.create(db.JobCreateParams{Type: "r"})
+	running := f.claimOne("w")
+	f.create(db.JobCreateParams{})
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	f.Clock.Advance(time.Minute)
+	overdue := f.create(db.JobCreateParams{RunAt: Start.Add(10 * time.Second)})
+	f.create(db.JobCreateParams{RunAt: f.Clock.Now().Add(30 * time.Second)})
+	f.create(db.JobCreateParams{RunAt: f.Clock.Now().Add(2 * time.Hour)})
+	cancelled := f.create(db.JobCreateParams{RunAt: f.Clock.Now().Add(2 * time.Hour)})
+	if _, err := f.Store.JobCancel(f.ctx, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Store.Stats(f.ctx, f.Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[db.JobState]int64{db.StateReady: 3, db.StateRunning: 1, db.StateDone: 1, db.StateDead: 0,
+		db.StateCancelled: 1, db.StatePaused: 0}
+	if !reflect.DeepEqual(st.JobsByState, want) {
+		t.Errorf("jobs by state %v, want %v", st.JobsByState, want)
+	}
+	if want := map[string]int64{running.Job.Type: 1}; !reflect.DeepEqual(st.RunningByType, want) {
+		t.Errorf("running by type %v, want %v", st.RunningByType, want)
+	}
+	if st.DueNextMinute != 2 || !st.ReadyOldestDue.Equal(*overdue.NextRunAt) {
+		t.Errorf("due within a minute %d, oldest due %v; want 2 and %v", st.DueNextMinute, st.ReadyOldestDue, *overdue.NextRunAt)
+	}
+	if st.MissedSlots != 0 || st.QuietSchedules != 0 {
+		t.Errorf("missed slots %d, quiet schedules %d; want 0 and 0", st.MissedSlots, st.QuietSchedules)
+	}
+}

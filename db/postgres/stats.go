@@ -13,10 +13,7 @@ import (
 // Stats reads the queue's gauges in one snapshot; see db.StatsReader. The
 // ready figures read the jobs_ready partial index.
 func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
-	st := db.Stats{JobsByState: map[db.JobState]int64{}, RunningByType: map[string]int64{}}
-	for _, state := range db.AllStates {
-		st.JobsByState[state] = 0
-	}
+	st := db.NewStats()
 	err := pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var oldest *time.Time
 		err := tx.QueryRow(ctx, `SELECT min(next_run_at) FILTER (WHERE next_run_at <= $1),

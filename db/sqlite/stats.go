@@ -13,10 +13,7 @@ import (
 // counts from the (state, id) index; only the missed-slot sum reads the
 // recurring jobs' rows.
 func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
-	st := db.Stats{JobsByState: map[db.JobState]int64{}, RunningByType: map[string]int64{}}
-	for _, state := range db.AllStates {
-		st.JobsByState[state] = 0
-	}
+	st := db.NewStats()
 	var oldest *time.Time
 	err := d.read.QueryRowContext(ctx, `SELECT min(next_run_at),
 			(SELECT count(*) FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?)
