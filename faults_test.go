@@ -382,6 +382,12 @@ func (r *faultRig) requireWork(rep *checker.Report, floor int) {
 	}
 }
 
+// failpointWait bounds how long a cycle of TestFaults_Kill9Server waits for
+// its failpoint: a restart and up to 20 batches of the client's load take a
+// few seconds on an idle machine, and took over 30 on one running other
+// test suites at a load of 18.
+const failpointWait = 90 * time.Second
+
 // TestFaults_Kill9Server kills sked serve with SIGKILL under load, cycle
 // after cycle, at a random moment and at each named failpoint in turn
 // (after-claim-commit, before-finish-commit, mid-batch-insert, armed at a
@@ -398,12 +404,6 @@ func (r *faultRig) requireWork(rep *checker.Report, floor int) {
 // idempotency key doubled, no two live executions of one job, no generation
 // issued twice, no stale write accepted, no recurring slot run twice or
 // silently missed, integrity_check ok.
-// failpointWait bounds how long a cycle of TestFaults_Kill9Server waits for
-// its failpoint: a restart and up to 20 batches of the client's load take a
-// few seconds on an idle machine, and took over 30 on one running other
-// test suites at a load of 18.
-const failpointWait = 90 * time.Second
-
 func TestFaults_Kill9Server(t *testing.T) {
 	cycles := faultCycles(t, 12)
 	began := time.Now()

@@ -141,8 +141,12 @@ func testStats(t *testing.T, f *fixture) {
 	running := f.claimOne("w")
 	f.create(db.JobCreateParams{})
 	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
-	f.Clock.Advance(time.Minute)
 	overdue := f.create(db.JobCreateParams{RunAt: Start.Add(10 * time.Second)})
+	// Due within the minute but not yet: counted, and not the oldest due.
+	if st, err := f.Store.Stats(f.ctx, Start); err != nil || st.DueNextMinute != 1 || !st.ReadyOldestDue.IsZero() {
+		t.Errorf("before any is due: due within a minute %d, oldest due %v, %v; want 1 and none", st.DueNextMinute, st.ReadyOldestDue, err)
+	}
+	f.Clock.Advance(time.Minute)
 	f.create(db.JobCreateParams{RunAt: f.Clock.Now().Add(30 * time.Second)})
 	f.create(db.JobCreateParams{RunAt: f.Clock.Now().Add(2 * time.Hour)})
 	cancelled := f.create(db.JobCreateParams{RunAt: f.Clock.Now().Add(2 * time.Hour)})

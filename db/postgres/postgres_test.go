@@ -127,6 +127,11 @@ func TestNewSchema_PoolSettings(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewSchema with pool_max_conns: %v", err)
 	}
+	t.Cleanup(func() {
+		if err := drop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
 	s, err := postgres.Open(ctx, schemaURL)
 	if err != nil {
 		t.Fatalf("Open the schema: %v", err)
@@ -141,7 +146,4 @@ func TestNewSchema_PoolSettings(t *testing.T) {
 		t.Errorf("jobs in the new schema: %d, %v; want 0", n, err)
 	}
 	conn.Close(ctx)
-	if err := drop(ctx); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -107,7 +107,7 @@ func run(ctx context.Context, ln net.Listener, dsn string, log *slog.Logger) err
 // the program's own on sked's PostgreSQL database: both are written, or
 // neither. The job runs once the transaction commits.
 func signUp(ctx context.Context, s *server.Server, dsn, name string) error {
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := postgres.Connect(ctx, dsn)
 	if err != nil {
 		return fmt.Errorf("sign up: %w", err)
 	}
