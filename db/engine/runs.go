@@ -318,20 +318,18 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		events []db.Event
 	)
 	for i, j := range jobs {
+		// The run's start: a schedule's next firing is decided from it, and
+		// the events of a ping or of a firing that gave up tell it. A
+		// one-off run that ends otherwise is not read.
 		var (
-			sched *schedule.Schedule
-			err   error
+			sched     *schedule.Schedule
+			claimedAt = now
+			err       error
 		)
 		if j.Recurring() {
 			if sched, err = parse(j); err != nil {
 				return nil, err
 			}
-		}
-		// The run's start: a schedule's next firing is decided from it, and
-		// the events of a ping or of a firing that gave up tell it. A
-		// one-off run that ends otherwise is not read.
-		claimedAt := now
-		if j.Recurring() {
 			if claimedAt, err = liveStart(ctx, tx, j, now); err != nil {
 				return nil, err
 			}

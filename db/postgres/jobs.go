@@ -84,10 +84,7 @@ func query[T any](ctx context.Context, q querier, scan func(pgx.Row) (T, error),
 
 // collect scans every row of rows.
 func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
-	return scanAll(rows, 0, func(r pgx.Row, v *T) (err error) {
-		*v, err = scan(r)
-		return err
-	})
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
 }
 
 // scanAll scans every row of rows, each in place into the slice it returns.
@@ -184,9 +181,10 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 	if len(jobs) >= copyMin && !slices.ContainsFunc(jobs, func(j db.Job) bool { return j.IdempotencyKey != "" }) {
 		return t.copyJobs(ctx, jobs)
 	}
-	columns := make([][]any, len(newJobColumns))
+	columns, args := make([][]any, len(newJobColumns)), make([]any, len(newJobColumns))
 	for c := range columns {
 		columns[c] = make([]any, len(jobs))
+		args[c] = columns[c]
 	}
 	index := make(map[string]int, len(jobs))
 	for i, j := range jobs {
@@ -194,10 +192,6 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 			columns[c][i] = v
 		}
 		index[j.ID] = i
-	}
-	args := make([]any, len(columns))
-	for c, column := range columns {
-		args[c] = column
 	}
 	inserted := make([]bool, len(jobs))
 	err := t.query(ctx, func(rows pgx.Rows) error {
@@ -264,12 +258,18 @@ func (t *tx) JobLock(ctx context.Context, id string) (db.Job, error) {
 // completion then waits for, and briefly holds, a job another worker may
 // be running).
 func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, error) {
+	ids, gens := leaseArrays(leases)
+	return t.jobs(ctx, len(leases), `SELECT `+jobColumns+` FROM jobs WHERE id = ANY($1) AND lease_generation = ANY($2)
+		ORDER BY id FOR UPDATE`, ids, gens)
+}
+
+// leaseArrays is leases as an array of job ids and one of generations.
+func leaseArrays(leases []engine.Lease) ([]string, []int64) {
 	ids, gens := make([]string, len(leases)), make([]int64, len(leases))
 	for i, l := range leases {
 		ids[i], gens[i] = l.JobID, l.Generation
 	}
-	return t.jobs(ctx, len(leases), `SELECT `+jobColumns+` FROM jobs WHERE id = ANY($1) AND lease_generation = ANY($2)
-		ORDER BY id FOR UPDATE`, ids, gens)
+	return ids, gens
 }
 
 // JobsExpired reads jobs whose lease ended; see engine.Tx.

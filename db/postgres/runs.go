@@ -168,10 +168,7 @@ func (d *dialect) RunsPage(ctx context.Context, job string, before int64, limit 
 // RunsLive reads the running run of each lease, one probe of the index
 // runs_lease a lease (a job's history can be long); see engine.Reader.
 func (d *dialect) RunsLive(ctx context.Context, leases []engine.Lease) ([]db.Run, error) {
-	ids, gens := make([]string, len(leases)), make([]int64, len(leases))
-	for i, l := range leases {
-		ids[i], gens[i] = l.JobID, l.Generation
-	}
+	ids, gens := leaseArrays(leases)
 	return query(ctx, d.pool, scanRun, `SELECT `+runColumns+` FROM runs
 		WHERE (job_id, generation) IN (SELECT * FROM unnest($1::text[], $2::bigint[])) AND outcome = 'running'`, ids, gens)
 }

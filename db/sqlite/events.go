@@ -48,12 +48,8 @@ func (d *dialect) EventsPage(ctx context.Context, job string, before int64, limi
 
 // EventsAfter reads the events after an id; see engine.Reader.
 func (d *dialect) EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error) {
-	kindsJSON, err := json.Marshal(append([]string{}, kinds...))
-	if err != nil {
-		return nil, fmt.Errorf("encode kinds: %w", err)
-	}
 	rows, err := d.read.QueryContext(ctx, `SELECT `+eventColumns+` FROM job_events
 		WHERE id > ?1 AND (?2 = '[]' OR kind IN (SELECT value FROM json_each(?2))) ORDER BY id LIMIT ?3`,
-		after, string(kindsJSON), limit)
+		after, jsonArray(kinds), limit)
 	return collect(rows, err, scanEvent)
 }

@@ -137,24 +137,25 @@ const leasedJobsSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id IN (SELECT v
 // holds the database, so nothing else changes them before the transaction
 // ends.
 func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, error) {
-	ids, err := leasedIDs(leases)
-	if err != nil {
-		return nil, err
-	}
-	return scanJobs(t.stmt(ctx, t.stmts.leasedJobs).QueryContext(ctx, ids))
+	return scanJobs(t.stmt(ctx, t.stmts.leasedJobs).QueryContext(ctx, leasedIDs(leases)))
 }
 
 // leasedIDs is the ids of the leases' jobs as a JSON array, for json_each.
-func leasedIDs(leases []engine.Lease) (string, error) {
+func leasedIDs(leases []engine.Lease) string {
 	ids := make([]string, len(leases))
 	for i, l := range leases {
 		ids[i] = l.JobID
 	}
-	b, err := json.Marshal(ids)
-	if err != nil {
-		return "", fmt.Errorf("encode leased ids: %w", err)
+	return jsonArray(ids)
+}
+
+// jsonArray is ss as a JSON array, "[]" for none, for json_each.
+func jsonArray(ss []string) string {
+	if len(ss) == 0 {
+		return "[]"
 	}
-	return string(b), nil
+	b, _ := json.Marshal(ss) // strings: it cannot fail
+	return string(b)
 }
 
 // scanEach scans the job row that row reads for each of items, leaving
@@ -213,12 +214,8 @@ const claimRunsSQL = `INSERT INTO runs (job_id, slot, attempt, generation, worke
 
 // JobsClaim leases due jobs and writes their runs; see engine.Tx.
 func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, error) {
-	types, err := json.Marshal(append([]string{}, a.Types...))
-	if err != nil {
-		return nil, fmt.Errorf("encode types: %w", err)
-	}
 	now := fmtTime(t.now)
-	jobs, err := scanJobs(t.stmt(ctx, t.stmts.claim).QueryContext(ctx, a.Worker, fmtTime(a.Until), now, fmtTime(a.DueBy), string(types), a.Max))
+	jobs, err := scanJobs(t.stmt(ctx, t.stmts.claim).QueryContext(ctx, a.Worker, fmtTime(a.Until), now, fmtTime(a.DueBy), jsonArray(a.Types), a.Max))
 	if err != nil || len(jobs) == 0 {
 		return nil, err
 	}
@@ -229,11 +226,7 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 		ids[i], claims[i].Job = j.ID, j
 		byID[j.ID] = &claims[i]
 	}
-	idsJSON, err := json.Marshal(ids)
-	if err != nil {
-		return nil, fmt.Errorf("encode claimed ids: %w", err)
-	}
-	rows, err := t.stmt(ctx, t.stmts.insertRuns).QueryContext(ctx, now, string(idsJSON))
+	rows, err := t.stmt(ctx, t.stmts.insertRuns).QueryContext(ctx, now, jsonArray(ids))
 	if err != nil {
 		return nil, fmt.Errorf("insert runs: %w", err)
 	}
@@ -357,13 +350,9 @@ func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) (
 // JobNextDue returns when the earliest ready job of types is due; see
 // db.Store. It reads the jobs_ready index only.
 func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
-	typesJSON, err := json.Marshal(append([]string{}, types...))
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("encode types: %w", err)
-	}
 	var next time.Time
-	err = d.read.QueryRowContext(ctx, `SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready'
-		AND (?1 = '[]' OR type IN (SELECT value FROM json_each(?1))) ORDER BY next_run_at LIMIT 1`, string(typesJSON)).Scan(moment{&next})
+	err := d.read.QueryRowContext(ctx, `SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready'
+		AND (?1 = '[]' OR type IN (SELECT value FROM json_each(?1))) ORDER BY next_run_at LIMIT 1`, jsonArray(types)).Scan(moment{&next})
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}

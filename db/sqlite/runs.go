@@ -165,12 +165,8 @@ func (d *dialect) RunsPage(ctx context.Context, job string, before int64, limit 
 // RunsLive reads the running runs of the leases' jobs, of any generation,
 // through the index of running runs; see engine.Reader.
 func (d *dialect) RunsLive(ctx context.Context, leases []engine.Lease) ([]db.Run, error) {
-	ids, err := leasedIDs(leases)
-	if err != nil {
-		return nil, err
-	}
 	rows, err := d.read.QueryContext(ctx, `SELECT `+runColumns+` FROM runs INDEXED BY runs_live
-		WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'running'`, ids)
+		WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'running'`, leasedIDs(leases))
 	return collect(rows, err, scanRun)
 }
 
