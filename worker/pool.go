@@ -449,9 +449,8 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	if j.Slot != nil {
 		job.Slot = *j.Slot
 	}
-	hctx, cancel := c.ctx, c.cancel
-	defer cancel(nil)
-	tctx, cancelTimeout := context.WithDeadline(hctx, time.Now().Add(wait+cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout)))
+	defer c.cancel(nil)
+	tctx, cancelTimeout := context.WithDeadline(c.ctx, time.Now().Add(wait+cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout)))
 	defer cancelTimeout()
 
 	// The first renewal is due at a third of the lease: a run that ends
@@ -461,7 +460,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	left := c.lease.left()
 	beat := time.AfterFunc(max(left-p.cfg.Lease*2/3, 0), func() {
 		defer close(beatDone)
-		p.heartbeat(hctx, c, cancel, stopBeat)
+		p.heartbeat(c, stopBeat)
 	})
 	err := errNotDue
 	due := true
@@ -489,7 +488,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 
 	free()
 	fin := db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Output: job.Output.String()}
-	cause := context.Cause(hctx)
+	cause := context.Cause(c.ctx)
 	switch {
 	case errors.Is(err, errNotDue), errors.Is(err, errLapsed):
 		fin.Outcome, fin.Error = db.OutcomeReleased, err.Error()
@@ -598,7 +597,8 @@ func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, erro
 // it each (back to back, measured from the last success) still succeed.
 // A heartbeat that wakes past those five sixths (the process was frozen)
 // gives the run up at once; a command's supervisor has killed it by then.
-func (p *Pool) heartbeat(ctx context.Context, c *claimed, cancel context.CancelCauseFunc, stop <-chan struct{}) {
+func (p *Pool) heartbeat(c *claimed, stop <-chan struct{}) {
+	ctx, cancel := c.ctx, c.cancel
 	t := time.NewTicker(p.cfg.Lease / 3)
 	defer t.Stop()
 	log := p.cfg.Logger.With("job_id", c.Job.ID, "generation", c.Job.LeaseGeneration)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/wire"
@@ -41,7 +42,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Grace, "grace", worker.DefaultGrace, "how long shutdown waits for running jobs")
 	fs.DurationVar(&s.claimAhead, "claim-ahead", worker.DefaultClaimAhead,
 		"claim jobs this long before they are due and start each when it is due, so that a spike starts on time; 0: claim only due jobs")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "largest request body in bytes (at least 1)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body", handlers.DefaultMaxBodyBytes, "largest request body in bytes (at least 1)")
 	fs.BoolVar(&c.EnableExec, "enable-exec", false, "run jobs of type exec (commands on this machine)")
 	fs.BoolVar(&c.AllowPrivateTargets, "allow-private-targets", false, "let http jobs call loopback, private and link-local addresses")
 	fs.StringVar(&c.HTTPSecret, "http-secret", "", "sign http jobs' requests with this HMAC secret")
@@ -89,7 +90,7 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		bad("--lease %s: must be at least %s", c.Lease, wire.MinLease)
 	}
 	if c.MaxBodyBytes < 1 {
-		bad("--max-body %d: must be at least 1 (bytes); the default is %s", c.MaxBodyBytes, fs.Lookup("max-body").DefValue)
+		bad("--max-body %d: must be at least 1 (bytes); the default is %d", c.MaxBodyBytes, handlers.DefaultMaxBodyBytes)
 	}
 	if err := checkGrace(c.Grace); err != nil {
 		errs = append(errs, err)
@@ -126,14 +127,12 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		errs = append(errs, err)
 	}
 	// Given, the defaults for every other type must be values a job may
-	// have; a bad one is left out of spec, refused here by its own name.
+	// have; each bad one is refused by its own name.
 	if fs.Changed("default-max-attempts") && s.defaultAttempts < 1 {
 		bad("--default-max-attempts %d: must be at least 1 (a job gets at least one attempt); leave the flag out for each type's own default", s.defaultAttempts)
-		s.defaultAttempts = 0
 	}
 	if fs.Changed("default-backoff") && s.defaultBackoff <= 0 {
 		bad("--default-backoff %s: must be above zero, such as 30s; leave the flag out for each type's own default", s.defaultBackoff)
-		s.defaultBackoff = 0
 	}
 	if c.JobDefaults, err = server.ParseJobDefaults(s.jobDefaults); err != nil {
 		bad("--job-defaults: %v", err)

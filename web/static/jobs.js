@@ -153,7 +153,6 @@ export function listPage(params, { dead = false } = {}) {
       refused.length ? h("ul.refused", refused.map((r) => h("li", { "data-job": r.item.jobId },
         jobLink(r.item), " — ", r.err instanceof ApiError ? `${r.err.status}: ${r.err.message}` : String(r.err)))) : "");
     await view.refresh();
-    selectionChanged();
   }
 
   function toggle(j, on) {
