@@ -336,8 +336,9 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 }
 
 // updateJobsSQL writes jobs' lifecycle columns, given as arrays, each
-// fenced by the state and generation it was read with.
-const updateJobsSQL = `UPDATE jobs j SET state = u.state, next_run_at = u.next_run_at, slot = u.slot,
+// fenced by the state and generation it was read with; it fails unless
+// every job is written (argument 20: how many).
+var updateJobsSQL = expectRows(20, "update jobs in the state and generation they were read in", `UPDATE jobs j SET state = u.state, next_run_at = u.next_run_at, slot = u.slot,
 		attempt = u.attempt, lease_owner = u.lease_owner, lease_until = u.lease_until,
 		cancel_requested = u.cancel_requested, missed_slots = u.missed_slots, last_error = u.last_error,
 		pause_reason = u.pause_reason, pause_until = u.pause_until, last_success_at = u.last_success_at,
@@ -349,7 +350,7 @@ const updateJobsSQL = `UPDATE jobs j SET state = u.state, next_run_at = u.next_r
 		AS u (id, from_state, generation, state, next_run_at, slot,
 			attempt, lease_owner, lease_until, cancel_requested, missed_slots, last_error,
 			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at, failing_since)
-	WHERE j.id = ANY($1) AND j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`
+	WHERE j.id = ANY($1) AND j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`)
 
 // JobsUpdate writes jobs, fenced, in one statement; see engine.Tx.
 func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
@@ -372,24 +373,27 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		reasons[i], pauses[i], oks[i], qs[i] = nullString(j.PauseReason), j.PauseUntil, j.LastSuccessAt, j.QuietSince
 		triggered[i], updated[i], failing[i] = j.Triggered, j.UpdatedAt, j.FailingSince
 	}
-	// The check fails the transaction if a job was no longer in the state
-	// and generation it was read in; the rows are locked, so it never does.
-	t.exec(rows(n, "update jobs in the state and generation they were read in"), updateJobsSQL, ids, froms, gens, states, nexts, slots,
-		attempts, owners, untils, cancels, missed, lastErrs, reasons, pauses, oks, qs, triggered, updated, failing)
+	// The rows are locked, so the fence holds for each; were one not to,
+	// the statement, and with it the transaction, would fail.
+	t.exec(nil, updateJobsSQL, ids, froms, gens, states, nexts, slots,
+		attempts, owners, untils, cancels, missed, lastErrs, reasons, pauses, oks, qs, triggered, updated, failing, n)
 	return nil
 }
+
+// redefineJobSQL writes a job's definition and lifecycle, fenced as
+// updateJobsSQL (argument 19: 1).
+var redefineJobSQL = expectRows(19, "redefine a job in the state and generation it was read in", `UPDATE jobs SET name = $1,
+		payload = $2::json, schedule = $3, timezone = $4, max_attempts = $5, timeout_ms = $6, backoff_ms = $7, jitter_ms = $8,
+		overlap = coalesce($9, 'skip'), misfire = coalesce($10, 'run_once'), expect_success_ms = $11, notify = $12,
+		slot = $13, next_run_at = $14, updated_at = $15
+	WHERE id = $16 AND state = $17 AND lease_generation = $18`)
 
 // JobRedefine writes a job's definition and lifecycle; see engine.Tx.
 func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
 	j := u.Job
-	t.exec(rows(1, "redefine a job in the state and generation it was read in"), `UPDATE jobs SET name = $1, payload = $2::json,
-			schedule = $3, timezone = $4, max_attempts = $5, timeout_ms = $6, backoff_ms = $7, jitter_ms = $8,
-			overlap = coalesce($9, 'skip'), misfire = coalesce($10, 'run_once'), expect_success_ms = $11, notify = $12,
-			slot = $13, next_run_at = $14, updated_at = $15
-		WHERE id = $16 AND state = $17 AND lease_generation = $18`,
-		nullString(j.Name), string(j.Payload), nullString(j.Schedule), j.Timezone, j.MaxAttempts,
+	t.exec(nil, redefineJobSQL, nullString(j.Name), string(j.Payload), nullString(j.Schedule), j.Timezone, j.MaxAttempts,
 		ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), nullString(j.Overlap), nullString(j.Misfire), ms(j.ExpectSuccessWithin),
-		nullString(db.NotifyText(j.Notify)), j.Slot, j.NextRunAt, j.UpdatedAt, j.ID, string(u.From), j.LeaseGeneration)
+		nullString(db.NotifyText(j.Notify)), j.Slot, j.NextRunAt, j.UpdatedAt, j.ID, string(u.From), j.LeaseGeneration, 1)
 	return nil
 }
 

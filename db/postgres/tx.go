@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,14 +118,15 @@ func (t *tx) flush(ctx context.Context) error {
 	return t.conn.SendBatch(ctx, b).Close()
 }
 
-// rows is a check that a write changed n rows.
-func rows(n int, what string) func(pgconn.CommandTag) error {
-	return func(tag pgconn.CommandTag) error {
-		if got := tag.RowsAffected(); got != int64(n) {
-			return fmt.Errorf("%s: %d of %d rows", what, got, n)
-		}
-		return nil
-	}
+// expectRows wraps write, an UPDATE or DELETE, so that it fails unless it
+// changes as many rows as its argument number n says, naming what it did.
+// A queued write whose fence does not hold changes no row, which is no
+// error to the server: it would go on to the COMMIT sent behind it. An
+// error raised in the statement itself (expect_rows, migration 00007)
+// makes the server skip everything after it, the COMMIT included.
+func expectRows(n int, what, write string) string {
+	return `WITH written AS (` + write + ` RETURNING 1)
+	SELECT expect_rows(count(*), $` + strconv.Itoa(n) + `, '` + what + `') FROM written`
 }
 
 // text makes s storable as PostgreSQL text, which refuses NUL bytes and

@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/engine"
+)
+
+// TestTx_FenceFailsTheCommit writes, in one transaction, a job update whose
+// fence does not hold (another generation) and then closes the job's run.
+// The writes are sent together with the COMMIT, so the fence's failure must
+// be the server's own error, or the run's close would land without the job.
+func TestTx_FenceFailsTheCommit(t *testing.T) {
+	base := os.Getenv("SKED_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("SKED_TEST_POSTGRES is unset")
+	}
+	ctx := context.Background()
+	url, drop, err := NewSchema(ctx, base, "sked_test_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drop(ctx)
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Max: 1})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(c), err)
+	}
+	lease := engine.Lease{JobID: j.ID, Generation: c[0].Job.LeaseGeneration}
+	for _, tc := range []struct {
+		name  string
+		write func(engine.Tx) error
+	}{
+		{"update", func(tx engine.Tx) error {
+			stale := c[0].Job
+			stale.State, stale.LeaseGeneration = db.StateDone, stale.LeaseGeneration+1
+			return tx.JobsUpdate(ctx, []engine.JobUpdate{{Job: stale, From: db.StateRunning}})
+		}},
+		{"redefine", func(tx engine.Tx) error {
+			stale := c[0].Job
+			stale.LeaseGeneration++
+			return tx.JobRedefine(ctx, engine.JobUpdate{Job: stale, From: db.StateRunning})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.d.InTx(ctx, nil, func(tx engine.Tx) error {
+				if err := tc.write(tx); err != nil {
+					return err
+				}
+				return tx.RunsEnd(ctx, []engine.RunEnd{{Lease: lease, Outcome: db.OutcomeSucceeded}})
+			})
+			if err == nil {
+				t.Fatal("a transaction whose fence did not hold committed")
+			}
+			runs, _, err := s.RunList(ctx, db.RunListParams{JobID: j.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != 1 || runs[0].Outcome != db.OutcomeRunning {
+				t.Fatalf("runs after the failed transaction: %+v; want the one run still running", runs)
+			}
+		})
+	}
+}
