@@ -69,6 +69,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RetryThenDead":       testRetryThenDead,
 		"PermanentFailure":    testPermanentFailure,
 		"Reaper":              testReaper,
+		"ClaimAfterReap":      testClaimAfterReap,
 		"Released":            testReleased,
 		"Cancel":              testCancel,
 		"CancelClaimRace":     testCancelClaimRace,
@@ -625,6 +626,34 @@ func testReaper(t *testing.T, f *fixture) {
 	wantState(t, f.get(j.ID), db.StateDead)
 	wantCounts(t, f.outcomes(j.ID), map[string]int{"lease_expired": 2})
 	wantState(t, f.get(later.ID), db.StateReady)
+}
+
+// testClaimAfterReap claims a job whose lease was just reaped in a
+// transaction whose clock was read before the reaper's: on PostgreSQL a
+// claim's statement runs after its clock is read and can see a commit made
+// in between. The ledger must not show the new run starting before the
+// reaped one ended.
+func testClaimAfterReap(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 2})
+	f.claimOne("w1")
+	f.Clock.Advance(31 * time.Second)
+	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 1 {
+		t.Fatalf("reaped %d, %v; want 1", n, err)
+	}
+	reapedAt := f.Clock.Now()
+	f.Clock.Set(reapedAt.Add(-5 * time.Millisecond)) // read before the reap committed
+	second := f.claimOne("w2")
+	if second.Job.UpdatedAt.Before(reapedAt) {
+		t.Fatalf("the claim dated the job %v, before the reap at %v", second.Job.UpdatedAt, reapedAt)
+	}
+	runs := f.runs(j.ID) // newest first
+	if len(runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(runs))
+	}
+	if runs[0].StartedAt.Before(*runs[1].FinishedAt) {
+		t.Fatalf("run %d started %v, before run %d ended (%s) at %v",
+			runs[0].Generation, runs[0].StartedAt, runs[1].Generation, runs[1].Outcome, runs[1].FinishedAt)
+	}
 }
 
 func testReleased(t *testing.T, f *fixture) {

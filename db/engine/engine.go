@@ -134,12 +134,16 @@ type Tx interface {
 	// due by a.DueBy, earliest due first, passing over rows another
 	// transaction holds: state running, lease owner a.Worker until
 	// a.Until, generation and attempt one up, cancel request cleared,
-	// updated at Now. In the same statement or transaction it writes the
-	// running run of each: the job's slot, attempt and generation, worker
-	// a.Worker, started at the later of Now and the job's due time; for a
-	// triggered job (an operator's extra run) the slot is Now and the
-	// reason db.ReasonManual. It returns the jobs as leased, with their
-	// run ids, in any order.
+	// updated at the claim's time: the later of Now and the job's
+	// updated_at (a statement that runs after Now was read can see a
+	// change committed after it, such as the reaper ending the previous
+	// run; the new run must not start before that). In the same statement
+	// or transaction it writes the running run of each: the job's slot,
+	// attempt and generation, worker a.Worker, started at the later of the
+	// claim's time and the job's due time; for a triggered job (an
+	// operator's extra run) the slot is the claim's time and the reason
+	// db.ReasonManual. It returns the jobs as leased, with their run ids,
+	// in any order.
 	JobsClaim(ctx context.Context, a ClaimArgs) ([]db.Claim, error)
 	// JobsUpdate writes the lifecycle columns of each job (state, times,
 	// attempt, lease, marks and counters; not its definition), each only

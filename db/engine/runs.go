@@ -127,7 +127,7 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 			}
 			claims = append(claims, c)
 			if pinged(c.Job) {
-				start := s.stored(lifecycle.StartsAt(c.Job, now))
+				start := s.stored(lifecycle.StartsAt(c.Job, c.Job.UpdatedAt)) // the claim's time
 				pings = append(pings, s.event(c.Job, db.EventStarted, start, db.RunEvent{
 					Slot: c.Job.Slot, Attempt: c.Job.Attempt, Generation: c.Job.LeaseGeneration, StartedAt: &start}))
 			}

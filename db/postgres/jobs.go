@@ -304,7 +304,7 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 // limit.
 const claimSQL = `WITH claimed AS (
 		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2,
-			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = $3
+			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = greatest($3, updated_at)
 		WHERE id IN (SELECT id FROM jobs WHERE state = 'ready' AND next_run_at <= $4
 			AND (cardinality($5::text[]) = 0 OR type = ANY($5)) ORDER BY next_run_at LIMIT $6 FOR UPDATE SKIP LOCKED)
 		RETURNING ` + jobColumns + `
@@ -312,8 +312,8 @@ const claimSQL = `WITH claimed AS (
 		SELECT claimed.*, nextval('runs_id_seq') AS run_id FROM claimed
 	), runs AS (
 		INSERT INTO runs (id, job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
-		SELECT run_id, id, CASE WHEN triggered THEN $3 ELSE slot END, attempt, lease_generation, lease_owner,
-			greatest($3, next_run_at), 'running', CASE WHEN triggered THEN '` + db.ReasonManual + `' END
+		SELECT run_id, id, CASE WHEN triggered THEN updated_at ELSE slot END, attempt, lease_generation, lease_owner,
+			greatest(updated_at, next_run_at), 'running', CASE WHEN triggered THEN '` + db.ReasonManual + `' END
 		FROM numbered
 	)
 	SELECT * FROM numbered`

@@ -198,18 +198,18 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 // index. Arguments: worker, lease until, now, due by, the types as a JSON
 // array ("[]": any), the limit.
 const claimSQL = `UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2,
-		lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = 0, updated_at = ?3
+		lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = 0, updated_at = max(?3, updated_at)
 	WHERE rowid IN (SELECT rowid FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?4
 		AND (?5 = '[]' OR type IN (SELECT value FROM json_each(?5))) ORDER BY next_run_at LIMIT ?6)
 	RETURNING ` + jobColumns
 
 // claimRunsSQL writes the run rows of the just-claimed jobs named in a JSON
 // array, in one statement, from the jobs' rows as the claim left them (see
-// engine.Tx.JobsClaim). Arguments: now, the job ids.
+// engine.Tx.JobsClaim). Argument: the job ids.
 const claimRunsSQL = `INSERT INTO runs (job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
-	SELECT id, CASE WHEN triggered = 1 THEN ?1 ELSE slot END, attempt, lease_generation, lease_owner, max(?1, next_run_at), 'running',
-		CASE WHEN triggered = 1 THEN '` + db.ReasonManual + `' END
-	FROM jobs WHERE id IN (SELECT value FROM json_each(?2))
+	SELECT id, CASE WHEN triggered = 1 THEN updated_at ELSE slot END, attempt, lease_generation, lease_owner,
+		max(updated_at, next_run_at), 'running', CASE WHEN triggered = 1 THEN '` + db.ReasonManual + `' END
+	FROM jobs WHERE id IN (SELECT value FROM json_each(?1))
 	RETURNING id, job_id`
 
 // JobsClaim leases due jobs and writes their runs; see engine.Tx.
@@ -226,7 +226,7 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 		ids[i], claims[i].Job = j.ID, j
 		byID[j.ID] = &claims[i]
 	}
-	rows, err := t.stmt(ctx, t.stmts.insertRuns).QueryContext(ctx, now, jsonArray(ids))
+	rows, err := t.stmt(ctx, t.stmts.insertRuns).QueryContext(ctx, jsonArray(ids))
 	if err != nil {
 		return nil, fmt.Errorf("insert runs: %w", err)
 	}
