@@ -24,19 +24,37 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if ok && strings.EqualFold(scheme, "Bearer") && h.validToken(strings.TrimSpace(token)) {
+		given, valid := h.bearer(r)
+		if valid {
 			next.ServeHTTP(w, r)
 			return
 		}
 		msg := "this server requires a bearer token: send the header Authorization: Bearer <token> " +
 			"with a token sked serve was started with (--token or SKED_TOKEN)"
-		if ok {
+		if given {
 			msg = "the bearer token is not one this server accepts"
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sked"`)
 		h.error(w, r, &requestError{Status: http.StatusUnauthorized, Msg: msg})
 	})
+}
+
+// bearer reports whether r carries credentials in its Authorization header
+// (given) and whether they are "Bearer" and one of h.tokens (valid).
+func (h *handler) bearer(r *http.Request) (given, valid bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok, ok && strings.EqualFold(scheme, "Bearer") && h.validToken(strings.TrimSpace(token))
+}
+
+// mayUseAPI reports whether r passes what every other route asks of it: with
+// tokens, one of them; without, a Host that is served. The public paths
+// answer any request, and tell more only to these.
+func (h *handler) mayUseAPI(r *http.Request) bool {
+	if len(h.tokens) == 0 {
+		return h.servesHost(r.Host)
+	}
+	_, valid := h.bearer(r)
+	return valid
 }
 
 // validToken reports whether token is one of h.tokens. It compares SHA-256

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -106,4 +107,42 @@ func TestHealth_Readyz(t *testing.T) {
 	}
 	probe("/readyz", http.StatusServiceUnavailable)
 	probe("/healthz", http.StatusOK)
+}
+
+// TestHealth_ReadyzTellsWhyOnlyToAPIUsers: /readyz answers anyone, under
+// any Host, so its 503 names the store's error (which may name the
+// database's host, user and file) only to a request that could use the API:
+// with a token when there are tokens, by a served Host when there are none.
+func TestHealth_ReadyzTellsWhyOnlyToAPIUsers(t *testing.T) {
+	t.Parallel()
+	const secret = "failed to connect to `user=sked database=prod`: 10.9.8.7:5432"
+	notReady := func(c *Config) {
+		c.ReadyFunc = func(context.Context) error { return errors.New(secret) }
+	}
+	withToken := newTestEnv(t, func(c *Config) { notReady(c); c.Tokens = []string{"the-token"} })
+	noToken := newTestEnv(t, notReady)
+	for _, c := range []struct {
+		name    string
+		env     *testEnv
+		headers []string
+		told    bool
+	}{
+		{"NoTokenGiven", withToken, nil, false},
+		{"WrongToken", withToken, []string{"Authorization", "Bearer other"}, false},
+		{"Token", withToken, []string{"Authorization", "Bearer the-token"}, true},
+		{"ReboundHost", noToken, []string{"Host", "rebound.example:8080"}, false},
+		{"Loopback", noToken, nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := c.env.do("GET", "/readyz", "", c.headers...)
+			if c.told {
+				res.wantProblem(t, http.StatusServiceUnavailable, "not ready: "+secret)
+				return
+			}
+			res.wantProblem(t, http.StatusServiceUnavailable, "the server log says why")
+			if strings.Contains(string(res.body), "10.9.8.7") {
+				t.Errorf("GET /readyz told a request that cannot use the API the store's error: %s", res.body)
+			}
+		})
+	}
 }

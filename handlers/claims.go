@@ -25,6 +25,13 @@ const (
 	maxErrorLen    = 4096
 )
 
+// ServeWorkerPrefix starts the worker ids of sked serve's own pools. A sked
+// serve that starts on SQLite hands back at once the jobs held under its
+// host's such ids, as its dead predecessor's, so POST /claims refuses them:
+// a remote worker named so would lose its jobs, while it runs them, to
+// whoever claims next.
+const ServeWorkerPrefix = "serve:"
+
 // handleClaim serves POST /claims: it leases up to max due jobs of types to
 // the worker, waiting up to wait for one to become due. It answers as soon
 // as it has claimed at least one, and with an empty list when the wait ends
@@ -92,6 +99,9 @@ func claimParams(req *wire.ClaimRequest) (db.RunClaimParams, time.Duration, erro
 		return invalid("workerId", "workerId is required: a name for this worker, such as its host name and process id")
 	case len(req.WorkerID) > maxWorkerIDLen:
 		return invalid("workerId", "workerId is %d bytes long; at most %d are allowed", len(req.WorkerID), maxWorkerIDLen)
+	case strings.HasPrefix(req.WorkerID, ServeWorkerPrefix):
+		return invalid("workerId", "workerId %q begins with %q, which names the workers inside sked serve, whose jobs a restart of sked serve "+
+			"takes back while they run; name this worker otherwise, such as by its host name and process id", req.WorkerID, ServeWorkerPrefix)
 	case len(req.Types) == 0:
 		return invalid("types", "types is required: the job types this worker runs, such as [\"thumbnail\"]")
 	case len(req.Types) > maxClaimTypes:

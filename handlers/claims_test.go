@@ -39,6 +39,7 @@ func TestHandler_ClaimValidation(t *testing.T) {
 		{`{"workerId": "w", "types": ["a"], "wait": "2m"}`, "wait"},
 		{`{"workerId": "w", "types": ["a"], "wait": "-1s"}`, "wait"},
 		{`{"workerId": "w", "types": ["a"], "extra": 1}`, "extra"},
+		{`{"workerId": "serve:host/42", "types": ["a"], "wait": "0s"}`, "workerId"},
 	} {
 		p := e.do(http.MethodPost, "/claims", tc.body).wantProblem(t, http.StatusUnprocessableEntity, "")
 		if p.Field != tc.field {

@@ -21,21 +21,31 @@ func (h *handler) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	h.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// notReadyDetail is all GET /readyz tells a request that could not use the
+// API of why it is not ready: the error may name the database's host, user
+// and file, and /readyz answers anyone.
+const notReadyDetail = "not ready; the server log says why, and so does /readyz asked with a token " +
+	"(or, without tokens, by a Host the API serves)"
+
 // handleReadyz serves GET, HEAD and OPTIONS /readyz: 200 when the database
-// takes writes and its schema is current, else 503 with Retry-After and what
-// is wrong.
+// takes writes and its schema is current, else 503 with Retry-After, and
+// what is wrong to a request that may use the API (mayUseAPI).
 func (h *handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if h.readyFunc != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		if err := h.readyFunc(ctx); err != nil {
 			h.logger.WarnContext(r.Context(), "not ready", "err", err)
+			detail := notReadyDetail
+			if h.mayUseAPI(r) {
+				detail = "not ready: " + err.Error()
+			}
 			w.Header().Set("Retry-After", strconv.Itoa(int(readyRetryAfter.Seconds())))
 			h.writeProblem(w, problem{
 				Type:   "about:blank",
 				Title:  http.StatusText(http.StatusServiceUnavailable),
 				Status: http.StatusServiceUnavailable,
-				Detail: "not ready: " + err.Error(),
+				Detail: detail,
 			})
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/handlers"
 )
 
 // lockStore makes this process the only sked serve on the SQLite database
@@ -23,9 +24,9 @@ func lockStore(dsn string) (*os.File, error) {
 }
 
 // servePrefix starts the worker id of a sked serve's in-process pool on
-// host: "serve:<host>/", then the pid. Remote workers (sked work) name
-// themselves otherwise, so their leases never match it.
-func servePrefix(host string) string { return "serve:" + host + "/" }
+// host: "serve:<host>/", then the pid. POST /claims refuses such ids, so
+// the leases of remote workers (sked work) never match it.
+func servePrefix(host string) string { return handlers.ServeWorkerPrefix + host + "/" }
 
 // reclaimPredecessor hands back at once the jobs the in-process pool of the
 // previous sked serve on this host held when it died (kill -9, power cut),

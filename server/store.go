@@ -50,12 +50,22 @@ func checkAtStart(ctx context.Context, store db.Store, path string, log *slog.Lo
 	return nil
 }
 
-// redactDSN is dsn fit for a log: a URL's password is replaced by "xxxxx".
+// redactDSN is dsn fit for a log: a PostgreSQL URL's passwords, in its
+// user info or its query (?password=, ?sslpassword=), are replaced by
+// "xxxxx". A SQLite path is kept as it is.
 func redactDSN(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		return u.Redacted()
+	u, err := url.Parse(dsn)
+	if err != nil || !postgres.IsURL(dsn) {
+		return dsn
 	}
-	return dsn
+	q := u.Query()
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.Redacted()
 }
 
 // forwardWakeups calls wake for every wake-up of a PostgreSQL store (a

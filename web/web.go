@@ -70,7 +70,12 @@ func assets() http.Handler {
 		// binary's page is never mixed with an old script.
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
+		// No page of another origin may frame the dashboard: its buttons
+		// (cancel, retry, bulk actions) send same-origin requests, which
+		// pass the API's cross-origin check, so a framing page could
+		// trick its user into clicking them (clickjacking).
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'self'")
+		w.Header().Set("X-Frame-Options", "SAMEORIGIN")
 		if r.URL.Path == "/" {
 			http.ServeFileFS(w, r, files, "index.html")
 			return

@@ -95,3 +95,26 @@ func TestStatic_RelativeURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMount_RefusesFraming: the page and its assets tell browsers that only
+// pages of their own origin may frame them (CSP frame-ancestors, and
+// X-Frame-Options for browsers without it), so that another site cannot
+// overlay the dashboard's buttons (clickjacking).
+func TestMount_RefusesFraming(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(Mount(http.NotFoundHandler()))
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/", "/ui/app.js"} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'self'") {
+			t.Errorf("GET %s: Content-Security-Policy %q lacks frame-ancestors 'self'", path, csp)
+		}
+		if xfo := res.Header.Get("X-Frame-Options"); xfo != "SAMEORIGIN" {
+			t.Errorf("GET %s: X-Frame-Options %q, want SAMEORIGIN", path, xfo)
+		}
+	}
+}
