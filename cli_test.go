@@ -105,6 +105,12 @@ func TestCLI_Jobs(t *testing.T) {
 		t.Fatalf("add of another job with a known key printed %q; want that the key was used by a different request", out)
 	}
 
+	for _, flag := range []string{"--max-attempts=0", "--timeout=0s", "--backoff=0"} {
+		if out := fails(t, srv, 2, "add", "--type", "noop", flag); !strings.Contains(out, "give a value above zero") {
+			t.Errorf("add %s printed %q; want that zero is refused", flag, out)
+		}
+	}
+
 	out := ok(t, srv, "add", "--exec", "--schedule", "0 3 * * *", "--tz", "Europe/Berlin", "--max-attempts", "2", "--expect-success-within", "26h", "--", "sh", "-c", "echo nightly")
 	if !strings.HasPrefix(out, "created job ") {
 		t.Fatalf("add printed %q", out)
