@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -278,6 +279,9 @@ func TestCLI_ScheduleControls(t *testing.T) {
 	paused := okJSON[db.Job](t, srv, "pause", hourly.ID, "--reason", "db upgrade", "--until", until.Format(time.RFC3339))
 	if paused.State != db.StatePaused || paused.PauseReason != "db upgrade" || paused.PauseUntil == nil || !paused.PauseUntil.Equal(until) {
 		t.Fatalf("paused job = %+v", paused)
+	}
+	if out := ok(t, srv, "show", hourly.ID); !regexp.MustCompile(`(?m)^Paused: +db upgrade, until ` + until.Format(time.RFC3339) + `$`).MatchString(out) {
+		t.Errorf("show of a paused job printed\n%s\nwant its pause reason and end", out)
 	}
 	if msg := fails(t, srv, 2, "pause", hourly.ID, "--until", "tomorrow"); !strings.Contains(msg, "RFC 3339") {
 		t.Fatalf("bad --until: %q", msg)

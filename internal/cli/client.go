@@ -581,11 +581,27 @@ func (a *api) show(ctx context.Context, id string) error {
 	field("ID", job.ID)
 	field("Type", job.Type)
 	field("State", string(job.State))
+	if job.State == db.StatePaused {
+		until := "until resumed"
+		if job.PauseUntil != nil {
+			until = "until " + optTime(job.PauseUntil)
+		}
+		field("Paused", cmp.Or(job.PauseReason, "no reason given")+", "+until)
+	}
 	if job.Recurring() {
 		field("Schedule", job.Schedule+" ("+cmp.Or(job.Timezone, "UTC")+")")
 		field("Overlap", job.Overlap)
 		field("Misfire", job.Misfire)
 		field("Missed slots", strconv.FormatInt(job.MissedSlots, 10))
+		if job.ExpectSuccessWithin > 0 {
+			field("Expect success within", time.Duration(job.ExpectSuccessWithin).String())
+		}
+		field("Last success", optTime(job.LastSuccessAt))
+		field("Failing since", optTime(job.FailingSince))
+		field("Quiet since", optTime(job.QuietSince))
+	}
+	if job.Jitter > 0 {
+		field("Jitter", time.Duration(job.Jitter).String())
 	}
 	field("Next run", optTime(job.NextRunAt))
 	field("Attempt", fmt.Sprintf("%d of %d", job.Attempt, job.MaxAttempts))
