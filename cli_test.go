@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,12 @@ func TestCLI_Jobs(t *testing.T) {
 	}
 	if out := fails(t, srv, 1, "add", "--type", "noop", "--key", "k1"); !strings.Contains(out, "different request") {
 		t.Fatalf("add of another job with a known key printed %q; want that the key was used by a different request", out)
+	}
+
+	for _, flag := range []string{"--max-attempts=0", "--timeout=0s", "--backoff=0"} {
+		if out := fails(t, srv, 2, "add", "--type", "noop", flag); !strings.Contains(out, "give a value above zero") {
+			t.Errorf("add %s printed %q; want that zero is refused", flag, out)
+		}
 	}
 
 	out := ok(t, srv, "add", "--exec", "--schedule", "0 3 * * *", "--tz", "Europe/Berlin", "--max-attempts", "2", "--expect-success-within", "26h", "--", "sh", "-c", "echo nightly")
@@ -272,6 +279,9 @@ func TestCLI_ScheduleControls(t *testing.T) {
 	paused := okJSON[db.Job](t, srv, "pause", hourly.ID, "--reason", "db upgrade", "--until", until.Format(time.RFC3339))
 	if paused.State != db.StatePaused || paused.PauseReason != "db upgrade" || paused.PauseUntil == nil || !paused.PauseUntil.Equal(until) {
 		t.Fatalf("paused job = %+v", paused)
+	}
+	if out := ok(t, srv, "show", hourly.ID); !regexp.MustCompile(`(?m)^Paused: +db upgrade, until ` + until.Format(time.RFC3339) + `$`).MatchString(out) {
+		t.Errorf("show of a paused job printed\n%s\nwant its pause reason and end", out)
 	}
 	if msg := fails(t, srv, 2, "pause", hourly.ID, "--until", "tomorrow"); !strings.Contains(msg, "RFC 3339") {
 		t.Fatalf("bad --until: %q", msg)

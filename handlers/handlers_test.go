@@ -498,6 +498,7 @@ func TestHandler_JobList(t *testing.T) {
 			{"state=sleeping", `state "sleeping" is not a job state`, "state"},
 			{"status=ready", `unknown query parameter "status"`, "status"},
 			{"state=ready&state=dead", `given 2 times`, "state"},
+			{"cursor=zzz", `cursor "zzz" is not a cursor of jobs`, "cursor"},
 		} {
 			p := e.do(http.MethodGet, "/jobs?"+tt.query, "").wantProblem(t, http.StatusBadRequest, tt.detail)
 			if p.Field != tt.field {
@@ -724,6 +725,15 @@ func TestHandler_JobActions(t *testing.T) {
 
 	for _, action := range []string{"pause", "resume", "retry", "cancel-run"} {
 		post("nope", action).wantProblem(t, http.StatusNotFound, `job "nope" does not exist`)
+	}
+
+	// A name whose newest job is cancelled names that job: 409 with its state.
+	n := e.create(`{"type": "noop", "name": "gone"}`, http.StatusCreated)
+	e.do(http.MethodDelete, "/jobs/"+n.ID, "").wantStatus(t, http.StatusNoContent)
+	for _, action := range []string{"pause", "resume", "retry", "cancel-run", "trigger", "skip"} {
+		if p := post("gone", action).wantProblem(t, http.StatusConflict, "job gone is cancelled; it cannot be"); p.State != db.StateCancelled {
+			t.Errorf("%s of a cancelled name: got state %q, want cancelled", action, p.State)
+		}
 	}
 }
 

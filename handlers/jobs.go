@@ -169,6 +169,13 @@ func (h *handler) handleJobList(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
+	if p.Cursor != "" && !db.IsID(p.Cursor) {
+		h.error(w, r, &requestError{
+			Status: http.StatusBadRequest, Field: "cursor",
+			Msg: fmt.Sprintf("cursor %q is not a cursor of jobs; pass the nextCursor of the previous page", p.Cursor),
+		})
+		return
+	}
 	if p.Limit, err = parseLimit(q["limit"]); err != nil {
 		h.error(w, r, err)
 		return
@@ -237,6 +244,13 @@ func (h *handler) handleJobCancelRun(w http.ResponseWriter, r *http.Request) {
 func (h *handler) jobAction(w http.ResponseWriter, r *http.Request, a action, change func(context.Context, string) (db.Job, error), wake bool) {
 	id := chi.URLParam(r, "id")
 	job, err := change(r.Context(), id)
+	if errors.Is(err, db.ErrNotFound) && !db.IsID(id) {
+		// The store acts on the live job of a name; a name whose newest job
+		// is cancelled is that job, which answers 409 with its state.
+		if j, getErr := h.store.JobGet(r.Context(), id); getErr == nil {
+			job, err = change(r.Context(), j.ID)
+		}
+	}
 	if err != nil {
 		h.error(w, r, jobError(id, a, err))
 		return

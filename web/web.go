@@ -76,8 +76,15 @@ func assets() http.Handler {
 		// trick its user into clicking them (clickjacking).
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'self'")
 		w.Header().Set("X-Frame-Options", "SAMEORIGIN")
-		if r.URL.Path == "/" {
+		switch r.URL.Path {
+		case "/":
 			http.ServeFileFS(w, r, files, "index.html")
+			return
+		case "/ui/", "/ui/index.html":
+			// The page works only at /, where its relative addresses
+			// resolve; "../" is / under any prefix.
+			w.Header().Set("Location", "../")
+			w.WriteHeader(http.StatusMovedPermanently)
 			return
 		}
 		ui.ServeHTTP(w, r)

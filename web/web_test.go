@@ -52,6 +52,20 @@ func TestMount_UnderPrefix(t *testing.T) {
 			t.Errorf("GET %s: %d, body without %q", path, res.StatusCode, want)
 		}
 	}
+	// The page itself under ui/ would find none of its assets: it is sent
+	// to the prefix.
+	for _, path := range []string{"/ops/sked/ui/", "/ops/sked/ui/index.html"} {
+		res, err := noRedirect.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		loc, _ := res.Location()
+		if res.StatusCode != http.StatusMovedPermanently || loc == nil || loc.Path != "/ops/sked/" {
+			t.Errorf("GET %s: %d to %v, want 301 to /ops/sked/", path, res.StatusCode, loc)
+		}
+	}
+
 	res, err = http.Get(srv.URL + "/ops/sked/jobs?state=dead")
 	if err != nil {
 		t.Fatal(err)

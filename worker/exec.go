@@ -101,6 +101,12 @@ func RunCommand(ctx context.Context, job *Job, p ExecPayload, cfg ExecConfig) er
 			return fmt.Errorf("start %s: %w", p.Command[0], err)
 		}
 	}
+	if p.Dir != "" {
+		// Checked here, so that a missing dir is not blamed on the program.
+		if _, err := os.Stat(p.Dir); err != nil {
+			return Permanent(fmt.Errorf("payload dir: %w", err))
+		}
+	}
 	c := supervisor.Command{
 		Path: path, Args: p.Command, Env: commandEnv(job, p, cfg.Env), Dir: p.Dir,
 		Stdin: bytes.NewReader(job.Payload), Hold: cfg.Hold,
@@ -151,7 +157,7 @@ func commandResult(ctx context.Context, p ExecPayload, err error) error {
 	case ctx.Err() != nil:
 		return fmt.Errorf("command stopped: %w (%v)", ctx.Err(), err)
 	case errors.As(err, &pathErr) && startIsPermanent(err):
-		return Permanent(fmt.Errorf("start %s: %w", p.Command[0], err))
+		return Permanent(err) // "start PATH: …" already
 	}
 	return err
 }

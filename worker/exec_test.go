@@ -140,8 +140,12 @@ func TestExec(t *testing.T) {
 			t.Fatalf("Exec = %v, want a permanent error", err)
 		}
 		job = execJob(t, ExecPayload{Command: []string{"/nonexistent/bin/prog"}})
-		if err := Exec(ExecConfig{})(context.Background(), job); !IsPermanent(err) {
+		err := Exec(ExecConfig{})(context.Background(), job)
+		if !IsPermanent(err) {
 			t.Fatalf("Exec = %v, want a permanent error", err)
+		}
+		if want := "start /nonexistent/bin/prog: no such file or directory"; err.Error() != want {
+			t.Errorf("Exec = %q, want %q", err, want)
 		}
 	})
 
@@ -159,9 +163,14 @@ func TestExec(t *testing.T) {
 
 	t.Run("MissingDir", func(t *testing.T) {
 		t.Parallel()
-		job := execJob(t, ExecPayload{Command: []string{"/bin/true"}, Dir: filepath.Join(t.TempDir(), "gone")})
-		if err := Exec(ExecConfig{})(context.Background(), job); !IsPermanent(err) {
+		dir := filepath.Join(t.TempDir(), "gone")
+		job := execJob(t, ExecPayload{Command: []string{"/bin/true"}, Dir: dir})
+		err := Exec(ExecConfig{})(context.Background(), job)
+		if !IsPermanent(err) {
 			t.Fatalf("Exec = %v, want a permanent error", err)
+		}
+		if want := "payload dir: stat " + dir + ": no such file or directory"; err.Error() != want {
+			t.Errorf("Exec = %q, want %q", err, want)
 		}
 	})
 

@@ -174,13 +174,25 @@ type addFlags struct {
 }
 
 func addCmd(env Env) *cobra.Command {
-	var f addFlags
-	cmd := clientCommand(env, &cobra.Command{
+	var (
+		f   addFlags
+		cmd *cobra.Command
+	)
+	cmd = clientCommand(env, &cobra.Command{
 		Use:   "add --type T [flags] | add --exec [flags] -- CMD ARGS… | add --url URL [flags]",
 		Short: "Create a job: one-off (now, --at, --in) or recurring (--schedule)",
 		Example: "  sked add --exec --name nightly-backup --schedule '30 2 * * *' --tz Europe/Berlin -- sh -c 'restic backup /srv'\n" +
 			"  sked add --url https://example.com/hook --payload '{\"hello\":\"world\"}' --in 10m",
-	}, func(ctx context.Context, a *api, args []string) error { return f.run(ctx, a, args) })
+	}, func(ctx context.Context, a *api, args []string) error {
+		// Zero is the flags' "not given" (the server's default), so a zero
+		// given on purpose would silently become the default instead.
+		for _, name := range []string{"max-attempts", "timeout", "backoff"} {
+			if fl := cmd.Flags().Lookup(name); fl.Changed && (fl.Value.String() == "0" || fl.Value.String() == "0s") {
+				return usagef("--%s %s: give a value above zero, or leave it out for the server's default", name, fl.Value)
+			}
+		}
+		return f.run(ctx, a, args)
+	})
 	fs := cmd.Flags()
 	fs.StringVar(&f.req.Name, "name", "", "name of the job, unique among jobs not cancelled, accepted wherever its id is")
 	fs.StringVar(&f.req.Type, "type", "", "job type: http, exec or a handler's name")
@@ -569,11 +581,27 @@ func (a *api) show(ctx context.Context, id string) error {
 	field("ID", job.ID)
 	field("Type", job.Type)
 	field("State", string(job.State))
+	if job.State == db.StatePaused {
+		until := "until resumed"
+		if job.PauseUntil != nil {
+			until = "until " + optTime(job.PauseUntil)
+		}
+		field("Paused", cmp.Or(job.PauseReason, "no reason given")+", "+until)
+	}
 	if job.Recurring() {
 		field("Schedule", job.Schedule+" ("+cmp.Or(job.Timezone, "UTC")+")")
 		field("Overlap", job.Overlap)
 		field("Misfire", job.Misfire)
 		field("Missed slots", strconv.FormatInt(job.MissedSlots, 10))
+		if job.ExpectSuccessWithin > 0 {
+			field("Expect success within", time.Duration(job.ExpectSuccessWithin).String())
+		}
+		field("Last success", optTime(job.LastSuccessAt))
+		field("Failing since", optTime(job.FailingSince))
+		field("Quiet since", optTime(job.QuietSince))
+	}
+	if job.Jitter > 0 {
+		field("Jitter", time.Duration(job.Jitter).String())
 	}
 	field("Next run", optTime(job.NextRunAt))
 	field("Attempt", fmt.Sprintf("%d of %d", job.Attempt, job.MaxAttempts))

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,9 @@ func (f *workFlags) check(command []string) error {
 	}
 	if len(command) == 0 || command[0] == "" {
 		errs = append(errs, usagef("no command: give it after --, e.g. sked work --type thumbnail -- ./make-thumbnail"))
+	} else if _, err := exec.LookPath(command[0]); err != nil {
+		// Every job it claimed would fail at once, without retry.
+		errs = append(errs, usagef("command %q cannot be run (%v): give the path of an executable, or a program in PATH", command[0], err))
 	}
 	if err := checkServer(f.server); err != nil {
 		errs = append(errs, err)

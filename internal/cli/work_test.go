@@ -1,9 +1,26 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
+
+// TestWorkCheck_Command: sked work refuses a command it cannot run before it
+// claims anything, since every job it claimed would fail without retry.
+func TestWorkCheck_Command(t *testing.T) {
+	f := workFlags{types: []string{"t"}, server: DefaultServer, concurrency: 1, lease: 30 * time.Second, grace: 30 * time.Second}
+	if err := f.check([]string{"sh", "-c", "true"}); err != nil {
+		t.Fatalf("check(sh) = %v, want nil", err)
+	}
+	for _, command := range []string{"./sked-no-such-script", "sked-no-such-program-xyz"} {
+		err := f.check([]string{command})
+		if ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), `command "`+command+`" cannot be run`) {
+			t.Errorf("check(%s) = %v (exit %d), want a usage error naming the command", command, err, ExitCode(err))
+		}
+	}
+}
 
 // TestRetryWait: the wait after n failed claims in a row doubles from 1s
 // to 30s, and a random half of it is taken off.
