@@ -99,12 +99,19 @@ func StartsAt(j db.Job, now time.Time) time.Time {
 // jitter.
 func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, now time.Time, rnd func() float64) Result {
 	slot := deref(j.Slot)
+	outcome := p.Outcome
+	if j.CancelRequested && outcome != db.OutcomeSucceeded {
+		// A stop was asked for and accepted (cancel-run): however the run
+		// ended (it failed, was handed back, or its worker vanished), the
+		// firing is over as if the handler had stopped.
+		outcome = db.OutcomeCancelled
+	}
 	// A lease that ended before its job was due (it was claimed ahead, and
 	// its worker died or its server was replaced) never started the job: a
 	// worker starts no job before it is due.
-	unstarted := p.Outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil && j.NextRunAt.After(now)
+	unstarted := outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil && j.NextRunAt.After(now)
 	switch {
-	case p.Outcome == db.OutcomeReleased || unstarted:
+	case outcome == db.OutcomeReleased || unstarted:
 		// Handed back at shutdown, or never started: not the job's fault,
 		// not an attempt. One claimed ahead is due as before.
 		return Result{State: db.StateReady, Slot: slot, NextRunAt: StartsAt(*j, now), Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
@@ -112,12 +119,12 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 		// An operator's extra run: one attempt, and the schedule's pending
 		// slot stays as it was.
 		r := Result{State: db.StateReady, Slot: slot, NextRunAt: DueAt(j.ID, slot, time.Duration(j.Jitter)), LastError: j.LastError}
-		if p.Outcome != db.OutcomeSucceeded && p.Outcome != db.OutcomeCancelled {
+		if outcome != db.OutcomeSucceeded && outcome != db.OutcomeCancelled {
 			r.LastError, r.GaveUp = p.Error, true
 		}
 		return r
 	}
-	switch p.Outcome {
+	switch outcome {
 	case db.OutcomeSucceeded:
 		if s == nil {
 			return Result{State: db.StateDone, Slot: slot, Attempt: j.Attempt}
@@ -132,7 +139,7 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	// failed, timed_out, lease_expired
 	if p.Retryable && j.Attempt < j.MaxAttempts {
 		next := now.Add(db.Backoff(j.Attempt, time.Duration(j.Backoff), rnd))
-		if p.Outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil {
+		if outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil {
 			// Its worker vanished; the job did not fail. It is due again
 			// at once, in its old place: claims take it before the jobs
 			// that fell due after it.

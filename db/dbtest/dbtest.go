@@ -104,6 +104,9 @@ func Run(t *testing.T, open OpenFunc) {
 		"GaveUpStart":         testGaveUpStart,
 		"RunsLive":            testRunsLive,
 		"Stats":               testStats,
+		"RetryCrossesSlot":    testRetryCrossesSlot,
+		"CancelRunReaped":     testCancelRunReaped,
+		"FinishRepeated":      testFinishRepeated,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

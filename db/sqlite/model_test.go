@@ -237,6 +237,9 @@ func (m *model) finish(t *rapid.T) {
 
 // ended moves the model's job on after its run ended with p.
 func (m *model) ended(mj *mJob, p db.RunFinishParams) {
+	if mj.cancelReq && p.Outcome != db.OutcomeSucceeded {
+		p.Outcome = db.OutcomeCancelled // a stop was asked for: the run ends the firing however it ended
+	}
 	mj.cancelReq, mj.leaseUntil = false, time.Time{}
 	nextFiring := func() { mj.state, mj.attempt = db.StateReady, 0 }
 	switch {

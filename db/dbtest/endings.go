@@ -1,0 +1,75 @@
+package dbtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// testRetryCrossesSlot fails every attempt of a recurring firing whose
+// backoff carries a retry past the schedule's next slot. The firing must
+// spend its attempts (its last run gaveUp), and every slot must be in the
+// ledger once: the failed slot is a failed run, not also a slot missed for
+// downtime (the server was never down).
+func testRetryCrossesSlot(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "* * * * *", MaxAttempts: 3, Backoff: 40 * time.Second})
+	slot := *j.Slot
+	f.Clock.Set(*j.NextRunAt)
+	for attempt := 1; attempt <= j.MaxAttempts; attempt++ {
+		c := f.claimOne("w")
+		if !c.Job.Slot.Equal(slot) || c.Job.Attempt != attempt {
+			t.Errorf("claim %d ran slot %s attempt %d; want slot %s attempt %d (the failing firing's retry)",
+				attempt, c.Job.Slot.Format(time.TimeOnly), c.Job.Attempt, slot.Format(time.TimeOnly), attempt)
+		}
+		after := f.finish(c, db.OutcomeFailed, true)
+		f.Clock.Set(*after.NextRunAt)
+	}
+	gaveUp := false
+	for _, r := range f.runs(j.ID) {
+		gaveUp = gaveUp || r.GaveUp
+	}
+	counts := f.outcomes(j.ID)
+	if !gaveUp || counts["missed:downtime"] != 0 {
+		t.Fatalf("after %d failed attempts: gave up = %v, runs by outcome %v; want the firing given up and no slot missed for downtime",
+			j.MaxAttempts, gaveUp, counts)
+	}
+}
+
+// testCancelRunReaped asks a running one-off job to stop, and then its
+// worker vanishes: the run ends by the reaper, not by the handler. The
+// request to stop was accepted, so the job must not run again.
+func testCancelRunReaped(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 3})
+	f.claimLease("w1", 1, 10*time.Second)
+	if _, err := f.Store.JobRequestCancelRun(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Advance(11 * time.Second)
+	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 1 {
+		t.Fatalf("reaped %d, %v; want 1", n, err)
+	}
+	if again := f.claim("w2", 1); len(again) != 0 || f.get(j.ID).State != db.StateCancelled {
+		t.Fatalf("after cancel-run and a reaped lease: job %s, claimed again %d times; want cancelled, not run again",
+			f.get(j.ID).State, len(again))
+	}
+}
+
+// testFinishRepeated reports a run's end twice, as a worker does when the
+// answer to its first report was lost: the second report is of the same
+// execution, which ended while its lease held. The run must not show a late
+// outcome, which says the execution ended after its lease had moved on.
+func testFinishRepeated(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{})
+	c := f.claimOne("w")
+	p := db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded}
+	if _, err := f.Store.RunFinish(f.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.Store.RunFinish(f.ctx, p)
+	r := f.runs(j.ID)[0]
+	if r.LateOutcome != "" {
+		t.Fatalf("a repeated report (answered %v) left run %d with outcome %s and late outcome %s at %v: an execution after the lease moved on that never happened",
+			err, r.ID, r.Outcome, r.LateOutcome, r.LateFinishedAt)
+	}
+}
