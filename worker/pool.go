@@ -438,9 +438,11 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	j := c.Job
 	// A job claimed ahead waits until it is due; everything else is made
 	// ready before, so that a spike claimed ahead starts at once.
+	// A store hands out no job due later than ClaimAhead on its clock: a
+	// longer wait would mean NowFunc is behind that clock, and the job due.
 	wait := time.Duration(0)
 	if j.NextRunAt != nil {
-		wait = max(j.NextRunAt.Sub(p.cfg.NowFunc()), 0)
+		wait = min(max(j.NextRunAt.Sub(p.cfg.NowFunc()), 0), p.cfg.ClaimAhead)
 	}
 	job := &Job{
 		ID: j.ID, Type: j.Type, Payload: j.Payload, Attempt: j.Attempt, Generation: j.LeaseGeneration,

@@ -265,9 +265,8 @@ type Store struct {
 	d     Dialect
 	yield bool
 
-	// offset is the database's clock minus this machine's (nanoseconds)
-	// as last read, at offsetAt (UnixNano; 0: never). See Now.
-	offset, offsetAt atomic.Int64
+	// reading is the database's clock as last read (nil: never). See Now.
+	reading atomic.Pointer[clockReading]
 
 	health health
 
@@ -318,28 +317,37 @@ func (s *Store) Close() error {
 }
 
 // Now is the store's clock, in UTC: NowFunc, else the database's. The
-// database's is read at most every clockRefresh, and this machine's clock
-// carries it in between, offset by what the last reading found. Now is
-// advice (the dispatcher sleeps by it, a worker waits for a job claimed
+// database's is read at most every clockRefresh, and this machine's
+// monotonic clock carries the last reading in between, so that a step of
+// this machine's wall clock moves neither Now nor when it is read again. Now
+// is advice (the dispatcher sleeps by it, a worker waits for a job claimed
 // ahead by it); what is written always takes the transaction's clock.
 func (s *Store) Now() time.Time {
 	if s.NowFunc != nil {
 		return s.NowFunc().UTC()
 	}
-	local := time.Now()
-	if at := s.offsetAt.Load(); at == 0 || local.Sub(time.Unix(0, at)) > clockRefresh {
+	r := s.reading.Load()
+	if r == nil || time.Since(r.local) > clockRefresh {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		before := time.Now()
 		t, err := s.d.Now(ctx)
 		cancel()
 		if err == nil {
-			after := time.Now()
 			// The reading stands for the middle of the round trip.
-			s.offset.Store(int64(t.Sub(local.Add(after.Sub(local) / 2))))
-			s.offsetAt.Store(after.UnixNano())
-			local = after
+			r = &clockReading{db: t, local: before.Add(time.Since(before) / 2)}
+			s.reading.Store(r)
 		}
 	}
-	return local.Add(time.Duration(s.offset.Load())).UTC()
+	if r == nil {
+		return time.Now().UTC() // the database has not answered yet
+	}
+	return r.db.Add(time.Since(r.local)).UTC()
+}
+
+// clockReading is a reading of the database's clock.
+type clockReading struct {
+	db    time.Time // the database's clock
+	local time.Time // this machine's at the same instant, with its monotonic reading
 }
 
 // clockRefresh is how often Now reads the database's clock.

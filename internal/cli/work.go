@@ -124,6 +124,9 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 	pool := worker.NewPool(worker.PoolConfig{
 		Store: store, Handlers: handlers, WorkerID: f.workerID, Slots: f.concurrency,
 		Lease: f.lease, Grace: f.grace, NextDueFunc: c.NextDue, Logger: log,
+		// The server's claims take due jobs only, and this machine's clock
+		// may not agree with the server's: a claimed job starts at once.
+		ClaimAhead: -1,
 	})
 	log.Info("sked working", "server", f.server, "types", strings.Join(pool.Types(), ","),
 		"concurrency", f.concurrency, "worker_id", f.workerID, "version", buildinfo.Read().Version)
