@@ -15,11 +15,12 @@ type cancelsAtOnce struct {
 	pool *worker.Pool
 }
 
-// JobRequestCancelRun records the request and stops the local run.
+// JobRequestCancelRun records the request and stops the local run of the
+// lease it was recorded on.
 func (s cancelsAtOnce) JobRequestCancelRun(ctx context.Context, id string) (db.Job, error) {
 	j, err := s.Store.JobRequestCancelRun(ctx, id)
 	if err == nil {
-		s.pool.CancelRun(j.ID)
+		s.pool.CancelRun(j.ID, j.LeaseGeneration)
 	}
 	return j, err
 }

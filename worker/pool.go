@@ -170,19 +170,22 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 }
 
-// CancelRun stops the run of job id at once when the pool holds the job,
-// as its heartbeat does when it finds the cancellation requested, and
-// reports whether it held it. Call it once the store has recorded the
-// request (db.Store.JobRequestCancelRun), so that a run it misses (claimed
-// meanwhile) is still stopped by its heartbeat.
-func (p *Pool) CancelRun(id string) bool {
+// CancelRun stops the run of job id under lease generation at once when
+// the pool holds it, as its heartbeat does when it finds the cancellation
+// requested, and reports whether it held it. Call it once the store has
+// recorded the request (db.Store.JobRequestCancelRun), with the generation
+// it was recorded on: a run of that generation it misses (claimed
+// meanwhile) is still stopped by its heartbeat, and a later firing of the
+// job, which nobody asked to stop, is left alone.
+func (p *Pool) CancelRun(id string, generation int64) bool {
 	p.runsMu.Lock()
 	c := p.running[id]
 	p.runsMu.Unlock()
-	if c != nil {
-		c.cancel(errCancelRequested)
+	if c == nil || c.Job.LeaseGeneration != generation {
+		return false
 	}
-	return c != nil
+	c.cancel(errCancelRequested)
+	return true
 }
 
 // Types returns the job types the pool serves.

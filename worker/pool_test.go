@@ -279,21 +279,67 @@ func TestPool_CancelRunAtOnce(t *testing.T) {
 		"stoppable": func(ctx context.Context, _ *worker.Job) error { close(started); <-ctx.Done(); return ctx.Err() },
 	}})
 	j := create(t, s, db.JobCreateParams{Type: "stoppable"})
-	if p.CancelRun(j.ID) {
+	if p.CancelRun(j.ID, 1) {
 		t.Fatal("CancelRun of a job the pool does not hold reported it held")
 	}
 	p.Wake()
 	<-started
-	if _, err := s.JobRequestCancelRun(context.Background(), j.ID); err != nil {
+	asked, err := s.JobRequestCancelRun(context.Background(), j.ID)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.CancelRun(j.ID) {
+	if p.CancelRun(j.ID, asked.LeaseGeneration+1) {
+		t.Fatal("CancelRun of another generation than the running one's reported it held")
+	}
+	if !p.CancelRun(j.ID, asked.LeaseGeneration) {
 		t.Fatal("CancelRun of the running job reported the pool does not hold it")
 	}
 	waitState(t, s, j.ID, db.StateCancelled)
 	if r := runs(t, s, j.ID); r[0].Outcome != db.OutcomeCancelled {
 		t.Fatalf("outcome = %s", r[0].Outcome)
 	}
+}
+
+// TestPool_CancelRunOfOneFiring plays sked serve's cancel-run
+// (server.cancelsAtOnce): the store records the request on the running
+// firing, and then the pool is told to stop the job's run. Between the two,
+// that firing ends and the schedule's next firing is claimed; the pool
+// stops that one, which nobody asked to stop.
+func TestPool_CancelRunOfOneFiring(t *testing.T) {
+	s := sqlitetest.Open(t)
+	started := make(chan int64, 2)
+	release := make(chan struct{})
+	p, _ := startPool(t, s, worker.PoolConfig{Handlers: map[string]worker.HandlerFunc{
+		"tick": func(ctx context.Context, j *worker.Job) error {
+			started <- j.Generation
+			if j.Generation == 1 {
+				<-release
+				return nil
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		},
+	}})
+	j := create(t, s, db.JobCreateParams{Type: "tick", Schedule: "@every 1s"})
+	<-started
+	if _, err := s.JobRequestCancelRun(context.Background(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	close(release) // the first firing ends before its stop arrives
+	if gen := <-started; gen != 2 {
+		t.Fatalf("second firing has generation %d", gen)
+	}
+	if p.CancelRun(j.ID, 1) { // the rest of the cancel-run of generation 1
+		t.Fatal("the cancel-run recorded on generation 1 stopped generation 2, which nobody asked to stop")
+	}
+	asked, err := s.JobRequestCancelRun(context.Background(), j.ID)
+	if err != nil || asked.LeaseGeneration != 2 {
+		t.Fatalf("cancel-run of the second firing: generation %d, %v", asked.LeaseGeneration, err)
+	}
+	if !p.CancelRun(j.ID, 2) {
+		t.Fatal("CancelRun of the running second firing reported the pool does not hold it")
+	}
+	waitState(t, s, j.ID, db.StateReady)
 }
 
 // TestPool_ShutdownReleases stops a pool whose handler outlives the grace
