@@ -708,7 +708,17 @@ func TestHandler_JobActions(t *testing.T) {
 		t.Errorf("cancel-run: cancelRequested false")
 	}
 
-	// Its only attempt fails: dead, then retried back to ready.
+	// The run fails instead of stopping: the request holds, and the job
+	// is cancelled rather than retried.
+	if ended, err := e.store.RunFinish(context.Background(), db.RunFinishParams{
+		JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeFailed, Error: "boom", Retryable: true,
+	}); err != nil || ended.State != db.StateCancelled {
+		t.Fatalf("a run asked to stop failed: job %s, %v; want cancelled", ended.State, err)
+	}
+
+	// A job whose only attempt fails: dead, then retried back to ready.
+	j = e.create(`{"type": "noop", "maxAttempts": 1}`, http.StatusCreated)
+	c = e.claim()[0]
 	if _, err := e.store.RunFinish(context.Background(), db.RunFinishParams{
 		JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeFailed, Error: "boom", Retryable: true,
 	}); err != nil {
