@@ -26,7 +26,10 @@ func testPrune(t *testing.T, f *fixture) {
 	if act, err := p.RunActivity(f.ctx, window); err != nil || act.Finished != 3 {
 		t.Fatalf("finished runs before the prune = %d, %v; want 3", act.Finished, err)
 	}
-	if !slices.ContainsFunc(f.events(), func(e db.Event) bool { return e.JobID == done.ID }) {
+	pinged := func(events []db.Event) bool {
+		return slices.ContainsFunc(events, func(e db.Event) bool { return e.JobID == done.ID })
+	}
+	if !pinged(f.eventsAfter(0, nil, pinged)) {
 		t.Fatal("the pinged job wrote no event")
 	}
 	before := db.PruneParams{Before: Start.Add(time.Hour + time.Second), Limit: 10}
@@ -58,14 +61,27 @@ func testPrune(t *testing.T, f *fixture) {
 	}
 }
 
-// events reads every event of every job.
+// events reads the events of every job that EventsAfter has to give.
 func (f *fixture) events() []db.Event {
 	f.Helper()
-	events, err := f.Store.EventsAfter(f.ctx, 0, nil, 1000)
-	if err != nil {
-		f.Fatalf("EventsAfter: %v", err)
+	return f.eventsAfter(0, nil, func([]db.Event) bool { return true })
+}
+
+// eventsAfter reads EventsAfter(after, kinds) until ok says the answer is
+// complete, for at most ten seconds, and returns the last answer. The
+// outbox may hold back an event its store has committed while an older
+// transaction is still running (on PostgreSQL, any of the server's).
+func (f *fixture) eventsAfter(after int64, kinds []string, ok func([]db.Event) bool) []db.Event {
+	f.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		events, err := f.Store.EventsAfter(f.ctx, after, kinds, 1000)
+		if err != nil {
+			f.Fatalf("EventsAfter: %v", err)
+		}
+		if ok(events) || time.Now().After(deadline) {
+			return events
+		}
 	}
-	return events
 }
 
 func testJobCreateBatch(t *testing.T, f *fixture) {

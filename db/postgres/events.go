@@ -52,9 +52,24 @@ func (d *dialect) EventsPage(ctx context.Context, job string, before int64, limi
 		WHERE job_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, job, before, limit)
 }
 
-// EventsAfter reads the events after an id; see engine.Reader.
+// EventsAfter reads the events after the event of id after; see
+// engine.Reader. It reads in the order of the events' transactions (then
+// ids), and only the events of transactions older than every transaction
+// still running on the server (pg_snapshot_xmin): no event can come before
+// those any more, so a reader that moves past them misses none (migration
+// 00008). So that a transaction left open elsewhere on the server holds
+// nothing back for long, an event older than outboxSettle is read all the
+// same. An event after whose row was pruned stands for the newest event
+// before it.
 func (d *dialect) EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error) {
 	return query(ctx, d.pool, scanEvent, `SELECT `+eventColumns+` FROM job_events
-		WHERE id > $1 AND (cardinality($2::text[]) = 0 OR kind = ANY($2)) ORDER BY id LIMIT $3`,
-		after, append([]string{}, kinds...), limit)
+		WHERE (xid, id) > (coalesce((SELECT xid FROM job_events WHERE id <= $1 ORDER BY id DESC LIMIT 1), '0'::xid8), $1)
+			AND (xid < pg_snapshot_xmin(pg_current_snapshot()) OR at < now() - $4::interval)
+			AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
+		ORDER BY xid, id LIMIT $3`,
+		after, append([]string{}, kinds...), limit, outboxSettle)
 }
+
+// outboxSettle is how long EventsAfter waits at most for the transactions
+// older than an event's to end; sked's own last milliseconds.
+const outboxSettle = time.Minute
