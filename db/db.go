@@ -337,7 +337,11 @@ type Store interface {
 	// not exist.
 	EventList(ctx context.Context, p EventListParams) (events []Event, next int64, err error)
 	// EventsAfter returns up to limit events of the given kinds (all, if
-	// none) with an id above after, oldest first: the notifier's outbox.
+	// none) that come after the event of id after (0: from the first), in
+	// the order their transactions commit in: the notifier's outbox, read
+	// with the last event returned as the next cursor. An event that cannot
+	// yet be placed in that order (an older transaction still runs) is
+	// returned later, never passed over.
 	EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]Event, error)
 	// JobGet returns ErrNotFound if the job does not exist.
 	JobGet(ctx context.Context, id string) (Job, error)

@@ -65,8 +65,8 @@ type Reader interface {
 	// EventsPage returns up to limit events of job with an id below
 	// before, newest first.
 	EventsPage(ctx context.Context, job string, before int64, limit int) ([]db.Event, error)
-	// EventsAfter returns up to limit events of kinds (any, if none) with
-	// an id above after, oldest first.
+	// EventsAfter returns up to limit events of kinds (any, if none)
+	// after the event of id after; see db.Store.
 	EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error)
 
 	// JobsPage returns up to limit jobs matching p's State and Type with
