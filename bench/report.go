@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sked-dev/sked/db/postgres"
 )
 
 // Report is every figure of one `sked bench` run.
@@ -54,7 +55,7 @@ func (c Config) Command() string {
 	c = c.withDefaults()
 	cmd := "sked bench"
 	if c.DB != "" {
-		cmd += fmt.Sprintf(" --db '%s' --nodes %d", redacted(c.DB), c.Nodes)
+		cmd += fmt.Sprintf(" --db '%s' --nodes %d", postgres.Redacted(c.DB), c.Nodes)
 	}
 	cmd += fmt.Sprintf(" --jobs %d --backlog %d --workers %d", c.Jobs, c.Backlog, c.Workers)
 	if c.DB == "" {
@@ -112,16 +113,6 @@ func (r Report) Write(w io.Writer, load string) error {
 		fmt.Sprintf("%s · %s · %s · %s", mib(t.PeakRSS), mib(h.PeakRSS), mib(s.Ahead.PeakRSS), mib(b.Ahead.PeakRSS)), "≤ 150 MiB")
 	row("memory", dbSize, mib(b.Ahead.DBSize), "")
 	return tw.Flush()
-}
-
-// redacted is the URL u with its password hidden, or a placeholder when u is
-// not a URL.
-func redacted(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "postgres://…"
-	}
-	return p.Redacted()
 }
 
 func rate(n int, d time.Duration) string {

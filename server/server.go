@@ -29,6 +29,7 @@ import (
 
 	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/internal/buildinfo"
 	"github.com/sked-dev/sked/metrics"
@@ -415,8 +416,12 @@ func (s *Server) Run(ctx context.Context) error {
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}
 	}
-	log.Info("sked serving", "addr", addr, "db", redactDSN(cfg.DB), "workers", cfg.Workers,
+	log.Info("sked serving", "addr", addr, "db", postgres.Redacted(cfg.DB), "workers", cfg.Workers,
 		"types", strings.Join(p.pool.Types(), ","), "version", buildinfo.Read().Version)
+	if cfg.EnableExec && len(cfg.Tokens) == 0 {
+		log.Warn("exec jobs are on and the API takes no token: any program or user that can reach it can run "+
+			"commands as this process's user; set a token (SKED_TOKEN) so that only its holders can", "addr", addr)
+	}
 
 	// Background services outlive the request context so that shutdown can
 	// order them.

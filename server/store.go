@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/url"
 	"time"
 
 	"github.com/sked-dev/sked/db"
@@ -48,24 +47,6 @@ func checkAtStart(ctx context.Context, store db.Store, path string, log *slog.Lo
 		return fmt.Errorf("%s is damaged, so sked will not serve it: %w; see what is wrong with `sked check --db %s`, then restore a backup (sked backup makes them)", path, err, path)
 	}
 	return nil
-}
-
-// redactDSN is dsn fit for a log: a PostgreSQL URL's passwords, in its
-// user info or its query (?password=, ?sslpassword=), are replaced by
-// "xxxxx". A SQLite path is kept as it is.
-func redactDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || !postgres.IsURL(dsn) {
-		return dsn
-	}
-	q := u.Query()
-	for _, k := range []string{"password", "sslpassword"} {
-		if q.Has(k) {
-			q.Set(k, "xxxxx")
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.Redacted()
 }
 
 // forwardWakeups calls wake for every wake-up of a PostgreSQL store (a

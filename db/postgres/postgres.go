@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"strings"
 	"time"
 
@@ -210,4 +211,23 @@ func nullString(s string) *string {
 // postgresql:// URL) rather than the path of a SQLite file.
 func IsURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// Redacted is dsn fit for a log or a terminal: a PostgreSQL URL's
+// passwords, in its user info or its query (?password=, ?sslpassword=, as
+// pgx takes them from either), are replaced by "xxxxx". Anything else (a
+// SQLite path) is returned as it is.
+func Redacted(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || !IsURL(dsn) {
+		return dsn
+	}
+	q := u.Query()
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.Redacted()
 }

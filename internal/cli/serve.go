@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/server"
@@ -268,7 +269,7 @@ func migrateCmd(env Env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%s is at the current schema\n", s.cfg.DB)
+		fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(s.cfg.DB))
 		return store.Close()
 	})
 }
