@@ -5,7 +5,9 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,8 +47,11 @@ func lockDB(path string) (*os.File, error) {
 	if errors.Is(err, syscall.EROFS) {
 		return nil, fmt.Errorf("database %s is on a read-only file system; sked serve writes to it and beside it (%w)", path, err)
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("database %s: directory %s does not exist; create it (mkdir -p %s) or give --db a path in one that does", path, filepath.Dir(name), filepath.Dir(name))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("open lock file %s: %w", name, err)
+		return nil, fmt.Errorf("open lock file: %w", err) // *PathError names the file
 	}
 	if err := flockWait(f, lockWait); err != nil {
 		f.Close()
