@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -25,10 +27,10 @@ func init() {
 // supervision, and writes the report.
 func supervise() int {
 	// Nothing the supervisor holds may reach the command: not the pipes
-	// to the parent, not the held files (the descriptors were inherited
-	// without close-on-exec).
-	syscall.CloseOnExec(fdControl)
-	syscall.CloseOnExec(fdReport)
+	// to the parent, not the held files, not what sked itself inherited
+	// from whatever started it (the descriptors came without
+	// close-on-exec).
+	closeOnExecFrom(fdControl)
 	// The supervisor's life is bound to its parent and its command, not
 	// to signals: a service manager that sends SIGTERM to every process
 	// of the service reaches the command directly. They are caught, never
@@ -39,9 +41,6 @@ func supervise() int {
 	first, ok := <-msgs
 	if !ok {
 		return 1 // the parent died before it said what to run
-	}
-	for i := range first.Hold {
-		syscall.CloseOnExec(fdHold + i)
 	}
 	r := run(first, msgs)
 	b, _ := json.Marshal(r)
@@ -165,5 +164,23 @@ func waitGone(pgid int) {
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// closeOnExecFrom marks every open descriptor from first up close-on-exec,
+// as listed in /proc/self/fd (Linux) or /dev/fd.
+func closeOnExecFrom(first int) {
+	dir := "/dev/fd"
+	if runtime.GOOS == "linux" {
+		dir = "/proc/self/fd"
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			syscall.CloseOnExec(fd)
+		}
 	}
 }

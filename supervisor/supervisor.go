@@ -47,7 +47,6 @@ const envMarker = "SKED_SUPERVISOR"
 const (
 	fdControl = 3
 	fdReport  = 4
-	fdHold    = 5
 )
 
 // ErrLapsed is returned by Wait when the command was not started because

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -239,6 +240,36 @@ func TestStart_HoldsFiles(t *testing.T) {
 	}
 	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Errorf("flock after the command ended = %v", err)
+	}
+}
+
+// TestStart_InheritedFilesStayBehind: a descriptor this process holds
+// without close-on-exec (as one sked's own parent may leave open) reaches
+// the supervisor, but not the command.
+func TestStart_InheritedFilesStayBehind(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("lists descriptors in /proc")
+	}
+	dir := t.TempDir()
+	secret, fds := filepath.Join(dir, "secret"), filepath.Join(dir, "fds")
+	if err := os.WriteFile(secret, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := run(t, sh(fmt.Sprintf("ls -l /proc/$$/fd > %s", fds), nil)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(fds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) {
+		t.Errorf("the command holds a descriptor the supervisor inherited:\n%s", b)
 	}
 }
 
