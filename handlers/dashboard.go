@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -157,10 +158,11 @@ func (h *handler) handleScheduleCheck(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, &db.ValidationError{Field: "schedule", Msg: "schedule: " + err.Error()})
 		return
 	}
-	n := DefaultPreviewCount
-	if req.N > 0 {
-		n = min(req.N, MaxPreviewCount)
+	if req.N < 0 || req.N > MaxPreviewCount {
+		h.error(w, r, &db.ValidationError{Field: "n", Msg: fmt.Sprintf("n must be from 1 to %d (0 or none: %d), not %d", MaxPreviewCount, DefaultPreviewCount, req.N)})
+		return
 	}
+	n := cmp.Or(req.N, DefaultPreviewCount)
 	resp := scheduleCheckResponse{Valid: true, Next: []string{}, Fires: []fireTime{}}
 	for _, f := range sched.Preview(h.store.Now(), n) {
 		resp.Next = append(resp.Next, f.At.Format(time.RFC3339))

@@ -38,6 +38,8 @@ func TestHandler_ScheduleCheck(t *testing.T) {
 		{"BadTimezone", `{"schedule": "@hourly", "timezone": "Mars/Olympus"}`, "timezone", "not an IANA timezone", 422},
 		{"UnknownField", `{"schedule": "@hourly", "tz": "UTC"}`, "tz", "unknown field", 422},
 		{"NotJSON", `{`, "", "not valid JSON", 400},
+		{"TooMany", `{"schedule": "@hourly", "n": 100}`, "n", "n must be from 1 to", 422},
+		{"Negative", `{"schedule": "@hourly", "n": -1}`, "n", "not -1", 422},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := e.do(http.MethodPost, "/schedules/check", c.body).wantProblem(t, c.status, c.detail)
