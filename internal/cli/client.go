@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/user"
 	"regexp"
 	"strconv"
 	"strings"
@@ -70,15 +71,20 @@ func checkServer(server string) error {
 }
 
 // connect checks --server and makes the API client. Changes are recorded
-// on the jobs' timelines as made by USER@HOST.
+// on the jobs' timelines as made by USER@HOST (the account's name when USER
+// is unset, as in containers and cron).
 func (a *api) connect() error {
 	if err := checkServer(a.server); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
 	actor := ""
-	if user := a.env.Getenv("USER"); user != "" {
-		actor = user + "@" + host
+	name := a.env.Getenv("USER")
+	if u, err := user.Current(); name == "" && err == nil {
+		name = u.Username
+	}
+	if name != "" {
+		actor = name + "@" + host
 	}
 	a.c = &skedapi.Client{BaseURL: strings.TrimRight(a.server, "/"), Token: a.token, Actor: actor}
 	return nil
