@@ -1,12 +1,13 @@
-package postgres
+package postgres_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/engine"
+	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
 
 // TestTx_FenceFailsTheCommit writes, in one transaction, a job update whose
@@ -14,21 +15,9 @@ import (
 // The writes are sent together with the COMMIT, so the fence's failure must
 // be the server's own error, or the run's close would land without the job.
 func TestTx_FenceFailsTheCommit(t *testing.T) {
-	base := os.Getenv("SKED_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("SKED_TEST_POSTGRES is unset")
-	}
+	t.Parallel()
 	ctx := context.Background()
-	url, drop, err := NewSchema(ctx, base, "sked_test_")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer drop(ctx)
-	s, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := postgrestest.Open(t)
 	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +43,7 @@ func TestTx_FenceFailsTheCommit(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := s.d.InTx(ctx, nil, func(tx engine.Tx) error {
+			err := postgres.InTx(ctx, s, func(tx engine.Tx) error {
 				if err := tc.write(tx); err != nil {
 					return err
 				}
