@@ -313,6 +313,7 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"TruncatedJSON", `{"type": "noop"`, nil, 400, "request body is not valid JSON", ""},
 		{"EmptyBody", ``, []string{"Content-Type", "application/json"}, 400, "request body is empty", ""},
 		{"NotAnObject", `["noop"]`, nil, 400, "request body must be a JSON object, not an array", ""},
+		{"Null", ` null`, nil, 400, "request body must be a JSON object, not null", ""},
 		{"TrailingData", `{"type": "noop"} {"type": "noop"}`, nil, 400, "data after the JSON object", ""},
 		{"UnknownField", `{"type": "noop", "foo": 1}`, nil, 422, `unknown field "foo"; allowed fields are name, type, payload, runAt, schedule, timezone, maxAttempts, timeout, backoff, jitter, idempotencyKey, overlap, misfire, expectSuccessWithin, notify`, "foo"},
 		{"WrongTypeMaxAttempts", `{"type": "noop", "maxAttempts": "3"}`, nil, 422, "field maxAttempts must be a number, not a string", "maxAttempts"},

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,12 @@ func (h *handler) decodeBodyAs(w http.ResponseWriter, r *http.Request, v any, ty
 // decodeJSON reads rd as the single JSON object v, refusing what decodeBody
 // refuses.
 func decodeJSON(rd io.Reader, v any) error {
-	dec := json.NewDecoder(rd)
+	br := bufio.NewReader(rd)
+	if startsWithNull(br) {
+		// null decodes into an object as nothing at all.
+		return &requestError{Status: http.StatusBadRequest, Msg: "request body must be a JSON object, not null"}
+	}
+	dec := json.NewDecoder(br)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err, v)
@@ -67,6 +73,23 @@ func decodeJSON(rd io.Reader, v any) error {
 		return &requestError{
 			Status: http.StatusBadRequest,
 			Msg:    fmt.Sprintf("request body has data after the JSON object at offset %d; send one JSON object", dec.InputOffset()),
+		}
+	}
+}
+
+// startsWithNull reports whether the JSON value br begins is null, passing
+// over the white space before it.
+func startsWithNull(br *bufio.Reader) bool {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return false
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			br.ReadByte()
+		default:
+			return b[0] == 'n'
 		}
 	}
 }
