@@ -218,6 +218,7 @@ func TestRun_BadFlags(t *testing.T) {
 		{[]string{"serve", "--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"serve", "--nope"}, "--nope"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"help", "frobnicate"}, `unknown command "frobnicate": there is no help on it`},
 		{[]string{}, "no command given"},
 	} {
 		err := run(context.Background(), tc.args, func(string) string { return "" }, io.Discard, io.Discard)
@@ -233,7 +234,7 @@ func TestRun_BadFlags(t *testing.T) {
 	if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--default-max-attempts 0: must be at least 1") {
 		t.Errorf("SKED_DEFAULT_MAX_ATTEMPTS=0: %v, want exit 2 naming the flag", err)
 	}
-	for _, args := range [][]string{{"serve", "-h"}, {"--help"}, {"add", "--help"}, {"help", "work"}} {
+	for _, args := range [][]string{{"serve", "-h"}, {"--help"}, {"add", "--help"}, {"help", "work"}, {"help", "completion", "bash"}} {
 		var out bytes.Buffer
 		if err := run(context.Background(), args, func(string) string { return "" }, &out, io.Discard); err != nil || !strings.Contains(out.String(), "Usage:") {
 			t.Errorf("run(%q) = %v, printed %q; want help and exit 0", args, err, out.String())

@@ -46,6 +46,15 @@ func Run(ctx context.Context, args []string, env Env) error {
 // execute runs args with root and its commands.
 func execute(ctx context.Context, root *cobra.Command, args []string) error {
 	cmd, _, err := root.Find(args)
+	if len(args) > 1 && args[0] == "help" {
+		// help on a command there is not: cobra prints the root's help.
+		// Its own commands are added as it runs; add them now to look.
+		root.InitDefaultHelpCmd()
+		root.InitDefaultCompletionCmd(args...)
+		if c, _, ferr := root.Find(args[1:]); ferr != nil || c == root {
+			return &usageError{msg: fmt.Sprintf("unknown command %q: there is no help on it", args[1]), cmd: "sked"}
+		}
+	}
 	if err != nil {
 		return &usageError{msg: err.Error(), cmd: "sked"}
 	}
