@@ -133,6 +133,11 @@ func TestServe_Operations(t *testing.T) {
 	if n := checkCopy(t, file); n != created.Load() {
 		t.Errorf("final backup holds %d jobs, want %d", n, created.Load())
 	}
+	missing := filepath.Join(dir, "no-such-dir")
+	if err := run(context.Background(), []string{"backup", "--db", dbPath, filepath.Join(missing, "x.db")}, getenv, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "directory "+missing+" does not exist") {
+		t.Errorf("backup into a missing directory: %v, want it named", err)
+	}
 
 	// The jobs ran, and /metrics says so.
 	waitFor(t, "every job to be done", func() bool {

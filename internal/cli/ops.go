@@ -54,6 +54,9 @@ func backup(ctx context.Context, dbPath, out string, force bool, stdout io.Write
 	if _, err := os.Stat(out); err == nil && !force {
 		return fmt.Errorf("%s exists; pass --force to replace it", out)
 	}
+	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
+		return fmt.Errorf("directory %s does not exist; create it (mkdir -p %s) or write the copy elsewhere", filepath.Dir(out), filepath.Dir(out))
+	}
 	tmp := filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp-"+strconv.Itoa(os.Getpid()))
 	os.Remove(tmp)
 	defer os.Remove(tmp)
