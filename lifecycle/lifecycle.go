@@ -117,8 +117,9 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 		return Result{State: db.StateReady, Slot: slot, NextRunAt: StartsAt(*j, now), Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
 	case j.Triggered && s != nil:
 		// An operator's extra run: one attempt, and the schedule's pending
-		// slot stays as it was.
-		r := Result{State: db.StateReady, Slot: slot, NextRunAt: DueAt(j.ID, slot, time.Duration(j.Jitter)), LastError: j.LastError}
+		// slot stays as it was, with the attempts its firing has made (a
+		// retry still to come stays a retry).
+		r := Result{State: db.StateReady, Slot: slot, NextRunAt: DueAt(j.ID, slot, time.Duration(j.Jitter)), Attempt: max(j.Attempt-1, 0), LastError: j.LastError}
 		if outcome != db.OutcomeSucceeded && outcome != db.OutcomeCancelled {
 			r.LastError, r.GaveUp = p.Error, true
 		}

@@ -107,6 +107,11 @@ func Run(t *testing.T, open OpenFunc) {
 		"RetryCrossesSlot":    testRetryCrossesSlot,
 		"CancelRunReaped":     testCancelRunReaped,
 		"FinishRepeated":      testFinishRepeated,
+		"TriggerDuringRetry":  testTriggerDuringRetry,
+		"RedefineDuringRetry": testRedefineDuringRetry,
+		"PauseDuringRetry":    testPauseDuringRetry,
+		"SkipDuringRetry":     testSkipDuringRetry,
+		"TriggeredSlot":       testTriggeredSlot,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -315,7 +315,14 @@ func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.J
 		if err != nil {
 			return db.Job{}, err
 		}
-		slot, missed := lifecycle.Resumed(sched, *j.Slot, at)
+		// A firing paused while its retry was pending ends: its slot is in
+		// the ledger already (its failed runs), and the sleep is counted
+		// from the slot after it.
+		pending := *j.Slot
+		if j.Attempt > 0 {
+			pending = sched.Next(pending)
+		}
+		slot, missed := lifecycle.Resumed(sched, pending, at)
 		if err := s.insertMissed(ctx, tx, j.ID, missed); err != nil {
 			return db.Job{}, err
 		}
@@ -386,13 +393,18 @@ func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
 		if err != nil {
 			return db.Job{}, err
 		}
-		skipped := lifecycle.Missed{Slots: []time.Time{*j.Slot}, Total: 1, Reason: db.MissedSkipped}
+		// Skipping a firing whose retry is pending drops the retry: its
+		// slot is in the ledger already (its failed runs).
+		var skipped lifecycle.Missed
+		if j.Attempt == 0 {
+			skipped = lifecycle.Missed{Slots: []time.Time{*j.Slot}, Total: 1, Reason: db.MissedSkipped}
+		}
 		if err := s.insertMissed(ctx, tx, j.ID, skipped); err != nil {
 			return db.Job{}, err
 		}
 		to := j
 		next := sched.Next(*j.Slot)
-		to.Slot, to.NextRunAt, to.Attempt, to.MissedSlots = s.storedPtr(next), nil, 0, j.MissedSlots+1
+		to.Slot, to.NextRunAt, to.Attempt, to.MissedSlots = s.storedPtr(next), nil, 0, j.MissedSlots+skipped.Total
 		if next.IsZero() {
 			to.State, to.Slot = db.StateDone, j.Slot
 		} else {

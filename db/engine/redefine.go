@@ -89,9 +89,10 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	to.MaxAttempts, to.Timeout, to.Backoff, to.Jitter = nj.MaxAttempts, nj.Timeout, nj.Backoff, nj.Jitter
 	to.Overlap, to.Misfire, to.ExpectSuccessWithin = nj.Overlap, nj.Misfire, nj.ExpectSuccessWithin
 	if to.Recurring() && rescheduled(changes) && (j.State == db.StateReady || j.State == db.StatePaused) {
-		// The pending slot is the new schedule's; a running firing keeps
-		// its own, and its end finds the next one on the new schedule.
-		to.Slot = nj.Slot
+		// The pending slot is the new schedule's, a firing of its own (a
+		// retry of the old one's is dropped); a running firing keeps its
+		// own, and its end finds the next one on the new schedule.
+		to.Slot, to.Attempt = nj.Slot, 0
 		if !j.Triggered {
 			to.NextRunAt = nj.NextRunAt
 		}

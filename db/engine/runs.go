@@ -149,7 +149,7 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 // returns the claim as it will run, or ok=false when the policy runs nothing
 // now and the claim was undone.
 func (s *Store) startFiring(ctx context.Context, tx Tx, c db.Claim) (db.Claim, bool, error) {
-	j, now := c.Job, tx.Now()
+	j, now := c.Job, c.Job.UpdatedAt // the claim's time (see Tx.JobsClaim)
 	switch {
 	case !j.Recurring():
 		return c, true, nil

@@ -71,5 +71,6 @@ func (d *dialect) EventsAfter(ctx context.Context, after int64, kinds []string, 
 }
 
 // outboxSettle is how long EventsAfter waits at most for the transactions
-// older than an event's to end; sked's own last milliseconds.
+// older than an event's to end. sked's own last milliseconds, and no lock
+// wait of theirs lasts longer than lockTimeout.
 const outboxSettle = time.Minute

@@ -39,6 +39,9 @@ type tx struct {
 // runs). Measured with 20,000 jobs enqueued at once: the completions' UPDATE
 // of 500 jobs by primary key was planned as a scan of the whole table, 63
 // ms instead of about 3.
+//
+// A lock is waited for at most lockTimeout; then the statement fails with
+// db.ErrBusy.
 func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine.Tx) error) (err error) {
 	var at *time.Time
 	if now != nil {
@@ -54,8 +57,9 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 	defer c.Release()
 	t := d.newTx(c.Conn())
 	t.queued.Queue(`BEGIN`)
-	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now, nil) },
-		`SELECT coalesce($1::timestamptz, now()), set_config('enable_seqscan', 'off', true)`, at); err != nil {
+	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now, nil, nil) },
+		`SELECT coalesce($1::timestamptz, now()), set_config('enable_seqscan', 'off', true),
+			set_config('lock_timeout', $2, true)`, at, lockTimeout); err != nil {
 		return translate(err)
 	}
 	t.now = t.now.UTC()
@@ -70,6 +74,11 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 	}
 	return nil
 }
+
+// lockTimeout bounds how long a statement of a transaction waits for a lock
+// (db.ErrBusy after it): well under outboxSettle, so that no transaction
+// of sked's commits an event the outbox has already passed.
+const lockTimeout = "20s"
 
 // rollback ends the transaction after a failure, if the connection still
 // holds one.

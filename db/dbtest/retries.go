@@ -1,0 +1,106 @@
+package dbtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// failFirstAttempt creates a schedule firing every minute with three
+// attempts and backoff, and fails its first firing's first attempt.
+func failFirstAttempt(f *fixture, schedule string, backoff time.Duration) (db.Job, time.Time) {
+	f.Helper()
+	j := f.create(db.JobCreateParams{Schedule: schedule, MaxAttempts: 3, Backoff: backoff})
+	f.Clock.Set(*j.NextRunAt)
+	f.finish(f.claimOne("w"), db.OutcomeFailed, true)
+	return j, *j.Slot
+}
+
+// testTriggerDuringRetry triggers an extra run while a failed firing's retry
+// is pending: the retry is still a retry of its slot, attempt 2, and the
+// slot is in the ledger once (as runs, not also as missed).
+func testTriggerDuringRetry(t *testing.T, f *fixture) {
+	j, slot := failFirstAttempt(f, "* * * * *", 5*time.Minute)
+	f.Clock.Advance(70 * time.Second)
+	if _, err := f.Store.JobTrigger(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	c := f.claimOne("w")
+	if c.Job.Attempt != 2 || !c.Job.Slot.Equal(slot) {
+		t.Errorf("the retry after a triggered run: slot %v attempt %d; want slot %v attempt 2", c.Job.Slot, c.Job.Attempt, slot)
+	}
+	if n := f.outcomes(j.ID)["missed:downtime"]; n != 0 {
+		t.Errorf("runs by outcome %v: the failing slot is in the ledger twice", f.outcomes(j.ID))
+	}
+}
+
+// testRedefineDuringRetry changes the schedule of a firing whose retry is
+// pending: the new schedule's slot is a firing of its own, attempt 1.
+func testRedefineDuringRetry(t *testing.T, f *fixture) {
+	j, _ := failFirstAttempt(f, "* * * * *", 10*time.Minute)
+	spec := db.SpecOf(f.get(j.ID))
+	spec.Schedule = "*/2 * * * *"
+	got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Set(*got.NextRunAt)
+	if c := f.claimOne("w"); c.Job.Attempt != 1 {
+		t.Errorf("first run of the redefined schedule's slot %v is attempt %d, want 1", c.Job.Slot, c.Job.Attempt)
+	}
+}
+
+// testPauseDuringRetry pauses and resumes a schedule whose failed firing's
+// retry is pending: the retry is dropped with its firing, and its slot is
+// not also recorded missed.
+func testPauseDuringRetry(t *testing.T, f *fixture) {
+	j, slot := failFirstAttempt(f, "0 * * * *", time.Minute)
+	if _, err := f.Store.JobPause(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Advance(time.Second)
+	got, err := f.Store.JobResume(f.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.outcomes(j.ID)["missed:paused"]; n != 0 || !got.Slot.After(slot) || got.Attempt != 0 {
+		t.Errorf("resumed at slot %v attempt %d, runs by outcome %v; want the next slot, attempt 0, and the failed slot in the ledger once",
+			got.Slot, got.Attempt, f.outcomes(j.ID))
+	}
+}
+
+// testSkipDuringRetry skips the next firing of a schedule whose failed
+// firing's retry is pending: the retry is what is skipped, and its slot is
+// not also recorded missed.
+func testSkipDuringRetry(t *testing.T, f *fixture) {
+	j, slot := failFirstAttempt(f, "0 * * * *", time.Minute)
+	got, err := f.Store.JobSkipNext(f.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.outcomes(j.ID)["missed:skipped"]; n != 0 || !got.Slot.Equal(slot.Add(time.Hour)) || got.Attempt != 0 {
+		t.Errorf("after the skip: slot %v attempt %d, runs by outcome %v; want %v, attempt 0, and the failed slot in the ledger once",
+			got.Slot, got.Attempt, f.outcomes(j.ID), slot.Add(time.Hour))
+	}
+}
+
+// testTriggeredSlot claims a triggered run in a transaction whose clock was
+// read before the trigger committed: the handler and the ledger agree on
+// the run's slot.
+func testTriggeredSlot(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	f.Clock.Advance(time.Minute)
+	if _, err := f.Store.JobTrigger(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Set(f.Clock.Now().Add(-5 * time.Millisecond))
+	cs, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Max: 1, Ahead: 10 * time.Millisecond})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %d, %v", len(cs), err)
+	}
+	if r := f.runs(j.ID)[0]; !cs[0].Job.Slot.Equal(*r.Slot) {
+		t.Errorf("the handler is given slot %v; the ledger's run %d has slot %v", cs[0].Job.Slot, r.ID, r.Slot)
+	}
+}
