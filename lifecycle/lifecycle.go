@@ -85,6 +85,13 @@ type Result struct {
 	Triggered bool // an operator's extra run is still to happen
 }
 
+// RetryPending reports whether recurring job j, not running, waits to
+// retry its current firing: the firing's slot has run and failed (or its
+// lease was reaped), so the slot is in the ledger already, as those runs.
+// A retry runs its slot late, whatever the misfire policy; pausing,
+// skipping or rescheduling the job drops it.
+func RetryPending(j db.Job) bool { return j.Recurring() && j.Attempt > 0 }
+
 // StartsAt is when the run of j, claimed at now, starts: now, or j's due
 // time if it was claimed ahead of it (see db.RunClaimParams.Ahead).
 func StartsAt(j db.Job, now time.Time) time.Time {

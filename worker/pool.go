@@ -471,12 +471,10 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	due := true
 	if wait > 0 {
 		waitDeep(aheadStackKiB, func() { due = waitFor(ctx, wait) })
+		left = c.lease.left()
 	}
 	start := time.Now()
 	if due {
-		if wait > 0 {
-			left = c.lease.left()
-		}
 		if left < p.cfg.Lease/startLeft {
 			err = errLapsed
 		} else {
@@ -518,9 +516,6 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 
 // waitFor waits d, and returns false if ctx ends first.
 func waitFor(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -315,11 +315,9 @@ func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.J
 		if err != nil {
 			return db.Job{}, err
 		}
-		// A firing paused while its retry was pending ends: its slot is in
-		// the ledger already (its failed runs), and the sleep is counted
-		// from the slot after it.
+		// A pending retry is dropped; the sleep counts from the slot after.
 		pending := *j.Slot
-		if j.Attempt > 0 {
+		if lifecycle.RetryPending(j) {
 			pending = sched.Next(pending)
 		}
 		slot, missed := lifecycle.Resumed(sched, pending, at)
@@ -393,10 +391,9 @@ func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
 		if err != nil {
 			return db.Job{}, err
 		}
-		// Skipping a firing whose retry is pending drops the retry: its
-		// slot is in the ledger already (its failed runs).
+		// Skipping a pending retry drops it; its slot is not missed.
 		var skipped lifecycle.Missed
-		if j.Attempt == 0 {
+		if !lifecycle.RetryPending(j) {
 			skipped = lifecycle.Missed{Slots: []time.Time{*j.Slot}, Total: 1, Reason: db.MissedSkipped}
 		}
 		if err := s.insertMissed(ctx, tx, j.ID, skipped); err != nil {

@@ -159,10 +159,9 @@ func (s *Store) startFiring(ctx context.Context, tx Tx, c db.Claim) (db.Claim, b
 		c.Job.Slot = s.storedPtr(now)
 		return c, true, nil
 	case j.Attempt > 1:
-		// A retry of the firing in progress (after a failure or a reaped
-		// lease): its slot runs late, and the slots that passed meanwhile
-		// are the overlap policy's when it ends. The misfire policy is for
-		// slots nothing was working on.
+		// lifecycle.RetryPending before the claim's increment: the slot
+		// runs late, and the slots that passed meanwhile are the overlap
+		// policy's when the firing ends.
 		return c, true, nil
 	}
 	sched, err := parse(j)

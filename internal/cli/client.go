@@ -80,8 +80,10 @@ func (a *api) connect() error {
 	host, _ := os.Hostname()
 	actor := ""
 	name := a.env.Getenv("USER")
-	if u, err := user.Current(); name == "" && err == nil {
-		name = u.Username
+	if name == "" {
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
 	}
 	if name != "" {
 		actor = name + "@" + host
@@ -180,25 +182,26 @@ type addFlags struct {
 }
 
 func addCmd(env Env) *cobra.Command {
-	var (
-		f   addFlags
-		cmd *cobra.Command
-	)
-	cmd = clientCommand(env, &cobra.Command{
+	var f addFlags
+	cmd := clientCommand(env, &cobra.Command{
 		Use:   "add --type T [flags] | add --exec [flags] -- CMD ARGS… | add --url URL [flags]",
 		Short: "Create a job: one-off (now, --at, --in) or recurring (--schedule)",
 		Example: "  sked add --exec --name nightly-backup --schedule '30 2 * * *' --tz Europe/Berlin -- sh -c 'restic backup /srv'\n" +
 			"  sked add --url https://example.com/hook --payload '{\"hello\":\"world\"}' --in 10m",
-	}, func(ctx context.Context, a *api, args []string) error {
-		// Zero is the flags' "not given" (the server's default), so a zero
-		// given on purpose would silently become the default instead.
-		for _, name := range []string{"max-attempts", "timeout", "backoff"} {
-			if fl := cmd.Flags().Lookup(name); fl.Changed && (fl.Value.String() == "0" || fl.Value.String() == "0s") {
-				return usagef("--%s %s: give a value above zero, or leave it out for the server's default", name, fl.Value)
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			// Zero is the flags' "not given" (the server's default), so a
+			// zero given on purpose would silently become the default.
+			for _, fl := range []struct {
+				name string
+				zero bool
+			}{{"max-attempts", f.req.MaxAttempts == 0}, {"timeout", f.timeout == 0}, {"backoff", f.backoff == 0}} {
+				if fl.zero && cmd.Flags().Changed(fl.name) {
+					return usagef("--%s %s: give a value above zero, or leave it out for the server's default", fl.name, cmd.Flags().Lookup(fl.name).Value)
+				}
 			}
-		}
-		return f.run(ctx, a, args)
-	})
+			return nil
+		},
+	}, func(ctx context.Context, a *api, args []string) error { return f.run(ctx, a, args) })
 	fs := cmd.Flags()
 	fs.StringVar(&f.req.Name, "name", "", "name of the job, unique among jobs not cancelled, accepted wherever its id is")
 	fs.StringVar(&f.req.Type, "type", "", "job type: http, exec or a handler's name")
