@@ -244,13 +244,6 @@ func (h *handler) handleJobCancelRun(w http.ResponseWriter, r *http.Request) {
 func (h *handler) jobAction(w http.ResponseWriter, r *http.Request, a action, change func(context.Context, string) (db.Job, error), wake bool) {
 	id := chi.URLParam(r, "id")
 	job, err := change(r.Context(), id)
-	if errors.Is(err, db.ErrNotFound) && !db.IsID(id) {
-		// The store acts on the live job of a name; a name whose newest job
-		// is cancelled is that job, which answers 409 with its state.
-		if j, getErr := h.store.JobGet(r.Context(), id); getErr == nil {
-			job, err = change(r.Context(), j.ID)
-		}
-	}
 	if err != nil {
 		h.error(w, r, jobError(id, a, err))
 		return

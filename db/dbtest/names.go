@@ -58,6 +58,11 @@ func testNames(t *testing.T, f *fixture) {
 	if got := f.get("nightly-backup"); got.ID != j.ID || got.State != db.StateCancelled {
 		t.Fatalf("a cancelled job is still found by its name: %s %s", got.ID, got.State)
 	}
+	// Controls name it too: a pause answers that it is cancelled, not that
+	// there is no such job.
+	if _, err := f.Store.JobPause(f.ctx, "nightly-backup"); !errors.As(err, &conflict) || conflict.State != db.StateCancelled {
+		t.Fatalf("pause by the name of a cancelled job: %v, want a conflict naming its state", err)
+	}
 	next := f.create(db.JobCreateParams{Name: "nightly-backup", Schedule: "0 4 * * *"})
 	if got := f.get("nightly-backup"); got.ID != next.ID {
 		t.Fatalf("by name after a new job took it: %s, want the new %s", got.ID, next.ID)

@@ -503,8 +503,9 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 	return changes, nil
 }
 
-// transition reads job id (or the live job of that name) inside a write
-// transaction and applies fn, which returns the job as it leaves it.
+// transition reads job id (or the job of that name: the live one, else the
+// newest cancelled one, as JobGet reads it) inside a write transaction and
+// applies fn, which returns the job as it leaves it.
 func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {
 	var out db.Job
 	err := s.inTx(ctx, func(tx Tx) error {
@@ -513,6 +514,12 @@ func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, 
 			lock = tx.JobLockName
 		}
 		j, err := lock(ctx, id)
+		if errors.Is(err, db.ErrNotFound) && !db.IsID(id) {
+			var named db.Job
+			if named, err = s.d.JobByName(ctx, id); err == nil {
+				j, err = tx.JobLock(ctx, named.ID)
+			}
+		}
 		if err != nil {
 			return err
 		}
