@@ -81,8 +81,9 @@ func (c *Client) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.
 // RunFinish reports how the run leased with p.Generation ended and returns
 // the job as the server moved it on. While the server cannot be reached it
 // tries again until ctx ends, so a server restart does not cost the run. It
-// returns an error wrapping db.ErrStale when the server answers 409 (also
-// when an earlier attempt was recorded and only its answer was lost).
+// returns an error wrapping db.ErrStale when the server answers 409. An
+// attempt whose answer was lost and that the server had recorded is
+// answered as recorded when it is sent again.
 func (c *Client) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
 	body := wire.CompleteRequest{Generation: &p.Generation, Outcome: p.Outcome, Error: p.Error, Retryable: p.Retryable, Output: p.Output}
 	path := "/jobs/" + url.PathEscape(p.JobID) + "/complete"

@@ -389,7 +389,9 @@ type Store interface {
 	// backoff, dead, cancelled, back to ready (released), or the next slot
 	// of a recurring job. ErrStale if p.Generation no longer holds the job;
 	// nothing is changed then but the record of the late outcome on the
-	// generation's run (Run.LateOutcome).
+	// generation's run (Run.LateOutcome). A repeat of the outcome the
+	// generation's run ended with (a worker that lost the answer to its
+	// report) changes nothing and returns the job as it is now.
 	RunFinish(ctx context.Context, p RunFinishParams) (Job, error)
 	// RunReapExpired returns jobs whose lease ran out to ready (or dead when
 	// their attempts are spent) and closes their runs as lease_expired. A

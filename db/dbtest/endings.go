@@ -1,6 +1,8 @@
 package dbtest
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,21 +57,41 @@ func testCancelRunReaped(t *testing.T, f *fixture) {
 	}
 }
 
-// testFinishRepeated reports a run's end twice, as a worker does when the
-// answer to its first report was lost: the second report is of the same
-// execution, which ended while its lease held. The run must not show a late
-// outcome, which says the execution ended after its lease had moved on.
+// testFinishRepeated reports a run's end again, as a worker does when the
+// answer to its first report was lost: the repeat is of the same execution,
+// which ended while its lease held, so it is answered as recorded, and the
+// run must not show a late outcome (an execution that ended after its lease
+// had moved on). Reports sent at once, which a group commit may take
+// together, are answered alike; a report of another outcome is stale.
 func testFinishRepeated(t *testing.T, f *fixture) {
 	j := f.create(db.JobCreateParams{})
 	c := f.claimOne("w")
 	p := db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded}
-	if _, err := f.Store.RunFinish(f.ctx, p); err != nil {
-		t.Fatal(err)
+	answers := make(chan error, 3)
+	for range 3 {
+		go func() {
+			got, err := f.Store.RunFinish(f.ctx, p)
+			if err == nil && (got.ID != j.ID || got.State != db.StateDone) {
+				err = fmt.Errorf("answered job %s in state %s; want %s done", got.ID, got.State, j.ID)
+			}
+			answers <- err
+		}()
 	}
-	_, err := f.Store.RunFinish(f.ctx, p)
+	for range 3 {
+		if err := <-answers; err != nil {
+			t.Fatalf("a report repeated by its worker: %v; want it answered as recorded", err)
+		}
+	}
 	r := f.runs(j.ID)[0]
-	if r.LateOutcome != "" {
-		t.Fatalf("a repeated report (answered %v) left run %d with outcome %s and late outcome %s at %v: an execution after the lease moved on that never happened",
-			err, r.ID, r.Outcome, r.LateOutcome, r.LateFinishedAt)
+	if r.Outcome != db.OutcomeSucceeded || r.LateOutcome != "" {
+		t.Fatalf("repeated reports left run %d with outcome %s and late outcome %s at %v; want succeeded and no late outcome",
+			r.ID, r.Outcome, r.LateOutcome, r.LateFinishedAt)
+	}
+	p.Outcome, p.Error = db.OutcomeFailed, "boom"
+	if _, err := f.Store.RunFinish(f.ctx, p); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("a report of another outcome after the run ended = %v; want ErrStale", err)
+	}
+	if r := f.runs(j.ID)[0]; r.Outcome != db.OutcomeSucceeded || r.LateOutcome != "" {
+		t.Fatalf("a conflicting report changed run %d: outcome %s, late outcome %s", r.ID, r.Outcome, r.LateOutcome)
 	}
 }

@@ -172,9 +172,12 @@ type Tx interface {
 	// worker's report did not end (still running, or lease_expired) takes
 	// one: a report repeated after the first was taken is no news.
 	RunsLate(ctx context.Context, ends []RunEnd) error
-	// RunLive reads the run of a job's lease generation; db.ErrNotFound
-	// if there is none.
+	// RunLive reads the running run of a job's lease generation;
+	// db.ErrNotFound if there is none.
 	RunLive(ctx context.Context, job string, generation int64) (db.Run, error)
+	// RunsOf reads the run of each lease, whatever its outcome, in any
+	// order; a lease without a run has none in the result.
+	RunsOf(ctx context.Context, leases []Lease) ([]db.Run, error)
 	// RunsSucceeded returns which of slots have a succeeded run of job.
 	RunsSucceeded(ctx context.Context, job string, slots []time.Time) ([]time.Time, error)
 

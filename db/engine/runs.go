@@ -251,7 +251,10 @@ func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
 
 // finishLeased finishes the runs of ps inside tx, each under its lease. One
 // whose generation no longer holds a live lease changes nothing but the
-// record of its late outcome, and its result is db.ErrStale.
+// record of its late outcome, and its result is db.ErrStale; unless it
+// repeats the outcome its run already ended with (a worker that lost the
+// answer to its report sends it again), which was recorded: its result is
+// the job as it is now.
 func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams) ([]db.Job, []error, error) {
 	leases := make([]Lease, len(ps))
 	for i, p := range ps {
@@ -271,40 +274,73 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 	var (
 		jobs  = make([]db.Job, 0, len(byLease))
 		live  = make([]db.RunFinishParams, 0, len(byLease))
-		late  []RunEnd
+		stale []int                  // indexes into ps
 		order = make([]int, len(ps)) // index into jobs, or -1 when stale
-		errs  = make([]error, len(ps))
 	)
-	for i, p := range ps {
+	for i := range ps {
 		k, ok := byLease[leases[i]]
 		if !ok {
-			order[i], errs[i] = -1, db.ErrStale
-			late = append(late, runEnd(p, false))
+			order[i], stale = -1, append(stale, i)
 			continue
 		}
 		delete(byLease, leases[i]) // a lease finished twice in one group: the second is stale
 		order[i] = len(jobs)
-		jobs, live = append(jobs, held[k]), append(live, p)
-	}
-	if len(late) > 0 {
-		if err := tx.RunsLate(ctx, late); err != nil {
-			return nil, nil, fmt.Errorf("record late outcomes: %w", err)
-		}
+		jobs, live = append(jobs, held[k]), append(live, ps[i])
 	}
 	after, err := s.finish(ctx, tx, jobs, live)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(after) == len(ps) {
-		return after, errs, nil // none stale: order[i] == i
-	}
-	out := make([]db.Job, len(ps))
+	out, errs := make([]db.Job, len(ps)), make([]error, len(ps))
 	for i, k := range order {
 		if k >= 0 {
 			out[i] = after[k]
 		}
 	}
+	if len(stale) > 0 {
+		// After finish, so that a report repeated within this group sees
+		// its run ended by the first.
+		if err := s.finishStale(ctx, tx, ps, stale, out, errs); err != nil {
+			return nil, nil, err
+		}
+	}
 	return out, errs, nil
+}
+
+// finishStale answers the reports ps[i], i in stale, whose lease is no
+// longer live, into out[i] and errs[i]: a repeat of the outcome its run
+// ended with gets the job as it is now, any other db.ErrStale, and its
+// outcome is recorded on its run as the late outcome.
+func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams, stale []int, out []db.Job, errs []error) error {
+	leases := make([]Lease, len(stale))
+	for k, i := range stale {
+		leases[k] = Lease{ps[i].JobID, ps[i].Generation}
+	}
+	runs, err := tx.RunsOf(ctx, leases)
+	if err != nil {
+		return fmt.Errorf("read runs of stale reports: %w", err)
+	}
+	ended := make(map[Lease]db.Outcome, len(runs))
+	for _, r := range runs {
+		ended[Lease{r.JobID, r.Generation}] = r.Outcome
+	}
+	var late []RunEnd
+	for k, i := range stale {
+		if ended[leases[k]] != ps[i].Outcome {
+			errs[i] = db.ErrStale
+			late = append(late, runEnd(ps[i], false))
+			continue
+		}
+		if out[i], err = tx.JobLock(ctx, ps[i].JobID); err != nil {
+			return fmt.Errorf("read job of repeated report: %w", err)
+		}
+	}
+	if len(late) > 0 {
+		if err := tx.RunsLate(ctx, late); err != nil {
+			return fmt.Errorf("record late outcomes: %w", err)
+		}
+	}
+	return nil
 }
 
 // finish closes the runs of jobs' current leases as ps say and moves each

@@ -122,6 +122,18 @@ func (t *tx) RunLive(ctx context.Context, job string, generation int64) (db.Run,
 	return r, err
 }
 
+// RunsOf reads the run of each lease in one statement; see engine.Tx.
+func (t *tx) RunsOf(ctx context.Context, leases []engine.Lease) ([]db.Run, error) {
+	ids, gens := leaseArrays(leases)
+	var runs []db.Run
+	err := t.query(ctx, func(rows pgx.Rows) (err error) {
+		runs, err = collect(rows, scanRun)
+		return err
+	}, `SELECT `+runColumns+` FROM runs
+		WHERE (job_id, generation) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))`, ids, gens)
+	return runs, err
+}
+
 // RunsSucceeded reads which slots have a succeeded run; see engine.Tx.
 func (t *tx) RunsSucceeded(ctx context.Context, job string, slots []time.Time) ([]time.Time, error) {
 	var ran []time.Time

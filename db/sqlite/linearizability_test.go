@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,10 +52,13 @@ type linResult struct {
 	gen int64
 }
 
-// linState is the sequential specification's state of one job.
+// linState is the sequential specification's state of one job: ended
+// lists the outcome each ended generation's run took, " gen=outcome;" each
+// (a string, so that states compare with ==).
 type linState struct {
 	state db.JobState
 	gen   int64
+	ended string
 }
 
 // linModel is the sequential specification: one job at a time (history is
@@ -80,23 +84,26 @@ var linModel = porcupine.Model{
 			if s.state != db.StateReady {
 				return !out.ok, s
 			}
-			return out.ok && out.gen == s.gen+1, linState{state: db.StateRunning, gen: s.gen + 1}
+			return out.ok && out.gen == s.gen+1, linState{state: db.StateRunning, gen: s.gen + 1, ended: s.ended}
 		case "finish":
+			end := fmt.Sprintf(" %d=%s;", in.gen, in.outcome)
 			if s.state != db.StateRunning || in.gen != s.gen {
-				return !out.ok, s
+				// A repeat of the outcome the run ended with is answered
+				// as recorded; anything else is stale.
+				return out.ok == strings.Contains(s.ended, end), s
 			}
 			next := map[db.Outcome]db.JobState{db.OutcomeReleased: db.StateReady, db.OutcomeSucceeded: db.StateDone, db.OutcomeFailed: db.StateDead}[in.outcome]
-			return out.ok, linState{state: next, gen: s.gen}
+			return out.ok, linState{state: next, gen: s.gen, ended: s.ended + end}
 		case "cancel":
 			if s.state == db.StateRunning || s.state == db.StateDone {
 				return !out.ok, s
 			}
-			return out.ok, linState{state: db.StateCancelled, gen: s.gen}
+			return out.ok, linState{state: db.StateCancelled, gen: s.gen, ended: s.ended}
 		default: // retry
 			if s.state != db.StateDead {
 				return !out.ok, s
 			}
-			return out.ok, linState{state: db.StateReady, gen: s.gen}
+			return out.ok, linState{state: db.StateReady, gen: s.gen, ended: s.ended}
 		}
 	},
 	DescribeOperation: func(input, output any) string {

@@ -104,6 +104,24 @@ func (t *tx) RunLive(ctx context.Context, job string, generation int64) (db.Run,
 	return scanRun(t.stmt(ctx, t.stmts.liveRun).QueryRowContext(ctx, job, generation))
 }
 
+// RunsOf reads the run of each lease, one lookup a lease; see engine.Tx.
+// Only a stale report reads them, so no index serves (job_id, generation)
+// for every outcome: runs_job narrows the search to the job's runs.
+func (t *tx) RunsOf(ctx context.Context, leases []engine.Lease) ([]db.Run, error) {
+	var runs []db.Run
+	for _, l := range leases {
+		r, err := scanRun(t.tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs
+			WHERE job_id = ? AND generation = ?`, l.JobID, l.Generation))
+		switch {
+		case err == nil:
+			runs = append(runs, r)
+		case !errors.Is(err, db.ErrNotFound):
+			return nil, err
+		}
+	}
+	return runs, nil
+}
+
 // RunsSucceeded reads which slots have a succeeded run; see engine.Tx.
 func (t *tx) RunsSucceeded(ctx context.Context, job string, slots []time.Time) ([]time.Time, error) {
 	var ran []time.Time
