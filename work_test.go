@@ -303,6 +303,48 @@ func TestWork_BadTokenStops(t *testing.T) {
 	}
 }
 
+// TestWork_WorkerToken: a worker given a worker token (--worker-token) runs
+// jobs, and that token can do nothing else; a read token (--read-token)
+// lists jobs and can change none. Each refusal says which token it was.
+func TestWork_WorkerToken(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--token", "admin-token", "--worker-token", "worker-token", "--read-token", "read-token")
+	srv := "http://" + addr
+	as := func(token string, args ...string) cliRun {
+		return skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=" + token}, args...)
+	}
+	r := as("admin-token", "add", "--type", "evid", "--json", "--payload", `{"sleep": "0"}`)
+	var j db.Job
+	if err := json.Unmarshal([]byte(r.stdout), &j); r.code != 0 || err != nil {
+		t.Fatalf("add with the full token: exit %d, %v:\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	w := startWork(t, addr, "evid", filepath.Join(dir, "evidence"), "--token", "worker-token")
+	waitFor(t, "the job to run on the worker", func() bool {
+		r := as("read-token", "show", j.ID, "--json")
+		return r.code == 0 && strings.Contains(r.stdout, `"state": "done"`)
+	})
+	for _, c := range []struct {
+		token  string
+		args   []string
+		detail string
+	}{
+		{"worker-token", []string{"add", "--type", "evid"}, "worker token"},
+		{"worker-token", []string{"ls"}, "worker token"},
+		{"read-token", []string{"add", "--type", "evid"}, "read-only token"},
+		{"read-token", []string{"cancel", j.ID}, "read-only token"},
+	} {
+		r := as(c.token, c.args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "403") || !strings.Contains(r.stderr, c.detail) {
+			t.Errorf("sked %q with the %s: exit %d, said %q; want 1 and a 403 naming the %s", c.args, c.token, r.code, r.stderr, c.detail)
+		}
+	}
+	if r := as("read-token", "ls"); r.code != 0 || !strings.Contains(r.stdout, j.ID) {
+		t.Errorf("ls with the read token: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	stopGracefully(t, w.proc)
+}
+
 // TestWork_Kill9Workers kills `sked work` processes with SIGKILL at random
 // points, restarting each, for at least 20 cycles, while they run jobs.
 // Afterwards every job ran to success, and no two executions of one job

@@ -12,9 +12,40 @@ import (
 // and may name the machine by any address.
 var publicPaths = map[string]bool{"/healthz": true, "/readyz": true}
 
+// A role is what the holder of a token may do.
+type role uint8
+
+const (
+	roleNone   role = iota // no valid token
+	roleWorker             // claim jobs and report on the runs it holds
+	roleReader             // read: GET and HEAD
+	roleAdmin              // everything
+)
+
+// token is the digest of one configured token and its role.
+type token struct {
+	digest [sha256.Size]byte
+	role   role
+}
+
+// tokensOf is cfg's tokens with their roles.
+func tokensOf(cfg Config) []token {
+	var out []token
+	for _, set := range []struct {
+		tokens []string
+		role   role
+	}{{cfg.Tokens, roleAdmin}, {cfg.WorkerTokens, roleWorker}, {cfg.ReadTokens, roleReader}} {
+		for _, t := range set.tokens {
+			out = append(out, token{sha256.Sum256([]byte(t)), set.role})
+		}
+	}
+	return out
+}
+
 // authenticate answers 401 with WWW-Authenticate: Bearer unless the request
-// carries one of h.tokens as "Authorization: Bearer …". With no tokens
-// configured every request passes.
+// carries one of h.tokens as "Authorization: Bearer …", and 403 when that
+// token's role does not allow the request. With no tokens configured every
+// request passes.
 func (h *handler) authenticate(next http.Handler) http.Handler {
 	if len(h.tokens) == 0 {
 		return next
@@ -24,47 +55,88 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		given, valid := h.bearer(r)
-		if valid {
+		given, role := h.bearer(r)
+		switch {
+		case role == roleNone:
+			msg := "this server requires a bearer token: send the header Authorization: Bearer <token> " +
+				"with a token sked serve was started with (SKED_TOKEN)"
+			if given {
+				msg = "the bearer token is not one this server accepts"
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sked"`)
+			h.error(w, r, &requestError{Status: http.StatusUnauthorized, Msg: msg})
+		case !role.allows(r):
+			h.error(w, r, &requestError{Status: http.StatusForbidden, Msg: role.refusal()})
+		default:
 			next.ServeHTTP(w, r)
-			return
 		}
-		msg := "this server requires a bearer token: send the header Authorization: Bearer <token> " +
-			"with a token sked serve was started with (--token or SKED_TOKEN)"
-		if given {
-			msg = "the bearer token is not one this server accepts"
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="sked"`)
-		h.error(w, r, &requestError{Status: http.StatusUnauthorized, Msg: msg})
 	})
 }
 
+// allows reports whether a token of this role may make request r. A path it
+// does not recognise needs the admin role.
+func (ro role) allows(r *http.Request) bool {
+	switch ro {
+	case roleAdmin:
+		return true
+	case roleReader:
+		return r.Method == http.MethodGet || r.Method == http.MethodHead
+	case roleWorker:
+		return r.Method == http.MethodPost && isWorkerPath(r.URL.Path)
+	}
+	return false
+}
+
+// refusal is the detail of a 403 to a token of this role.
+func (ro role) refusal() string {
+	if ro == roleWorker {
+		return "this is a worker token (SKED_WORKER_TOKEN): it may only claim jobs and report on their runs " +
+			"(POST /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete); use a token from SKED_TOKEN for anything else"
+	}
+	return "this is a read-only token (SKED_READ_TOKEN): it may only read (GET); use a token from SKED_TOKEN to change anything"
+}
+
+// isWorkerPath reports whether path is one of the routes a worker uses:
+// /claims, /jobs/{id}/heartbeat and /jobs/{id}/complete.
+func isWorkerPath(path string) bool {
+	if path == "/claims" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "/jobs/")
+	id, action, _ := strings.Cut(rest, "/")
+	return ok && id != "" && (action == "heartbeat" || action == "complete")
+}
+
 // bearer reports whether r carries credentials in its Authorization header
-// (given) and whether they are "Bearer" and one of h.tokens (valid).
-func (h *handler) bearer(r *http.Request) (given, valid bool) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	return ok, ok && strings.EqualFold(scheme, "Bearer") && h.validToken(strings.TrimSpace(token))
+// (given) and, when they are "Bearer" and one of h.tokens, its role.
+func (h *handler) bearer(r *http.Request) (given bool, ro role) {
+	scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ok, roleNone
+	}
+	return true, h.roleOf(strings.TrimSpace(t))
 }
 
 // mayUseAPI reports whether r passes what every other route asks of it: with
-// tokens, one of them; without, a Host that is served. The public paths
-// answer any request, and tell more only to these.
+// tokens, one of them (of any role); without, a Host that is served. The
+// public paths answer any request, and tell more only to these.
 func (h *handler) mayUseAPI(r *http.Request) bool {
 	if len(h.tokens) == 0 {
 		return h.servesHost(r.Host)
 	}
-	_, valid := h.bearer(r)
-	return valid
+	_, ro := h.bearer(r)
+	return ro != roleNone
 }
 
-// validToken reports whether token is one of h.tokens. It compares SHA-256
-// digests in constant time and checks every token, so neither the length
-// nor the position of a match shows in the time it takes.
-func (h *handler) validToken(token string) bool {
-	got := sha256.Sum256([]byte(token))
-	match := 0
+// roleOf is the role of t, roleNone if it is none of h.tokens. It compares
+// SHA-256 digests in constant time and checks every token, so neither the
+// length nor the position of a match shows in the time it takes.
+func (h *handler) roleOf(t string) role {
+	got := sha256.Sum256([]byte(t))
+	found := roleNone
 	for _, want := range h.tokens {
-		match |= subtle.ConstantTimeCompare(got[:], want[:])
+		match := subtle.ConstantTimeCompare(got[:], want.digest[:])
+		found = role(subtle.ConstantTimeSelect(match, int(want.role), int(found)))
 	}
-	return match == 1
+	return found
 }

@@ -8,7 +8,6 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -62,9 +61,18 @@ type Config struct {
 	// Shutdown is closed when the server begins shutting down, so that
 	// waiting POST /claims answer at once. May be nil.
 	Shutdown <-chan struct{}
-	// Tokens are the bearer tokens a request must carry one of. Empty: no
+	// Tokens are the bearer tokens that may use every route. With tokens
+	// of any kind (Tokens, WorkerTokens, ReadTokens) a request must carry
+	// one, and one whose role allows it; with none there is no
 	// authentication. GET /healthz and /readyz never need one.
 	Tokens []string
+	// WorkerTokens may only claim jobs and report on their runs (POST
+	// /claims, /jobs/{id}/heartbeat and /jobs/{id}/complete): the tokens
+	// to give remote workers' machines.
+	WorkerTokens []string
+	// ReadTokens may only read: every GET and HEAD route, the dashboard's
+	// and /metrics included.
+	ReadTokens []string
 	// AllowedHosts are the Host names (without port) served besides
 	// localhost, 127.0.0.1 and [::1] when there are no Tokens, e.g. the name
 	// a reverse proxy forwards. Without tokens any other Host answers 403,
@@ -91,9 +99,9 @@ type handler struct {
 	logger          *slog.Logger // never nil
 	seriesFunc      func() any
 	shutdown        <-chan struct{}
-	claimers        *claimWaiters       // long polls of POST /claims; never nil
-	tokens          [][sha256.Size]byte // digests of Config.Tokens
-	allowedHosts    []string            // Config.AllowedHosts as hostName has them
+	claimers        *claimWaiters // long polls of POST /claims; never nil
+	tokens          []token       // Config's tokens of every role
+	allowedHosts    []string      // Config.AllowedHosts as hostName has them
 	metrics         http.Handler
 	readyFunc       func(context.Context) error
 	testClock       TestClock
@@ -142,9 +150,7 @@ func New(cfg Config) *API {
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
-	for _, t := range cfg.Tokens {
-		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
-	}
+	h.tokens = tokensOf(cfg)
 	for _, host := range cfg.AllowedHosts {
 		h.allowedHosts = append(h.allowedHosts, hostName(host))
 	}

@@ -15,7 +15,7 @@ func checkExposure(cfg Config) error {
 	if cfg.Listener != nil {
 		addr = cfg.Listener.Addr().String()
 	}
-	if addr == "" || len(cfg.Tokens) > 0 || cfg.Insecure || isLoopback(addr) {
+	if addr == "" || cfg.authenticates() || cfg.Insecure || isLoopback(addr) {
 		return nil
 	}
 	return fmt.Errorf("listening on %s reaches beyond loopback, where anyone who can reach it could run jobs, and no token is set: "+

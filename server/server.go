@@ -60,10 +60,13 @@ type Config struct {
 	// slower than ReadHeaderTimeout (slowloris) is cut off.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxHeaderBytes                                            int // default DefaultMaxHeaderBytes
-	// Tokens are the bearer tokens the API accepts; empty: no
-	// authentication, which Start refuses on a listener beyond loopback
-	// unless Insecure.
+	// Tokens are the bearer tokens that may use the whole API. With no
+	// tokens of any role there is no authentication, which Start refuses
+	// on a listener beyond loopback unless Insecure.
 	Tokens []string
+	// WorkerTokens may only claim jobs and report on their runs, and
+	// ReadTokens only read (see handlers.Config). A token has one role.
+	WorkerTokens, ReadTokens []string
 	// Insecure lets sked's own listener (Addr or Listener) be reachable
 	// beyond loopback without Tokens. It says nothing of Handler, which
 	// is served wherever the embedding program serves it.
@@ -179,6 +182,9 @@ func (s *Server) Start(ctx context.Context) error {
 	case s.built != nil:
 		return errors.New("sked server already started")
 	}
+	if err := checkTokens(s.cfg); err != nil {
+		return err
+	}
 	if err := checkExposure(s.cfg); err != nil {
 		return err
 	}
@@ -275,7 +281,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.pool = pool
 	p.api = handlers.New(handlers.Config{
 		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
-		Tokens: cfg.Tokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
+		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 		DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
 	})
@@ -418,7 +424,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	log.Info("sked serving", "addr", addr, "db", postgres.Redacted(cfg.DB), "workers", cfg.Workers,
 		"types", strings.Join(p.pool.Types(), ","), "version", buildinfo.Read().Version)
-	if cfg.EnableExec && len(cfg.Tokens) == 0 {
+	if cfg.EnableExec && !cfg.authenticates() {
 		log.Warn("exec jobs are on and the API takes no token: any program or user that can reach it can run "+
 			"commands as this process's user; set a token (SKED_TOKEN) so that only its holders can", "addr", addr)
 	}

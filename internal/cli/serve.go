@@ -27,6 +27,7 @@ type serveFlags struct {
 	log logFlags
 	// Read into cfg by finish.
 	tokens, allowedHosts, jobDefaults string
+	workerTokens, readTokens          string
 	defaultAttempts                   int
 	defaultBackoff                    time.Duration
 	retention, claimAhead             time.Duration
@@ -58,6 +59,10 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 		"the address people open the dashboard at, e.g. https://sked.example.com; every notification links to the job's page there")
 	fs.StringVar(&s.tokens, "token", "",
 		"require this bearer token on every API request; several, comma-separated, are all accepted")
+	fs.StringVar(&s.workerTokens, "worker-token", "",
+		"also accept these tokens, comma-separated, for claiming jobs and reporting their runs only: give them to sked work's machines")
+	fs.StringVar(&s.readTokens, "read-token", "",
+		"also accept these tokens, comma-separated, for reading only (GET: the dashboard, the API's reads, /metrics)")
 	fs.BoolVar(&s.cfg.Insecure, "insecure", false, "allow listening beyond loopback without a token")
 	fs.StringVar(&s.allowedHosts, "allowed-hosts", "",
 		"without a token the API answers only the Host names localhost, 127.0.0.1 and [::1]; "+
@@ -72,10 +77,21 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	execEnvFlag(fs, &c.ExecEnv)
 	s.log.register(fs)
 	withEnv(fs, "db", "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "enable-exec", "allow-private-targets",
-		"http-secret", "test-clock", "notify", "public-url", "token", "insecure", "allowed-hosts", "retention", "job-defaults",
+		"http-secret", "test-clock", "notify", "public-url", "token", "worker-token", "read-token", "insecure", "allowed-hosts", "retention", "job-defaults",
 		"default-max-attempts", "default-backoff")
 	splitEnv(fs, "notify", " ")
 	fs.SortFlags = false
+}
+
+// splitTokens is the comma-separated tokens of list, trimmed.
+func splitTokens(list string) []string {
+	var out []string
+	for t := range strings.SplitSeq(list, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // finish checks the flags of fs and reads those that are not cfg's fields
@@ -118,11 +134,7 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		}
 		c.NotifySinks = append(c.NotifySinks, sink)
 	}
-	for t := range strings.SplitSeq(s.tokens, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			c.Tokens = append(c.Tokens, t)
-		}
-	}
+	c.Tokens, c.WorkerTokens, c.ReadTokens = splitTokens(s.tokens), splitTokens(s.workerTokens), splitTokens(s.readTokens)
 	var err error
 	if c.AllowedHosts, err = parseAllowedHosts(s.allowedHosts); err != nil {
 		errs = append(errs, err)
