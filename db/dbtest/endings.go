@@ -94,4 +94,18 @@ func testFinishRepeated(t *testing.T, f *fixture) {
 	if r := f.runs(j.ID)[0]; r.Outcome != db.OutcomeSucceeded || r.LateOutcome != "" {
 		t.Fatalf("a conflicting report changed run %d: outcome %s, late outcome %s", r.ID, r.Outcome, r.LateOutcome)
 	}
+
+	// Repeated after the job's retry was claimed by another lease: still
+	// answered as recorded, with the job as it is now.
+	k := f.create(db.JobCreateParams{MaxAttempts: 2})
+	first := f.claimOne("w")
+	failed := f.finish(first, db.OutcomeFailed, true)
+	f.Clock.Set(*failed.NextRunAt)
+	second := f.claimOne("w2")
+	got, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: k.ID, Generation: first.Job.LeaseGeneration,
+		Outcome: db.OutcomeFailed, Retryable: true, Error: errorFor(db.OutcomeFailed)})
+	if err != nil || got.State != db.StateRunning || got.LeaseGeneration != second.Job.LeaseGeneration {
+		t.Fatalf("a report repeated after the retry was claimed: %s generation %d, %v; want it answered with the job running generation %d",
+			got.State, got.LeaseGeneration, err, second.Job.LeaseGeneration)
+	}
 }

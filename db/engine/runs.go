@@ -300,7 +300,11 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 	if len(stale) > 0 {
 		// After finish, so that a report repeated within this group sees
 		// its run ended by the first.
-		if err := s.finishStale(ctx, tx, ps, stale, out, errs); err != nil {
+		current := make(map[string]db.Job, len(held)+len(after))
+		for _, j := range slices.Concat(held, after) {
+			current[j.ID] = j
+		}
+		if err := s.finishStale(ctx, tx, ps, stale, current, out, errs); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -309,9 +313,11 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 
 // finishStale answers the reports ps[i], i in stale, whose lease is no
 // longer live, into out[i] and errs[i]: a repeat of the outcome its run
-// ended with gets the job as it is now, any other db.ErrStale, and its
-// outcome is recorded on its run as the late outcome.
-func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams, stale []int, out []db.Job, errs []error) error {
+// ended with gets the job as it is now (from current, the rows this
+// transaction read or wrote, else read afresh: no row is locked out of the
+// group's order), any other db.ErrStale, and its outcome is recorded on
+// its run as the late outcome.
+func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams, stale []int, current map[string]db.Job, out []db.Job, errs []error) error {
 	leases := make([]Lease, len(stale))
 	for k, i := range stale {
 		leases[k] = Lease{ps[i].JobID, ps[i].Generation}
@@ -331,9 +337,13 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 			late = append(late, runEnd(ps[i], false))
 			continue
 		}
-		if out[i], err = tx.JobLock(ctx, ps[i].JobID); err != nil {
-			return fmt.Errorf("read job of repeated report: %w", err)
+		j, ok := current[ps[i].JobID]
+		if !ok { // claimed again since
+			if j, err = s.d.JobGet(ctx, ps[i].JobID); err != nil {
+				return fmt.Errorf("read job of repeated report: %w", err)
+			}
 		}
+		out[i] = j
 	}
 	if len(late) > 0 {
 		if err := tx.RunsLate(ctx, late); err != nil {
