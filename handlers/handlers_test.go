@@ -689,8 +689,11 @@ func TestHandler_JobActions(t *testing.T) {
 	if got := state(post(j.ID, "pause")); got != db.StatePaused {
 		t.Errorf("pause: got %q, want paused", got)
 	}
-	if got := state(post(j.ID, "pause")); got != db.StatePaused {
-		t.Errorf("pause again: got %q, want paused", got)
+	// Again, a minute later: nothing changes, so updatedAt stays.
+	paused := e.do(http.MethodGet, "/jobs/"+j.ID, "").job(t)
+	e.store.NowFunc = func() time.Time { return testNow.Add(time.Minute) }
+	if got := post(j.ID, "pause").job(t); got.State != db.StatePaused || !got.UpdatedAt.Equal(paused.UpdatedAt) {
+		t.Errorf("pause again: got %s updated %v, want paused and unchanged (%v)", got.State, got.UpdatedAt, paused.UpdatedAt)
 	}
 	post(j.ID, "retry").wantProblem(t, http.StatusConflict, "job "+j.ID+" is paused; it cannot be retried (only dead jobs can be retried)")
 	post(j.ID, "cancel-run").wantProblem(t, http.StatusConflict, "only a running job has a run to stop")
@@ -701,6 +704,11 @@ func TestHandler_JobActions(t *testing.T) {
 	}
 	if got := e.wakes.Load(); got != wakes+1 {
 		t.Errorf("wakes after resume: got %d, want %d", got, wakes+1)
+	}
+	resumed := e.do(http.MethodGet, "/jobs/"+j.ID, "").job(t)
+	e.store.NowFunc = func() time.Time { return testNow.Add(2 * time.Minute) }
+	if got := post(j.ID, "resume").job(t); got.State != db.StateReady || !got.UpdatedAt.Equal(resumed.UpdatedAt) {
+		t.Errorf("resume again: got %s updated %v, want ready and unchanged (%v)", got.State, got.UpdatedAt, resumed.UpdatedAt)
 	}
 
 	// Claimed: pause is refused, cancel-run is accepted.
