@@ -248,7 +248,7 @@ func (c *jobCheck) checkMaxAttempts() error {
 	case n < 1:
 		return fieldError("maxAttempts", "maxAttempts must be at least 1, not %d; omit it for the default of the job's type", n)
 	case n > MaxAttempts:
-		return fieldError("maxAttempts", "maxAttempts must be at most %d, not %d: with the backoff capped at %s that many attempts retry for weeks; for work that must go on, use a schedule", MaxAttempts, n, db.MaxBackoff)
+		return fieldError("maxAttempts", "maxAttempts must be at most %d, not %d: with waits capped at %s, %d attempts already retry for weeks; for work that must go on, use a schedule", MaxAttempts, n, db.MaxBackoff, MaxAttempts)
 	}
 	c.p.MaxAttempts = *c.req.MaxAttempts
 	return nil
