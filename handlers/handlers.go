@@ -165,6 +165,7 @@ func (h *handler) routes(r chi.Router) {
 	r.Use(h.checkHost)
 	r.Use(h.refuseCrossOrigin)
 	r.Use(h.authenticate)
+	r.Use(h.checkActor)
 	r.NotFound(h.handleNotFound)
 	r.MethodNotAllowed(h.handleMethodNotAllowed(r))
 

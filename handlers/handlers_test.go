@@ -196,6 +196,14 @@ func TestHandler_JobCreate(t *testing.T) {
 		}
 	})
 
+	t.Run("MaxAttemptsAtBound", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		if j := e.create(fmt.Sprintf(`{"type": "noop", "maxAttempts": %d}`, MaxAttempts), http.StatusCreated); j.MaxAttempts != MaxAttempts {
+			t.Errorf("maxAttempts: got %d, want %d", j.MaxAttempts, MaxAttempts)
+		}
+	})
+
 	t.Run("Defaults", func(t *testing.T) {
 		t.Parallel()
 		e := newTestEnv(t, nil)
@@ -332,6 +340,8 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"RunAtAndSchedule", `{"type": "noop", "runAt": "2026-12-01T09:00:00Z", "schedule": "@hourly"}`, nil, 422, "runAt and schedule cannot be used together", "runAt"},
 		{"MaxAttemptsZero", `{"type": "noop", "maxAttempts": 0}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},
 		{"MaxAttemptsNegative", `{"type": "noop", "maxAttempts": -1}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},
+		{"MaxAttemptsOverBound", `{"type": "noop", "maxAttempts": 1001}`, nil, 422, "maxAttempts must be at most 1000, not 1001", "maxAttempts"},
+		{"MaxAttemptsBillion", `{"type": "noop", "maxAttempts": 1000000000}`, nil, 422, "maxAttempts must be at most 1000, not 1000000000", "maxAttempts"},
 		{"TooLarge", long, nil, 413, "larger than the limit of 512 bytes", ""},
 		{"BadOverlap", `{"type": "noop", "schedule": "@hourly", "overlap": "always"}`, nil, 422, `overlap "always" is not a policy; use "skip" (the default) or "queue_one"`, "overlap"},
 		{"BadMisfire", `{"type": "noop", "schedule": "@hourly", "misfire": "later"}`, nil, 422, `misfire "later" is not a policy; use "run_once" (the default), "skip" or "run_all"`, "misfire"},
@@ -679,8 +689,11 @@ func TestHandler_JobActions(t *testing.T) {
 	if got := state(post(j.ID, "pause")); got != db.StatePaused {
 		t.Errorf("pause: got %q, want paused", got)
 	}
-	if got := state(post(j.ID, "pause")); got != db.StatePaused {
-		t.Errorf("pause again: got %q, want paused", got)
+	// Again, a minute later: nothing changes, so updatedAt stays.
+	paused := e.do(http.MethodGet, "/jobs/"+j.ID, "").job(t)
+	e.store.NowFunc = func() time.Time { return testNow.Add(time.Minute) }
+	if got := post(j.ID, "pause").job(t); got.State != db.StatePaused || !got.UpdatedAt.Equal(paused.UpdatedAt) {
+		t.Errorf("pause again: got %s updated %v, want paused and unchanged (%v)", got.State, got.UpdatedAt, paused.UpdatedAt)
 	}
 	post(j.ID, "retry").wantProblem(t, http.StatusConflict, "job "+j.ID+" is paused; it cannot be retried (only dead jobs can be retried)")
 	post(j.ID, "cancel-run").wantProblem(t, http.StatusConflict, "only a running job has a run to stop")
@@ -691,6 +704,11 @@ func TestHandler_JobActions(t *testing.T) {
 	}
 	if got := e.wakes.Load(); got != wakes+1 {
 		t.Errorf("wakes after resume: got %d, want %d", got, wakes+1)
+	}
+	resumed := e.do(http.MethodGet, "/jobs/"+j.ID, "").job(t)
+	e.store.NowFunc = func() time.Time { return testNow.Add(2 * time.Minute) }
+	if got := post(j.ID, "resume").job(t); got.State != db.StateReady || !got.UpdatedAt.Equal(resumed.UpdatedAt) {
+		t.Errorf("resume again: got %s updated %v, want ready and unchanged (%v)", got.State, got.UpdatedAt, resumed.UpdatedAt)
 	}
 
 	// Claimed: pause is refused, cancel-run is accepted.

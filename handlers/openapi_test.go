@@ -275,3 +275,18 @@ func TestOpenAPI_Version(t *testing.T) {
 	}
 
 }
+
+// TestOpenAPI_MaxAttempts checks that the document states the bound the
+// server holds maxAttempts to, in a new job and in a patch.
+func TestOpenAPI_MaxAttempts(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, schema := range []string{"JobCreate", "JobPatch"} {
+		ref := "#/components/schemas/" + schema + "/properties/maxAttempts/maximum"
+		if got := resolvePointer(doc, ref); got != float64(MaxAttempts) {
+			t.Errorf("handlers/openapi.json %s = %v, want %d (MaxAttempts)", ref, got, MaxAttempts)
+		}
+	}
+}

@@ -5,12 +5,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/go-chi/chi/v5"
@@ -25,13 +21,6 @@ import (
 // mergePatchType is the media type of a JSON merge patch (RFC 7386).
 const mergePatchType = "application/merge-patch+json"
 
-// actorHeader names who sends a change, e.g. user@host; the job's timeline
-// records it with the address the request came from.
-const (
-	actorHeader = "Sked-Actor"
-	maxActorLen = 200
-)
-
 // handleJobPatch serves PATCH /jobs/{id}: the job's definition, as the body
 // of the POST /jobs that would create it, changed by a JSON merge patch
 // (RFC 7386: a member sets a field, null removes it, an object merges into
@@ -42,11 +31,6 @@ func (h *handler) handleJobPatch(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	var patch map[string]json.RawMessage
 	if err := h.decodeBodyAs(w, r, &patch, mergePatchType, "application/json"); err != nil {
-		h.error(w, r, err)
-		return
-	}
-	who, err := actor(r)
-	if err != nil {
 		h.error(w, r, err)
 		return
 	}
@@ -70,7 +54,7 @@ func (h *handler) handleJobPatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// By id: the job read, even when another has taken its name since.
-	job, err = h.store.JobRedefine(r.Context(), db.JobRedefineParams{ID: job.ID, Spec: p, IfSpec: spec.Fingerprint(), Actor: who})
+	job, err = h.store.JobRedefine(r.Context(), db.JobRedefineParams{ID: job.ID, Spec: p, IfSpec: spec.Fingerprint(), Actor: actorOf(r)})
 	if err != nil {
 		h.error(w, r, jobError(id, action{}, err))
 		return
@@ -133,17 +117,12 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	who, err := actor(r)
-	if err != nil {
-		h.error(w, r, err)
-		return
-	}
 	dry, err := strconv.ParseBool(cmp.Or(r.URL.Query().Get("dryRun"), "false"))
 	if err != nil {
 		h.error(w, r, &requestError{Status: http.StatusBadRequest, Field: "dryRun", Msg: "dryRun is true or false"})
 		return
 	}
-	res, err := h.store.JobPut(r.Context(), db.JobPutParams{Spec: p, Actor: who, DryRun: dry})
+	res, err := h.store.JobPut(r.Context(), db.JobPutParams{Spec: p, Actor: actorOf(r), DryRun: dry})
 	if err != nil {
 		h.error(w, r, jobError(name, action{}, err))
 		return
@@ -159,29 +138,4 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", jobLocation(r, res.Job.ID))
 	}
 	h.writeJSON(w, r, status, res)
-}
-
-// actor is who sends r, for the job's timeline: the Sked-Actor header, or
-// "api" without one, and the address r came from, as in
-// "ann@laptop (192.0.2.7)".
-func actor(r *http.Request) (string, error) {
-	who := strings.TrimSpace(r.Header.Get(actorHeader))
-	switch {
-	case who == "":
-		who = "api"
-	case len(who) > maxActorLen:
-		return "", &requestError{Status: http.StatusBadRequest, Field: actorHeader,
-			Msg: fmt.Sprintf("the %s header is %d bytes long; at most %d are allowed", actorHeader, len(who), maxActorLen)}
-	case !utf8.ValidString(who) || strings.IndexFunc(who, unicode.IsControl) >= 0:
-		return "", &requestError{Status: http.StatusBadRequest, Field: actorHeader,
-			Msg: fmt.Sprintf("the %s header %q is not printable UTF-8 text; send who you are, such as user@host", actorHeader, who)}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if host == "" {
-		return who, nil
-	}
-	return who + " (" + host + ")", nil
 }

@@ -166,7 +166,7 @@ func newDBCollector(stats db.StatsReader, now func() time.Time) *dbCollector {
 		stats: stats,
 		now:   now,
 		oldestAge: prometheus.NewDesc("sked_ready_oldest_age_seconds",
-			"How long the oldest due ready job has waited past its due time; 0 when none is due.", nil, nil),
+			"How long the oldest due ready job, of any type (served by a worker or not), has waited past its due time; 0 when none is due.", nil, nil),
 		dueNextMinute: prometheus.NewDesc("sked_jobs_due_next_minute",
 			"Ready jobs due within the next minute, overdue ones included.", nil, nil),
 		jobs:    prometheus.NewDesc("sked_jobs", "Jobs in the database by state.", []string{"state"}, nil),

@@ -11,6 +11,7 @@ import (
 	"github.com/sked-dev/sked/db/engine"
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/handlers"
 )
 
 // AnyType is the key of Config.JobDefaults that applies to every type not
@@ -34,8 +35,8 @@ func ParseJobDefaults(spec string) (map[string]db.Defaults, error) {
 		var d db.Defaults
 		if attempts != "" {
 			n, err := strconv.Atoi(attempts)
-			if err != nil || n < 1 {
-				return nil, fmt.Errorf("job defaults %q: attempts %q must be a whole number of at least 1", item, attempts)
+			if err != nil || n < 1 || n > handlers.MaxAttempts {
+				return nil, fmt.Errorf("job defaults %q: attempts %q must be a whole number from 1 to %d", item, attempts, handlers.MaxAttempts)
 			}
 			d.MaxAttempts = n
 		}

@@ -23,10 +23,13 @@ func TestParseJobDefaults(t *testing.T) {
 			t.Errorf("defaults of %s = %+v, want %+v", typ, d, want)
 		}
 	}
+	if got, err := ParseJobDefaults("http=1000/1m"); err != nil || got["http"].MaxAttempts != 1000 {
+		t.Errorf("ParseJobDefaults(http=1000/1m) = %+v, %v; want 1000 attempts, the most a job may have", got, err)
+	}
 	if d := defaultsFunc(nil)("http"); d != db.DefaultsFor("http") || d.MaxAttempts != 25 {
 		t.Errorf("without overrides, http = %+v, want sked's own 25 attempts", d)
 	}
-	for _, bad := range []string{"http", "http=0/1m", "http=x/1m", "http=3/-1s", "=3/1s"} {
+	for _, bad := range []string{"http", "http=0/1m", "http=x/1m", "http=3/-1s", "=3/1s", "http=1001/1m", "*=1000000000/"} {
 		if _, err := ParseJobDefaults(bad); err == nil || !strings.Contains(err.Error(), "job defaults") {
 			t.Errorf("ParseJobDefaults(%q) = %v, want an error saying how to write it", bad, err)
 		}

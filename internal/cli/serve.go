@@ -72,7 +72,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.jobDefaults, "job-defaults", "",
 		"attempts and backoff of jobs that do not set them, by type: TYPE=ATTEMPTS/BACKOFF, comma-separated, * for every other type "+
 			"(sked's own: http=25/1m, the others 5/1s)")
-	fs.IntVar(&s.defaultAttempts, "default-max-attempts", 0, "maxAttempts (at least 1) of jobs of every type --job-defaults does not name")
+	fs.IntVar(&s.defaultAttempts, "default-max-attempts", 0, fmt.Sprintf("maxAttempts (1 to %d) of jobs of every type --job-defaults does not name", handlers.MaxAttempts))
 	fs.DurationVar(&s.defaultBackoff, "default-backoff", 0, "backoff (above zero) of jobs of every type --job-defaults does not name")
 	execEnvFlag(fs, &c.ExecEnv)
 	s.log.register(fs)
@@ -141,8 +141,12 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	}
 	// Given, the defaults for every other type must be values a job may
 	// have; each bad one is refused by its own name.
-	if fs.Changed("default-max-attempts") && s.defaultAttempts < 1 {
+	switch {
+	case !fs.Changed("default-max-attempts"):
+	case s.defaultAttempts < 1:
 		bad("--default-max-attempts %d: must be at least 1 (a job gets at least one attempt); leave the flag out for each type's own default", s.defaultAttempts)
+	case s.defaultAttempts > handlers.MaxAttempts:
+		bad("--default-max-attempts %d: must be at most %d, the most attempts a job may have", s.defaultAttempts, handlers.MaxAttempts)
 	}
 	if fs.Changed("default-backoff") && s.defaultBackoff <= 0 {
 		bad("--default-backoff %s: must be above zero, such as 30s; leave the flag out for each type's own default", s.defaultBackoff)

@@ -64,6 +64,10 @@ func TestServeFlags_Env(t *testing.T) {
 		!strings.Contains(msg, "--default-backoff -1s: must be above zero") || strings.Contains(msg, "--job-defaults") {
 		t.Fatalf("SKED_DEFAULT_MAX_ATTEMPTS=0, SKED_DEFAULT_BACKOFF=-1s: %v", err)
 	}
+	_, err = parseServe(t, []string{"--default-max-attempts", "1000000000"}, nil)
+	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 1000000000: must be at most 1000") {
+		t.Fatalf("--default-max-attempts 1000000000: %v", err)
+	}
 }
 
 func TestServeFlags_Tokens(t *testing.T) {

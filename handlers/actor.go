@@ -1,0 +1,73 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// actorHeader names who sends a change, e.g. user@host; the job's timeline
+// records it with the address the request came from.
+const (
+	actorHeader = "Sked-Actor"
+	maxActorLen = 200
+)
+
+// actorKey is the context key of the actor checkActor read.
+type actorKey struct{}
+
+// checkActor reads the Sked-Actor header of every request but the probes
+// (which answer any request) and answers 400 naming it when it is not at
+// most maxActorLen bytes of printable UTF-8 text, whatever the route: a
+// client that sends a bad one learns it at its first request, not at its
+// first change. The routes that record a change read it with actorOf.
+func (h *handler) checkActor(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if publicPaths[r.URL.Path] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		who, err := actor(r)
+		if err != nil {
+			h.error(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, who)))
+	})
+}
+
+// actorOf is who sends r, as checkActor read it: the Sked-Actor header, or
+// "api" without one, and the address r came from, as in
+// "ann@laptop (192.0.2.7)".
+func actorOf(r *http.Request) string {
+	who, _ := r.Context().Value(actorKey{}).(string)
+	return who
+}
+
+// actor is who sends r (see actorOf), or a 400 naming the header when it is
+// too long or not printable UTF-8 text.
+func actor(r *http.Request) (string, error) {
+	who := strings.TrimSpace(r.Header.Get(actorHeader))
+	switch {
+	case who == "":
+		who = "api"
+	case len(who) > maxActorLen:
+		return "", &requestError{Status: http.StatusBadRequest, Field: actorHeader,
+			Msg: fmt.Sprintf("the %s header is %d bytes long; at most %d are allowed", actorHeader, len(who), maxActorLen)}
+	case !utf8.ValidString(who) || strings.IndexFunc(who, unicode.IsControl) >= 0:
+		return "", &requestError{Status: http.StatusBadRequest, Field: actorHeader,
+			Msg: fmt.Sprintf("the %s header %q is not printable UTF-8 text; send who you are, such as user@host", actorHeader, who)}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if host == "" {
+		return who, nil
+	}
+	return who + " (" + host + ")", nil
+}

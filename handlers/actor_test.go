@@ -1,0 +1,56 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// A bad Sked-Actor is refused the same way on every route, reads
+// included, before anything is stored; the probes answer whatever it is.
+func TestHandler_ActorHeader(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "noop", "name": "report", "schedule": "0 * * * *"}`, http.StatusCreated)
+	routes := []struct{ method, path, body string }{
+		{http.MethodPost, "/jobs", `{"type": "noop"}`},
+		{http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "noop"}]}`},
+		{http.MethodGet, "/jobs", ""},
+		{http.MethodGet, "/jobs/" + j.ID, ""},
+		{http.MethodPatch, "/jobs/report", `{"maxAttempts": 2}`},
+		{http.MethodPut, "/jobs/by-name/report", `{"type": "noop", "schedule": "0 5 * * *"}`},
+		{http.MethodDelete, "/jobs/report", ""},
+		{http.MethodPost, "/jobs/report/pause", ""},
+		{http.MethodPost, "/jobs/report/trigger", ""},
+		{http.MethodPost, "/claims", `{"workerId": "w", "types": ["noop"], "wait": "0s"}`},
+		{http.MethodGet, "/stats", ""},
+		{http.MethodGet, "/nope", ""},
+	}
+	for _, bad := range []struct{ value, detail string }{
+		{strings.Repeat("a", maxActorLen+1), "the Sked-Actor header is 201 bytes long; at most 200 are allowed"},
+		{"ann\xff@laptop", `the Sked-Actor header "ann\xff@laptop" is not printable UTF-8 text`},
+		{"ann\t@laptop", `the Sked-Actor header "ann\t@laptop" is not printable UTF-8 text`},
+	} {
+		for _, r := range routes {
+			p := e.do(r.method, r.path, r.body, actorHeader, bad.value).wantProblem(t, http.StatusBadRequest, bad.detail)
+			if p.Field != actorHeader {
+				t.Errorf("%s %s: field %q, want %q", r.method, r.path, p.Field, actorHeader)
+			}
+		}
+	}
+	if l := e.list(""); len(l.Jobs) != 1 || l.Jobs[0].ID != j.ID || l.Jobs[0].State != "ready" || l.Jobs[0].MaxAttempts == 2 {
+		t.Errorf("refused requests changed the jobs: %+v", l.Jobs)
+	}
+	if events := e.events("report"); len(events) != 0 {
+		t.Errorf("refused requests left events: %+v", events)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		e.do(http.MethodGet, path, "", actorHeader, "ann\xff@laptop").wantStatus(t, http.StatusOK)
+	}
+	// A good one passes everywhere; a change records it.
+	e.create(`{"type": "noop"}`, http.StatusCreated, actorHeader, "ann@laptop")
+	e.patch("report", `{"maxAttempts": 3}`, actorHeader, " ann@laptop ").job(t)
+	if events := e.events("report"); len(events) != 1 || events[0].Actor != "ann@laptop (127.0.0.1)" {
+		t.Errorf("events: got %+v, want one by ann@laptop (127.0.0.1)", events)
+	}
+}
