@@ -30,12 +30,20 @@ type Env struct {
 func Main(ctx context.Context, args []string, env Env) int {
 	err := Run(ctx, args, env)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "sked:", err)
+		printError(env.Stderr, err)
 		if ue := (*usageError)(nil); errors.As(err, &ue) && ue.cmd != "" {
 			fmt.Fprintf(env.Stderr, "Run '%s --help' for usage.\n", ue.cmd)
 		}
 	}
 	return ExitCode(err)
+}
+
+// printError writes err to w, each of its lines after "sked: ": the errors
+// of errors.Join stand on lines of their own, each said by sked.
+func printError(w io.Writer, err error) {
+	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
+		fmt.Fprintln(w, "sked:", line)
+	}
 }
 
 // Run runs the command line args.
