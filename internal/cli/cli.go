@@ -282,6 +282,28 @@ func valueHint(f *pflag.Flag, err error) string {
 	return err.Error()
 }
 
+// rfc3339Value is the value of a flag that takes a time, such as --at and
+// --until: RFC 3339, the zero time until given.
+type rfc3339Value time.Time
+
+func (t *rfc3339Value) Set(v string) error {
+	tt, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z")
+	}
+	*t = rfc3339Value(tt)
+	return nil
+}
+
+func (t *rfc3339Value) String() string {
+	if time.Time(*t).IsZero() {
+		return ""
+	}
+	return time.Time(*t).Format(time.RFC3339)
+}
+
+func (t *rfc3339Value) Type() string { return "time" }
+
 // normalize rewrites args for cmd's flags, before pflag reads them:
 // "-name" becomes "--name" for a long flag (as Go's flag package read them),
 // and a flag whose value is optional ("--enable-exec", "--test-clock") takes

@@ -119,7 +119,7 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		bad("--retention %s: give a duration such as 720h, or 0 to keep everything", s.retention)
 	}
 	c.Retention, c.ClaimAhead = offWhenZero(s.retention), offWhenZero(s.claimAhead)
-	c.TestClock = time.Time(s.testClock)
+	c.TestClock = time.Time(s.testClock.rfc3339Value)
 	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
 		bad("--public-url %q: give the dashboard's absolute address without query or fragment, e.g. https://sked.example.com or https://example.com/sked/", c.PublicURL)
 	}
@@ -216,32 +216,21 @@ func checkExecEnv(names []string) error {
 
 // timeValue is the value of --test-clock: an RFC 3339 time, "true" for
 // now, "false" or "" for none.
-type timeValue time.Time
+type timeValue struct{ rfc3339Value }
 
 func (t *timeValue) Set(v string) error {
 	switch v {
 	case "", "false":
-		*t = timeValue{}
+		t.rfc3339Value = rfc3339Value{}
 	case "true":
-		*t = timeValue(time.Now())
+		t.rfc3339Value = rfc3339Value(time.Now())
 	default:
-		tt, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return fmt.Errorf(`give an RFC 3339 start time such as "2026-03-08T06:00:00Z", or no value to start now`)
+		if err := t.rfc3339Value.Set(v); err != nil {
+			return fmt.Errorf("%w, or no value to start now", err)
 		}
-		*t = timeValue(tt)
 	}
 	return nil
 }
-
-func (t *timeValue) String() string {
-	if time.Time(*t).IsZero() {
-		return ""
-	}
-	return time.Time(*t).Format(time.RFC3339)
-}
-
-func (t *timeValue) Type() string { return "time" }
 
 // serveCommand is a command with sked serve's flags (serve, migrate) that
 // runs run with them checked and the logger they ask for.
