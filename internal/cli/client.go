@@ -488,11 +488,26 @@ func (a *api) printAction(verb, id string, job db.Job) error {
 		return a.printJSON(job)
 	}
 	fmt.Fprintf(a.env.Stdout, "%s job %s (now %s", verb, id, job.State)
-	if job.NextRunAt != nil {
+	switch {
+	case job.State == db.StatePaused: // it runs at none of its times
+		fmt.Fprintf(a.env.Stdout, " %s", pausedUntil(job))
+		if job.PauseReason != "" {
+			fmt.Fprintf(a.env.Stdout, ": %s", job.PauseReason)
+		}
+	case job.NextRunAt != nil:
 		fmt.Fprintf(a.env.Stdout, ", next run %s", timeText(job.NextRunAt))
 	}
 	fmt.Fprintln(a.env.Stdout, ")")
 	return nil
+}
+
+// pausedUntil says until when a paused job stays paused: "until resumed",
+// or "until" the time it resumes by itself.
+func pausedUntil(job db.Job) string {
+	if job.PauseUntil != nil {
+		return "until " + optTime(job.PauseUntil)
+	}
+	return "until resumed"
 }
 
 func pauseCmd(env Env) *cobra.Command {
@@ -582,11 +597,7 @@ func (a *api) show(ctx context.Context, id string) error {
 	field("Type", job.Type)
 	field("State", string(job.State))
 	if job.State == db.StatePaused {
-		until := "until resumed"
-		if job.PauseUntil != nil {
-			until = "until " + optTime(job.PauseUntil)
-		}
-		field("Paused", cmp.Or(job.PauseReason, "no reason given")+", "+until)
+		field("Paused", cmp.Or(job.PauseReason, "no reason given")+", "+pausedUntil(job))
 	}
 	if job.Recurring() {
 		field("Schedule", job.Schedule+" ("+cmp.Or(job.Timezone, "UTC")+")")
