@@ -20,7 +20,7 @@ import (
 	"github.com/sked-dev/sked/worker"
 )
 
-// serveFlags are the flags of sked serve (and migrate). Most are read
+// serveFlags are the flags of sked serve. Most are read
 // straight into cfg; finish reads the rest into it.
 type serveFlags struct {
 	cfg server.Config
@@ -37,7 +37,7 @@ type serveFlags struct {
 
 func (s *serveFlags) register(fs *pflag.FlagSet) {
 	c := &s.cfg
-	fs.StringVar(&c.DB, "db", "sked.db", "SQLite database file, or a postgres:// URL shared by many nodes")
+	dbFlag(fs, &c.DB)
 	fs.StringVar(&c.Addr, "addr", defaultAddr, "HTTP listen address")
 	fs.IntVar(&c.Workers, "workers", worker.DefaultSlots, "jobs run at once by this process")
 	fs.DurationVar(&c.Lease, "lease", db.DefaultLease, "lease of a claimed job, renewed while it runs")
@@ -76,7 +76,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.defaultBackoff, "default-backoff", 0, "backoff (above zero) of jobs of every type --job-defaults does not name")
 	execEnvFlag(fs, &c.ExecEnv)
 	s.log.register(fs)
-	withEnv(fs, "db", "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "enable-exec", "allow-private-targets",
+	withEnv(fs, "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "enable-exec", "allow-private-targets",
 		"http-secret", "test-clock", "notify", "public-url", "token", "worker-token", "read-token", "insecure", "allowed-hosts", "retention", "job-defaults",
 		"default-max-attempts", "default-backoff")
 	splitEnv(fs, "notify", " ")
@@ -232,8 +232,8 @@ func (t *timeValue) Set(v string) error {
 	return nil
 }
 
-// serveCommand is a command with sked serve's flags (serve, migrate) that
-// runs run with them checked and the logger they ask for.
+// serveCommand is a command with sked serve's flags that runs run with
+// them checked and the logger they ask for.
 func serveCommand(env Env, use, short string, run func(cmd *cobra.Command, s *serveFlags) error) *cobra.Command {
 	s := &serveFlags{}
 	cmd := &cobra.Command{
@@ -265,12 +265,29 @@ func serveCmd(env Env) *cobra.Command {
 }
 
 func migrateCmd(env Env) *cobra.Command {
-	return serveCommand(env, "migrate", "Create or upgrade the database (--db) and exit", func(cmd *cobra.Command, s *serveFlags) error {
-		store, err := server.OpenStore(cmd.Context(), s.cfg.DB)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(s.cfg.DB))
-		return store.Close()
-	})
+	var dsn string
+	cmd := &cobra.Command{
+		Use:   "migrate [--db sked.db]",
+		Short: "Create or upgrade the database (--db) and exit",
+		Long: "sked migrate creates the database, or upgrades it to this version's schema, and exits; sked serve does the\n" +
+			"same as it starts. It is for doing that alone, such as before the nodes that share a PostgreSQL database start.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := server.OpenStore(cmd.Context(), dsn)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(dsn))
+			return store.Close()
+		},
+	}
+	dbFlag(cmd.Flags(), &dsn)
+	return cmd
+}
+
+// dbFlag registers --db, the database of sked serve and sked migrate, on fs,
+// read into dsn.
+func dbFlag(fs *pflag.FlagSet, dsn *string) {
+	fs.StringVar(dsn, "db", "sked.db", "SQLite database file, or a postgres:// URL shared by many nodes")
+	withEnv(fs, "db")
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +109,27 @@ func TestServeFlags_AllowedHosts(t *testing.T) {
 		if ExitCode(err) != 2 || !strings.Contains(err.Error(), "without scheme, port or wildcard") {
 			t.Errorf("--allowed-hosts %s: %v, want a refusal that says what to give", bad, err)
 		}
+	}
+}
+
+// TestMigrate_Flags: sked migrate offers the one flag it reads, --db, and
+// refuses sked serve's others instead of taking and ignoring them.
+func TestMigrate_Flags(t *testing.T) {
+	code, help, _ := mainOf("migrate", "--help")
+	if code != 0 || !strings.Contains(help, "--db string") {
+		t.Fatalf("sked migrate --help: exit %d\n%s", code, help)
+	}
+	for _, serveOnly := range []string{"--addr", "--workers", "--token", "--enable-exec", "--log-format"} {
+		if strings.Contains(help, serveOnly) {
+			t.Errorf("sked migrate --help lists %s, which it does not read:\n%s", serveOnly, help)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "sked.db")
+	if code, _, stderr := mainOf("migrate", "--db", path, "--addr", "127.0.0.1:9"); code != 2 || !strings.Contains(stderr, "unknown flag: --addr") {
+		t.Errorf("sked migrate --addr: exit %d, %s", code, stderr)
+	}
+	code, out, stderr := mainOf("migrate", "--db", path)
+	if _, err := os.Stat(path); code != 0 || err != nil || out != path+" is at the current schema\n" {
+		t.Errorf("sked migrate --db %s: exit %d, %v\n%s%s", path, code, err, out, stderr)
 	}
 }
