@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -258,10 +259,48 @@ func serveCommand(env Env, use, short string, run func(cmd *cobra.Command, s *se
 
 func serveCmd(env Env) *cobra.Command {
 	cmd := serveCommand(env, "serve", "Run the scheduler: API, dashboard, dispatcher, workers, reaper", func(cmd *cobra.Command, s *serveFlags) error {
-		return server.New(s.cfg).Run(cmd.Context())
+		// Listen before the store is opened, so that a start that cannot
+		// listen leaves no database file behind.
+		if s.cfg.Addr != "" {
+			ln, err := listen(s.cfg.Addr)
+			if err != nil {
+				return err
+			}
+			defer ln.Close()
+			s.cfg.Listener = ln
+		}
+		err := server.New(s.cfg).Run(cmd.Context())
+		if xe := (*server.ExposedError)(nil); errors.As(err, &xe) {
+			return usagef("--addr %s reaches beyond loopback, where anyone who can reach it could run jobs, and no token is set: "+
+				"set one with --token or SKED_TOKEN (clients send it as Authorization: Bearer …), listen on loopback "+
+				"(such as --addr %s), or pass --insecure to serve without authentication", s.cfg.Addr, defaultAddr)
+		}
+		return err
 	})
 	cmd.Example = "  sked serve --db /var/lib/sked/sked.db --enable-exec\n  SKED_TOKEN=s3cret sked serve --addr 0.0.0.0:8080"
 	return cmd
+}
+
+// listen opens sked serve's listener on addr (--addr). A port in use or
+// not this process's to take is said with the fix.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("cannot listen on %s: port %s is in use (by another sked serve or another program): "+
+			"stop that, or give sked serve another address with --addr (SKED_ADDR)", addr, port)
+	case errors.Is(err, syscall.EACCES):
+		return nil, fmt.Errorf("cannot listen on %s: port %s needs privileges this process lacks: "+
+			"give a port above 1023 with --addr (SKED_ADDR), or run sked serve with the privilege to bind it", addr, port)
+	}
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) {
+		err = oe.Err // not "listen tcp ADDR:" again
+	}
+	return nil, fmt.Errorf("cannot listen on %s: %w; give an address of this machine with --addr (SKED_ADDR), such as %s", addr, err, defaultAddr)
 }
 
 func migrateCmd(env Env) *cobra.Command {
