@@ -90,8 +90,25 @@ func TestCLI_ApplyExport(t *testing.T) {
 	if j := named()["cert-renewal"]; j.Schedule != "0 3,15 * * *" {
 		t.Fatalf("the dry run changed the schedule to %q", j.Schedule)
 	}
-	if out := ok(t, srv, "apply", "-f", file, "--prune"); !strings.Contains(out, "2 jobs: 0 created, 1 changed, 1 unchanged, 1 cancelled") {
-		t.Fatalf("apply --prune printed %q", out)
+	// --prune cancels every named job the file does not name, one made by
+	// hand too: without --yes it names them and changes nothing.
+	handmade := okJSON[db.Job](t, srv, "add", "--type", "noop", "--name", "handmade", "--in", "1h")
+	msg := fails(t, srv, 2, "apply", "-f", file, "--prune")
+	for _, want := range []string{"--prune would cancel 2 named jobs that " + file + " does not name: handmade, hourly-report.", "add --yes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("apply --prune without --yes said no %q:\n%s", want, msg)
+		}
+	}
+	if jobs := named(); jobs["cert-renewal"].Schedule != "0 3,15 * * *" || jobs["handmade"].ID != handmade.ID || jobs["hourly-report"].ID == "" {
+		t.Fatalf("apply --prune without --yes changed the jobs: %+v", jobs)
+	}
+	if plan := ok(t, srv, "apply", "-f", file, "--prune", "--dry-run"); !strings.Contains(plan, "- handmade ("+handmade.ID+"): cancel") ||
+		!strings.Contains(plan, "(--prune cancels only with --yes)") {
+		t.Errorf("dry run with a job made by hand:\n%s", plan)
+	}
+	ok(t, srv, "cancel", "handmade")
+	if out := ok(t, srv, "apply", "-f", file, "--prune", "--yes"); !strings.Contains(out, "2 jobs: 0 created, 1 changed, 1 unchanged, 1 cancelled") {
+		t.Fatalf("apply --prune --yes printed %q", out)
 	}
 	after := named()
 	if j := after["cert-renewal"]; j.ID != jobs["cert-renewal"].ID || j.Schedule != "0 4,16 * * *" {
