@@ -271,7 +271,7 @@ func serveCmd(env Env) *cobra.Command {
 		}
 		err := server.New(s.cfg).Run(cmd.Context())
 		if xe := (*server.ExposedError)(nil); errors.As(err, &xe) {
-			return usagef("--addr %s reaches beyond loopback, where anyone who can reach it could run jobs, and no token is set: "+
+			return fmt.Errorf("--addr %s reaches beyond loopback, where anyone who can reach it could run jobs, and no token is set: "+
 				"set one with --token or SKED_TOKEN (clients send it as Authorization: Bearer …), listen on loopback "+
 				"(such as --addr %s), or pass --insecure to serve without authentication", s.cfg.Addr, defaultAddr)
 		}

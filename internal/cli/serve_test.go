@@ -151,7 +151,7 @@ func TestServe_RefusedStartLeavesNothing(t *testing.T) {
 		want []string
 	}{
 		{busy.Addr().String(), 1, []string{"port " + port + " is in use", "--addr"}},
-		{"0.0.0.0:0", 2, []string{"--addr 0.0.0.0:0 reaches beyond loopback", "--token or SKED_TOKEN", "--insecure"}},
+		{"0.0.0.0:0", 1, []string{"--addr 0.0.0.0:0 reaches beyond loopback", "--token or SKED_TOKEN", "--insecure"}},
 	} {
 		dir := t.TempDir()
 		code, _, stderr := mainOf("serve", "--db", filepath.Join(dir, "sked.db"), "--addr", c.addr)
