@@ -293,6 +293,9 @@ func TestCLI_ScheduleControls(t *testing.T) {
 	if want := "paused job " + hourly.ID + " (now paused until " + until.Format(time.RFC3339) + ": db upgrade)\n"; out != want {
 		t.Errorf("pause --until printed %q, want %q", out, want)
 	}
+	if out := ok(t, srv, "edit", hourly.ID, "--jitter", "1s"); !strings.HasSuffix(out, "\npaused until "+until.Format(time.RFC3339)+"\n") {
+		t.Errorf("edit of a paused job printed %q, want it to end saying until when it is paused", out)
+	}
 	ok(t, srv, "resume", hourly.ID)
 
 	slot := *okJSON[struct{ Job db.Job }](t, srv, "show", hourly.ID).Job.Slot

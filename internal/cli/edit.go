@@ -152,7 +152,10 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 		return nil
 	}
 	printChanges(a.env.Stdout, "changed job "+jobLabel(after)+":", changes)
-	if after.NextRunAt != nil {
+	switch {
+	case after.State == db.StatePaused:
+		fmt.Fprintf(a.env.Stdout, "paused %s\n", pausedUntil(after))
+	case after.NextRunAt != nil:
 		fmt.Fprintf(a.env.Stdout, "next run %s\n", timeText(after.NextRunAt))
 	}
 	return nil
