@@ -22,15 +22,16 @@ func checkExposure(cfg Config) error {
 }
 
 // ExposedError is Start's refusal of a listener of sked's own that reaches
-// beyond loopback while Config.Tokens is empty and Config.Insecure unset.
+// beyond loopback while Config has no token of any role (Tokens,
+// WorkerTokens, ReadTokens) and Insecure is unset.
 // A command line built on Server says it in terms of its own flags.
 type ExposedError struct {
 	Addr string // where sked would listen
 }
 
 func (e *ExposedError) Error() string {
-	return fmt.Sprintf("listening on %s reaches beyond loopback, where anyone who can reach it could run jobs, and Config.Tokens is empty: "+
-		"set a token in Config.Tokens (clients send it as Authorization: Bearer …), listen on loopback, "+
+	return fmt.Sprintf("listening on %s reaches beyond loopback, where anyone who can reach it could run jobs, and Config has no token: "+
+		"set one in Config.Tokens (clients send it as Authorization: Bearer …), listen on loopback, "+
 		"or set Config.Insecure to serve without authentication", e.Addr)
 }
 
