@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,8 +90,25 @@ func TestCLI_ApplyExport(t *testing.T) {
 	if j := named()["cert-renewal"]; j.Schedule != "0 3,15 * * *" {
 		t.Fatalf("the dry run changed the schedule to %q", j.Schedule)
 	}
-	if out := ok(t, srv, "apply", "-f", file, "--prune"); !strings.Contains(out, "2 jobs: 0 created, 1 changed, 1 unchanged, 1 cancelled") {
-		t.Fatalf("apply --prune printed %q", out)
+	// --prune cancels every named job the file does not name, one made by
+	// hand too: without --yes it names them and changes nothing.
+	handmade := okJSON[db.Job](t, srv, "add", "--type", "noop", "--name", "handmade", "--in", "1h")
+	msg := fails(t, srv, 2, "apply", "-f", file, "--prune")
+	for _, want := range []string{"--prune would cancel 2 named jobs that " + file + " does not name: handmade, hourly-report.", "add --yes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("apply --prune without --yes said no %q:\n%s", want, msg)
+		}
+	}
+	if jobs := named(); jobs["cert-renewal"].Schedule != "0 3,15 * * *" || jobs["handmade"].ID != handmade.ID || jobs["hourly-report"].ID == "" {
+		t.Fatalf("apply --prune without --yes changed the jobs: %+v", jobs)
+	}
+	if plan := ok(t, srv, "apply", "-f", file, "--prune", "--dry-run"); !strings.Contains(plan, "- handmade ("+handmade.ID+"): cancel") ||
+		!strings.Contains(plan, "(--prune cancels only with --yes)") {
+		t.Errorf("dry run with a job made by hand:\n%s", plan)
+	}
+	ok(t, srv, "cancel", "handmade")
+	if out := ok(t, srv, "apply", "-f", file, "--prune", "--yes"); !strings.Contains(out, "2 jobs: 0 created, 1 changed, 1 unchanged, 1 cancelled") {
+		t.Fatalf("apply --prune --yes printed %q", out)
 	}
 	after := named()
 	if j := after["cert-renewal"]; j.ID != jobs["cert-renewal"].ID || j.Schedule != "0 4,16 * * *" {
@@ -155,6 +173,31 @@ func TestCLI_Edit(t *testing.T) {
 	r = skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=true"}, "edit", "report")
 	if r.code != 0 || !strings.Contains(r.stdout, "no change to job report") {
 		t.Fatalf("edit with nothing changed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// An edit the server refuses is kept, with the way to send it again
+	// once mended.
+	os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/^schedule: .*/schedule: every day/; s/^maxAttempts: .*/maxAttempts: 4/' \"$1\"\n"), 0o700)
+	r = skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=" + editor}, "edit", "report")
+	m := regexp.MustCompile("(?m)^sked: your edit is kept in (\\S+): fix it there and send it with `sked edit report -f (\\S+)`$").FindStringSubmatch(r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "not a cron expression") || m == nil || m[1] != m[2] {
+		t.Fatalf("a refused edit: exit %d, want 1, the server's refusal and where the edit is kept:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	kept, err := os.ReadFile(m[1])
+	if err != nil || !strings.Contains(string(kept), "schedule: every day") || !strings.Contains(string(kept), "maxAttempts: 4") {
+		t.Fatalf("the kept edit %s: %v\n%s", m[1], err, kept)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(m[1])) })
+	os.WriteFile(m[1], []byte(strings.Replace(string(kept), "schedule: every day", "schedule: 0 5 * * *", 1)), 0o600)
+	if msg := fails(t, srv, 2, "edit", "report", "-f", m[1], "--jitter", "1m"); !strings.Contains(msg, "leave out the flags that set fields") {
+		t.Errorf("edit -f with a field flag said %q", msg)
+	}
+	out = ok(t, srv, "edit", "report", "-f", m[1])
+	if !strings.Contains(out, `+ schedule: "0 5 * * *"`) || !strings.Contains(out, "+ maxAttempts: 4") {
+		t.Errorf("edit -f of the mended edit printed:\n%s", out)
+	}
+	if j := okJSON[struct{ Job db.Job }](t, srv, "show", "report").Job; j.Schedule != "0 5 * * *" || j.MaxAttempts != 4 {
+		t.Fatalf("job after edit -f = %+v", j)
 	}
 }
 

@@ -152,7 +152,7 @@ func TestCLI_Jobs(t *testing.T) {
 				t.Errorf("show lacks %q:\n%s", want, show)
 			}
 		}
-		if out := ok(t, srv, "pause", oneOff.ID); !strings.Contains(out, "paused job "+oneOff.ID+" (now paused") {
+		if out := ok(t, srv, "pause", oneOff.ID); out != "paused job "+oneOff.ID+" (now paused until resumed)\n" {
 			t.Errorf("pause printed %q", out)
 		}
 		if paused := okJSON[struct{ Jobs []db.Job }](t, srv, "ls", "--state", "paused"); len(paused.Jobs) != 1 || paused.Jobs[0].ID != oneOff.ID {
@@ -221,7 +221,7 @@ func TestCLI_Jobs(t *testing.T) {
 			{[]string{"add", "--exec", "--", "true"}, 0, ""},
 			{[]string{"add"}, 2, "--type is required"},
 			{[]string{"add", "--type", "noop", "--in", "soon"}, 2, "--in"},
-			{[]string{"add", "--type", "noop", "--payload", "{nope"}, 2, "--payload is not valid JSON"},
+			{[]string{"add", "--type", "noop", "--payload", "{nope"}, 2, `--payload "{nope": give valid JSON`},
 			{[]string{"add", "--type", "noop", "--at", "2030-01-01T00:00:00Z", "--in", "1m"}, 2, "give one of --at, --in and --schedule"},
 			{[]string{"show"}, 2, "sked show takes one job id"},
 			{[]string{"cancel", "a", "b"}, 2, "sked cancel takes one job id"},
@@ -287,6 +287,16 @@ func TestCLI_ScheduleControls(t *testing.T) {
 		t.Fatalf("bad --until: %q", msg)
 	}
 	ok(t, srv, "resume", hourly.ID)
+	// Paused, it runs at none of its times: pause says until when, not
+	// the next run.
+	out := ok(t, srv, "pause", hourly.ID, "--until", until.Format(time.RFC3339), "--reason", "db upgrade")
+	if want := "paused job " + hourly.ID + " (now paused until " + until.Format(time.RFC3339) + ": db upgrade)\n"; out != want {
+		t.Errorf("pause --until printed %q, want %q", out, want)
+	}
+	if out := ok(t, srv, "edit", hourly.ID, "--jitter", "1s"); !strings.HasSuffix(out, "\npaused until "+until.Format(time.RFC3339)+"\n") {
+		t.Errorf("edit of a paused job printed %q, want it to end saying until when it is paused", out)
+	}
+	ok(t, srv, "resume", hourly.ID)
 
 	slot := *okJSON[struct{ Job db.Job }](t, srv, "show", hourly.ID).Job.Slot
 	skipped := okJSON[db.Job](t, srv, "skip", hourly.ID)
@@ -302,7 +312,7 @@ func TestCLI_ScheduleControls(t *testing.T) {
 
 	from := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Hour)
 	to := from.Add(2 * time.Hour)
-	out := ok(t, srv, "backfill", hourly.ID, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339))
+	out = ok(t, srv, "backfill", hourly.ID, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339))
 	if !strings.Contains(out, "3 slots, 3 jobs created") {
 		t.Fatalf("backfill printed %q", out)
 	}

@@ -18,9 +18,21 @@ func checkExposure(cfg Config) error {
 	if addr == "" || cfg.authenticates() || cfg.Insecure || isLoopback(addr) {
 		return nil
 	}
-	return fmt.Errorf("listening on %s reaches beyond loopback, where anyone who can reach it could run jobs, and no token is set: "+
-		"set one with --token or SKED_TOKEN (Config.Tokens; clients send it as Authorization: Bearer …), "+
-		"listen on 127.0.0.1, or pass --insecure (Config.Insecure) to serve without authentication", addr)
+	return &ExposedError{Addr: addr}
+}
+
+// ExposedError is Start's refusal of a listener of sked's own that reaches
+// beyond loopback while Config has no token of any role (Tokens,
+// WorkerTokens, ReadTokens) and Insecure is unset.
+// A command line built on Server says it in terms of its own flags.
+type ExposedError struct {
+	Addr string // where sked would listen
+}
+
+func (e *ExposedError) Error() string {
+	return fmt.Sprintf("listening on %s reaches beyond loopback, where anyone who can reach it could run jobs, and Config has no token: "+
+		"set one in Config.Tokens (clients send it as Authorization: Bearer …), listen on loopback, "+
+		"or set Config.Insecure to serve without authentication", e.Addr)
 }
 
 // isLoopback reports whether addr (host:port) listens on loopback only:

@@ -34,7 +34,7 @@ func TestCheckExposure(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%s tokens=%v insecure=%v: err = %v, want ok=%v", c.addr, c.tokens, c.insecure, err, c.ok)
 		}
-		if err != nil && (!strings.Contains(err.Error(), "--token") || !strings.Contains(err.Error(), "Config.Insecure")) {
+		if xe := (*ExposedError)(nil); err != nil && (!errors.As(err, &xe) || !strings.Contains(err.Error(), "Config.Tokens") || !strings.Contains(err.Error(), "Config.Insecure")) {
 			t.Errorf("%s: error %q does not say how to fix it", c.addr, err)
 		}
 	}

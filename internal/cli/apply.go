@@ -22,33 +22,40 @@ import (
 
 // applyFlags are the flags of sked apply.
 type applyFlags struct {
-	file          string
-	dryRun, prune bool
+	file               string
+	dryRun, prune, yes bool
 }
 
 func applyCmd(env Env) *cobra.Command {
 	var f applyFlags
 	cmd := clientCommand(env, &cobra.Command{
-		Use:   "apply -f FILE [--dry-run] [--prune]",
+		Use:   "apply -f FILE [--dry-run] [--prune [--yes]]",
 		Short: "Make the named jobs of a file (YAML or JSON) so: create what is new, change what differs",
 		Long: "sked apply reads a list of named jobs from a YAML or JSON file (\"-\": standard input), each with the fields of\n" +
 			"POST /jobs, and gives each name its definition with PUT /jobs/by-name/{name}: a new name is created, a changed\n" +
 			"definition is changed in place (its runs and timeline kept), the rest is left alone. Applying the same file\n" +
-			"again changes nothing. --prune also cancels the named jobs the file does not name; --dry-run prints the plan\n" +
-			"as a diff and changes nothing. `sked export` writes the file back.",
-		Example: "  sked apply -f schedules.yaml --dry-run\n  sked apply -f schedules.yaml --prune\n  sked export > schedules.yaml",
-		Args:    noArgs,
+			"again changes nothing. --dry-run prints the plan as a diff and changes nothing. `sked export` writes the file back.\n\n" +
+			"--prune also cancels the named jobs the file does not name: every one on the server, those made by hand with\n" +
+			"sked add --name too, for the server does not know which jobs a file made. So it asks for --yes when it would\n" +
+			"cancel any: without it, it names them and changes nothing (exit 2). See the plan with --dry-run first.",
+		Example: "  sked apply -f schedules.yaml --dry-run\n  sked apply -f schedules.yaml --prune --dry-run\n  sked apply -f schedules.yaml --prune --yes\n" +
+			"  sked export > schedules.yaml",
+		Args: noArgs,
 	}, func(ctx context.Context, a *api, _ []string) error { return f.run(ctx, a) })
 	cmd.Flags().StringVarP(&f.file, "file", "f", "", "the file of jobs, YAML or JSON; - for standard input")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print what would change, as a diff, and change nothing")
-	cmd.Flags().BoolVar(&f.prune, "prune", false, "cancel the named jobs that the file does not name")
+	cmd.Flags().BoolVar(&f.prune, "prune", false, "cancel the named jobs that the file does not name, those made by hand too (asks for --yes)")
+	cmd.Flags().BoolVar(&f.yes, "yes", false, "with --prune: cancel the jobs it names; without --yes it cancels none and changes nothing")
 	return cmd
 }
 
 // run applies the file.
 func (f *applyFlags) run(ctx context.Context, a *api) error {
-	if f.file == "" {
+	switch {
+	case f.file == "":
 		return usagef("-f FILE is required: the jobs to apply, YAML or JSON (- for standard input)")
+	case f.yes && !f.prune:
+		return usagef("--yes confirms the cancellations of --prune; add --prune, or leave out --yes")
 	}
 	b, err := readFile(f.file)
 	if err != nil {
@@ -57,6 +64,21 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 	jobs, err := parseJobs(b)
 	if err != nil {
 		return usagef("%s: %v", f.file, err)
+	}
+	var prune []db.Job
+	if f.prune {
+		if prune, err = unnamedIn(ctx, a, jobs); err != nil {
+			return err
+		}
+		if len(prune) > 0 && !f.dryRun && !f.yes {
+			names := make([]string, len(prune))
+			for i, j := range prune {
+				names[i] = j.Name
+			}
+			return usagef("--prune would cancel %s that %s does not name: %s. It cancels every named job not in the file, "+
+				"those made by hand with sked add --name too; nothing was changed. See the plan with --dry-run, then add --yes to cancel them",
+				plural(len(prune), "named job"), f.file, strings.Join(names, ", "))
+		}
 	}
 	var (
 		created, changed, unchanged, pruned int
@@ -87,7 +109,7 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 	}
 	if f.prune {
 		var perrs []error
-		pruned, perrs = f.pruneJobs(ctx, a, jobs)
+		pruned, perrs = f.pruneJobs(ctx, a, prune)
 		errs = append(errs, perrs...)
 	}
 	if a.json {
@@ -112,6 +134,9 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 	}
 	if f.dryRun && len(errs) == 0 {
 		fmt.Fprintln(a.env.Stdout, "(dry run: nothing was changed)")
+		if len(prune) > 0 && !f.yes {
+			fmt.Fprintln(a.env.Stdout, "(--prune cancels only with --yes)")
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -124,23 +149,26 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// pruneJobs cancels the named jobs, not cancelled nor done, that jobs does
-// not name, and returns how many it cancelled (or would).
-func (f *applyFlags) pruneJobs(ctx context.Context, a *api, jobs []skedapi.JobCreateRequest) (int, []error) {
+// unnamedIn are the named jobs, neither cancelled nor done, that jobs does
+// not name: those --prune cancels.
+func unnamedIn(ctx context.Context, a *api, jobs []skedapi.JobCreateRequest) ([]db.Job, error) {
 	keep := map[string]bool{}
 	for _, j := range jobs {
 		keep[j.Name] = true
 	}
 	named, err := namedJobs(ctx, a.c)
 	if err != nil {
-		return 0, []error{err}
+		return nil, err
 	}
+	return slices.DeleteFunc(named, func(j db.Job) bool { return keep[j.Name] || j.State == db.StateDone }), nil
+}
+
+// pruneJobs cancels the jobs of prune (see unnamedIn) and returns how many
+// it cancelled (or would).
+func (f *applyFlags) pruneJobs(ctx context.Context, a *api, prune []db.Job) (int, []error) {
 	n := 0
 	var errs []error
-	for _, j := range named {
-		if keep[j.Name] || j.State == db.StateDone {
-			continue
-		}
+	for _, j := range prune {
 		if !f.dryRun {
 			if err := a.c.JobCancel(ctx, j.ID); err != nil {
 				errs = append(errs, fmt.Errorf("prune job %s: %w", j.Name, apiError(err, a.server)))

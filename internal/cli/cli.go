@@ -30,12 +30,20 @@ type Env struct {
 func Main(ctx context.Context, args []string, env Env) int {
 	err := Run(ctx, args, env)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "sked:", err)
+		printError(env.Stderr, err)
 		if ue := (*usageError)(nil); errors.As(err, &ue) && ue.cmd != "" {
 			fmt.Fprintf(env.Stderr, "Run '%s --help' for usage.\n", ue.cmd)
 		}
 	}
 	return ExitCode(err)
+}
+
+// printError writes err to w, each of its lines after "sked: ": the errors
+// of errors.Join stand on lines of their own, each said by sked.
+func printError(w io.Writer, err error) {
+	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
+		fmt.Fprintln(w, "sked:", line)
+	}
 }
 
 // Run runs the command line args.
@@ -273,6 +281,28 @@ func valueHint(f *pflag.Flag, err error) string {
 	}
 	return err.Error()
 }
+
+// rfc3339Value is the value of a flag that takes a time, such as --at and
+// --until: RFC 3339, the zero time until given.
+type rfc3339Value time.Time
+
+func (t *rfc3339Value) Set(v string) error {
+	tt, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z")
+	}
+	*t = rfc3339Value(tt)
+	return nil
+}
+
+func (t *rfc3339Value) String() string {
+	if time.Time(*t).IsZero() {
+		return ""
+	}
+	return time.Time(*t).Format(time.RFC3339)
+}
+
+func (t *rfc3339Value) Type() string { return "time" }
 
 // normalize rewrites args for cmd's flags, before pflag reads them:
 // "-name" becomes "--name" for a long flag (as Go's flag package read them),

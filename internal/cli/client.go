@@ -65,7 +65,7 @@ func (a *api) register(fs *pflag.FlagSet) {
 func checkServer(server string) error {
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("--server %q is not an http:// or https:// URL", server)
+		return usagef("--server %q: give an http:// or https:// URL, such as %s", server, DefaultServer)
 	}
 	return nil
 }
@@ -173,12 +173,13 @@ func clientCmds(env Env) []*cobra.Command {
 
 // addFlags are the flags of sked add.
 type addFlags struct {
-	req                   skedapi.JobCreateRequest
-	payload, at, schedule string
-	exec                  bool
-	url                   string
-	in, timeout, backoff  time.Duration
-	jitter, expect        time.Duration
+	req                  skedapi.JobCreateRequest
+	payload, schedule    string
+	at                   rfc3339Value
+	exec                 bool
+	url                  string
+	in, timeout, backoff time.Duration
+	jitter, expect       time.Duration
 }
 
 func addCmd(env Env) *cobra.Command {
@@ -206,7 +207,7 @@ func addCmd(env Env) *cobra.Command {
 	fs.StringVar(&f.req.Name, "name", "", "name of the job, unique among jobs not cancelled, accepted wherever its id is")
 	fs.StringVar(&f.req.Type, "type", "", "job type: http, exec or a handler's name")
 	fs.StringVar(&f.payload, "payload", "", "payload JSON, or @FILE to read it from a file")
-	fs.StringVar(&f.at, "at", "", "one-off: run at this RFC 3339 time")
+	fs.Var(&f.at, "at", "one-off: run at this RFC 3339 time")
 	fs.DurationVar(&f.in, "in", 0, "one-off: run after this duration, e.g. 10m")
 	fs.StringVar(&f.schedule, "schedule", "", "recurring: cron expression, e.g. '30 2 * * 1-5' or '@every 90s'")
 	fs.StringVar(&f.req.Timezone, "tz", "", "recurring: IANA time zone of the schedule (default UTC)")
@@ -273,7 +274,8 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	req.Payload = body
 
 	given := 0
-	for _, s := range []bool{f.at != "", f.in != 0, f.schedule != ""} {
+	at := time.Time(f.at)
+	for _, s := range []bool{!at.IsZero(), f.in != 0, f.schedule != ""} {
 		if s {
 			given++
 		}
@@ -282,14 +284,10 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		return usagef("give one of --at, --in and --schedule")
 	}
 	switch {
-	case f.at != "":
-		t, err := time.Parse(time.RFC3339, f.at)
-		if err != nil {
-			return usagef("--at %q is not an RFC 3339 time such as 2026-12-01T09:00:00Z", f.at)
-		}
-		req.RunAt = &t
+	case !at.IsZero():
+		req.RunAt = &at
 	case f.in < 0:
-		return usagef("--in %s must not be negative", f.in)
+		return usagef("--in %s: must not be negative; give how long from now, such as 10m", f.in)
 	case f.in > 0:
 		t := time.Now().Add(f.in).UTC().Truncate(time.Millisecond)
 		req.RunAt = &t
@@ -342,7 +340,7 @@ func readPayload(v string) (json.RawMessage, error) {
 		}
 	}
 	if !json.Valid(b) {
-		return nil, usagef("--payload is not valid JSON: %.80s", strings.TrimSpace(string(b)))
+		return nil, usagef("--payload %.80q: give valid JSON, or @FILE for a file that holds it", strings.TrimSpace(string(b)))
 	}
 	return b, nil
 }
@@ -490,26 +488,39 @@ func (a *api) printAction(verb, id string, job db.Job) error {
 		return a.printJSON(job)
 	}
 	fmt.Fprintf(a.env.Stdout, "%s job %s (now %s", verb, id, job.State)
-	if job.NextRunAt != nil {
+	switch {
+	case job.State == db.StatePaused: // it runs at none of its times
+		fmt.Fprintf(a.env.Stdout, " %s", pausedUntil(job))
+		if job.PauseReason != "" {
+			fmt.Fprintf(a.env.Stdout, ": %s", job.PauseReason)
+		}
+	case job.NextRunAt != nil:
 		fmt.Fprintf(a.env.Stdout, ", next run %s", timeText(job.NextRunAt))
 	}
 	fmt.Fprintln(a.env.Stdout, ")")
 	return nil
 }
 
+// pausedUntil says until when a paused job stays paused: "until resumed",
+// or "until" the time it resumes by itself.
+func pausedUntil(job db.Job) string {
+	if job.PauseUntil != nil {
+		return "until " + optTime(job.PauseUntil)
+	}
+	return "until resumed"
+}
+
 func pauseCmd(env Env) *cobra.Command {
-	var reason, until string
+	var (
+		reason string
+		until  rfc3339Value
+	)
 	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339]", "Pause a ready job, with a reason and an end", func(ctx context.Context, a *api, id string) error {
 		var (
-			t   time.Time
+			t   = time.Time(until)
 			job db.Job
 			err error
 		)
-		if until != "" {
-			if t, err = time.Parse(time.RFC3339, until); err != nil {
-				return usagef("--until %q is not an RFC 3339 time such as 2026-12-01T06:00:00Z", until)
-			}
-		}
 		if reason != "" || !t.IsZero() {
 			job, err = a.c.JobPauseUntil(ctx, id, reason, t)
 		} else {
@@ -521,22 +532,17 @@ func pauseCmd(env Env) *cobra.Command {
 		return a.printAction("paused", id, job)
 	})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the job is paused, shown on it")
-	cmd.Flags().StringVar(&until, "until", "", "resume by itself at this RFC 3339 time")
+	cmd.Flags().Var(&until, "until", "resume by itself at this RFC 3339 time")
 	return cmd
 }
 
 func backfillCmd(env Env) *cobra.Command {
-	var from, to string
+	var from, to rfc3339Value
 	cmd := jobCommand(env, "backfill ID|NAME --from RFC3339 --to RFC3339", "Run each past slot of a schedule in --from..--to once", func(ctx context.Context, a *api, id string) error {
-		var times [2]time.Time
-		for i, f := range []struct{ name, v string }{{"from", from}, {"to", to}} {
-			t, err := time.Parse(time.RFC3339, f.v)
-			if err != nil {
-				return usagef("--%s %q: give an RFC 3339 time such as 2026-12-01T06:00:00Z", f.name, f.v)
-			}
-			times[i] = t
+		if time.Time(from).IsZero() || time.Time(to).IsZero() {
+			return usagef("--from and --to are required: the first and the last slot time of the range, such as --from 2026-11-26T00:00:00Z --to 2026-11-26T23:59:59Z")
 		}
-		b, err := a.c.JobBackfill(ctx, id, times[0], times[1])
+		b, err := a.c.JobBackfill(ctx, id, time.Time(from), time.Time(to))
 		if err != nil {
 			return err
 		}
@@ -549,8 +555,8 @@ func backfillCmd(env Env) *cobra.Command {
 		}
 		return nil
 	})
-	cmd.Flags().StringVar(&from, "from", "", "first slot time of the range, RFC 3339")
-	cmd.Flags().StringVar(&to, "to", "", "last slot time of the range, RFC 3339")
+	cmd.Flags().Var(&from, "from", "first slot time of the range, RFC 3339")
+	cmd.Flags().Var(&to, "to", "last slot time of the range, RFC 3339")
 	return cmd
 }
 
@@ -591,11 +597,7 @@ func (a *api) show(ctx context.Context, id string) error {
 	field("Type", job.Type)
 	field("State", string(job.State))
 	if job.State == db.StatePaused {
-		until := "until resumed"
-		if job.PauseUntil != nil {
-			until = "until " + optTime(job.PauseUntil)
-		}
-		field("Paused", cmp.Or(job.PauseReason, "no reason given")+", "+until)
+		field("Paused", cmp.Or(job.PauseReason, "no reason given")+", "+pausedUntil(job))
 	}
 	if job.Recurring() {
 		field("Schedule", job.Schedule+" ("+cmp.Or(job.Timezone, "UTC")+")")

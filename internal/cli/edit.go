@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,17 +41,20 @@ func editFieldNames() string {
 func editCmd(env Env) *cobra.Command {
 	var (
 		unset []string
+		file  string
 		fs    *pflag.FlagSet
 	)
 	cmd := jobCommand(env, "edit ID|NAME [--schedule CRON] [--payload JSON|@FILE] [flags]",
 		"Change a job's definition (a merge patch of the flags given, or in $EDITOR)",
-		func(ctx context.Context, a *api, id string) error { return edit(ctx, a, id, fs, unset) })
+		func(ctx context.Context, a *api, id string) error { return edit(ctx, a, id, fs, unset, file) })
 	fs = cmd.Flags()
 	cmd.Long = "sked edit changes a job in place with PATCH /jobs/{id}: the flags given set their fields, --unset FIELD sets one\n" +
 		"back to its default. Without flags it opens the job's definition as YAML in $VISUAL or $EDITOR and sends what you\n" +
-		"changed. A running run finishes under the old definition; the next slot follows the new schedule; the change is\n" +
-		"recorded on the job's timeline (sked show)."
-	cmd.Example = "  sked edit nightly-backup --schedule '0 4 * * *' --tz Europe/Berlin\n  sked edit nightly-backup --unset jitter\n  sked edit nightly-backup"
+		"changed; -f FILE sends the definition in FILE instead. An edit the server refuses is kept in its file, whose path\n" +
+		"is printed: fix it and send it with -f. A running run finishes under the old definition; the next slot follows\n" +
+		"the new schedule; the change is recorded on the job's timeline (sked show)."
+	cmd.Example = "  sked edit nightly-backup --schedule '0 4 * * *' --tz Europe/Berlin\n  sked edit nightly-backup --unset jitter\n" +
+		"  sked edit nightly-backup\n  sked edit nightly-backup -f nightly-backup.yaml"
 	fs.String("name", "", "the job's new name")
 	fs.String("schedule", "", "cron expression, e.g. '30 2 * * 1-5' or '@every 90s'")
 	fs.String("tz", "", "IANA time zone of the schedule")
@@ -63,13 +67,15 @@ func editCmd(env Env) *cobra.Command {
 	fs.String("misfire", "", "run_once, skip or run_all")
 	fs.Duration("expect-success-within", 0, "mark the job quiet when no run succeeded for this long")
 	fs.StringArrayVar(&unset, "unset", nil, "set this field back to its default, e.g. jitter or expectSuccessWithin; repeat for several")
+	fs.StringVarP(&file, "file", "f", "", "send the definition in this file (YAML or JSON, as the editor shows it; - for standard input): "+
+		"the fields that differ from the job's are set, those it lacks go back to their defaults")
 	fs.SortFlags = false
 	return cmd
 }
 
-// edit changes job id by the flags of fs given and unset, or in an editor
-// when none was given.
-func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []string) error {
+// edit changes job id by the flags of fs given and unset, by the
+// definition in file, or in an editor when none was given.
+func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []string, file string) error {
 	patch := map[string]any{}
 	for _, ef := range editFields {
 		if !fs.Changed(ef.flag) {
@@ -102,22 +108,40 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 		}
 		patch[u] = nil
 	}
+	if file != "" && len(patch) > 0 {
+		return usagef("-f %s sends a whole definition; leave out the flags that set fields, or -f", file)
+	}
 	before, err := a.c.JobGet(ctx, id)
 	if err != nil {
 		return err
 	}
-	if len(patch) == 0 { // no flag of sked edit's own: the editor says what changes
-		if patch, err = editInEditor(before, a.env); err != nil {
+	kept := "" // the file of an edit made in the editor, kept when it is not applied
+	switch {
+	case file != "":
+		b, err := readFile(file)
+		if err != nil {
 			return err
 		}
-		if len(patch) == 0 {
-			fmt.Fprintf(a.env.Stdout, "no change to job %s\n", jobLabel(before))
-			return nil
+		if patch, err = definitionPatch(b, before); err != nil {
+			return err
 		}
+	case len(patch) == 0: // no flag of sked edit's own: the editor says what changes
+		if kept, patch, err = editInEditor(before, a.env); err != nil {
+			return err
+		}
+		defer func() {
+			if kept != "" {
+				os.RemoveAll(filepath.Dir(kept))
+			}
+		}()
+	}
+	if len(patch) == 0 {
+		fmt.Fprintf(a.env.Stdout, "no change to job %s\n", jobLabel(before))
+		return nil
 	}
 	after, err := a.c.JobPatch(ctx, before.ID, patch)
 	if err != nil {
-		return err
+		return keepEdit(&kept, before, apiError(err, a.server))
 	}
 	if a.json {
 		return a.printJSON(after)
@@ -128,45 +152,74 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 		return nil
 	}
 	printChanges(a.env.Stdout, "changed job "+jobLabel(after)+":", changes)
-	if after.NextRunAt != nil {
+	switch {
+	case after.State == db.StatePaused:
+		fmt.Fprintf(a.env.Stdout, "paused %s\n", pausedUntil(after))
+	case after.NextRunAt != nil:
 		fmt.Fprintf(a.env.Stdout, "next run %s\n", timeText(after.NextRunAt))
 	}
 	return nil
 }
 
-// editInEditor opens job's definition as YAML in the user's editor and
-// returns the merge patch of what was changed: changed fields set, removed
-// ones null.
-func editInEditor(job db.Job, env Env) (map[string]any, error) {
-	def := skedapi.RequestOf(job)
-	old, err := orderedFields(def)
-	if err != nil {
-		return nil, err
+// keepEdit keeps the file of an edit made in the editor that err stopped
+// (*kept, which it clears so that it is not removed) and adds to err where
+// it is and how to send it again. Without such a file it returns err.
+func keepEdit(kept *string, job db.Job, err error) error {
+	if *kept == "" {
+		return err
 	}
+	path := *kept
+	*kept = ""
+	return errors.Join(err, fmt.Errorf("your edit is kept in %s: fix it there and send it with `sked edit %s -f %s`", path, cmp.Or(job.Name, job.ID), path))
+}
+
+// editInEditor opens job's definition as YAML in the user's editor and
+// returns the file it was edited in and the merge patch of what was
+// changed (see definitionPatch). The file is left in a directory of its
+// own for the caller to remove; when its text cannot be read as a
+// definition it is kept (see keepEdit).
+func editInEditor(job db.Job, env Env) (path string, patch map[string]any, err error) {
+	def := skedapi.RequestOf(job)
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# The definition of job %s. Change it, save and quit; remove a field to set it back\n"+
 		"# to its default; leave it as it is to change nothing.\n", jobLabel(job))
 	if err := writeYAML(&buf, def); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	dir, err := os.MkdirTemp("", "sked-edit")
 	if err != nil {
-		return nil, fmt.Errorf("edit: %w", err)
+		return "", nil, fmt.Errorf("edit: %w", err)
 	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, cmp.Or(job.Name, job.ID)+".yaml")
+	path = filepath.Join(dir, cmp.Or(job.Name, job.ID)+".yaml")
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-		return nil, fmt.Errorf("edit: %w", err)
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("edit: %w", err)
 	}
 	editor := cmp.Or(env.Getenv("VISUAL"), env.Getenv("EDITOR"), "vi")
 	cmd := exec.Command("sh", "-c", editor+` "$1"`, "sh", path)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("edit with %s: %w", editor, err)
+	if err := cmd.Run(); err != nil { // the editor failed or was quit without saving (:cq)
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("edit with %s: %w", editor, err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("edit: %w", err)
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("edit: %w", err)
+	}
+	if patch, err = definitionPatch(b, job); err != nil {
+		return "", nil, keepEdit(&path, job, err)
+	}
+	return path, patch, nil
+}
+
+// definitionPatch reads b, a job definition as YAML (or JSON), and returns
+// the merge patch that makes job so: the fields that differ set, those b
+// lacks null (back to their defaults).
+func definitionPatch(b []byte, job db.Job) (map[string]any, error) {
+	old, err := orderedFields(skedapi.RequestOf(job))
+	if err != nil {
+		return nil, err
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {

@@ -133,8 +133,9 @@ func healthcheck(ctx context.Context, addr string, ready bool, timeout time.Dura
 
 func checkCmd(env Env) *cobra.Command {
 	var (
-		in         checker.Input
-		allow, end string
+		in    checker.Input
+		allow string
+		end   rfc3339Value
 	)
 	cmd := &cobra.Command{
 		Use:   "check --db FILE [--client-log F] [--jobs-log F] [--server-log F] [--finished]",
@@ -146,13 +147,7 @@ func checkCmd(env Env) *cobra.Command {
 			if in.DB == "" {
 				return usagef("--db is required: the run's SQLite database")
 			}
-			if end != "" {
-				t, err := time.Parse(time.RFC3339Nano, end)
-				if err != nil {
-					return usagef("--end %q is not an RFC 3339 time such as 2026-03-02T12:00:00Z", end)
-				}
-				in.End = t
-			}
+			in.End = time.Time(end)
 			if allow != "" {
 				in.AllowTypes = strings.Split(allow, ",")
 			}
@@ -177,7 +172,7 @@ func checkCmd(env Env) *cobra.Command {
 	fs.StringVar(&in.ServerLog, "server-log", "", "sked serve --log-format json output")
 	fs.StringVar(&allow, "allow-type", "", "comma-separated job types that need no enqueue (internal jobs)")
 	fs.BoolVar(&in.Finished, "finished", false, "the run is over and drained: acknowledged jobs must be final and have executed, schedules must not have stopped firing")
-	fs.StringVar(&end, "end", "", "when the run ended, RFC 3339 (default: the latest time in the evidence)")
+	fs.Var(&end, "end", "when the run ended, RFC 3339 (default: the latest time in the evidence)")
 	return cmd
 }
 

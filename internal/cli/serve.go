@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,7 @@ import (
 	"github.com/sked-dev/sked/worker"
 )
 
-// serveFlags are the flags of sked serve (and migrate). Most are read
+// serveFlags are the flags of sked serve. Most are read
 // straight into cfg; finish reads the rest into it.
 type serveFlags struct {
 	cfg server.Config
@@ -37,7 +38,7 @@ type serveFlags struct {
 
 func (s *serveFlags) register(fs *pflag.FlagSet) {
 	c := &s.cfg
-	fs.StringVar(&c.DB, "db", "sked.db", "SQLite database file, or a postgres:// URL shared by many nodes")
+	dbFlag(fs, &c.DB)
 	fs.StringVar(&c.Addr, "addr", defaultAddr, "HTTP listen address")
 	fs.IntVar(&c.Workers, "workers", worker.DefaultSlots, "jobs run at once by this process")
 	fs.DurationVar(&c.Lease, "lease", db.DefaultLease, "lease of a claimed job, renewed while it runs")
@@ -76,7 +77,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.defaultBackoff, "default-backoff", 0, "backoff (above zero) of jobs of every type --job-defaults does not name")
 	execEnvFlag(fs, &c.ExecEnv)
 	s.log.register(fs)
-	withEnv(fs, "db", "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "enable-exec", "allow-private-targets",
+	withEnv(fs, "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "enable-exec", "allow-private-targets",
 		"http-secret", "test-clock", "notify", "public-url", "token", "worker-token", "read-token", "insecure", "allowed-hosts", "retention", "job-defaults",
 		"default-max-attempts", "default-backoff")
 	splitEnv(fs, "notify", " ")
@@ -119,7 +120,7 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		bad("--retention %s: give a duration such as 720h, or 0 to keep everything", s.retention)
 	}
 	c.Retention, c.ClaimAhead = offWhenZero(s.retention), offWhenZero(s.claimAhead)
-	c.TestClock = time.Time(s.testClock)
+	c.TestClock = time.Time(s.testClock.rfc3339Value)
 	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
 		bad("--public-url %q: give the dashboard's absolute address without query or fragment, e.g. https://sked.example.com or https://example.com/sked/", c.PublicURL)
 	}
@@ -220,35 +221,24 @@ func checkExecEnv(names []string) error {
 
 // timeValue is the value of --test-clock: an RFC 3339 time, "true" for
 // now, "false" or "" for none.
-type timeValue time.Time
+type timeValue struct{ rfc3339Value }
 
 func (t *timeValue) Set(v string) error {
 	switch v {
 	case "", "false":
-		*t = timeValue{}
+		t.rfc3339Value = rfc3339Value{}
 	case "true":
-		*t = timeValue(time.Now())
+		t.rfc3339Value = rfc3339Value(time.Now())
 	default:
-		tt, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return fmt.Errorf(`give an RFC 3339 start time such as "2026-03-08T06:00:00Z", or no value to start now`)
+		if err := t.rfc3339Value.Set(v); err != nil {
+			return fmt.Errorf("%w, or no value to start now", err)
 		}
-		*t = timeValue(tt)
 	}
 	return nil
 }
 
-func (t *timeValue) String() string {
-	if time.Time(*t).IsZero() {
-		return ""
-	}
-	return time.Time(*t).Format(time.RFC3339)
-}
-
-func (t *timeValue) Type() string { return "time" }
-
-// serveCommand is a command with sked serve's flags (serve, migrate) that
-// runs run with them checked and the logger they ask for.
+// serveCommand is a command with sked serve's flags that runs run with
+// them checked and the logger they ask for.
 func serveCommand(env Env, use, short string, run func(cmd *cobra.Command, s *serveFlags) error) *cobra.Command {
 	s := &serveFlags{}
 	cmd := &cobra.Command{
@@ -273,19 +263,74 @@ func serveCommand(env Env, use, short string, run func(cmd *cobra.Command, s *se
 
 func serveCmd(env Env) *cobra.Command {
 	cmd := serveCommand(env, "serve", "Run the scheduler: API, dashboard, dispatcher, workers, reaper", func(cmd *cobra.Command, s *serveFlags) error {
-		return server.New(s.cfg).Run(cmd.Context())
+		// Listen before the store is opened, so that a start that cannot
+		// listen leaves no database file behind.
+		if s.cfg.Addr != "" {
+			ln, err := listen(s.cfg.Addr)
+			if err != nil {
+				return err
+			}
+			defer ln.Close()
+			s.cfg.Listener = ln
+		}
+		err := server.New(s.cfg).Run(cmd.Context())
+		if xe := (*server.ExposedError)(nil); errors.As(err, &xe) {
+			return fmt.Errorf("--addr %s reaches beyond loopback, where anyone who can reach it could run jobs, and no token is set: "+
+				"set one with --token or SKED_TOKEN (clients send it as Authorization: Bearer …), listen on loopback "+
+				"(such as --addr %s), or pass --insecure to serve without authentication", s.cfg.Addr, defaultAddr)
+		}
+		return err
 	})
 	cmd.Example = "  sked serve --db /var/lib/sked/sked.db --enable-exec\n  SKED_TOKEN=s3cret sked serve --addr 0.0.0.0:8080"
 	return cmd
 }
 
+// listen opens sked serve's listener on addr (--addr). A port in use or
+// not this process's to take is said with the fix.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("cannot listen on %s: port %s is in use (by another sked serve or another program): "+
+			"stop that, or give sked serve another address with --addr (SKED_ADDR)", addr, port)
+	case errors.Is(err, syscall.EACCES):
+		return nil, fmt.Errorf("cannot listen on %s: port %s needs privileges this process lacks: "+
+			"give a port above 1023 with --addr (SKED_ADDR), or run sked serve with the privilege to bind it", addr, port)
+	}
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) {
+		err = oe.Err // not "listen tcp ADDR:" again
+	}
+	return nil, fmt.Errorf("cannot listen on %s: %w; give an address of this machine with --addr (SKED_ADDR), such as %s", addr, err, defaultAddr)
+}
+
 func migrateCmd(env Env) *cobra.Command {
-	return serveCommand(env, "migrate", "Create or upgrade the database (--db) and exit", func(cmd *cobra.Command, s *serveFlags) error {
-		store, err := server.OpenStore(cmd.Context(), s.cfg.DB)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(s.cfg.DB))
-		return store.Close()
-	})
+	var dsn string
+	cmd := &cobra.Command{
+		Use:   "migrate [--db sked.db]",
+		Short: "Create or upgrade the database (--db) and exit",
+		Long: "sked migrate creates the database, or upgrades it to this version's schema, and exits; sked serve does the\n" +
+			"same as it starts. It is for doing that alone, such as before the nodes that share a PostgreSQL database start.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := server.OpenStore(cmd.Context(), dsn)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(dsn))
+			return store.Close()
+		},
+	}
+	dbFlag(cmd.Flags(), &dsn)
+	return cmd
+}
+
+// dbFlag registers --db, the database of sked serve and sked migrate, on fs,
+// read into dsn.
+func dbFlag(fs *pflag.FlagSet, dsn *string) {
+	fs.StringVar(dsn, "db", "sked.db", "SQLite database file, or a postgres:// URL shared by many nodes")
+	withEnv(fs, "db")
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +113,62 @@ func TestServeFlags_AllowedHosts(t *testing.T) {
 		_, err := parseServe(t, []string{"--allowed-hosts", bad}, nil)
 		if ExitCode(err) != 2 || !strings.Contains(err.Error(), "without scheme, port or wildcard") {
 			t.Errorf("--allowed-hosts %s: %v, want a refusal that says what to give", bad, err)
+		}
+	}
+}
+
+// TestMigrate_Flags: sked migrate offers the one flag it reads, --db, and
+// refuses sked serve's others instead of taking and ignoring them.
+func TestMigrate_Flags(t *testing.T) {
+	code, help, _ := mainOf("migrate", "--help")
+	if code != 0 || !strings.Contains(help, "--db string") {
+		t.Fatalf("sked migrate --help: exit %d\n%s", code, help)
+	}
+	for _, serveOnly := range []string{"--addr", "--workers", "--token", "--enable-exec", "--log-format"} {
+		if strings.Contains(help, serveOnly) {
+			t.Errorf("sked migrate --help lists %s, which it does not read:\n%s", serveOnly, help)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "sked.db")
+	if code, _, stderr := mainOf("migrate", "--db", path, "--addr", "127.0.0.1:9"); code != 2 || !strings.Contains(stderr, "unknown flag: --addr") {
+		t.Errorf("sked migrate --addr: exit %d, %s", code, stderr)
+	}
+	code, out, stderr := mainOf("migrate", "--db", path)
+	if _, err := os.Stat(path); code != 0 || err != nil || out != path+" is at the current schema\n" {
+		t.Errorf("sked migrate --db %s: exit %d, %v\n%s%s", path, code, err, out, stderr)
+	}
+}
+
+// TestServe_RefusedStartLeavesNothing: sked serve on a port in use, or
+// beyond loopback without a token, says why in its flags' terms and leaves
+// no database file behind.
+func TestServe_RefusedStartLeavesNothing(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	_, port, _ := net.SplitHostPort(busy.Addr().String())
+	for _, c := range []struct {
+		addr string
+		code int
+		want []string
+	}{
+		{busy.Addr().String(), 1, []string{"port " + port + " is in use", "--addr"}},
+		{"0.0.0.0:0", 1, []string{"--addr 0.0.0.0:0 reaches beyond loopback", "--token or SKED_TOKEN", "--insecure"}},
+	} {
+		dir := t.TempDir()
+		code, _, stderr := mainOf("serve", "--db", filepath.Join(dir, "sked.db"), "--addr", c.addr)
+		if code != c.code || strings.Contains(stderr, "Config.") {
+			t.Errorf("serve --addr %s: exit %d, want %d and no Go names:\n%s", c.addr, code, c.code, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("serve --addr %s said no %q:\n%s", c.addr, w, stderr)
+			}
+		}
+		if left, _ := os.ReadDir(dir); len(left) > 0 {
+			t.Errorf("serve --addr %s refused to start but left %s behind", c.addr, left[0].Name())
 		}
 	}
 }

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// mainOf runs args as the sked binary does, with an empty environment, and
+// returns its exit status and what it wrote.
+func mainOf(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = Main(context.Background(), args, Env{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+// TestMain_JoinedUsageErrors: a command line with several faults says each
+// on a line of its own, each after "sked:" as every other error, and then
+// where the help is.
+func TestMain_JoinedUsageErrors(t *testing.T) {
+	code, _, stderr := mainOf("work", "--concurrency", "0")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != 2 || len(lines) < 3 || lines[len(lines)-1] != "Run 'sked work --help' for usage." {
+		t.Fatalf("sked work --concurrency 0: exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, l := range lines[:len(lines)-1] {
+		if !strings.HasPrefix(l, "sked: ") {
+			t.Errorf("line %q of the joined errors lacks the sked: prefix; stderr:\n%s", l, stderr)
+		}
+	}
+}
+
+// TestMain_BadValues: a flag given a value it does not take is said in one
+// form whatever the command, "--flag VALUE: what to give", and exits 2.
+func TestMain_BadValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", "--type", "t", "--at", "tomorrow"}, `--at "tomorrow": give an RFC 3339 time such as 2026-12-01T06:00:00Z`},
+		{[]string{"pause", "j", "--until", "noon"}, `--until "noon": give an RFC 3339 time such as 2026-12-01T06:00:00Z`},
+		{[]string{"backfill", "j", "--from", "2026-11-26", "--to", "2026-11-27T00:00:00Z"}, `--from "2026-11-26": give an RFC 3339 time`},
+		{[]string{"check", "--db", "x.db", "--end", "12:10"}, `--end "12:10": give an RFC 3339 time`},
+		{[]string{"serve", "--test-clock=monday"}, `--test-clock "monday": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or no value to start now`},
+		{[]string{"add", "--type", "t", "--in", "-5m"}, "--in -5m0s: must not be negative"},
+		{[]string{"add", "--type", "t", "--payload", "{nope"}, `--payload "{nope": give valid JSON`},
+		{[]string{"ls", "--server", "localhost:8080"}, `--server "localhost:8080": give an http:// or https:// URL`},
+		{[]string{"ls", "--limit", "many"}, `--limit "many": give a whole number`},
+	} {
+		code, _, stderr := mainOf(c.args...)
+		if code != 2 || !strings.HasPrefix(stderr, "sked: "+c.want) {
+			t.Errorf("sked %q: exit %d, said %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	if code, _, stderr := mainOf("backfill", "j", "--from", "2026-11-26T00:00:00Z"); code != 2 || !strings.Contains(stderr, "--from and --to are required") {
+		t.Errorf("backfill without --to: exit %d, said %q", code, stderr)
+	}
+}
