@@ -146,6 +146,9 @@ func checkCmd(env Env) *cobra.Command {
 			if in.DB == "" {
 				return usagef("--db is required: the run's SQLite database")
 			}
+			if postgres.IsURL(in.DB) {
+				return usagef("sked check reads a SQLite file; it does not check PostgreSQL databases")
+			}
 			if end != "" {
 				t, err := time.Parse(time.RFC3339Nano, end)
 				if err != nil {
