@@ -484,13 +484,15 @@ func cancelCmd(env Env) *cobra.Command {
 	})
 }
 
-// printAction says what a state change did to the job given as id.
+// printAction says what a state change did to the job given as id. A
+// running job's next run is the slot it is running, already past: it is
+// left out.
 func (a *api) printAction(verb, id string, job db.Job) error {
 	if a.json {
 		return a.printJSON(job)
 	}
 	fmt.Fprintf(a.env.Stdout, "%s job %s (now %s", verb, id, job.State)
-	if job.NextRunAt != nil {
+	if job.NextRunAt != nil && job.State != db.StateRunning {
 		fmt.Fprintf(a.env.Stdout, ", next run %s", timeText(job.NextRunAt))
 	}
 	fmt.Fprintln(a.env.Stdout, ")")
