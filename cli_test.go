@@ -232,6 +232,11 @@ func TestCLI_Jobs(t *testing.T) {
 				t.Errorf("sked %q: exit %d, stderr %q; want exit %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
 			}
 		}
+		// A name in use is changed with sked edit, not an API route.
+		named := okJSON[db.Job](t, srv, "add", "--type", "noop", "--name", "taken", "--in", "1h")
+		if msg := fails(t, srv, 1, "add", "--type", "noop", "--name", "taken"); !strings.Contains(msg, "belongs to job "+named.ID+" (ready); change that job (`sked edit taken`), or cancel it first") {
+			t.Errorf("add with a name in use said %q; want the sked edit to use", msg)
+		}
 	})
 }
 
