@@ -232,6 +232,11 @@ func TestCLI_Jobs(t *testing.T) {
 				t.Errorf("sked %q: exit %d, stderr %q; want exit %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
 			}
 		}
+		// A name in use is changed with sked edit, not an API route.
+		named := okJSON[db.Job](t, srv, "add", "--type", "noop", "--name", "taken", "--in", "1h")
+		if msg := fails(t, srv, 1, "add", "--type", "noop", "--name", "taken"); !strings.Contains(msg, "belongs to job "+named.ID+" (ready); change that job (`sked edit taken`), or cancel it first") {
+			t.Errorf("add with a name in use said %q; want the sked edit to use", msg)
+		}
 	})
 }
 
@@ -322,7 +327,10 @@ func TestCLI_ScheduleControls(t *testing.T) {
 
 	long := okJSON[db.Job](t, srv, "add", "--exec", "--", "sleep", "30")
 	waitFor(t, "the long job to run", func() bool { return okJSON[struct{ Job db.Job }](t, srv, "show", long.ID).Job.State == db.StateRunning })
-	ok(t, srv, "cancel-run", long.ID)
+	// The job runs its slot, which is past: no "next run" beside it.
+	if out := ok(t, srv, "cancel-run", long.ID); out != "asked to stop the run of job "+long.ID+" (now running)\n" {
+		t.Errorf("cancel-run printed %q", out)
+	}
 	waitFor(t, "the run to stop", func() bool {
 		return okJSON[struct{ Job db.Job }](t, srv, "show", long.ID).Job.State == db.StateCancelled
 	})

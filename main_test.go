@@ -220,6 +220,11 @@ func TestRun_BadFlags(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"help", "frobnicate"}, `unknown command "frobnicate": there is no help on it`},
 		{[]string{}, "no command given"},
+		// A libpq key=value string would be a SQLite file's name.
+		{[]string{"migrate", "--db", "host=db.internal dbname=sked"}, "give a URL such as postgres://"},
+		{[]string{"serve", "--db", "user=sked password=s3cret host=127.0.0.1"}, "give a URL such as postgres://"},
+		// sked check reads SQLite only; a PostgreSQL URL is told so, not stat-ed as a file.
+		{[]string{"check", "--db", "postgres://sked:s3cret@127.0.0.1:1/sked"}, "sked check reads a SQLite file"},
 	} {
 		err := run(context.Background(), tc.args, func(string) string { return "" }, io.Discard, io.Discard)
 		if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), tc.want) {

@@ -135,9 +135,15 @@ func jobCommand(env Env, use, short string, run func(ctx context.Context, a *api
 	return cmd
 }
 
-// cancelRunHint is how the server says to stop a run; the CLI says it as a
-// command.
-var cancelRunHint = regexp.MustCompile(`POST /jobs/([^/\s]+)/cancel-run`)
+// cliHints are how the server names a route to use instead, with the
+// command that does it: stop a run; change the job that has a name.
+var cliHints = []struct {
+	route *regexp.Regexp
+	cmd   string
+}{
+	{regexp.MustCompile(`POST /jobs/([^/\s]+)/cancel-run`), "`sked cancel-run $1`"},
+	{regexp.MustCompile(`PATCH /jobs/([^/\s]+) or PUT /jobs/by-name/[^/\s)]+`), "`sked edit $1`"},
+}
 
 // apiError rewrites errors of reaching the server into what to do about
 // them; the server's own problems (with their detail) pass as they are,
@@ -150,7 +156,10 @@ func apiError(err error, server string) error {
 		return fmt.Errorf("cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
 	}
 	if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && ae.Detail != "" {
-		detail := cancelRunHint.ReplaceAllString(ae.Detail, "`sked cancel-run $1`")
+		detail := ae.Detail
+		for _, h := range cliHints {
+			detail = h.route.ReplaceAllString(detail, h.cmd)
+		}
 		return fmt.Errorf("%s (%d %s)", detail, ae.Status, http.StatusText(ae.Status))
 	}
 	return err
@@ -482,7 +491,9 @@ func cancelCmd(env Env) *cobra.Command {
 	})
 }
 
-// printAction says what a state change did to the job given as id.
+// printAction says what a state change did to the job given as id. A
+// running job's next run is the slot it is running, already past: it is
+// left out.
 func (a *api) printAction(verb, id string, job db.Job) error {
 	if a.json {
 		return a.printJSON(job)
@@ -494,7 +505,7 @@ func (a *api) printAction(verb, id string, job db.Job) error {
 		if job.PauseReason != "" {
 			fmt.Fprintf(a.env.Stdout, ": %s", job.PauseReason)
 		}
-	case job.NextRunAt != nil:
+	case job.NextRunAt != nil && job.State != db.StateRunning:
 		fmt.Fprintf(a.env.Stdout, ", next run %s", timeText(job.NextRunAt))
 	}
 	fmt.Fprintln(a.env.Stdout, ")")

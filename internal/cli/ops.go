@@ -147,6 +147,9 @@ func checkCmd(env Env) *cobra.Command {
 			if in.DB == "" {
 				return usagef("--db is required: the run's SQLite database")
 			}
+			if postgres.IsURL(in.DB) {
+				return usagef("sked check reads a SQLite file; it does not check PostgreSQL databases")
+			}
 			in.End = time.Time(end)
 			if allow != "" {
 				in.AllowTypes = strings.Split(allow, ",")

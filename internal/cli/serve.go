@@ -113,6 +113,11 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if err := checkGrace(c.Grace); err != nil {
 		errs = append(errs, err)
 	}
+	if isKeywordDSN(c.DB) {
+		// Not echoed: such a string usually holds a password.
+		bad("--db reads as a PostgreSQL connection string of key=value pairs, which sked would take for a SQLite file name; " +
+			"give a URL such as postgres://USER:PASSWORD@HOST:5432/DBNAME")
+	}
 	if s.claimAhead < 0 || s.claimAhead > c.Lease/4 {
 		bad("--claim-ahead %s: must be between 0 and a quarter of --lease (%s)", s.claimAhead, c.Lease/4)
 	}
@@ -160,6 +165,22 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		c.JobDefaults[server.AnyType] = db.Defaults{MaxAttempts: s.defaultAttempts, Backoff: s.defaultBackoff}
 	}
 	return errors.Join(errs...)
+}
+
+// isKeywordDSN reports whether db, not a postgres:// URL, is a libpq
+// keyword/value connection string ("host=db dbname=sked …"), which would
+// otherwise name a SQLite file.
+func isKeywordDSN(db string) bool {
+	if postgres.IsURL(db) {
+		return false
+	}
+	for f := range strings.FieldsSeq(db) {
+		key, _, ok := strings.Cut(f, "=")
+		if ok && (key == "host" || key == "hostaddr" || key == "dbname" || key == "user" || key == "password" || key == "port" || key == "sslmode") {
+			return true
+		}
+	}
+	return false
 }
 
 // checkGrace refuses a --grace that is not above zero: 0, which the pool
