@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -100,14 +99,16 @@ func (r *faultRig) start(fp string, extra ...string) *workProc {
 	return p
 }
 
-// listening reports whether something accepts connections on the rig's
-// address.
+// listening reports whether sked serves on the rig's address: it answers
+// GET /healthz. sked serve listens before it opens its store, so accepting
+// connections is not yet serving them.
 func (r *faultRig) listening() bool {
-	conn, err := net.Dial("tcp", r.addr)
-	if err == nil {
-		conn.Close()
+	res, err := (&http.Client{Timeout: time.Second}).Get("http://" + r.addr + "/healthz")
+	if err != nil {
+		return false
 	}
-	return err == nil
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
 }
 
 // reap waits for p to exit and appends its log to the server log, without

@@ -113,10 +113,8 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if err := checkGrace(c.Grace); err != nil {
 		errs = append(errs, err)
 	}
-	if isKeywordDSN(c.DB) {
-		// Not echoed: such a string usually holds a password.
-		bad("--db reads as a PostgreSQL connection string of key=value pairs, which sked would take for a SQLite file name; " +
-			"give a URL such as postgres://USER:PASSWORD@HOST:5432/DBNAME")
+	if err := checkDB(c.DB); err != nil {
+		errs = append(errs, err)
 	}
 	if s.claimAhead < 0 || s.claimAhead > c.Lease/4 {
 		bad("--claim-ahead %s: must be between 0 and a quarter of --lease (%s)", s.claimAhead, c.Lease/4)
@@ -167,20 +165,22 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
-// isKeywordDSN reports whether db, not a postgres:// URL, is a libpq
+// checkDB refuses a --db that is, not a postgres:// URL, a libpq
 // keyword/value connection string ("host=db dbname=sked …"), which would
-// otherwise name a SQLite file.
-func isKeywordDSN(db string) bool {
+// otherwise name a SQLite file. The value is not echoed: such a string
+// usually holds a password.
+func checkDB(db string) error {
 	if postgres.IsURL(db) {
-		return false
+		return nil
 	}
 	for f := range strings.FieldsSeq(db) {
 		key, _, ok := strings.Cut(f, "=")
 		if ok && (key == "host" || key == "hostaddr" || key == "dbname" || key == "user" || key == "password" || key == "port" || key == "sslmode") {
-			return true
+			return usagef("--db reads as a PostgreSQL connection string of key=value pairs, which sked would take for a SQLite file name; " +
+				"give a URL such as postgres://USER:PASSWORD@HOST:5432/DBNAME")
 		}
 	}
-	return false
+	return nil
 }
 
 // checkGrace refuses a --grace that is not above zero: 0, which the pool
@@ -337,6 +337,9 @@ func migrateCmd(env Env) *cobra.Command {
 			"same as it starts. It is for doing that alone, such as before the nodes that share a PostgreSQL database start.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkDB(dsn); err != nil {
+				return err
+			}
 			store, err := server.OpenStore(cmd.Context(), dsn)
 			if err != nil {
 				return err
