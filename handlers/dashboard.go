@@ -127,13 +127,27 @@ func (h *handler) handleJobPreview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		offset := schedule.Offset(job.ID, time.Duration(job.Jitter))
-		for _, f := range sched.Preview(h.store.Now(), n) {
+		for _, f := range upcoming(job, sched, h.store.Now(), n) {
 			ft := fireTimeIn(f.At.Add(offset), sched.Location())
 			ft.Note = f.Note
 			times = append(times, ft)
 		}
 	}
 	h.writeJSON(w, r, http.StatusOK, times)
+}
+
+// upcoming is the next n slots of job, a recurring job that is not over,
+// whose schedule is sched: from its pending slot on (an @every schedule
+// counts from it, a skip moved it), after the slot it is running, and
+// after now for a job without a slot.
+func upcoming(job db.Job, sched *schedule.Schedule, now time.Time, n int) []schedule.Fire {
+	switch {
+	case job.Slot == nil:
+		return sched.Preview(now, n)
+	case job.State == db.StateRunning && !job.Triggered: // an operator's extra run keeps the pending slot
+		return sched.Preview(*job.Slot, n)
+	}
+	return sched.PreviewFrom(*job.Slot, n)
 }
 
 func fireTimeIn(t time.Time, loc *time.Location) fireTime {

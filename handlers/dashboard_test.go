@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sked-dev/sked/db"
 )
@@ -80,6 +82,28 @@ func TestHandler_JobPreview(t *testing.T) {
 		}
 		if n := len(preview(t, j.ID, "")); n != DefaultPreviewCount {
 			t.Errorf("default count: got %d, want %d", n, DefaultPreviewCount)
+		}
+	})
+	t.Run("EveryCountsFromItsSlot", func(t *testing.T) {
+		var elapsed atomic.Int64 // since testNow, for the store's clock
+		e := newTestEnv(t, nil)
+		e.store.NowFunc = func() time.Time { return testNow.Add(time.Duration(elapsed.Load())) }
+		j := e.create(`{"type": "t", "schedule": "@every 90s"}`, http.StatusCreated)
+		elapsed.Store(int64(30 * time.Second))
+		res := e.do(http.MethodGet, "/jobs/"+j.ID+"/preview?n=2", "")
+		res.wantStatus(t, http.StatusOK)
+		var got []fireTime
+		res.decode(t, &got)
+		want := []string{j.Slot.UTC().Format(time.RFC3339Nano), j.Slot.Add(90 * time.Second).UTC().Format(time.RFC3339Nano)}
+		if len(got) != 2 || got[0].UTC != want[0] || got[1].UTC != want[1] {
+			t.Errorf("got %v, want %v: the pending slot and the one 90 s after it", got, want)
+		}
+	})
+	t.Run("AfterSkip", func(t *testing.T) {
+		j := e.create(`{"type": "t", "schedule": "0 9 * * *", "timezone": "Europe/Berlin"}`, http.StatusCreated)
+		e.do(http.MethodPost, "/jobs/"+j.ID+"/skip", "").wantStatus(t, http.StatusOK)
+		if got := preview(t, j.ID, "?n=1"); len(got) != 1 || got[0].UTC != "2026-03-03T08:00:00Z" {
+			t.Errorf("got %v, want the slot after the skipped one (2026-03-03T08:00:00Z)", got)
 		}
 	})
 	t.Run("OneOff", func(t *testing.T) {

@@ -12,6 +12,15 @@ type Fire struct {
 	Note string    `json:"note,omitempty"` // why this slot is not the plain wall-clock time, if it is not
 }
 
+// PreviewFrom returns n slots from slot on, slot (one of s's) first, with
+// their DST notes: the upcoming slots of a job whose pending slot is slot.
+func (s *Schedule) PreviewFrom(slot time.Time, n int) []Fire {
+	if n < 1 {
+		return []Fire{}
+	}
+	return append([]Fire{{At: slot.In(s.loc), Note: s.note(slot)}}, s.Preview(slot, n-1)...)
+}
+
 // Preview returns the next n slots after t with their DST notes.
 func (s *Schedule) Preview(t time.Time, n int) []Fire {
 	fires := make([]Fire, 0, n)
