@@ -66,7 +66,7 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sked"`)
 			h.error(w, r, &requestError{Status: http.StatusUnauthorized, Msg: msg})
 		case !role.allows(r):
-			h.error(w, r, &requestError{Status: http.StatusForbidden, Msg: role.refusal()})
+			h.error(w, r, &requestError{Status: http.StatusForbidden, Msg: role.refusal(r)})
 		default:
 			next.ServeHTTP(w, r)
 		}
@@ -87,9 +87,13 @@ func (ro role) allows(r *http.Request) bool {
 	return false
 }
 
-// refusal is the detail of a 403 to a token of this role.
-func (ro role) refusal() string {
-	if ro == roleWorker {
+// refusal is the detail of a 403 to a token of this role for r.
+func (ro role) refusal(r *http.Request) string {
+	switch {
+	case ro == roleReader && r.Method == http.MethodPost && isWorkerPath(r.URL.Path):
+		return "this is a read-only token (SKED_READ_TOKEN): claiming jobs and reporting their runs needs " +
+			"a token from the server's SKED_WORKER_TOKEN (or SKED_TOKEN)"
+	case ro == roleWorker:
 		return "this is a worker token (SKED_WORKER_TOKEN): it may only claim jobs and report on their runs " +
 			"(POST /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete); use a token from SKED_TOKEN for anything else"
 	}

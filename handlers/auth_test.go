@@ -52,6 +52,22 @@ func TestAuth_Bearer(t *testing.T) {
 	}
 }
 
+// TestAuth_RoleRefusals: a 403 says which token it was and which one the
+// request needs.
+func TestAuth_RoleRefusals(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, func(c *Config) { c.WorkerTokens, c.ReadTokens = []string{"w"}, []string{"r"} })
+	for _, c := range []struct{ method, path, token, detail string }{
+		{"POST", "/jobs", "w", "this is a worker token (SKED_WORKER_TOKEN): it may only claim jobs"},
+		{"GET", "/jobs", "w", "use a token from SKED_TOKEN for anything else"},
+		{"POST", "/jobs", "r", "this is a read-only token (SKED_READ_TOKEN): it may only read"},
+		{"POST", "/claims", "r", "needs a token from the server's SKED_WORKER_TOKEN"},
+		{"POST", "/jobs/x/complete", "r", "needs a token from the server's SKED_WORKER_TOKEN"},
+	} {
+		e.do(c.method, c.path, "{}", "Authorization", "Bearer "+c.token).wantProblem(t, http.StatusForbidden, c.detail)
+	}
+}
+
 func TestAuth_NoTokens(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, nil)
