@@ -289,7 +289,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 
 	p.services = []func(context.Context) error{
 		pool.Run, reaper.Run, sampler.Run, sweeper.Run,
-		func(ctx context.Context) error { return forwardWakeups(ctx, store, pool.Wake) },
+		func(ctx context.Context) error { return forwardWakeups(ctx, store, pool.Wake, log) },
 	}
 	if pruner := newPruner(store, cfg.Retention, log); pruner != nil {
 		p.services = append(p.services, pruner.Run)

@@ -52,11 +52,12 @@ func checkAtStart(ctx context.Context, store db.Store, path string, log *slog.Lo
 // forwardWakeups calls wake for every wake-up of a PostgreSQL store (a
 // write of another node that makes a job due soon) until ctx ends; it
 // returns at once for SQLite, whose one process wakes its pool itself.
-func forwardWakeups(ctx context.Context, store db.Store, wake func()) error {
+func forwardWakeups(ctx context.Context, store db.Store, wake func(), log *slog.Logger) error {
 	pg, ok := store.(*postgres.Store)
 	if !ok {
 		return nil
 	}
+	pg.Logger = log
 	for range pg.Wakeups(ctx) {
 		wake()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,18 +31,31 @@ func wakeChannel(schema string) string {
 // Wakeups LISTENs on its own connection and signals the returned channel
 // (buffered, one pending signal) whenever some node commits a write that
 // makes a job due soon, so the caller's dispatcher can claim at once. A
-// dropped connection is re-established with a backoff, and one signal is
-// sent after each reconnect since notifications in between are lost. The
-// channel is closed when ctx ends.
+// dropped connection is re-established with a backoff (100 ms, doubling
+// to 5 s, from 100 ms again once LISTEN holds), each loss and failed
+// attempt a warning to s.Logger, and one signal is sent after each
+// reconnect since notifications in between are lost. The channel is
+// closed when ctx ends.
 func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 	c := make(chan struct{}, 1)
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	go func() {
 		defer close(c)
-		backoff := 100 * time.Millisecond
+		const first = 100 * time.Millisecond
+		backoff := first
 		for ctx.Err() == nil {
-			if err := s.listen(ctx, c); err == nil || ctx.Err() != nil {
+			listened, err := s.listen(ctx, c)
+			if err == nil || ctx.Err() != nil {
 				return
 			}
+			if listened {
+				backoff = first
+			}
+			log.Warn("wake-ups from other nodes: LISTEN connection lost; claims rely on polling until it is back",
+				"err", err, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
 				return
@@ -55,11 +69,12 @@ func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 }
 
 // listen holds one connection LISTENing on the store's channel and forwards its
-// notifications to c until ctx ends or the connection fails.
-func (s *Store) listen(ctx context.Context, c chan struct{}) error {
+// notifications to c until ctx ends or the connection fails; listened says
+// whether LISTEN held before it failed.
+func (s *Store) listen(ctx context.Context, c chan struct{}) (listened bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.d.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return err
+		return false, fmt.Errorf("connect: %w", err)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
@@ -67,11 +82,11 @@ func (s *Store) listen(ctx context.Context, c chan struct{}) error {
 		conn.Close(cctx)
 	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.d.channel}.Sanitize()); err != nil {
-		return err
+		return false, fmt.Errorf("listen: %w", err)
 	}
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return err
+			return true, fmt.Errorf("wait for notification: %w", err)
 		}
 		wake(c)
 	}

@@ -1,10 +1,15 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
@@ -91,3 +96,75 @@ func TestStore_Wakeups(t *testing.T) {
 	for range wakes {
 	}
 }
+
+// TestStore_WakeupsReconnect: when the listener's connection is killed,
+// the loss is logged, and wake-ups come again over a new connection.
+func TestStore_WakeupsReconnect(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := postgrestest.URL(t)
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var logs syncBuffer
+	s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wakes := s.Wakeups(lctx)
+	woken := func(what string) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-wakes:
+				return
+			case <-time.After(100 * time.Millisecond):
+			case <-deadline:
+				t.Fatalf("no wake-up %s", what)
+			}
+		}
+	}
+	woken("at first")
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var killed int
+	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN %' AND query LIKE '%' || current_schema() || '%'`).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d LISTEN backends, %v; want the listener's one", killed, err)
+	}
+	waitLog := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "LISTEN connection lost") {
+		if time.Now().After(waitLog) {
+			t.Fatalf("no warning of the lost connection; log:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select { // the signal sent as it reconnects, for what it missed
+	case <-wakes:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no wake-up as the listener reconnects")
+	}
+	woken("from a notification after the listener's connection was killed")
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -66,6 +67,10 @@ var _ db.Store = (*Store)(nil)
 type Store struct {
 	*engine.Store
 	d *dialect // immutable; never nil
+	// Logger receives a warning when Wakeups loses its LISTEN connection
+	// or cannot re-establish it; nil discards them. Set it before
+	// Wakeups.
+	Logger *slog.Logger
 }
 
 // dialect is the engine.Dialect of one database.
