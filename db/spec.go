@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -100,7 +101,48 @@ const (
 	EventStarted = "started"
 	// EventSucceeded: a run of a job with a ping URL succeeded.
 	EventSucceeded = "succeeded"
+
+	// The controls, each recorded when it changed the job; Detail is a
+	// ControlEvent.
+	EventPaused          = "paused"
+	EventResumed         = "resumed"
+	EventCancelled       = "cancelled"
+	EventRetried         = "retried"          // a dead job back to ready
+	EventCancelRequested = "cancel_requested" // cancel-run: the running handler was asked to stop
+	EventTriggered       = "triggered"
+	EventSkipped         = "skipped"
+	EventBackfilled      = "backfilled"
 )
+
+// ControlEvent is the Detail of a control's event: the job's state before
+// and after, and what the control said.
+type ControlEvent struct {
+	From        JobState   `json:"from"`
+	To          JobState   `json:"to"`
+	Reason      string     `json:"reason,omitempty"`      // EventPaused
+	Until       *time.Time `json:"until,omitempty"`       // EventPaused with an end
+	Slot        *time.Time `json:"slot,omitempty"`        // EventSkipped: the slot skipped
+	Generation  int64      `json:"generation,omitempty"`  // EventCancelRequested: the run asked to stop
+	RangeFrom   *time.Time `json:"rangeFrom,omitempty"`   // EventBackfilled: the range's start
+	RangeTo     *time.Time `json:"rangeTo,omitempty"`     // EventBackfilled: the range's end
+	JobsCreated int        `json:"jobsCreated,omitempty"` // EventBackfilled
+}
+
+// actorKey is the context key of WithActor.
+type actorKey struct{}
+
+// WithActor returns ctx carrying who makes the changes made with it (e.g.
+// "ann@laptop (192.0.2.7)"), which the store records on the events of
+// the job's timeline.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// ActorFrom is the actor ctx carries (WithActor); "" when none.
+func ActorFrom(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
+}
 
 // Changes is the Detail of an EventChanged: each changed field's wire name
 // with its value before and after.

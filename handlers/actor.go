@@ -1,13 +1,14 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sked-dev/sked/db"
 )
 
 // actorHeader names who sends a change, e.g. user@host; the job's timeline
@@ -17,14 +18,12 @@ const (
 	maxActorLen = 200
 )
 
-// actorKey is the context key of the actor checkActor read.
-type actorKey struct{}
-
 // checkActor reads the Sked-Actor header of every request but the probes
 // (which answer any request) and answers 400 naming it when it is not at
 // most maxActorLen bytes of printable UTF-8 text, whatever the route: a
 // client that sends a bad one learns it at its first request, not at its
-// first change. The routes that record a change read it with actorOf.
+// first change. The routes that record a change read it with actorOf, the
+// store from the request's context (db.WithActor).
 func (h *handler) checkActor(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if publicPaths[r.URL.Path] {
@@ -36,17 +35,14 @@ func (h *handler) checkActor(next http.Handler) http.Handler {
 			h.error(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, who)))
+		next.ServeHTTP(w, r.WithContext(db.WithActor(r.Context(), who)))
 	})
 }
 
 // actorOf is who sends r, as checkActor read it: the Sked-Actor header, or
 // "api" without one, and the address r came from, as in
 // "ann@laptop (192.0.2.7)".
-func actorOf(r *http.Request) string {
-	who, _ := r.Context().Value(actorKey{}).(string)
-	return who
-}
+func actorOf(r *http.Request) string { return db.ActorFrom(r.Context()) }
 
 // actor is who sends r (see actorOf), or a 400 naming the header when it is
 // too long or not printable UTF-8 text.

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sked-dev/sked/db"
 )
 
 // A bad Sked-Actor is refused the same way on every route, reads
@@ -52,5 +54,22 @@ func TestHandler_ActorHeader(t *testing.T) {
 	e.patch("report", `{"maxAttempts": 3}`, actorHeader, " ann@laptop ").job(t)
 	if events := e.events("report"); len(events) != 1 || events[0].Actor != "ann@laptop (127.0.0.1)" {
 		t.Errorf("events: got %+v, want one by ann@laptop (127.0.0.1)", events)
+	}
+}
+
+// TestActor_OnControls: a control sent with Sked-Actor puts it, with the
+// client's address, on the job's timeline.
+func TestActor_OnControls(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "t", "schedule": "@hourly"}`, http.StatusCreated)
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/pause", `{"reason": "disk full"}`, "Sked-Actor", "ann@laptop").wantStatus(t, http.StatusOK)
+	res := e.do(http.MethodGet, "/jobs/"+j.ID+"/events", "")
+	res.wantStatus(t, http.StatusOK)
+	var events []db.Event
+	res.decode(t, &events)
+	if len(events) != 1 || events[0].Kind != db.EventPaused || events[0].Actor != "ann@laptop (127.0.0.1)" ||
+		!strings.Contains(string(events[0].Detail), `"reason":"disk full"`) {
+		t.Fatalf("timeline = %+v; want the pause by ann@laptop (127.0.0.1) with its reason", events)
 	}
 }

@@ -36,15 +36,16 @@ func Cancel(j db.Job, live func() (*db.Run, error)) (noop bool, err error) {
 }
 
 // Pause decides a pause of j as p asks: a ready or paused job is paused
-// (again, with p's reason and end); pausing a paused job with neither is a
-// no-op. Other states are a conflict.
+// (again, with p's reason and end); pausing a paused job with neither, or
+// with the reason and end it has, is a no-op. Other states are a conflict.
 func Pause(j db.Job, p db.JobPauseParams) (noop bool, err error) {
 	switch j.State {
 	case db.StatePaused, db.StateReady:
 	default:
 		return false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be paused", j.ID, j.State)}
 	}
-	return j.State == db.StatePaused && p.Reason == "" && p.Until.IsZero(), nil
+	sameEnd := p.Until.IsZero() && j.PauseUntil == nil || j.PauseUntil != nil && j.PauseUntil.Equal(p.Until)
+	return j.State == db.StatePaused && (p.Reason == "" && p.Until.IsZero() || p.Reason == j.PauseReason && sameEnd), nil
 }
 
 // Resume decides a resume of j: a paused job resumes (see Resumed), a ready

@@ -1,7 +1,9 @@
 package dbtest
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +139,92 @@ func testDeadMansSwitch(t *testing.T, f *fixture) {
 		t.Fatalf("sweep after a success = %+v, %v; want recovered", ch, err)
 	}
 	_ = j
+}
+
+// testControlEvents: each control that changes a job puts an event on its
+// timeline, by the actor its context carries, with what it did; a control
+// that changes nothing puts none.
+func testControlEvents(t *testing.T, f *fixture) {
+	const ann = "ann@laptop (192.0.2.7)"
+	c, ctx := f.Store, db.WithActor(f.ctx, ann)
+	must := func(_ db.Job, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	until := Start.Add(5 * time.Hour)
+	must(c.JobPauseUntil(ctx, db.JobPauseParams{ID: j.ID, Reason: "maintenance", Until: until}))
+	must(c.JobPauseUntil(ctx, db.JobPauseParams{ID: j.ID, Reason: "maintenance", Until: until})) // no change
+	must(c.JobResume(ctx, j.ID))
+	skipped := *f.get(j.ID).Slot
+	must(c.JobSkipNext(ctx, j.ID))
+	must(c.JobTrigger(ctx, j.ID))
+	run := f.claimOne("w")
+	must(c.JobRequestCancelRun(ctx, j.ID))
+	if _, err := c.JobBackfill(ctx, db.JobBackfillParams{ID: j.ID, From: Start.Add(-3 * time.Hour), To: Start.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+
+	k := f.create(db.JobCreateParams{MaxAttempts: 1, Type: "other"})
+	claims, err := c.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Max: 1, Types: []string{"other"}})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim of the one-off job: %d, %v", len(claims), err)
+	}
+	f.finish(claims[0], db.OutcomeFailed, false)
+	must(c.JobRetry(ctx, k.ID))
+	must(c.JobCancel(ctx, k.ID))
+	must(c.JobCancel(ctx, k.ID)) // no change
+
+	timeline := func(id string) []db.ControlEvent {
+		t.Helper()
+		events, _, err := c.EventList(f.ctx, db.EventListParams{JobID: id, Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []db.ControlEvent
+		for i := len(events) - 1; i >= 0; i-- { // oldest first
+			e := events[i]
+			if e.Kind == db.EventGaveUp {
+				continue // the run's, not a control's
+			}
+			var d db.ControlEvent
+			if err := json.Unmarshal(e.Detail, &d); err != nil || e.Actor != ann {
+				t.Fatalf("event %+v: %v; want a control's detail by %s", e, err, ann)
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+	kindsOf := func(id string) string {
+		events, _, _ := c.EventList(f.ctx, db.EventListParams{JobID: id, Limit: 50})
+		var kinds []string
+		for i := len(events) - 1; i >= 0; i-- {
+			kinds = append(kinds, events[i].Kind)
+		}
+		return strings.Join(kinds, ",")
+	}
+	if got, want := kindsOf(j.ID), "paused,resumed,skipped,triggered,cancel_requested,backfilled"; got != want {
+		t.Fatalf("timeline of the schedule: %s; want %s", got, want)
+	}
+	d := timeline(j.ID)
+	if d[0].From != db.StateReady || d[0].To != db.StatePaused || d[0].Reason != "maintenance" || d[0].Until == nil || !d[0].Until.Equal(until) {
+		t.Errorf("paused: %+v; want ready to paused, its reason and end", d[0])
+	}
+	if d[2].Slot == nil || !d[2].Slot.Equal(skipped) {
+		t.Errorf("skipped: %+v; want the slot %s", d[2], skipped)
+	}
+	if d[4].Generation != run.Job.LeaseGeneration || d[4].From != db.StateRunning {
+		t.Errorf("cancel_requested: %+v; want the run of generation %d", d[4], run.Job.LeaseGeneration)
+	}
+	if d[5].JobsCreated != 3 || d[5].RangeFrom == nil || d[5].RangeTo == nil {
+		t.Errorf("backfilled: %+v; want its range and 3 jobs", d[5])
+	}
+	if got, want := kindsOf(k.ID), "gave_up,retried,cancelled"; got != want {
+		t.Fatalf("timeline of the one-off job: %s; want %s", got, want)
+	}
+	if d := timeline(k.ID); d[0].From != db.StateDead || d[0].To != db.StateReady || d[1].To != db.StateCancelled {
+		t.Errorf("one-off job's controls: %+v", d)
+	}
 }

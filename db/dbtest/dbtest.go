@@ -112,6 +112,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"PauseDuringRetry":    testPauseDuringRetry,
 		"SkipDuringRetry":     testSkipDuringRetry,
 		"TriggeredSlot":       testTriggeredSlot,
+		"ControlEvents":       testControlEvents,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

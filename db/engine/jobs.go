@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -231,7 +232,7 @@ func (s *Store) JobList(ctx context.Context, p db.JobListParams) ([]db.Job, stri
 
 // JobCancel cancels a job no worker holds; see db.Store.
 func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "cancel", func(tx Tx, j db.Job) (db.Job, error) {
+	return s.transition(ctx, id, "cancel", db.EventCancelled, func(tx Tx, j db.Job) (db.Job, error) {
 		noop, err := lifecycle.Cancel(j, func() (*db.Run, error) {
 			r, err := tx.RunLive(ctx, j.ID, j.LeaseGeneration)
 			if err != nil {
@@ -255,7 +256,7 @@ func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
 
 // JobPauseUntil pauses a ready job; see db.Store.
 func (s *Store) JobPauseUntil(ctx context.Context, p db.JobPauseParams) (db.Job, error) {
-	return s.transition(ctx, p.ID, "pause", func(tx Tx, j db.Job) (db.Job, error) {
+	return s.transition(ctx, p.ID, "pause", db.EventPaused, func(tx Tx, j db.Job) (db.Job, error) {
 		noop, err := lifecycle.Pause(j, p)
 		if err != nil || noop {
 			return j, err
@@ -268,7 +269,7 @@ func (s *Store) JobPauseUntil(ctx context.Context, p db.JobPauseParams) (db.Job,
 
 // JobResume resumes a paused job; see db.Store.
 func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "resume", func(tx Tx, j db.Job) (db.Job, error) {
+	return s.transition(ctx, id, "resume", db.EventResumed, func(tx Tx, j db.Job) (db.Job, error) {
 		noop, err := lifecycle.Resume(j)
 		if err != nil || noop {
 			return j, err
@@ -336,7 +337,7 @@ func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.J
 
 // JobRetry puts a dead job back to ready; see db.Store.
 func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "retry", func(tx Tx, j db.Job) (db.Job, error) {
+	return s.transition(ctx, id, "retry", db.EventRetried, func(tx Tx, j db.Job) (db.Job, error) {
 		if err := lifecycle.Retry(j); err != nil {
 			return db.Job{}, err
 		}
@@ -353,7 +354,7 @@ func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
 // JobRequestCancelRun marks a running job for cooperative cancellation; see
 // db.Store.
 func (s *Store) JobRequestCancelRun(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "request cancel", func(tx Tx, j db.Job) (db.Job, error) {
+	return s.transition(ctx, id, "request cancel", db.EventCancelRequested, func(tx Tx, j db.Job) (db.Job, error) {
 		if err := lifecycle.CancelRun(j); err != nil {
 			return db.Job{}, err
 		}
@@ -367,7 +368,7 @@ func (s *Store) JobRequestCancelRun(ctx context.Context, id string) (db.Job, err
 // simply becomes due; a recurring one gets an extra run and keeps its
 // pending slot.
 func (s *Store) JobTrigger(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "trigger", func(tx Tx, j db.Job) (db.Job, error) {
+	return s.transition(ctx, id, "trigger", db.EventTriggered, func(tx Tx, j db.Job) (db.Job, error) {
 		if err := lifecycle.Trigger(j, tx.Now()); err != nil {
 			return db.Job{}, err
 		}
@@ -383,7 +384,7 @@ func (s *Store) JobTrigger(ctx context.Context, id string) (db.Job, error) {
 
 // JobSkipNext skips the pending slot of a recurring job; see db.Store.
 func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
-	return s.transition(ctx, id, "skip", func(tx Tx, j db.Job) (db.Job, error) {
+	return s.transition(ctx, id, "skip", db.EventSkipped, func(tx Tx, j db.Job) (db.Job, error) {
 		if err := lifecycle.SkipNext(j); err != nil {
 			return db.Job{}, err
 		}
@@ -418,7 +419,7 @@ func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Bac
 	if err := lifecycle.BackfillRange(p); err != nil {
 		return out, err
 	}
-	_, err := s.transition(ctx, p.ID, "backfill", func(tx Tx, j db.Job) (db.Job, error) {
+	_, err := s.transition(ctx, p.ID, "backfill", "", func(tx Tx, j db.Job) (db.Job, error) {
 		slots, total, err := lifecycle.Backfill(j, p)
 		if err != nil {
 			return db.Job{}, err
@@ -455,6 +456,14 @@ func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Bac
 			out.JobIDs = append(out.JobIDs, c.ID)
 			if created[i] {
 				out.Created++
+			}
+		}
+		if out.Created > 0 {
+			from, to := s.stored(p.From), s.stored(p.To)
+			ev := s.controlEvent(ctx, tx, db.EventBackfilled, j.ID, db.ControlEvent{
+				From: j.State, To: j.State, RangeFrom: &from, RangeTo: &to, JobsCreated: out.Created})
+			if err := tx.EventsInsert(ctx, []db.Event{ev}); err != nil {
+				return db.Job{}, fmt.Errorf("record backfill: %w", err)
 			}
 		}
 		return j, s.wakeIfDue(ctx, tx, jobs...)
@@ -505,8 +514,10 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 
 // transition reads job id (or the job of that name: the live one, else the
 // newest cancelled one, as JobGet reads it) inside a write transaction and
-// applies fn, which returns the job as it leaves it.
-func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {
+// applies fn, which returns the job as it leaves it. When fn wrote the job
+// and kind is not empty, the job's timeline gets an event of kind, by the
+// actor ctx carries (db.WithActor).
+func (s *Store) transition(ctx context.Context, id, what, kind string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {
 	var out db.Job
 	err := s.inTx(ctx, func(tx Tx) error {
 		lock := tx.JobLock
@@ -523,13 +534,49 @@ func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, 
 		if err != nil {
 			return err
 		}
-		out, err = fn(tx, j)
-		return err
+		w := &writeWatch{Tx: tx}
+		if out, err = fn(w, j); err != nil || kind == "" || !w.wrote {
+			return err
+		}
+		return tx.EventsInsert(ctx, []db.Event{s.controlEvent(ctx, tx, kind, j.ID, controlDetail(kind, j, out))})
 	})
 	if err != nil {
 		return db.Job{}, wrap(err, "%s job %s", what, id)
 	}
 	return out, nil
+}
+
+// writeWatch is a Tx that notes whether a job was written.
+type writeWatch struct {
+	Tx
+	wrote bool
+}
+
+func (w *writeWatch) JobsUpdate(ctx context.Context, us []JobUpdate) error {
+	w.wrote = true
+	return w.Tx.JobsUpdate(ctx, us)
+}
+
+// controlDetail is the detail of the event of kind, a control that moved a
+// job from from to to.
+func controlDetail(kind string, from, to db.Job) db.ControlEvent {
+	d := db.ControlEvent{From: from.State, To: to.State}
+	switch kind {
+	case db.EventPaused:
+		d.Reason, d.Until = to.PauseReason, to.PauseUntil
+	case db.EventSkipped:
+		d.Slot = from.Slot
+	case db.EventCancelRequested:
+		d.Generation = from.LeaseGeneration
+	}
+	return d
+}
+
+// controlEvent is the event of kind on job's timeline, now in tx, with
+// detail, by the actor ctx carries.
+func (s *Store) controlEvent(ctx context.Context, tx Tx, kind, job string, detail db.ControlEvent) db.Event {
+	b, _ := json.Marshal(detail) // plain values: it cannot fail
+	return db.Event{JobID: job, At: s.stored(tx.Now()), Kind: kind, Actor: db.ActorFrom(ctx), Detail: b}
 }
 
 // update writes to, the new state of job from, fenced by from's state and

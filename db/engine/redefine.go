@@ -13,7 +13,7 @@ import (
 
 // JobRedefine changes a job's definition; see db.Store.
 func (s *Store) JobRedefine(ctx context.Context, p db.JobRedefineParams) (db.Job, error) {
-	return s.transition(ctx, p.ID, "redefine", func(tx Tx, j db.Job) (db.Job, error) {
+	return s.transition(ctx, p.ID, "redefine", "", func(tx Tx, j db.Job) (db.Job, error) {
 		out, _, err := s.redefine(ctx, tx, j, p.Spec, p.IfSpec, p.Actor)
 		return out, err
 	})

@@ -144,15 +144,25 @@ const short = (v) => {
   return s.length > 120 ? s.slice(0, 119) + "…" : s;
 };
 
+// eventLabels names the kinds of a job's timeline.
+const eventLabels = {
+  changed: "Changed", gave_up: "Gave up", recovered: "Recovered", paused: "Paused", resumed: "Resumed",
+  cancelled: "Cancelled", retried: "Retried", cancel_requested: "Asked to stop its run", triggered: "Triggered",
+  skipped: "Skipped", backfilled: "Backfilled",
+};
+
 function eventItem(e) {
   const d = e.detail || {};
   const body = e.kind === "changed"
     ? h("ul.changes", Object.entries(d).map(([f, c]) => h("li", { "data-field": f }, h("span.mono", f), ": ",
       h("span.from", short(c.from)), " → ", h("span.to", short(c.to)))))
     : [d.slot ? h("span.muted", "slot ", timeEl(d.slot), " · ") : null, d.attempt ? h("span", `attempt ${d.attempt}`) : null,
+      d.until ? h("span.muted", "until ", timeEl(d.until), " · ") : null, d.reason ? h("span", d.reason) : null,
+      d.jobsCreated ? h("span", `${d.jobsCreated} jobs for `, timeEl(d.rangeFrom), " – ", timeEl(d.rangeTo)) : null,
+      d.generation && !d.attempt ? h("span.muted", `run of generation ${d.generation}`) : null,
       d.error ? h("p.err", d.error) : null];
   return h("li.event.kind-" + e.kind, { "data-kind": e.kind, "data-event": e.eventId },
-    h("div.event-head", h("strong", { changed: "Changed", gave_up: "Gave up", recovered: "Recovered" }[e.kind] || e.kind),
+    h("div.event-head", h("strong", eventLabels[e.kind] || e.kind),
       " ", timeEl(e.at), e.actor ? h("span.muted.actor", " by " + e.actor) : null),
     body);
 }
@@ -377,8 +387,8 @@ export function jobPage(ref) {
         x.note ? h("span.muted", " · " + x.note) : null)))
         : h("p.muted", "None: the job will not fire again."));
       // Pings of start and success are runs, shown below.
-      const timeline = evs.filter((e) => ["changed", "gave_up", "recovered"].includes(e.kind));
-      drawEvents(timeline, (t) => t.length ? t.map(eventItem) : h("li.muted.empty", "No changes, give-ups or recoveries yet."));
+      const timeline = evs.filter((e) => e.kind !== "started" && e.kind !== "succeeded");
+      drawEvents(timeline, (t) => t.length ? t.map(eventItem) : h("li.muted.empty", "No changes, controls, give-ups or recoveries yet."));
       drawRuns(rs, (rs) => rs.length ? rs.map((r) => runItem(r, openOutputs)) : h("li.muted.empty", "No runs yet."));
       const live = job.state === "running" && rs.find((r) => r.outcome === "running" && r.generation === job.leaseGeneration);
       if (live) tail.follow(live);
