@@ -313,10 +313,11 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 
 // finishStale answers the reports ps[i], i in stale, whose lease is no
 // longer live, into out[i] and errs[i]: a repeat of the report its run
-// ended with (outcome, error and output) gets the job as it is now (from current, the rows this
-// transaction read or wrote, else read afresh: no row is locked out of the
-// group's order), any other db.ErrStale, and its outcome is recorded on
-// its run as the late outcome.
+// ended with (outcome, error and output) gets the job as it is now (from
+// current, the rows this transaction read or wrote, else errReadAfter: no
+// row is locked out of the group's order, and no connection is waited for
+// inside the transaction), any other db.ErrStale, and its outcome is
+// recorded on its run as the late outcome.
 func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams, stale []int, current map[string]db.Job, out []db.Job, errs []error) error {
 	leases := make([]Lease, len(stale))
 	for k, i := range stale {
@@ -338,10 +339,9 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 			continue
 		}
 		j, ok := current[ps[i].JobID]
-		if !ok { // claimed again since
-			if j, err = s.d.JobGet(ctx, ps[i].JobID); err != nil {
-				return fmt.Errorf("read job of repeated report: %w", err)
-			}
+		if !ok { // claimed again since: read once the group has committed
+			errs[i] = errReadAfter
+			continue
 		}
 		out[i] = j
 	}
@@ -352,6 +352,13 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 	}
 	return nil
 }
+
+// errReadAfter is the result of a repeated report whose job the group's
+// transaction does not hold (it was claimed again): commitGroup answers it
+// with the job read once the transaction has ended. A read on another
+// connection while the transaction holds one could wait for ever for a
+// pool whose other connections wait likewise.
+var errReadAfter = errors.New("job to be read after the commit")
 
 // repeats reports whether p is the report that ended r, sent again: the
 // same outcome, error and output. Another report of r's lease was never
