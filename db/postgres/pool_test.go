@@ -132,3 +132,71 @@ func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
 	}
 	<-controlled // whatever it answers: it ends the wait once the report has
 }
+
+// TestStore_ControlByNameNeedsNoSecondConnection: two controls naming a
+// cancelled job, on a pool of two, each in its own transaction: the
+// cancelled job of that name must not be looked up on a second connection
+// while the transaction holds one, or each waits for ever for the other's.
+// A table lock held from outside starts them together; the deadlines only
+// bound the hang.
+func TestStore_ControlByNameNeedsNoSecondConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schemaURL := postgrestest.URL(t)
+	u, err := url.Parse(schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "2")
+	u.RawQuery = q.Encode()
+	s := postgrestest.OpenURL(t, u.String())
+	n, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "n", Name: "nightly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.JobCancel(ctx, n.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	lock, err := pgx.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close(ctx)
+	hold, err := lock.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(ctx, `LOCK TABLE jobs IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			_, err := s.JobCancel(cctx, "nightly")
+			done <- err
+		}()
+	}
+	for { // both controls wait for the lock, each holding a connection
+		var waiting int
+		if err := lock.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%WHERE name = $1%FOR UPDATE%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a control by a cancelled job's name on a pool of two: %v; want an answer", err)
+		}
+	}
+}
