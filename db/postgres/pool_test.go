@@ -10,21 +10,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
 
-// TestStore_RepeatNeedsNoSecondConnection: a completion repeated after its
-// job was claimed again is answered with the job as it is now. That read
-// must not take a second connection of the pool while the group's
-// transaction holds one: on a pool of two (pool_max_conns=2), with a
-// control by a cancelled job's name in its own transaction waiting for a
-// connection too, each would wait for the other's for ever, and every later
-// completion behind the committer. The transactions are put there with a
-// table lock held from outside the store; the deadline of the repeated
-// report only bounds the hang, and the control's longer one ends it.
-func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// poolOfTwo opens a store on a new schema whose pool holds two connections,
+// named app in pg_stat_activity, and returns it with a connection of its
+// own to the schema (outside the pool).
+func poolOfTwo(t *testing.T, app string) (*postgres.Store, *pgx.Conn) {
+	t.Helper()
 	schemaURL := postgrestest.URL(t)
 	u, err := url.Parse(schemaURL)
 	if err != nil {
@@ -32,8 +26,48 @@ func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
 	}
 	q := u.Query()
 	q.Set("pool_max_conns", "2")
+	q.Set("application_name", app)
 	u.RawQuery = q.Encode()
 	s := postgrestest.OpenURL(t, u.String())
+	c, err := pgx.Connect(context.Background(), schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return s, c
+}
+
+// waitFor polls until the backends named app that sql's condition selects
+// from pg_stat_activity number n, or until stop returns true.
+func waitFor(t *testing.T, c *pgx.Conn, app, cond string, n int, stop func() bool) {
+	t.Helper()
+	for !stop() {
+		var got int
+		if err := c.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND `+cond, app).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStore_RepeatNeedsNoSecondConnection: a completion repeated after its
+// job was claimed again is answered with the job as it is now. That read
+// must not take a second connection of the pool while the group's
+// transaction holds one: on a pool of two, with a control by a cancelled
+// job's name waiting likewise in its transaction, each would wait for the
+// other's for ever, and every later completion behind the committer. A
+// table lock held from outside puts the group there; the deadline of the
+// repeated report only bounds the hang, and the control's longer one ends
+// it.
+func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const app = "sked-test-repeat-pool"
+	s, outside := poolOfTwo(t, app)
 	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	s.NowFunc = func() time.Time { return now }
 
@@ -59,7 +93,6 @@ func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
 	}
 	now = *failed.NextRunAt
 	second := claim()
-	// A cancelled job by name: a control names it.
 	n, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "n", Name: "nightly"})
 	if err != nil {
 		t.Fatal(err)
@@ -68,36 +101,13 @@ func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	outside := func() *pgx.Conn {
-		c, err := pgx.Connect(ctx, schemaURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close(ctx) })
-		return c
-	}
-	lock, watch := outside(), outside()
-	hold, err := lock.Begin(ctx)
+	hold, err := outside.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hold.Exec(ctx, `LOCK TABLE runs IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil := func(sql string) { // polls until sql counts a row
-		t.Helper()
-		for {
-			var n int
-			if err := watch.QueryRow(ctx, sql).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n > 0 {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-
 	// The repeat's group reads the runs, behind the lock, holding a
 	// connection.
 	repeated := make(chan error, 1)
@@ -110,10 +120,9 @@ func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
 		}
 		repeated <- err
 	}()
-	waitUntil(`SELECT count(*) FROM pg_stat_activity
-		WHERE wait_event_type = 'Lock' AND query LIKE '%FROM runs%' AND pid <> pg_backend_pid()`)
-	// The control takes the other connection and, its name cancelled, asks
-	// for one more.
+	waitFor(t, outside, app, `wait_event_type = 'Lock'`, 1, func() bool { return false })
+	// The control takes the other connection (and, in a transaction that
+	// holds it, would look the cancelled name up on another).
 	controlled := make(chan error, 1)
 	go func() {
 		cctx, cancel := context.WithTimeout(ctx, 40*time.Second)
@@ -121,16 +130,14 @@ func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
 		_, err := s.JobCancel(cctx, "nightly")
 		controlled <- err
 	}()
-	waitUntil(`SELECT count(*) FROM pg_stat_activity
-		WHERE state = 'idle in transaction' AND query LIKE '%WHERE name = $1 AND state <> ''cancelled'' FOR UPDATE%'`)
+	waitFor(t, outside, app, `state = 'idle in transaction'`, 1, func() bool { return len(controlled) > 0 })
 	if err := hold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-
 	if err := <-repeated; err != nil {
 		t.Errorf("a repeated report on a pool of two, beside a control by name: %v; want it answered as recorded", err)
 	}
-	<-controlled // whatever it answers: it ends the wait once the report has
+	<-controlled // whatever it answers
 }
 
 // TestStore_ControlByNameNeedsNoSecondConnection: two controls naming a
@@ -142,15 +149,8 @@ func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
 func TestStore_ControlByNameNeedsNoSecondConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	schemaURL := postgrestest.URL(t)
-	u, err := url.Parse(schemaURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("pool_max_conns", "2")
-	u.RawQuery = q.Encode()
-	s := postgrestest.OpenURL(t, u.String())
+	const app = "sked-test-name-pool"
+	s, outside := poolOfTwo(t, app)
 	n, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "n", Name: "nightly"})
 	if err != nil {
 		t.Fatal(err)
@@ -159,12 +159,7 @@ func TestStore_ControlByNameNeedsNoSecondConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lock, err := pgx.Connect(ctx, schemaURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close(ctx)
-	hold, err := lock.Begin(ctx)
+	hold, err := outside.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,17 +175,8 @@ func TestStore_ControlByNameNeedsNoSecondConnection(t *testing.T) {
 			done <- err
 		}()
 	}
-	for { // both controls wait for the lock, each holding a connection
-		var waiting int
-		if err := lock.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%WHERE name = $1%FOR UPDATE%'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting == 2 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Both controls wait for the lock, each holding a connection.
+	waitFor(t, outside, app, `wait_event_type = 'Lock'`, 2, func() bool { return false })
 	if err := hold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
