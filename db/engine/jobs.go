@@ -505,8 +505,30 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 
 // transition reads job id (or the job of that name: the live one, else the
 // newest cancelled one, as JobGet reads it) inside a write transaction and
-// applies fn, which returns the job as it leaves it.
+// applies fn, which returns the job as it leaves it. A name no live job has
+// is looked up after that transaction, and the job it names is read in
+// another: no transaction waits inside for a second connection, which a
+// pool whose other connections wait likewise might never give.
 func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {
+	out, err := s.transitionOnce(ctx, id, fn)
+	if errors.Is(err, errNoLiveName) {
+		var named db.Job
+		if named, err = s.d.JobByName(ctx, id); err == nil {
+			out, err = s.transitionOnce(ctx, named.ID, fn)
+		}
+	}
+	if err != nil {
+		return db.Job{}, wrap(err, "%s job %s", what, id)
+	}
+	return out, nil
+}
+
+// errNoLiveName is transitionOnce's answer to a name no live job has.
+var errNoLiveName = errors.New("no live job of that name")
+
+// transitionOnce reads job id, or the live job of that name, inside a write
+// transaction and applies fn; see transition.
+func (s *Store) transitionOnce(ctx context.Context, id string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {
 	var out db.Job
 	err := s.inTx(ctx, func(tx Tx) error {
 		lock := tx.JobLock
@@ -515,10 +537,7 @@ func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, 
 		}
 		j, err := lock(ctx, id)
 		if errors.Is(err, db.ErrNotFound) && !db.IsID(id) {
-			var named db.Job
-			if named, err = s.d.JobByName(ctx, id); err == nil {
-				j, err = tx.JobLock(ctx, named.ID)
-			}
+			return errNoLiveName
 		}
 		if err != nil {
 			return err
@@ -526,10 +545,7 @@ func (s *Store) transition(ctx context.Context, id, what string, fn func(tx Tx, 
 		out, err = fn(tx, j)
 		return err
 	})
-	if err != nil {
-		return db.Job{}, wrap(err, "%s job %s", what, id)
-	}
-	return out, nil
+	return out, err
 }
 
 // update writes to, the new state of job from, fenced by from's state and
