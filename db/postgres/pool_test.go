@@ -37,8 +37,36 @@ func poolOfTwo(t *testing.T, app string) (*postgres.Store, *pgx.Conn) {
 	return s, c
 }
 
-// waitFor polls until the backends named app that sql's condition selects
-// from pg_stat_activity number n, or until stop returns true.
+// cancelledNightly creates a job named nightly in s and cancels it, so that
+// a control by that name finds no live job of it.
+func cancelledNightly(t *testing.T, s *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
+	n, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "n", Name: "nightly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.JobCancel(ctx, n.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lockTable begins a transaction on c that takes the lock statement lock;
+// the caller commits it.
+func lockTable(t *testing.T, c *pgx.Conn, lock string) pgx.Tx {
+	t.Helper()
+	tx, err := c.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(context.Background(), lock); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// waitFor polls until the backends named app that cond selects from
+// pg_stat_activity number n, or until stop returns true.
 func waitFor(t *testing.T, c *pgx.Conn, app, cond string, n int, stop func() bool) {
 	t.Helper()
 	for !stop() {
@@ -93,21 +121,8 @@ func TestStore_RepeatNeedsNoSecondConnection(t *testing.T) {
 	}
 	now = *failed.NextRunAt
 	second := claim()
-	n, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "n", Name: "nightly"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.JobCancel(ctx, n.ID); err != nil {
-		t.Fatal(err)
-	}
-
-	hold, err := outside.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := hold.Exec(ctx, `LOCK TABLE runs IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	cancelledNightly(t, s)
+	hold := lockTable(t, outside, `LOCK TABLE runs IN ACCESS EXCLUSIVE MODE`)
 	// The repeat's group reads the runs, behind the lock, holding a
 	// connection.
 	repeated := make(chan error, 1)
@@ -151,21 +166,8 @@ func TestStore_ControlByNameNeedsNoSecondConnection(t *testing.T) {
 	ctx := context.Background()
 	const app = "sked-test-name-pool"
 	s, outside := poolOfTwo(t, app)
-	n, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "n", Name: "nightly"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.JobCancel(ctx, n.ID); err != nil {
-		t.Fatal(err)
-	}
-
-	hold, err := outside.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := hold.Exec(ctx, `LOCK TABLE jobs IN EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	cancelledNightly(t, s)
+	hold := lockTable(t, outside, `LOCK TABLE jobs IN EXCLUSIVE MODE`)
 	done := make(chan error, 2)
 	for range 2 {
 		go func() {
