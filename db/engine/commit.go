@@ -182,8 +182,11 @@ func (s *Store) commitGroup(group []*finishReq) {
 		return
 	}
 	for i, r := range group {
-		if err != nil {
+		switch {
+		case err != nil:
 			results[i] = finishResult{err: fmt.Errorf("commit completions: %w", err)}
+		case errors.Is(results[i].err, errReadAfter):
+			results[i].job, results[i].err = s.JobGet(r.ctx, r.p.JobID)
 		}
 		r.done <- results[i]
 	}

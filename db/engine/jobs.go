@@ -516,8 +516,30 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 // newest cancelled one, as JobGet reads it) inside a write transaction and
 // applies fn, which returns the job as it leaves it. When fn wrote the job
 // and kind is not empty, the job's timeline gets an event of kind, by the
-// actor ctx carries (db.WithActor).
+// actor ctx carries (db.WithActor). A name no live job has is looked up
+// after that transaction, and the job it names is read in another: no
+// transaction waits inside for a second connection, which a pool whose
+// other connections wait likewise might never give.
 func (s *Store) transition(ctx context.Context, id, what, kind string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {
+	out, err := s.transitionOnce(ctx, id, kind, fn)
+	if errors.Is(err, errNoLiveName) {
+		var named db.Job
+		if named, err = s.d.JobByName(ctx, id); err == nil {
+			out, err = s.transitionOnce(ctx, named.ID, kind, fn)
+		}
+	}
+	if err != nil {
+		return db.Job{}, wrap(err, "%s job %s", what, id)
+	}
+	return out, nil
+}
+
+// errNoLiveName is transitionOnce's answer to a name no live job has.
+var errNoLiveName = errors.New("no live job of that name")
+
+// transitionOnce reads job id, or the live job of that name, inside a write
+// transaction and applies fn; see transition.
+func (s *Store) transitionOnce(ctx context.Context, id, kind string, fn func(tx Tx, j db.Job) (db.Job, error)) (db.Job, error) {
 	var out db.Job
 	err := s.inTx(ctx, func(tx Tx) error {
 		lock := tx.JobLock
@@ -526,10 +548,7 @@ func (s *Store) transition(ctx context.Context, id, what, kind string, fn func(t
 		}
 		j, err := lock(ctx, id)
 		if errors.Is(err, db.ErrNotFound) && !db.IsID(id) {
-			var named db.Job
-			if named, err = s.d.JobByName(ctx, id); err == nil {
-				j, err = tx.JobLock(ctx, named.ID)
-			}
+			return errNoLiveName
 		}
 		if err != nil {
 			return err
@@ -540,10 +559,7 @@ func (s *Store) transition(ctx context.Context, id, what, kind string, fn func(t
 		}
 		return tx.EventsInsert(ctx, []db.Event{s.controlEvent(ctx, tx, kind, j.ID, controlDetail(kind, j, out))})
 	})
-	if err != nil {
-		return db.Job{}, wrap(err, "%s job %s", what, id)
-	}
-	return out, nil
+	return out, err
 }
 
 // writeWatch is a Tx that notes whether a job was written.

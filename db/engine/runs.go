@@ -252,9 +252,9 @@ func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
 // finishLeased finishes the runs of ps inside tx, each under its lease. One
 // whose generation no longer holds a live lease changes nothing but the
 // record of its late outcome, and its result is db.ErrStale; unless it
-// repeats the outcome its run already ended with (a worker that lost the
-// answer to its report sends it again), which was recorded: its result is
-// the job as it is now.
+// repeats the report its run already ended with (a worker that lost the
+// answer to it sends it again), which was recorded: its result is the job
+// as it is now.
 func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams) ([]db.Job, []error, error) {
 	leases := make([]Lease, len(ps))
 	for i, p := range ps {
@@ -312,11 +312,12 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 }
 
 // finishStale answers the reports ps[i], i in stale, whose lease is no
-// longer live, into out[i] and errs[i]: a repeat of the outcome its run
-// ended with gets the job as it is now (from current, the rows this
-// transaction read or wrote, else read afresh: no row is locked out of the
-// group's order), any other db.ErrStale, and its outcome is recorded on
-// its run as the late outcome.
+// longer live, into out[i] and errs[i]: a repeat of the report its run
+// ended with (outcome, error and output) gets the job as it is now (from
+// current, the rows this transaction read or wrote, else errReadAfter: no
+// row is locked out of the group's order, and no connection is waited for
+// inside the transaction), any other db.ErrStale, and its outcome is
+// recorded on its run as the late outcome.
 func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams, stale []int, current map[string]db.Job, out []db.Job, errs []error) error {
 	leases := make([]Lease, len(stale))
 	for k, i := range stale {
@@ -326,22 +327,21 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 	if err != nil {
 		return fmt.Errorf("read runs of stale reports: %w", err)
 	}
-	ended := make(map[Lease]db.Outcome, len(runs))
+	ended := make(map[Lease]db.Run, len(runs))
 	for _, r := range runs {
-		ended[Lease{r.JobID, r.Generation}] = r.Outcome
+		ended[Lease{r.JobID, r.Generation}] = r
 	}
 	var late []RunEnd
 	for k, i := range stale {
-		if ended[leases[k]] != ps[i].Outcome {
+		if r, ok := ended[leases[k]]; !ok || !repeats(ps[i], r) {
 			errs[i] = db.ErrStale
 			late = append(late, runEnd(ps[i], false))
 			continue
 		}
 		j, ok := current[ps[i].JobID]
-		if !ok { // claimed again since
-			if j, err = s.d.JobGet(ctx, ps[i].JobID); err != nil {
-				return fmt.Errorf("read job of repeated report: %w", err)
-			}
+		if !ok { // claimed again since: read once the group has committed
+			errs[i] = errReadAfter
+			continue
 		}
 		out[i] = j
 	}
@@ -351,6 +351,20 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 		}
 	}
 	return nil
+}
+
+// errReadAfter is the result of a repeated report whose job the group's
+// transaction does not hold (it was claimed again): commitGroup answers it
+// with the job read once the transaction has ended. A read on another
+// connection while the transaction holds one could wait for ever for a
+// pool whose other connections wait likewise.
+var errReadAfter = errors.New("job to be read after the commit")
+
+// repeats reports whether p is the report that ended r, sent again: the
+// same outcome, error and output. Another report of r's lease was never
+// recorded, so it is not answered as if it had been.
+func repeats(p db.RunFinishParams, r db.Run) bool {
+	return r.Outcome == p.Outcome && r.Error == p.Error && r.Output == tail(p.Output)
 }
 
 // finish closes the runs of jobs' current leases as ps say and moves each

@@ -28,12 +28,12 @@ type mJob struct {
 	state       db.JobState
 	attempt     int
 	maxAttempts int
-	gen         int64                // lease generation: only ever grows, by one per claim
-	leaseUntil  time.Time            // while running
-	cancelReq   bool                 // while running
-	slot        time.Time            // recurring: the slot of the current firing
-	nextRunAt   time.Time            // read from the store: backoff and slots are lifecycle's business
-	reported    map[int64]db.Outcome // the outcome each generation's worker reported while it held the lease
+	gen         int64                        // lease generation: only ever grows, by one per claim
+	leaseUntil  time.Time                    // while running
+	cancelReq   bool                         // while running
+	slot        time.Time                    // recurring: the slot of the current firing
+	nextRunAt   time.Time                    // read from the store: backoff and slots are lifecycle's business
+	reported    map[int64]db.RunFinishParams // what each generation's worker reported while it held the lease
 }
 
 // model drives a real store with random operations on a test clock and
@@ -106,7 +106,7 @@ func (m *model) create(t *rapid.T) {
 	if err != nil || !created {
 		t.Fatalf("create: created=%t, %v", created, err)
 	}
-	mj := &mJob{id: j.ID, recurring: p.Schedule != "", state: db.StateReady, maxAttempts: p.MaxAttempts, reported: map[int64]db.Outcome{}}
+	mj := &mJob{id: j.ID, recurring: p.Schedule != "", state: db.StateReady, maxAttempts: p.MaxAttempts, reported: map[int64]db.RunFinishParams{}}
 	m.sync(t, mj, j)
 	m.jobs = append(m.jobs, mj)
 }
@@ -223,7 +223,7 @@ func (m *model) finish(t *rapid.T) {
 	}
 	j, err := m.store.RunFinish(m.ctx, p)
 	if !m.holds(mj, gen) {
-		if mj.reported[gen] == p.Outcome {
+		if r, ok := mj.reported[gen]; ok && r.Outcome == p.Outcome && r.Error == p.Error {
 			// The worker repeats the report it made: answered as recorded.
 			if err != nil || j.State != mj.state || j.LeaseGeneration != mj.gen {
 				t.Fatalf("repeated finish of %s with generation %d, %s: %s generation %d, %v; want it answered as recorded: %s generation %d",
@@ -240,7 +240,7 @@ func (m *model) finish(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("finish of %s: %v", mj.id, err)
 	}
-	mj.reported[gen] = p.Outcome
+	mj.reported[gen] = p
 	m.ended(mj, p)
 	m.sync(t, mj, j)
 }
