@@ -389,9 +389,10 @@ type Store interface {
 	// backoff, dead, cancelled, back to ready (released), or the next slot
 	// of a recurring job. ErrStale if p.Generation no longer holds the job;
 	// nothing is changed then but the record of the late outcome on the
-	// generation's run (Run.LateOutcome). A repeat of the outcome the
-	// generation's run ended with (a worker that lost the answer to its
-	// report) changes nothing and returns the job as it is now.
+	// generation's run (Run.LateOutcome). A repeat of the report the
+	// generation's run ended with (outcome, error and output: a worker that
+	// lost the answer to it) changes nothing and returns the job as it is
+	// now; a ctx of WithRepeatReport learns that it was one.
 	RunFinish(ctx context.Context, p RunFinishParams) (Job, error)
 	// RunReapExpired returns jobs whose lease ran out to ready (or dead when
 	// their attempts are spent) and closes their runs as lease_expired. A

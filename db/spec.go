@@ -144,6 +144,25 @@ func ActorFrom(ctx context.Context) string {
 	return a
 }
 
+// repeatKey is the context key of WithRepeatReport.
+type repeatKey struct{}
+
+// WithRepeatReport returns ctx with which Store.RunFinish tells its caller
+// that it answered a repeat: it sets *repeated when the report repeats the
+// one its run already ended with, recorded the first time (a worker that
+// lost the answer sends it again), so that nothing is counted twice.
+func WithRepeatReport(ctx context.Context, repeated *bool) context.Context {
+	return context.WithValue(ctx, repeatKey{}, repeated)
+}
+
+// MarkRepeatReport sets the flag of WithRepeatReport that ctx carries, if
+// any.
+func MarkRepeatReport(ctx context.Context) {
+	if p, ok := ctx.Value(repeatKey{}).(*bool); ok {
+		*p = true
+	}
+}
+
 // Changes is the Detail of an EventChanged: each changed field's wire name
 // with its value before and after.
 type Changes map[string]Change

@@ -82,16 +82,18 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 }
 
 // RunFinish records through the store, timing the call and counting the
-// outcome, or the refusal when it is stale.
+// outcome (once: not again for a repeated report), or the refusal when it
+// is stale.
 func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
 	start := time.Now()
-	j, err := s.Store.RunFinish(ctx, p)
+	var repeated bool
+	j, err := s.Store.RunFinish(db.WithRepeatReport(ctx, &repeated), p)
 	s.m.finishSeconds.Observe(time.Since(start).Seconds())
 	c, ok := s.forget(p.JobID, p.Generation)
 	switch {
 	case errors.Is(err, db.ErrStale):
 		s.m.staleWrites.WithLabelValues(staleFinish).Inc()
-	case err != nil:
+	case err != nil, repeated: // a repeat was counted when first recorded
 	default:
 		s.m.runs.WithLabelValues(j.Type, string(p.Outcome)).Inc()
 		if ok && p.Outcome != db.OutcomeReleased {

@@ -34,8 +34,9 @@ type finishReq struct {
 }
 
 type finishResult struct {
-	job db.Job
-	err error
+	job      db.Job
+	err      error
+	repeated bool // the report repeats the one its run ended with
 }
 
 // RunFinish records a run's end under its lease; see db.Store. The call is
@@ -66,6 +67,9 @@ func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, er
 	}
 	if r.err != nil {
 		return db.Job{}, wrap(r.err, "finish run %s/%d", p.JobID, p.Generation)
+	}
+	if r.repeated {
+		db.MarkRepeatReport(ctx)
 	}
 	return r.job, nil
 }
@@ -185,8 +189,11 @@ func (s *Store) commitGroup(group []*finishReq) {
 		switch {
 		case err != nil:
 			results[i] = finishResult{err: fmt.Errorf("commit completions: %w", err)}
+		case errors.Is(results[i].err, errRepeated):
+			results[i].err, results[i].repeated = nil, true
 		case errors.Is(results[i].err, errReadAfter):
 			results[i].job, results[i].err = s.JobGet(r.ctx, r.p.JobID)
+			results[i].repeated = results[i].err == nil
 		}
 		r.done <- results[i]
 	}

@@ -314,7 +314,8 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 // finishStale answers the reports ps[i], i in stale, whose lease is no
 // longer live, into out[i] and errs[i]: a repeat of the report its run
 // ended with (outcome, error and output) gets the job as it is now (from
-// current, the rows this transaction read or wrote, else errReadAfter: no
+// current, the rows this transaction read or wrote, and errRepeated; else
+// errReadAfter: no
 // row is locked out of the group's order, and no connection is waited for
 // inside the transaction), any other db.ErrStale, and its outcome is
 // recorded on its run as the late outcome.
@@ -343,7 +344,7 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 			errs[i] = errReadAfter
 			continue
 		}
-		out[i] = j
+		out[i], errs[i] = j, errRepeated
 	}
 	if len(late) > 0 {
 		if err := tx.RunsLate(ctx, late); err != nil {
@@ -352,6 +353,10 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 	}
 	return nil
 }
+
+// errRepeated is the result of a repeated report answered with out[i]:
+// commitGroup answers it as recorded and marks it a repeat.
+var errRepeated = errors.New("report repeated")
 
 // errReadAfter is the result of a repeated report whose job the group's
 // transaction does not hold (it was claimed again): commitGroup answers it
