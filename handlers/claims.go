@@ -302,6 +302,11 @@ func (cw *claimWaiters) wakeAll() {
 	}
 }
 
+// WakeClaims tells the waiting POST /claims that a job of any type may be
+// due now: another node's write, which this process learns from
+// PostgreSQL's NOTIFY. It never blocks.
+func (a *API) WakeClaims() { a.h.claimers.wakeAll() }
+
 // due tells the in-process dispatcher and the waiting claims of typ that a
 // job of typ may be due now.
 func (h *handler) due(typ string) {

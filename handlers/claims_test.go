@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/wire"
 )
 
@@ -184,5 +185,24 @@ func TestClaimWaiters(t *testing.T) {
 	cw.wake("a")
 	if len(cw.byType) != 0 {
 		t.Fatalf("waiters left after unregistering: %v", cw.byType)
+	}
+}
+
+// TestAPI_WakeClaims: another node's write, forwarded as WakeClaims, wakes
+// the waiting claims of every type.
+func TestAPI_WakeClaims(t *testing.T) {
+	t.Parallel()
+	api := New(Config{Store: sqlitetest.Open(t)})
+	a, doneA := api.h.claimers.add([]string{"a"})
+	defer doneA()
+	b, doneB := api.h.claimers.add([]string{"b", "c"})
+	defer doneB()
+	api.WakeClaims()
+	for name, ch := range map[string]<-chan struct{}{"a": a, "b and c": b} {
+		select {
+		case <-ch:
+		default:
+			t.Errorf("the claim waiting for %s was not woken", name)
+		}
 	}
 }

@@ -289,7 +289,9 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 
 	p.services = []func(context.Context) error{
 		pool.Run, reaper.Run, sampler.Run, sweeper.Run,
-		func(ctx context.Context) error { return forwardWakeups(ctx, store, pool.Wake, log) },
+		func(ctx context.Context) error {
+			return forwardWakeups(ctx, store, func() { pool.Wake(); p.api.WakeClaims() }, log)
+		},
 	}
 	if pruner := newPruner(store, cfg.Retention, log); pruner != nil {
 		p.services = append(p.services, pruner.Run)
