@@ -158,6 +158,10 @@ func TestCLI_Jobs(t *testing.T) {
 		if paused := okJSON[struct{ Jobs []db.Job }](t, srv, "ls", "--state", "paused"); len(paused.Jobs) != 1 || paused.Jobs[0].ID != oneOff.ID {
 			t.Errorf("ls --state paused = %+v", paused.Jobs)
 		}
+		// NAME ID TYPE STATE SCHEDULE NEXT-RUN …: a paused job runs at no time.
+		if lines := strings.Split(ok(t, srv, "ls", "--state", "paused"), "\n"); len(lines) < 2 || strings.Fields(lines[1])[5] != "-" {
+			t.Errorf("ls of a paused job shows a next run:\n%s", strings.Join(lines, "\n"))
+		}
 		if j := okJSON[db.Job](t, srv, "resume", oneOff.ID); j.State != db.StateReady {
 			t.Errorf("resume --json = %+v", j)
 		}

@@ -381,7 +381,7 @@ func lsCmd(env Env) *cobra.Command {
 		}
 		tw := table(a.env.Stdout, "NAME", "ID", "TYPE", "STATE", "SCHEDULE", "NEXT RUN", "ATTEMPT", "LAST ERROR")
 		for _, j := range jobs {
-			row(tw, cmp.Or(j.Name, "-"), j.ID, j.Type, string(j.State), cmp.Or(j.Schedule, "-"), timeText(j.NextRunAt),
+			row(tw, cmp.Or(j.Name, "-"), j.ID, j.Type, string(j.State), cmp.Or(j.Schedule, "-"), timeText(nextRun(j)),
 				fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), oneLine(j.LastError, 60))
 		}
 		if err := tw.Flush(); err != nil {
@@ -505,8 +505,8 @@ func (a *api) printAction(verb, id string, job db.Job) error {
 		if job.PauseReason != "" {
 			fmt.Fprintf(a.env.Stdout, ": %s", job.PauseReason)
 		}
-	case job.NextRunAt != nil && job.State != db.StateRunning:
-		fmt.Fprintf(a.env.Stdout, ", next run %s", timeText(job.NextRunAt))
+	case nextRun(job) != nil:
+		fmt.Fprintf(a.env.Stdout, ", next run %s", timeText(nextRun(job)))
 	}
 	fmt.Fprintln(a.env.Stdout, ")")
 	return nil
@@ -625,7 +625,7 @@ func (a *api) show(ctx context.Context, id string) error {
 	if job.Jitter > 0 {
 		field("Jitter", time.Duration(job.Jitter).String())
 	}
-	field("Next run", optTime(job.NextRunAt))
+	field("Next run", optTime(nextRun(job)))
 	field("Attempt", fmt.Sprintf("%d of %d", job.Attempt, job.MaxAttempts))
 	field("Timeout", time.Duration(job.Timeout).String())
 	field("Backoff", time.Duration(job.Backoff).String())
@@ -694,6 +694,16 @@ func row(tw *tabwriter.Writer, cells ...string) {
 }
 
 // timeText is t in RFC 3339 UTC, or "-" when absent.
+// nextRun is when job runs next, as far as its row says: only a ready
+// job's due time. A running job's is the slot it is running, already past,
+// and a paused job's is none until it is resumed.
+func nextRun(job db.Job) *time.Time {
+	if job.State != db.StateReady {
+		return nil
+	}
+	return job.NextRunAt
+}
+
 func timeText(t *time.Time) string {
 	return cmp.Or(optTime(t), "-")
 }

@@ -155,8 +155,8 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 	switch {
 	case after.State == db.StatePaused:
 		fmt.Fprintf(a.env.Stdout, "paused %s\n", pausedUntil(after))
-	case after.NextRunAt != nil:
-		fmt.Fprintf(a.env.Stdout, "next run %s\n", timeText(after.NextRunAt))
+	case nextRun(after) != nil:
+		fmt.Fprintf(a.env.Stdout, "next run %s\n", timeText(nextRun(after)))
 	}
 	return nil
 }
