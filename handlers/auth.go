@@ -3,6 +3,7 @@ package handlers
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -28,18 +29,46 @@ type token struct {
 	role   role
 }
 
+// tokenSet is one of Config's lists of tokens: its role, and the variable
+// sked serve reads it from.
+type tokenSet struct {
+	tokens []string
+	role   role
+	env    string
+}
+
+// tokenSets are cfg's lists of tokens.
+func tokenSets(cfg Config) []tokenSet {
+	return []tokenSet{{cfg.Tokens, roleAdmin, "SKED_TOKEN"}, {cfg.WorkerTokens, roleWorker, "SKED_WORKER_TOKEN"}, {cfg.ReadTokens, roleReader, "SKED_READ_TOKEN"}}
+}
+
 // tokensOf is cfg's tokens with their roles.
 func tokensOf(cfg Config) []token {
 	var out []token
-	for _, set := range []struct {
-		tokens []string
-		role   role
-	}{{cfg.Tokens, roleAdmin}, {cfg.WorkerTokens, roleWorker}, {cfg.ReadTokens, roleReader}} {
+	for _, set := range tokenSets(cfg) {
 		for _, t := range set.tokens {
 			out = append(out, token{sha256.Sum256([]byte(t)), set.role})
 		}
 	}
 	return out
+}
+
+// CheckTokens refuses an empty token in cfg, or one given for two roles:
+// which role it has would be a guess.
+func CheckTokens(cfg Config) error {
+	seen := map[string]string{} // token: the variable it was first seen in
+	for _, set := range tokenSets(cfg) {
+		for _, t := range set.tokens {
+			if t == "" {
+				return fmt.Errorf("an empty token in %s: give each token at least one character", set.env)
+			}
+			if other, ok := seen[t]; ok && other != set.env {
+				return fmt.Errorf("a token is given both in %s and in %s: give each role its own tokens", other, set.env)
+			}
+			seen[t] = set.env
+		}
+	}
+	return nil
 }
 
 // authenticate answers 401 with WWW-Authenticate: Bearer unless the request

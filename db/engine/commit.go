@@ -168,12 +168,12 @@ func (s *Store) commitGroup(group []*finishReq) {
 			}
 			ps, index = append(ps, r.p), append(index, i)
 		}
-		jobs, errs, err := s.finishLeased(ctx, tx, ps)
+		done, err := s.finishLeased(ctx, tx, ps)
 		if err != nil {
 			return err
 		}
 		for k, i := range index {
-			results[i] = finishResult{job: jobs[k], err: errs[k]}
+			results[i] = done[k]
 		}
 		failpoint.Hit(failpoint.BeforeFinishCommit)
 		return nil
@@ -189,11 +189,10 @@ func (s *Store) commitGroup(group []*finishReq) {
 		switch {
 		case err != nil:
 			results[i] = finishResult{err: fmt.Errorf("commit completions: %w", err)}
-		case errors.Is(results[i].err, errRepeated):
-			results[i].err, results[i].repeated = nil, true
-		case errors.Is(results[i].err, errReadAfter):
+		case results[i].repeated && results[i].job.ID == "":
+			// A repeat whose job the transaction did not hold (see
+			// finishStale), read now that it has ended.
 			results[i].job, results[i].err = s.JobGet(r.ctx, r.p.JobID)
-			results[i].repeated = results[i].err == nil
 		}
 		r.done <- results[i]
 	}

@@ -249,20 +249,20 @@ func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// finishLeased finishes the runs of ps inside tx, each under its lease. One
-// whose generation no longer holds a live lease changes nothing but the
-// record of its late outcome, and its result is db.ErrStale; unless it
-// repeats the report its run already ended with (a worker that lost the
-// answer to it sends it again), which was recorded: its result is the job
-// as it is now.
-func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams) ([]db.Job, []error, error) {
+// finishLeased finishes the runs of ps inside tx, each under its lease,
+// and returns each one's result. One whose generation no longer holds a
+// live lease changes nothing but the record of its late outcome, and its
+// result is db.ErrStale; unless it repeats the report its run already
+// ended with (a worker that lost the answer to it sends it again), which
+// was recorded: its result is the job as it is now, marked repeated.
+func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams) ([]finishResult, error) {
 	leases := make([]Lease, len(ps))
 	for i, p := range ps {
 		leases[i] = Lease{p.JobID, p.Generation}
 	}
 	held, err := tx.JobsLeased(ctx, leases)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read leased jobs: %w", err)
+		return nil, fmt.Errorf("read leased jobs: %w", err)
 	}
 	now := s.stored(tx.Now())                 // as precise as the lease's end
 	byLease := make(map[Lease]int, len(held)) // index into held
@@ -289,12 +289,12 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 	}
 	after, err := s.finish(ctx, tx, jobs, live)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	out, errs := make([]db.Job, len(ps)), make([]error, len(ps))
+	results := make([]finishResult, len(ps))
 	for i, k := range order {
 		if k >= 0 {
-			out[i] = after[k]
+			results[i].job = after[k]
 		}
 	}
 	if len(stale) > 0 {
@@ -304,22 +304,23 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 		for _, j := range slices.Concat(held, after) {
 			current[j.ID] = j
 		}
-		if err := s.finishStale(ctx, tx, ps, stale, current, out, errs); err != nil {
-			return nil, nil, err
+		if err := s.finishStale(ctx, tx, ps, stale, current, results); err != nil {
+			return nil, err
 		}
 	}
-	return out, errs, nil
+	return results, nil
 }
 
-// finishStale answers the reports ps[i], i in stale, whose lease is no
-// longer live, into out[i] and errs[i]: a repeat of the report its run
-// ended with (outcome, error and output) gets the job as it is now (from
-// current, the rows this transaction read or wrote, and errRepeated; else
-// errReadAfter: no
-// row is locked out of the group's order, and no connection is waited for
-// inside the transaction), any other db.ErrStale, and its outcome is
-// recorded on its run as the late outcome.
-func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams, stale []int, current map[string]db.Job, out []db.Job, errs []error) error {
+// finishStale answers into results[i] the reports ps[i], i in stale, whose
+// lease is no longer live. A repeat of the report its run ended with
+// (outcome, error and output) is marked repeated, with the job as it is
+// now from current, the rows this transaction read or wrote; a job not
+// among them (claimed again since) is left for commitGroup to read once
+// the transaction has ended, so that no row is locked out of the group's
+// order and no second connection is waited for inside the transaction.
+// Any other report is db.ErrStale, and its outcome is recorded on its run
+// as the late outcome.
+func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams, stale []int, current map[string]db.Job, results []finishResult) error {
 	leases := make([]Lease, len(stale))
 	for k, i := range stale {
 		leases[k] = Lease{ps[i].JobID, ps[i].Generation}
@@ -335,16 +336,11 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 	var late []RunEnd
 	for k, i := range stale {
 		if r, ok := ended[leases[k]]; !ok || !repeats(ps[i], r) {
-			errs[i] = db.ErrStale
+			results[i].err = db.ErrStale
 			late = append(late, runEnd(ps[i], false))
 			continue
 		}
-		j, ok := current[ps[i].JobID]
-		if !ok { // claimed again since: read once the group has committed
-			errs[i] = errReadAfter
-			continue
-		}
-		out[i], errs[i] = j, errRepeated
+		results[i] = finishResult{job: current[ps[i].JobID], repeated: true} // no job: read after the commit
 	}
 	if len(late) > 0 {
 		if err := tx.RunsLate(ctx, late); err != nil {
@@ -353,17 +349,6 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 	}
 	return nil
 }
-
-// errRepeated is the result of a repeated report answered with out[i]:
-// commitGroup answers it as recorded and marks it a repeat.
-var errRepeated = errors.New("report repeated")
-
-// errReadAfter is the result of a repeated report whose job the group's
-// transaction does not hold (it was claimed again): commitGroup answers it
-// with the job read once the transaction has ended. A read on another
-// connection while the transaction holds one could wait for ever for a
-// pool whose other connections wait likewise.
-var errReadAfter = errors.New("job to be read after the commit")
 
 // repeats reports whether p is the report that ended r, sent again: the
 // same outcome, error and output. Another report of r's lease was never

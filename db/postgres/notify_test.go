@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
@@ -23,15 +24,7 @@ func TestStore_Wakeups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := postgrestest.URL(t)
-	open := func() *postgres.Store {
-		s, err := postgres.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	listener, writer := open(), open()
+	listener, writer := postgrestest.OpenURL(t, url), postgrestest.OpenURL(t, url)
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
 	wakes := listener.Wakeups(lctx)
@@ -103,11 +96,7 @@ func TestStore_WakeupsReconnect(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := postgrestest.URL(t)
-	s, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := postgrestest.OpenURL(t, url)
 	var logs syncBuffer
 	s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	lctx, stop := context.WithCancel(ctx)

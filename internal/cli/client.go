@@ -693,7 +693,6 @@ func row(tw *tabwriter.Writer, cells ...string) {
 	fmt.Fprintln(tw, strings.Join(cells, "\t"))
 }
 
-// timeText is t in RFC 3339 UTC, or "-" when absent.
 // nextRun is when job runs next, as far as its row says: only a ready
 // job's due time. A running job's is the slot it is running, already past,
 // and a paused job's is none until it is resumed.
@@ -704,6 +703,7 @@ func nextRun(job db.Job) *time.Time {
 	return job.NextRunAt
 }
 
+// timeText is t in RFC 3339 UTC, or "-" when absent.
 func timeText(t *time.Time) string {
 	return cmp.Or(optTime(t), "-")
 }

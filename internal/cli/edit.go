@@ -190,23 +190,27 @@ func editInEditor(job db.Job, env Env) (path string, patch map[string]any, err e
 	if err != nil {
 		return "", nil, fmt.Errorf("edit: %w", err)
 	}
+	handedOver := false // the file goes to the caller, or is kept for the user
+	defer func() {
+		if !handedOver {
+			os.RemoveAll(dir)
+		}
+	}()
 	path = filepath.Join(dir, cmp.Or(job.Name, job.ID)+".yaml")
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("edit: %w", err)
 	}
 	editor := cmp.Or(env.Getenv("VISUAL"), env.Getenv("EDITOR"), "vi")
 	cmd := exec.Command("sh", "-c", editor+` "$1"`, "sh", path)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil { // the editor failed or was quit without saving (:cq)
-		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("edit with %s: %w", editor, err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("edit: %w", err)
 	}
+	handedOver = true
 	if patch, err = definitionPatch(b, job); err != nil {
 		return "", nil, keepEdit(&path, job, err)
 	}

@@ -258,13 +258,13 @@ func (t *timeValue) Set(v string) error {
 	return nil
 }
 
-// serveCommand is a command with sked serve's flags that runs run with
-// them checked and the logger they ask for.
-func serveCommand(env Env, use, short string, run func(cmd *cobra.Command, s *serveFlags) error) *cobra.Command {
+// serveCommand is sked serve: its flags, checked, and the logger they ask
+// for, given to run.
+func serveCommand(env Env, run func(cmd *cobra.Command, s *serveFlags) error) *cobra.Command {
 	s := &serveFlags{}
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
+		Use:   "serve",
+		Short: "Run the scheduler: API, dashboard, dispatcher, workers, reaper",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := s.finish(cmd.Flags()); err != nil {
@@ -283,7 +283,7 @@ func serveCommand(env Env, use, short string, run func(cmd *cobra.Command, s *se
 }
 
 func serveCmd(env Env) *cobra.Command {
-	cmd := serveCommand(env, "serve", "Run the scheduler: API, dashboard, dispatcher, workers, reaper", func(cmd *cobra.Command, s *serveFlags) error {
+	cmd := serveCommand(env, func(cmd *cobra.Command, s *serveFlags) error {
 		// Listen before the store is opened, so that a start that cannot
 		// listen leaves no database file behind.
 		if s.cfg.Addr != "" {

@@ -23,7 +23,7 @@ func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags
 	e := Env{Getenv: func(k string) string { return env[k] }, Stdout: io.Discard, Stderr: io.Discard}
 	var got *serveFlags
 	root := bareRoot(e)
-	root.AddCommand(serveCommand(e, "serve", "", func(_ *cobra.Command, s *serveFlags) error { got = s; return nil }))
+	root.AddCommand(serveCommand(e, func(_ *cobra.Command, s *serveFlags) error { got = s; return nil }))
 	err := execute(context.Background(), root, append([]string{"serve"}, args...))
 	return got, err
 }
