@@ -34,7 +34,8 @@ type Config struct {
 	// NowFunc is the store's clock, which due times are compared with. Nil
 	// means time.Now.
 	NowFunc func() time.Time
-	// Logger receives scrape errors. Nil discards.
+	// Logger receives scrape errors and the warning that job types ran
+	// out of type labels (MaxTypeLabels). Nil discards.
 	Logger *slog.Logger
 }
 
@@ -47,6 +48,7 @@ type Metrics struct {
 	reg    *prometheus.Registry
 	logger *slog.Logger
 	now    func() time.Time
+	types  *typeLabels
 
 	claimSeconds     prometheus.Histogram
 	finishSeconds    prometheus.Histogram
@@ -73,6 +75,7 @@ func New(cfg Config) *Metrics {
 		reg:    prometheus.NewRegistry(),
 		logger: cfg.Logger,
 		now:    cfg.NowFunc,
+		types:  newTypeLabels(cfg.Logger),
 		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sked_claim_duration_seconds",
 			Help:    "Time a claim of due jobs took in the store, empty claims included.",
@@ -113,7 +116,7 @@ func New(cfg Config) *Metrics {
 		m.staleWrites.WithLabelValues(w)
 	}
 	if cfg.Stats != nil {
-		m.reg.MustRegister(newDBCollector(cfg.Stats, cfg.NowFunc))
+		m.reg.MustRegister(newDBCollector(cfg.Stats, cfg.NowFunc, m.types))
 	}
 	return m
 }
@@ -157,14 +160,16 @@ func (m *Metrics) Handler() http.Handler {
 type dbCollector struct {
 	stats db.StatsReader
 	now   func() time.Time
+	types *typeLabels
 
 	oldestAge, dueNextMinute, jobs, running, dead, missed, quiet *prometheus.Desc
 }
 
-func newDBCollector(stats db.StatsReader, now func() time.Time) *dbCollector {
+func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabels) *dbCollector {
 	return &dbCollector{
 		stats: stats,
 		now:   now,
+		types: types,
 		oldestAge: prometheus.NewDesc("sked_ready_oldest_age_seconds",
 			"How long the oldest due ready job, of any type (served by a worker or not), has waited past its due time; 0 when none is due.", nil, nil),
 		dueNextMinute: prometheus.NewDesc("sked_jobs_due_next_minute",
@@ -209,7 +214,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	for state, n := range st.JobsByState {
 		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(n), string(state))
 	}
-	for typ, n := range st.RunningByType {
+	for typ, n := range c.types.byLabel(st.RunningByType) {
 		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(n), typ)
 	}
 	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.GaugeValue, float64(st.JobsByState[db.StateDead]))

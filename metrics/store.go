@@ -95,7 +95,7 @@ func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, er
 		s.m.staleWrites.WithLabelValues(staleFinish).Inc()
 	case err != nil, repeated: // a repeat was counted when first recorded
 	default:
-		s.m.runs.WithLabelValues(j.Type, string(p.Outcome)).Inc()
+		s.m.runs.WithLabelValues(s.m.types.label(j.Type), string(p.Outcome)).Inc()
 		if ok && p.Outcome != db.OutcomeReleased {
 			s.m.runAttempts.Observe(float64(c.attempt))
 		}
