@@ -107,6 +107,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RetryCrossesSlot":    testRetryCrossesSlot,
 		"CancelRunReaped":     testCancelRunReaped,
 		"FinishRepeated":      testFinishRepeated,
+		"FinishRepeatedText":  testFinishRepeatedText,
 		"TriggerDuringRetry":  testTriggerDuringRetry,
 		"RedefineDuringRetry": testRedefineDuringRetry,
 		"PauseDuringRetry":    testPauseDuringRetry,
