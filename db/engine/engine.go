@@ -215,7 +215,8 @@ type JobUpdate struct {
 	From db.JobState
 }
 
-// RunEnd is how the run of a lease ended.
+// RunEnd is how the run of a lease ended. Its Error and Output are valid
+// UTF-8 without NUL bytes, as every store keeps them.
 type RunEnd struct {
 	Lease
 	Outcome db.Outcome

@@ -162,7 +162,7 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, li
 // recovered, and for a job with a ping URL, its success.
 func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, started, now time.Time) []db.Event {
 	at, start := s.stored(now), s.stored(started)
-	run := db.RunEvent{Slot: j.Slot, Attempt: j.Attempt, Generation: j.LeaseGeneration, StartedAt: &start, Error: p.Error, Output: tail(p.Output)}
+	run := db.RunEvent{Slot: j.Slot, Attempt: j.Attempt, Generation: j.LeaseGeneration, StartedAt: &start, Error: p.Error, Output: p.Output}
 	var out []db.Event
 	switch {
 	case r.GaveUp:

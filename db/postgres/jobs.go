@@ -369,7 +369,7 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		j := u.Job
 		ids[i], froms[i], gens[i], states[i] = j.ID, string(u.From), j.LeaseGeneration, string(j.State)
 		nexts[i], slots[i], attempts[i], owners[i], untils[i] = j.NextRunAt, j.Slot, int32(j.Attempt), nullString(j.LeaseOwner), j.LeaseUntil
-		cancels[i], missed[i], lastErrs[i] = j.CancelRequested, j.MissedSlots, nullString(text(j.LastError))
+		cancels[i], missed[i], lastErrs[i] = j.CancelRequested, j.MissedSlots, nullString(j.LastError)
 		reasons[i], pauses[i], oks[i], qs[i] = nullString(j.PauseReason), j.PauseUntil, j.LastSuccessAt, j.QuietSince
 		triggered[i], updated[i], failing[i] = j.Triggered, j.UpdatedAt, j.FailingSince
 	}
