@@ -112,6 +112,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RedefineDuringRetry": testRedefineDuringRetry,
 		"PauseDuringRetry":    testPauseDuringRetry,
 		"SkipDuringRetry":     testSkipDuringRetry,
+		"ReschedulePassed":    testRescheduleAccountsPassedSlots,
 		"TriggeredSlot":       testTriggeredSlot,
 		"ControlEvents":       testControlEvents,
 	} {
