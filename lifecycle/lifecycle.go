@@ -201,6 +201,28 @@ func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
 	return s.Next(latest), span(s, slot, latest.Add(time.Nanosecond), db.MissedPaused)
 }
 
+// Rescheduled is what a change of recurring job j's schedule (or of its
+// zone or jitter) passes over when it moves j, waiting (ready or paused) on
+// s at now, to the new schedule's next slot: the slots of s from the first
+// not yet in the ledger (a failed firing's slot is, as its runs) that were
+// due by now, reason skipped; for a paused job, those a resume at now would
+// record as slept through, reason paused.
+func Rescheduled(j db.Job, s *schedule.Schedule, now time.Time) Missed {
+	from := deref(j.Slot)
+	if RetryPending(j) {
+		from = s.Next(from)
+	}
+	switch {
+	case from.IsZero():
+		return Missed{}
+	case j.State == db.StatePaused:
+		_, m := Resumed(s, from, now)
+		return m
+	}
+	dueBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // the last slot due by now, or later
+	return span(s, from, dueBy.Add(time.Nanosecond), db.MissedSkipped)
+}
+
 // DueAt is when a job's slot is due: the slot plus the job's fixed offset
 // inside its jitter, so that top-of-the-hour schedules spread out.
 func DueAt(jobID string, slot time.Time, jitter time.Duration) time.Time {

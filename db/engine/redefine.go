@@ -91,8 +91,17 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	if to.Recurring() && rescheduled(changes) && (j.State == db.StateReady || j.State == db.StatePaused) {
 		// The pending slot is the new schedule's, a firing of its own (a
 		// retry of the old one's is dropped); a running firing keeps its
-		// own, and its end finds the next one on the new schedule.
-		to.Slot, to.Attempt = nj.Slot, 0
+		// own, and its end finds the next one on the new schedule. The
+		// old schedule's slots that passed without running are missed.
+		sched, err := parse(j)
+		if err != nil {
+			return db.Job{}, nil, err
+		}
+		passed := lifecycle.Rescheduled(j, sched, now)
+		if err := s.insertMissed(ctx, tx, j.ID, passed); err != nil {
+			return db.Job{}, nil, err
+		}
+		to.Slot, to.Attempt, to.MissedSlots = nj.Slot, 0, j.MissedSlots+passed.Total
 		if !j.Triggered {
 			to.NextRunAt = nj.NextRunAt
 		}
