@@ -93,6 +93,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RunFinishGroup":      testRunFinishGroup,
 		"LateOutcome":         testLateOutcome,
 		"ReleasedBeforeDue":   testReleasedBeforeDue,
+		"ReleasedKeepsPlace":  testReleasedKeepsPlace,
 		"PauseUntilAsOf":      testPauseUntilAsOf,
 		"RunFinishAfterClose": testRunFinishAfterClose,
 		"MissedSpan":          testMissedSpan,
