@@ -92,12 +92,13 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 		// The pending slot is the new schedule's, a firing of its own (a
 		// retry of the old one's is dropped); a running firing keeps its
 		// own, and its end finds the next one on the new schedule. The
-		// old schedule's slots that passed without running are missed.
-		sched, err := parse(j)
-		if err != nil {
-			return db.Job{}, nil, err
+		// old schedule's slots that passed without running are missed
+		// (none are known of a stored schedule that no longer parses: the
+		// change mends it).
+		var passed lifecycle.Missed
+		if sched, err := parse(j); err == nil {
+			passed = lifecycle.Rescheduled(j, sched, now)
 		}
-		passed := lifecycle.Rescheduled(j, sched, now)
 		if err := s.insertMissed(ctx, tx, j.ID, passed); err != nil {
 			return db.Job{}, nil, err
 		}
