@@ -114,6 +114,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"PauseDuringRetry":    testPauseDuringRetry,
 		"SkipDuringRetry":     testSkipDuringRetry,
 		"ReschedulePassed":    testRescheduleAccountsPassedSlots,
+		"RescheduleAfterSkip": testRescheduleAfterSkip,
 		"TriggeredSlot":       testTriggeredSlot,
 		"ControlEvents":       testControlEvents,
 	} {

@@ -163,3 +163,35 @@ func testRescheduleAccountsPassedSlots(t *testing.T, f *fixture) {
 	f.Clock.Advance(3*time.Minute + 30*time.Second)
 	check("a job changed while a retry waits", reschedule(retrying.ID, "*/5 * * * *"), db.MissedSkipped, 3)
 }
+
+// testRescheduleAfterSkip skips a slot ahead of now and then changes the
+// schedule: the skipped slot is in the ledger already, so the new
+// schedule's pending slot comes after it; were it earlier, the slots from
+// it would run, or be missed, a second time.
+func testRescheduleAfterSkip(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "*/2 * * * *"}) // at 12:00, pending 12:02
+	if _, err := f.Store.JobSkipNext(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Advance(30 * time.Second)
+	spec := db.SpecOf(f.get(j.ID))
+	spec.Schedule = "* * * * *"
+	got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		f.Clock.Set(*got.NextRunAt)
+		got = f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	}
+	seen := map[time.Time]db.Outcome{}
+	for _, r := range f.runs(j.ID) {
+		if o, ok := seen[*r.Slot]; ok {
+			t.Fatalf("slot %s is in the ledger twice: %s and %s", r.Slot.Format(time.TimeOnly), o, r.Outcome)
+		}
+		seen[*r.Slot] = r.Outcome
+	}
+	if len(seen) != 3 {
+		t.Fatalf("ledger %v; want 12:02 skipped, then two runs on the new schedule", seen)
+	}
+}
