@@ -115,6 +115,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"SkipDuringRetry":     testSkipDuringRetry,
 		"ReschedulePassed":    testRescheduleAccountsPassedSlots,
 		"RescheduleAfterSkip": testRescheduleAfterSkip,
+		"RescheduleOffset":    testRescheduleKeepsOffset,
 		"TriggeredSlot":       testTriggeredSlot,
 		"ControlEvents":       testControlEvents,
 	} {

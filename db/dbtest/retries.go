@@ -195,3 +195,22 @@ func testRescheduleAfterSkip(t *testing.T, f *fixture) {
 		t.Fatalf("ledger %v; want 12:02 skipped, then two runs on the new schedule", seen)
 	}
 }
+
+// testRescheduleKeepsOffset changes the schedule of a job with jitter: its
+// new pending slot is due at the job's own offset inside the jitter, as
+// every later slot is, not at another one.
+func testRescheduleKeepsOffset(t *testing.T, f *fixture) {
+	for i := range 8 { // offsets from the ids of eight jobs: not all can agree by chance
+		j := f.create(db.JobCreateParams{Schedule: "0 * * * *", Jitter: 50 * time.Minute})
+		offset := j.NextRunAt.Sub(*j.Slot)
+		spec := db.SpecOf(j)
+		spec.Schedule = "0 */2 * * *"
+		got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := got.NextRunAt.Sub(*got.Slot); d != offset {
+			t.Fatalf("job %d: due %s after its slot once rescheduled, %s before; want its own offset kept", i, d, offset)
+		}
+	}
+}
