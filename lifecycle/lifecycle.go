@@ -210,26 +210,41 @@ func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
 	return s.Next(latest), span(s, slot, latest.Add(time.Nanosecond), db.MissedPaused)
 }
 
-// Rescheduled is what a change of recurring job j's schedule (or of its
-// zone or jitter) passes over when it moves j, waiting (ready or paused) on
-// s at now, to the new schedule's next slot: the slots of s from the first
-// not yet in the ledger (a failed firing's slot is, as its runs) that were
-// due by now, reason skipped; for a paused job, those a resume at now would
-// record as slept through, reason paused.
-func Rescheduled(j db.Job, s *schedule.Schedule, now time.Time) Missed {
+// Rescheduled moves recurring job j, waiting (ready or paused) at now on
+// schedule old, to schedule next, after a change of its schedule, zone or
+// jitter. It returns the new pending slot: next's first after now and
+// after every slot of old in the ledger (a slot skipped ahead of now is),
+// so that no slot is run or missed twice. And it returns what the move
+// passes over: the slots of old from the first not yet in the ledger (a
+// failed firing's slot is, as its runs) that were due by now, reason
+// skipped; for a paused job, those a resume at now would record as slept
+// through, reason paused. old is nil when the stored schedule no longer
+// parses: the change mends it, and no slot of it is known.
+func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Time, Missed) {
+	if old == nil {
+		return next.Next(now), Missed{}
+	}
 	from := deref(j.Slot)
 	if RetryPending(j) {
-		from = s.Next(from)
+		from = old.Next(from)
 	}
-	switch {
-	case from.IsZero():
-		return Missed{}
-	case j.State == db.StatePaused:
-		_, m := Resumed(s, from, now)
-		return m
+	if from.IsZero() {
+		return next.Next(now), Missed{}
+	}
+	after := now
+	if first := old.Next(now); !first.IsZero() && first.Before(from) {
+		after = latestAtOrBefore(old, first, from.Add(-time.Nanosecond)) // skipped
+	}
+	slot := next.Next(after)
+	if slot.IsZero() {
+		slot = next.Next(now)
+	}
+	if j.State == db.StatePaused {
+		_, m := Resumed(old, from, now)
+		return slot, m
 	}
 	dueBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // the last slot due by now, or later
-	return span(s, from, dueBy.Add(time.Nanosecond), db.MissedSkipped)
+	return slot, span(old, from, dueBy.Add(time.Nanosecond), db.MissedSkipped)
 }
 
 // DueAt is when a job's slot is due: the slot plus the job's fixed offset

@@ -121,7 +121,7 @@ func TestRescheduled(t *testing.T) {
 		{"paused", db.Job{ID: id, State: db.StatePaused, Jitter: db.Duration(jitter)}, slot.Add(time.Second), 1},
 	} {
 		tc.job.Schedule, tc.job.Slot = "0 * * * *", &slot
-		if m := lifecycle.Rescheduled(tc.job, sched, tc.now); m.Total != tc.slots || int64(len(m.Slots)) != tc.slots {
+		if _, m := lifecycle.Rescheduled(tc.job, sched, sched, tc.now); m.Total != tc.slots || int64(len(m.Slots)) != tc.slots {
 			t.Errorf("%s: missed %d (%v), want %d", tc.name, m.Total, m.Slots, tc.slots)
 		}
 	}

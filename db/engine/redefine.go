@@ -92,19 +92,19 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 		// The pending slot is the new schedule's, a firing of its own (a
 		// retry of the old one's is dropped); a running firing keeps its
 		// own, and its end finds the next one on the new schedule. The
-		// old schedule's slots that passed without running are missed
-		// (none are known of a stored schedule that no longer parses: the
-		// change mends it).
-		var passed lifecycle.Missed
-		if sched, err := parse(j); err == nil {
-			passed = lifecycle.Rescheduled(j, sched, now)
+		// old schedule's slots that passed without running are missed.
+		next, err := parse(to)
+		if err != nil {
+			return db.Job{}, nil, err
 		}
+		old, _ := parse(j) // nil when it no longer parses: the change mends it
+		slot, passed := lifecycle.Rescheduled(j, old, next, now)
 		if err := s.insertMissed(ctx, tx, j.ID, passed); err != nil {
 			return db.Job{}, nil, err
 		}
-		to.Slot, to.Attempt, to.MissedSlots = nj.Slot, 0, j.MissedSlots+passed.Total
+		to.Slot, to.Attempt, to.MissedSlots = s.storedPtr(slot), 0, j.MissedSlots+passed.Total
 		if !j.Triggered {
-			to.NextRunAt = nj.NextRunAt
+			to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, slot, time.Duration(to.Jitter)))
 		}
 	}
 	to.UpdatedAt = s.stored(now)
