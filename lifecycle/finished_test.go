@@ -77,8 +77,10 @@ func TestFinished_OneOff(t *testing.T) {
 		// so the attempt is given back and it stays due when it was.
 		{"LeaseExpiredBeforeDue", job(2, now.Add(5*time.Second)), db.RunFinishParams{Outcome: db.OutcomeLeaseExpired, Retryable: true},
 			lifecycle.Result{State: db.StateReady, Slot: due, NextRunAt: now.Add(5 * time.Second), Attempt: 1, LastError: "before"}},
+		// Handed back at shutdown: due again at once at its old due time,
+		// the attempt given back.
 		{"ReleasedAtShutdown", job(2, due), db.RunFinishParams{Outcome: db.OutcomeReleased},
-			lifecycle.Result{State: db.StateReady, Slot: due, NextRunAt: now, Attempt: 1, LastError: "before"}},
+			lifecycle.Result{State: db.StateReady, Slot: due, NextRunAt: due, Attempt: 1, LastError: "before"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			j := c.job

@@ -120,8 +120,8 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	switch {
 	case outcome == db.OutcomeReleased || unstarted:
 		// Handed back at shutdown, or never started: not the job's fault,
-		// not an attempt. One claimed ahead is due as before.
-		return Result{State: db.StateReady, Slot: slot, NextRunAt: StartsAt(*j, now), Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
+		// not an attempt. It is due as before, in its old place.
+		return Result{State: db.StateReady, Slot: slot, NextRunAt: heldPlace(j, now), Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
 	case j.Triggered && s != nil:
 		// An operator's extra run: one attempt, and the schedule's pending
 		// slot stays as it was, with the attempts its firing has made (a
@@ -147,11 +147,9 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	// failed, timed_out, lease_expired
 	if p.Retryable && j.Attempt < j.MaxAttempts {
 		next := now.Add(db.Backoff(j.Attempt, time.Duration(j.Backoff), rnd))
-		if outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil {
-			// Its worker vanished; the job did not fail. It is due again
-			// at once, in its old place: claims take it before the jobs
-			// that fell due after it.
-			next = *j.NextRunAt
+		if outcome == db.OutcomeLeaseExpired {
+			// Its worker vanished; the job did not fail.
+			next = heldPlace(j, now)
 		}
 		return Result{State: db.StateReady, Slot: slot, NextRunAt: next, Attempt: j.Attempt, LastError: p.Error}
 	}
@@ -161,6 +159,17 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	r := nextFiring(j, s, slot, claimedAt, now, p.Error)
 	r.GaveUp = true
 	return r
+}
+
+// heldPlace is when a job whose run ended through no fault of its own
+// (handed back, or its worker vanished) is due again: when it was due
+// before it was held, so that claims take it before the jobs that fell due
+// after it; now if it had no due time.
+func heldPlace(j *db.Job, now time.Time) time.Time {
+	if j.NextRunAt == nil {
+		return now
+	}
+	return *j.NextRunAt
 }
 
 // nextFiring moves a recurring job from the firing at slot to its next slot,
@@ -199,6 +208,43 @@ func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
 	}
 	latest := latestAtOrBefore(s, slot, at.Add(-time.Nanosecond))
 	return s.Next(latest), span(s, slot, latest.Add(time.Nanosecond), db.MissedPaused)
+}
+
+// Rescheduled moves recurring job j, waiting (ready or paused) at now on
+// schedule old, to schedule next, after a change of its schedule, zone or
+// jitter. It returns the new pending slot: next's first after now and
+// after every slot of old in the ledger (a slot skipped ahead of now is),
+// so that no slot is run or missed twice. And it returns what the move
+// passes over: the slots of old from the first not yet in the ledger (a
+// failed firing's slot is, as its runs) that were due by now, reason
+// skipped; for a paused job, those a resume at now would record as slept
+// through, reason paused. old is nil when the stored schedule no longer
+// parses: the change mends it, and no slot of it is known.
+func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Time, Missed) {
+	if old == nil {
+		return next.Next(now), Missed{}
+	}
+	from := deref(j.Slot)
+	if RetryPending(j) {
+		from = old.Next(from)
+	}
+	if from.IsZero() {
+		return next.Next(now), Missed{}
+	}
+	after := now
+	if first := old.Next(now); !first.IsZero() && first.Before(from) {
+		after = latestAtOrBefore(old, first, from.Add(-time.Nanosecond)) // skipped
+	}
+	slot := next.Next(after)
+	if slot.IsZero() {
+		slot = next.Next(now)
+	}
+	if j.State == db.StatePaused {
+		_, m := Resumed(old, from, now)
+		return slot, m
+	}
+	dueBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // the last slot due by now, or later
+	return slot, span(old, from, dueBy.Add(time.Nanosecond), db.MissedSkipped)
 }
 
 // DueAt is when a job's slot is due: the slot plus the job's fixed offset

@@ -2,11 +2,13 @@ package lifecycle_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/lifecycle"
+	"github.com/sked-dev/sked/schedule"
 )
 
 // TestTransitions checks, for every state, which operator requests each
@@ -86,6 +88,41 @@ func TestSkipNext_OneOffAndTriggered(t *testing.T) {
 	} {
 		if err := lifecycle.SkipNext(j); !errors.Is(err, db.ErrConflict) {
 			t.Errorf("SkipNext(%s) = %v, want ErrConflict", j.ID, err)
+		}
+	}
+}
+
+// TestRescheduled: a change of schedule passes over the slots of the old
+// one that were due, not those whose jitter offset has not yet come, nor
+// a failed firing's slot, which is in the ledger as its runs.
+func TestRescheduled(t *testing.T) {
+	sched, err := schedule.Parse("0 * * * *", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Date(2026, 3, 2, 13, 0, 0, 0, time.UTC)
+	jitter := 30 * time.Minute
+	// An id whose offset inside the jitter is more than a minute.
+	id := "j0"
+	for i := 1; schedule.Offset(id, jitter) <= time.Minute; i++ {
+		id = fmt.Sprintf("j%d", i)
+	}
+	offset := schedule.Offset(id, jitter)
+	for _, tc := range []struct {
+		name  string
+		job   db.Job
+		now   time.Time
+		slots int64
+	}{
+		{"slot passed, offset not", db.Job{ID: id, State: db.StateReady, Jitter: db.Duration(jitter)}, slot.Add(offset - time.Second), 0},
+		{"due", db.Job{ID: id, State: db.StateReady, Jitter: db.Duration(jitter)}, slot.Add(offset), 1},
+		{"two due", db.Job{ID: id, State: db.StateReady, Jitter: db.Duration(jitter)}, slot.Add(time.Hour + offset), 2},
+		{"retry pending", db.Job{ID: id, State: db.StateReady, Attempt: 1}, slot.Add(90 * time.Minute), 1},
+		{"paused", db.Job{ID: id, State: db.StatePaused, Jitter: db.Duration(jitter)}, slot.Add(time.Second), 1},
+	} {
+		tc.job.Schedule, tc.job.Slot = "0 * * * *", &slot
+		if _, m := lifecycle.Rescheduled(tc.job, sched, sched, tc.now); m.Total != tc.slots || int64(len(m.Slots)) != tc.slots {
+			t.Errorf("%s: missed %d (%v), want %d", tc.name, m.Total, m.Slots, tc.slots)
 		}
 	}
 }

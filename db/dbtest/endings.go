@@ -3,6 +3,7 @@ package dbtest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,37 @@ func testFinishRepeated(t *testing.T, f *fixture) {
 	if err != nil || got.State != db.StateRunning || got.LeaseGeneration != second.Job.LeaseGeneration {
 		t.Fatalf("a report repeated after the retry was claimed: %s generation %d, %v; want it answered with the job running generation %d",
 			got.State, got.LeaseGeneration, err, second.Job.LeaseGeneration)
+	}
+}
+
+// testFinishRepeatedText repeats reports whose error and output are not
+// text every store keeps as it is: a NUL byte, bytes that are not UTF-8, a
+// tail of the output that begins inside a rune. Each repeat is still the
+// report its run ended with, and is answered as recorded; and the job the
+// first report answers is the job as stored.
+func testFinishRepeatedText(t *testing.T, f *fixture) {
+	long := "é" + strings.Repeat("x", db.OutputTailBytes-1) // its tail begins inside the é
+	for _, tc := range []struct{ name, err, output string }{
+		{"NUL", "exit 1\x00", "a\x00b"},
+		{"not UTF-8", "bad \xff byte", "bad \xfe output"},
+		{"tail inside a rune", "boom", long},
+	} {
+		j := f.create(db.JobCreateParams{MaxAttempts: 3})
+		c := f.claimOne("w")
+		p := db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeFailed, Retryable: true,
+			Error: tc.err, Output: tc.output}
+		first, err := f.Store.RunFinish(f.ctx, p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if stored := f.get(j.ID); first.LastError != stored.LastError {
+			t.Errorf("%s: the report answered the job with last error %q; the store holds %q", tc.name, first.LastError, stored.LastError)
+		}
+		if _, err := f.Store.RunFinish(f.ctx, p); err != nil {
+			t.Errorf("%s: the report sent again: %v; want it answered as recorded", tc.name, err)
+		}
+		if r := f.runs(j.ID)[0]; r.Outcome != db.OutcomeFailed || r.LateOutcome != "" {
+			t.Errorf("%s: run %d ended %s with late outcome %q; want failed and no late outcome", tc.name, r.ID, r.Outcome, r.LateOutcome)
+		}
 	}
 }

@@ -244,3 +244,19 @@ func testGaveUpStart(t *testing.T, f *fixture) {
 		wantTime(t, "gave_up startedAt of "+want.job, run.StartedAt, want.start)
 	}
 }
+
+// testReleasedKeepsPlace hands back, at shutdown, a job that was due before
+// another fell due: like a reaped one, it is due again at once in its old
+// place, and claims take it first.
+func testReleasedKeepsPlace(t *testing.T, f *fixture) {
+	held := f.create(db.JobCreateParams{})
+	c := f.claimOne("w1")
+	f.Clock.Advance(10 * time.Second)
+	later := f.create(db.JobCreateParams{})
+	f.Clock.Advance(5 * time.Second)
+	released := f.finish(c, db.OutcomeReleased, false)
+	wantTime(t, "next run of the released job", released.NextRunAt, *held.NextRunAt)
+	if next := f.claimOne("w2"); next.Job.ID != held.ID {
+		t.Fatalf("claimed %s first (due %v); want the released job %s, due %v", next.Job.ID, later.NextRunAt, held.ID, held.NextRunAt)
+	}
+}

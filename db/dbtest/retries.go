@@ -104,3 +104,113 @@ func testTriggeredSlot(t *testing.T, f *fixture) {
 		t.Errorf("the handler is given slot %v; the ledger's run %d has slot %v", cs[0].Job.Slot, r.ID, r.Slot)
 	}
 }
+
+// testRescheduleAccountsPassedSlots changes the schedule of a job whose old
+// schedule's slots have passed without running: slept through while it was
+// paused, due and not yet claimed, or passed while a failed firing's retry
+// waited. The change moves the job to the new schedule's next slot; the
+// passed slots must still be in the ledger, missed, and counted, not
+// dropped in silence. A slot not yet due simply moves.
+func testRescheduleAccountsPassedSlots(t *testing.T, f *fixture) {
+	reschedule := func(id, schedule string) db.Job {
+		t.Helper()
+		spec := db.SpecOf(f.get(id))
+		spec.Schedule = schedule
+		got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: id, Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	check := func(what string, j db.Job, reason string, want int) {
+		t.Helper()
+		counts := f.outcomes(j.ID)
+		if counts["missed:"+reason] != want || j.MissedSlots != int64(want) || f.get(j.ID).MissedSlots != int64(want) {
+			t.Errorf("%s: runs by outcome %v, missed slots %d (stored %d); want %d missed (%s) and counted",
+				what, counts, j.MissedSlots, f.get(j.ID).MissedSlots, want, reason)
+		}
+	}
+
+	// Paused at 12:00 waiting for 13:00; changed at 15:30; resumed at 15:45:
+	// 13:00, 14:00 and 15:00 were slept through.
+	paused := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	if _, err := f.Store.JobPause(f.ctx, paused.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Set(Start.Add(3*time.Hour + 30*time.Minute))
+	reschedule(paused.ID, "30 * * * *")
+	f.Clock.Advance(15 * time.Minute)
+	resumed, err := f.Store.JobResume(f.ctx, paused.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a paused job changed, then resumed", resumed, db.MissedPaused, 3)
+
+	// Due at 16:00 and not yet claimed when it is changed at 16:00:30.
+	due := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	f.Clock.Set(*due.NextRunAt)
+	f.Clock.Advance(30 * time.Second)
+	check("a due job changed", reschedule(due.ID, "30 * * * *"), db.MissedSkipped, 1)
+
+	// Not yet due: the pending slot moves, nothing is missed.
+	waiting := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	check("a waiting job changed", reschedule(waiting.ID, "30 * * * *"), db.MissedSkipped, 0)
+
+	// The firing of one slot failed; while its retry waits, three more
+	// slots pass. The failed slot is in the ledger as its run; the three
+	// are missed.
+	retrying, _ := failFirstAttempt(f, "* * * * *", 10*time.Minute)
+	f.Clock.Advance(3*time.Minute + 30*time.Second)
+	check("a job changed while a retry waits", reschedule(retrying.ID, "*/5 * * * *"), db.MissedSkipped, 3)
+}
+
+// testRescheduleAfterSkip skips a slot ahead of now and then changes the
+// schedule: the skipped slot is in the ledger already, so the new
+// schedule's pending slot comes after it; were it earlier, the slots from
+// it would run, or be missed, a second time.
+func testRescheduleAfterSkip(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "*/2 * * * *"}) // at 12:00, pending 12:02
+	if _, err := f.Store.JobSkipNext(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Advance(30 * time.Second)
+	spec := db.SpecOf(f.get(j.ID))
+	spec.Schedule = "* * * * *"
+	got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		f.Clock.Set(*got.NextRunAt)
+		got = f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	}
+	seen := map[time.Time]db.Outcome{}
+	for _, r := range f.runs(j.ID) {
+		if o, ok := seen[*r.Slot]; ok {
+			t.Fatalf("slot %s is in the ledger twice: %s and %s", r.Slot.Format(time.TimeOnly), o, r.Outcome)
+		}
+		seen[*r.Slot] = r.Outcome
+	}
+	if len(seen) != 3 {
+		t.Fatalf("ledger %v; want 12:02 skipped, then two runs on the new schedule", seen)
+	}
+}
+
+// testRescheduleKeepsOffset changes the schedule of a job with jitter: its
+// new pending slot is due at the job's own offset inside the jitter, as
+// every later slot is, not at another one.
+func testRescheduleKeepsOffset(t *testing.T, f *fixture) {
+	for i := range 8 { // offsets from the ids of eight jobs: not all can agree by chance
+		j := f.create(db.JobCreateParams{Schedule: "0 * * * *", Jitter: 50 * time.Minute})
+		offset := j.NextRunAt.Sub(*j.Slot)
+		spec := db.SpecOf(j)
+		spec.Schedule = "0 */2 * * *"
+		got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := got.NextRunAt.Sub(*got.Slot); d != offset {
+			t.Fatalf("job %d: due %s after its slot once rescheduled, %s before; want its own offset kept", i, d, offset)
+		}
+	}
+}

@@ -153,7 +153,8 @@ type Tx interface {
 	// JobRedefine writes a job's definition (name, payload, schedule,
 	// timezone, attempts, timeout, backoff, jitter, policies, switch,
 	// notify; not its request hash, which stays the creating request's)
-	// and its slot, due time, attempt and updated_at, fenced as JobsUpdate.
+	// and its slot, due time, attempt, missed slots and updated_at, fenced
+	// as JobsUpdate.
 	JobRedefine(ctx context.Context, u JobUpdate) error
 	// EventsInsert inserts events.
 	EventsInsert(ctx context.Context, events []db.Event) error
@@ -215,7 +216,8 @@ type JobUpdate struct {
 	From db.JobState
 }
 
-// RunEnd is how the run of a lease ended.
+// RunEnd is how the run of a lease ended. Its Error and Output are valid
+// UTF-8 without NUL bytes, as every store keeps them.
 type RunEnd struct {
 	Lease
 	Outcome db.Outcome

@@ -91,10 +91,20 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	if to.Recurring() && rescheduled(changes) && (j.State == db.StateReady || j.State == db.StatePaused) {
 		// The pending slot is the new schedule's, a firing of its own (a
 		// retry of the old one's is dropped); a running firing keeps its
-		// own, and its end finds the next one on the new schedule.
-		to.Slot, to.Attempt = nj.Slot, 0
+		// own, and its end finds the next one on the new schedule. The
+		// old schedule's slots that passed without running are missed.
+		next, err := parse(to)
+		if err != nil {
+			return db.Job{}, nil, err
+		}
+		old, _ := parse(j) // nil when it no longer parses: the change mends it
+		slot, passed := lifecycle.Rescheduled(j, old, next, now)
+		if err := s.insertMissed(ctx, tx, j.ID, passed); err != nil {
+			return db.Job{}, nil, err
+		}
+		to.Slot, to.Attempt, to.MissedSlots = s.storedPtr(slot), 0, j.MissedSlots+passed.Total
 		if !j.Triggered {
-			to.NextRunAt = nj.NextRunAt
+			to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, slot, time.Duration(to.Jitter)))
 		}
 	}
 	to.UpdatedAt = s.stored(now)
@@ -162,7 +172,7 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, li
 // recovered, and for a job with a ping URL, its success.
 func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, started, now time.Time) []db.Event {
 	at, start := s.stored(now), s.stored(started)
-	run := db.RunEvent{Slot: j.Slot, Attempt: j.Attempt, Generation: j.LeaseGeneration, StartedAt: &start, Error: p.Error, Output: tail(p.Output)}
+	run := db.RunEvent{Slot: j.Slot, Attempt: j.Attempt, Generation: j.LeaseGeneration, StartedAt: &start, Error: p.Error, Output: p.Output}
 	var out []db.Event
 	switch {
 	case r.GaveUp:

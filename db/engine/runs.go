@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/failpoint"
@@ -351,10 +353,11 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 }
 
 // repeats reports whether p is the report that ended r, sent again: the
-// same outcome, error and output. Another report of r's lease was never
-// recorded, so it is not answered as if it had been.
+// same outcome, error and output (p's as RunFinish made them text, as r
+// keeps them). Another report of r's lease was never recorded, so it is not
+// answered as if it had been.
 func repeats(p db.RunFinishParams, r db.Run) bool {
-	return r.Outcome == p.Outcome && r.Error == p.Error && r.Output == tail(p.Output)
+	return r.Outcome == p.Outcome && r.Error == p.Error && r.Output == p.Output
 }
 
 // finish closes the runs of jobs' current leases as ps say and moves each
@@ -437,7 +440,7 @@ func liveStart(ctx context.Context, tx Tx, j db.Job, now time.Time) (time.Time, 
 
 // runEnd is how the run of p's lease ended.
 func runEnd(p db.RunFinishParams, gaveUp bool) RunEnd {
-	return RunEnd{Lease: Lease{p.JobID, p.Generation}, Outcome: p.Outcome, Error: p.Error, Output: tail(p.Output), GaveUp: gaveUp}
+	return RunEnd{Lease: Lease{p.JobID, p.Generation}, Outcome: p.Outcome, Error: p.Error, Output: p.Output, GaveUp: gaveUp}
 }
 
 // finished is j as it leaves the run that ended at now with outcome, moved
@@ -515,10 +518,22 @@ func (s *Store) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) 
 	return out, nil
 }
 
-// tail keeps the last db.OutputTailBytes of s.
+// text is s as every store keeps a run's text: without NUL bytes, which
+// PostgreSQL's text refuses, and with what is not UTF-8 replaced by U+FFFD,
+// so that a report sent again is the one recorded, byte for byte.
+func text(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}
+
+// tail keeps, as text, the last db.OutputTailBytes of s, from the first
+// rune that begins in them.
 func tail(s string) string {
+	s = text(s)
 	if len(s) > db.OutputTailBytes {
-		return s[len(s)-db.OutputTailBytes:]
+		s = s[len(s)-db.OutputTailBytes:]
+		for len(s) > 0 && !utf8.RuneStart(s[0]) {
+			s = s[1:]
+		}
 	}
 	return s
 }

@@ -369,7 +369,7 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		j := u.Job
 		ids[i], froms[i], gens[i], states[i] = j.ID, string(u.From), j.LeaseGeneration, string(j.State)
 		nexts[i], slots[i], attempts[i], owners[i], untils[i] = j.NextRunAt, j.Slot, int32(j.Attempt), nullString(j.LeaseOwner), j.LeaseUntil
-		cancels[i], missed[i], lastErrs[i] = j.CancelRequested, j.MissedSlots, nullString(text(j.LastError))
+		cancels[i], missed[i], lastErrs[i] = j.CancelRequested, j.MissedSlots, nullString(j.LastError)
 		reasons[i], pauses[i], oks[i], qs[i] = nullString(j.PauseReason), j.PauseUntil, j.LastSuccessAt, j.QuietSince
 		triggered[i], updated[i], failing[i] = j.Triggered, j.UpdatedAt, j.FailingSince
 	}
@@ -385,7 +385,7 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 var redefineJobSQL = expectRows(20, "redefine a job in the state and generation it was read in", `UPDATE jobs SET name = $1,
 		payload = $2::json, schedule = $3, timezone = $4, max_attempts = $5, timeout_ms = $6, backoff_ms = $7, jitter_ms = $8,
 		overlap = coalesce($9, 'skip'), misfire = coalesce($10, 'run_once'), expect_success_ms = $11, notify = $12,
-		slot = $13, next_run_at = $14, updated_at = $15, attempt = $19
+		slot = $13, next_run_at = $14, updated_at = $15, attempt = $19, missed_slots = $21
 	WHERE id = $16 AND state = $17 AND lease_generation = $18`)
 
 // JobRedefine writes a job's definition and lifecycle; see engine.Tx.
@@ -393,7 +393,7 @@ func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
 	j := u.Job
 	t.exec(nil, redefineJobSQL, nullString(j.Name), string(j.Payload), nullString(j.Schedule), j.Timezone, j.MaxAttempts,
 		ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), nullString(j.Overlap), nullString(j.Misfire), ms(j.ExpectSuccessWithin),
-		nullString(db.NotifyText(j.Notify)), j.Slot, j.NextRunAt, j.UpdatedAt, j.ID, string(u.From), j.LeaseGeneration, int32(j.Attempt), 1)
+		nullString(db.NotifyText(j.Notify)), j.Slot, j.NextRunAt, j.UpdatedAt, j.ID, string(u.From), j.LeaseGeneration, int32(j.Attempt), 1, j.MissedSlots)
 	return nil
 }
 

@@ -85,7 +85,7 @@ func (t *tx) RunsDelete(ctx context.Context, ids []int64) error {
 func leases(ends []engine.RunEnd) (jobs []string, gens []int64, outcomes []string, errs, outputs []*string, gaveUp []bool) {
 	for _, e := range ends {
 		jobs, gens, outcomes = append(jobs, e.JobID), append(gens, e.Generation), append(outcomes, string(e.Outcome))
-		errs, outputs = append(errs, nullString(text(e.Error))), append(outputs, nullString(text(e.Output)))
+		errs, outputs = append(errs, nullString(e.Error)), append(outputs, nullString(e.Output))
 		gaveUp = append(gaveUp, e.GaveUp)
 	}
 	return

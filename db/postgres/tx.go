@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -136,11 +135,4 @@ func (t *tx) flush(ctx context.Context) error {
 func expectRows(n int, what, write string) string {
 	return `WITH written AS (` + write + ` RETURNING 1)
 	SELECT expect_rows(count(*), $` + strconv.Itoa(n) + `, '` + what + `') FROM written`
-}
-
-// text makes s storable as PostgreSQL text, which refuses NUL bytes and
-// invalid UTF-8 (a command's output can hold both, and a tail may cut a
-// rune).
-func text(s string) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
 }

@@ -286,12 +286,12 @@ func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
 	j := u.Job
 	res, err := t.tx.ExecContext(ctx, `UPDATE jobs SET name = ?, payload = ?, schedule = ?, timezone = ?,
 			max_attempts = ?, timeout_ms = ?, backoff_ms = ?, jitter_ms = ?, overlap = coalesce(?, 'skip'), misfire = coalesce(?, 'run_once'),
-			expect_success_ms = ?, notify = ?, slot = ?, next_run_at = ?, updated_at = ?, attempt = ?
+			expect_success_ms = ?, notify = ?, slot = ?, next_run_at = ?, updated_at = ?, attempt = ?, missed_slots = ?
 		WHERE id = ? AND state = ? AND lease_generation = ?`,
 		nullString(j.Name), string(j.Payload), nullString(j.Schedule), j.Timezone,
 		j.MaxAttempts, ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), nullString(j.Overlap), nullString(j.Misfire),
 		ms(j.ExpectSuccessWithin), nullString(db.NotifyText(j.Notify)), nullTime(deref(j.Slot)), nullTime(deref(j.NextRunAt)),
-		fmtTime(j.UpdatedAt), j.Attempt, j.ID, u.From, j.LeaseGeneration)
+		fmtTime(j.UpdatedAt), j.Attempt, j.MissedSlots, j.ID, u.From, j.LeaseGeneration)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,61 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/dbtest"
+	"github.com/sked-dev/sked/db/sqlite"
+)
+
+// openRaw opens a store on a new file and the file itself beside it, for a
+// test that writes what the store would refuse.
+func openRaw(t *testing.T) (*sqlite.Store, *sql.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sked.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return s, raw
+}
+
+// TestStore_MendUnparseableSchedule: a schedule stored by another version
+// of sked (a zone its tz database no longer has, say) no longer parses; a
+// change of schedule mends it, paused or ready.
+func TestStore_MendUnparseableSchedule(t *testing.T) {
+	ctx := context.Background()
+	s, raw := openRaw(t)
+	clock := dbtest.NewClock(dbtest.Start)
+	s.NowFunc = clock.Now
+	for _, pause := range []bool{false, true} {
+		j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t", Schedule: "@every 1m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pause {
+			if _, err := s.JobPause(ctx, j.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := raw.Exec(`UPDATE jobs SET timezone = 'US/Pacific-New' WHERE id = ?`, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(3 * time.Minute)
+		spec := db.SpecOf(j)
+		spec.Timezone = "America/Los_Angeles"
+		if _, err := s.JobRedefine(ctx, db.JobRedefineParams{ID: j.ID, Spec: spec}); err != nil {
+			t.Errorf("paused %v: a change of schedule that mends one that no longer parses: %v", pause, err)
+		}
+	}
+}
