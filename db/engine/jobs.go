@@ -288,7 +288,11 @@ func (s *Store) JobResumeDue(ctx context.Context) (int, error) {
 			return err
 		}
 		for _, j := range jobs {
-			if _, err := s.resume(ctx, tx, j, *j.PauseUntil); err != nil {
+			_, err := s.resume(ctx, tx, j, *j.PauseUntil)
+			if unparseable(err) {
+				_, err = s.setAside(ctx, tx, j, err)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -617,11 +621,53 @@ func (s *Store) wakeIfDue(ctx context.Context, tx Tx, jobs ...db.Job) error {
 	return nil
 }
 
-// parse parses j's stored schedule.
+// parse parses j's stored schedule. One that no longer parses (a zone a
+// newer time zone database dropped, a row edited by hand) is a
+// *storedScheduleError.
 func parse(j db.Job) (*schedule.Schedule, error) {
 	sched, err := schedule.Parse(j.Schedule, j.Timezone)
 	if err != nil {
-		return nil, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
+		return nil, &storedScheduleError{&db.ConflictError{State: j.State, Msg: fmt.Sprintf(
+			"the stored schedule of job %s no longer parses (%v): change its schedule or time zone (sked edit, PATCH /jobs/%s)", j.ID, err, j.ID)}}
 	}
 	return sched, nil
+}
+
+// storedScheduleError is a job's stored schedule that no longer parses: a
+// conflict that says how to mend it, for a control of the job; a claim,
+// completion or sweep sets the job aside instead (setAside).
+type storedScheduleError struct{ conflict *db.ConflictError }
+
+func (e *storedScheduleError) Error() string { return e.conflict.Msg }
+func (e *storedScheduleError) Unwrap() error { return e.conflict }
+
+// unparseable reports whether err is a stored schedule that no longer
+// parses.
+func unparseable(err error) bool {
+	var se *storedScheduleError
+	return errors.As(err, &se)
+}
+
+// setAsideActor is the actor of the events of setAside: sked itself.
+const setAsideActor = "sked"
+
+// setAside takes j, whose stored schedule no longer parses (err, from
+// parse), out of circulation inside tx: it pauses j, with a reason that
+// says why and how to mend it, keeping its slot and due time, and puts
+// that on its timeline. A claim, completion or sweep that meets such a
+// job sets it aside and goes on, so that one job cannot fail the
+// transaction it shares with others, and with it stop every other job. j
+// is as read in tx; a running j loses its lease, whose run the caller
+// ends or undoes.
+func (s *Store) setAside(ctx context.Context, tx Tx, j db.Job, err error) (db.Job, error) {
+	to := j
+	to.State, to.PauseUntil, to.Triggered = db.StatePaused, nil, false
+	to.PauseReason = err.Error() + ", then resume it"
+	to.LeaseOwner, to.LeaseUntil, to.CancelRequested = "", nil, false
+	out, err := s.update(ctx, tx, j, to)
+	if err != nil {
+		return db.Job{}, err
+	}
+	ev := s.controlEvent(db.WithActor(ctx, setAsideActor), tx, db.EventPaused, j.ID, controlDetail(db.EventPaused, j, out))
+	return out, tx.EventsInsert(ctx, []db.Event{ev})
 }

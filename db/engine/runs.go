@@ -167,6 +167,13 @@ func (s *Store) startFiring(ctx context.Context, tx Tx, c db.Claim) (db.Claim, b
 		return c, true, nil
 	}
 	sched, err := parse(j)
+	if unparseable(err) {
+		if err := tx.RunsDelete(ctx, []int64{c.RunID}); err != nil {
+			return db.Claim{}, false, fmt.Errorf("undo run of job %s: %w", j.ID, err)
+		}
+		_, err = s.setAside(ctx, tx, j, err)
+		return db.Claim{}, false, err
+	}
 	if err != nil {
 		return db.Claim{}, false, err
 	}
@@ -369,7 +376,7 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 	}
 	now := tx.Now()
 	after := make([]db.Job, len(jobs))
-	updates := make([]JobUpdate, len(jobs))
+	updates := make([]JobUpdate, 0, len(jobs))
 	ends := make([]RunEnd, len(jobs))
 	var (
 		missed []db.Run
@@ -385,7 +392,15 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 			err       error
 		)
 		if j.Recurring() {
-			if sched, err = parse(j); err != nil {
+			if sched, err = parse(j); unparseable(err) {
+				// The run ends as reported; the job waits for a mend.
+				if after[i], err = s.setAside(ctx, tx, j, err); err != nil {
+					return nil, err
+				}
+				ends[i] = runEnd(ps[i], false)
+				continue
+			}
+			if err != nil {
 				return nil, err
 			}
 			if claimedAt, err = liveStart(ctx, tx, j, now); err != nil {
@@ -402,7 +417,7 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 			missed = append(missed, s.missedRuns(j.ID, m, now)...)
 		}
 		after[i] = s.finished(j, r, ps[i].Outcome, now)
-		updates[i] = JobUpdate{Job: after[i], From: db.StateRunning}
+		updates = append(updates, JobUpdate{Job: after[i], From: db.StateRunning})
 		ends[i] = runEnd(ps[i], r.GaveUp)
 		events = append(events, s.runEvents(j, r, ps[i], claimedAt, now)...)
 	}
@@ -416,8 +431,10 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 			return nil, fmt.Errorf("record events: %w", err)
 		}
 	}
-	if err := tx.JobsUpdate(ctx, updates); err != nil {
-		return nil, fmt.Errorf("update finished jobs: %w", err)
+	if len(updates) > 0 {
+		if err := tx.JobsUpdate(ctx, updates); err != nil {
+			return nil, fmt.Errorf("update finished jobs: %w", err)
+		}
 	}
 	if err := tx.RunsEnd(ctx, ends); err != nil {
 		return nil, fmt.Errorf("close runs: %w", err)

@@ -147,3 +147,25 @@ func TestNewSchema_PoolSettings(t *testing.T) {
 	}
 	conn.Close(ctx)
 }
+
+// TestStore_Unparseable: one schedule that no longer parses is set aside
+// and stops no other job (dbtest.RunUnparseable).
+func TestStore_Unparseable(t *testing.T) {
+	t.Parallel()
+	url := postgrestest.URL(t)
+	dbtest.RunUnparseable(t, func(t *testing.T, now func() time.Time, rnd func() float64) db.Store {
+		s := postgrestest.OpenURL(t, url)
+		s.NowFunc, s.RandFunc = now, rnd
+		return s
+	}, func(t *testing.T, _ db.Store, id string) {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `UPDATE jobs SET timezone = 'Mars/Olympus' WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -59,3 +59,27 @@ func TestStore_MendUnparseableSchedule(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_Unparseable: one schedule that no longer parses is set aside
+// and stops no other job (dbtest.RunUnparseable).
+func TestStore_Unparseable(t *testing.T) {
+	dir := t.TempDir()
+	dbtest.RunUnparseable(t, func(t *testing.T, now func() time.Time, rnd func() float64) db.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(dir, "sked.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		s.NowFunc, s.RandFunc = now, rnd
+		return s
+	}, func(t *testing.T, _ db.Store, id string) {
+		raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "sked.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if _, err := raw.Exec(`UPDATE jobs SET timezone = 'Mars/Olympus' WHERE id = ?`, id); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

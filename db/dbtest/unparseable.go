@@ -1,0 +1,116 @@
+package dbtest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// CorruptFunc makes the stored schedule of job id unparseable behind the
+// store's back, as a newer time zone database that dropped its zone, or a
+// hand edit, would: the store refuses to write such a schedule itself.
+type CorruptFunc func(t *testing.T, s db.Store, id string)
+
+// RunUnparseable checks that one recurring job whose stored schedule no
+// longer parses stops nothing but itself. The claim that takes it, the
+// reaper that takes back its lease and the sweep that ends its pause each
+// set it aside (paused, with a reason that says how to mend it) and go on
+// with the other jobs in the same transaction; a control of it answers a
+// conflict that says the same; a change of its schedule mends it.
+func RunUnparseable(t *testing.T, open OpenFunc, corrupt CorruptFunc) {
+	clock := NewClock(Start)
+	f := &fixture{T: t, Store: open(t, clock.Now, func() float64 { return 0.5 }), Clock: clock, ctx: context.Background()}
+	every := db.JobCreateParams{Type: "t", Schedule: "@every 1m"}
+
+	// Claim: the ready job due first is set aside, the one-off behind it
+	// is claimed.
+	waiting := f.create(every)
+	oneOff := f.create(db.JobCreateParams{Type: "t", RunAt: Start.Add(90 * time.Second)})
+	// Reap: a running schedule and a one-off, their leases run out
+	// together.
+	running := f.create(every)
+	// Resume: a schedule paused until a time.
+	paused := f.create(every)
+	if _, err := f.Store.JobPauseUntil(f.ctx, db.JobPauseParams{ID: paused.ID, Until: Start.Add(2 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	held := f.claimLease("w", 2, 30*time.Second) // running and waiting are due; oneOff is not yet
+	if len(held) != 2 {
+		t.Fatalf("claimed %d jobs at 12:01; want the two due schedules", len(held))
+	}
+	var runningGen int64
+	for _, c := range held {
+		if c.Job.ID == running.ID {
+			runningGen = c.Job.LeaseGeneration
+		} else if _, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: c.Job.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lateOneOff := f.create(db.JobCreateParams{Type: "t"})
+	if late := f.claimLease("w", 1, 30*time.Second); len(late) != 1 || late[0].Job.ID != lateOneOff.ID {
+		t.Fatalf("claimed %v; want the one-off due now", late)
+	}
+	for _, id := range []string{waiting.ID, running.ID, paused.ID} {
+		corrupt(t, f.Store, id)
+	}
+
+	clock.Advance(time.Minute) // 12:02: waiting is due again, oneOff is due, both leases ran out, the pause ended
+	claims := f.claim("w", 10)
+	if len(claims) != 1 || claims[0].Job.ID != oneOff.ID {
+		ids := make([]string, len(claims))
+		for i, c := range claims {
+			ids[i] = c.Job.ID
+		}
+		t.Fatalf("claim at 12:02 took %v; want only the one-off %s, the unparseable schedule %s set aside", ids, oneOff.ID, waiting.ID)
+	}
+	wantSetAside(t, f.get(waiting.ID))
+	if n := f.outcomes(waiting.ID)["running"]; n != 0 {
+		t.Errorf("the set-aside job %s has %d running runs; the claim's run is undone", waiting.ID, n)
+	}
+
+	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 2 {
+		t.Fatalf("reaped %d, %v; want both expired leases, the unparseable schedule's included", n, err)
+	}
+	wantSetAside(t, f.get(running.ID))
+	if runs := f.runs(running.ID); runs[0].Generation != runningGen || runs[0].Outcome != db.OutcomeLeaseExpired {
+		t.Errorf("the set-aside job's last run: generation %d, %s; want %d, lease_expired", runs[0].Generation, runs[0].Outcome, runningGen)
+	}
+	wantState(t, f.get(lateOneOff.ID), db.StateReady)
+
+	if n, err := f.Store.JobResumeDue(f.ctx); err != nil || n != 1 {
+		t.Fatalf("resumed %d, %v; want the one pause that ended, set aside", n, err)
+	}
+	wantSetAside(t, f.get(paused.ID))
+	if n, err := f.Store.JobResumeDue(f.ctx); err != nil || n != 0 {
+		t.Errorf("a second sweep resumed %d, %v; the set-aside job has no pause end left", n, err)
+	}
+
+	_, err := f.Store.JobResume(f.ctx, waiting.ID)
+	if !errors.Is(err, db.ErrConflict) || !strings.Contains(err.Error(), "no longer parses") {
+		t.Errorf("resume of the set-aside job: %v; want a conflict saying its schedule no longer parses", err)
+	}
+	spec := db.SpecOf(f.get(waiting.ID))
+	spec.Timezone = "UTC"
+	if _, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: waiting.ID, Spec: spec}); err != nil {
+		t.Fatalf("mend the schedule: %v", err)
+	}
+	if j, err := f.Store.JobResume(f.ctx, waiting.ID); err != nil || j.State != db.StateReady {
+		t.Fatalf("resume after the mend: %s, %v; want ready", j.State, err)
+	}
+}
+
+// wantSetAside checks that j was set aside: paused, for good, with a reason
+// that says what to do.
+func wantSetAside(t *testing.T, j db.Job) {
+	t.Helper()
+	if j.State != db.StatePaused || j.PauseUntil != nil || j.LeaseOwner != "" ||
+		!strings.Contains(j.PauseReason, "no longer parses") || !strings.Contains(j.PauseReason, "resume it") {
+		t.Errorf("job %s: %s until %v, lease %q, reason %q; want paused with no end and no lease, the reason saying its schedule no longer parses and to resume it once mended",
+			j.ID, j.State, j.PauseUntil, j.LeaseOwner, j.PauseReason)
+	}
+}
