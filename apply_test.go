@@ -122,7 +122,10 @@ func TestCLI_ApplyExport(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ yaml, want string }{
-		{"- name: x\n  type: noop\n  schedul: '@hourly'\n", `unknown field "schedul"`},
+		{"- name: x\n  type: noop\n  schedul: '@hourly'\n", `line 3 (job 1): unknown field "schedul"; a job's fields are name, type, payload, runAt, schedule,`},
+		{"- name: x\n  type: noop\n  maxAttempts: three\n", "line 3 (job 1): maxAttempts must be a whole number, not text"},
+		{"- name: x\n  type: noop\n  runAt: tomorrow\n", `line 3 (job 1): runAt "tomorrow" is not an RFC 3339 time`},
+		{"- x\n", "line 1 (job 1): a job is a mapping of its fields"},
 		{"- type: noop\n", "has no name"},
 		{"- {name: x, type: noop}\n- {name: x, type: noop}\n", `the name "x" is given twice`},
 		{"name: x\n", "give a list of jobs"},
@@ -131,6 +134,19 @@ func TestCLI_ApplyExport(t *testing.T) {
 		if msg := fails(t, srv, 2, "apply", "-f", file); !strings.Contains(msg, tc.want) {
 			t.Errorf("apply of %q said %q, want %q", tc.yaml, msg, tc.want)
 		}
+	}
+
+	// A job the server refuses is counted and told; the others are applied.
+	os.WriteFile(file, []byte("- {name: good, type: noop, schedule: '@hourly'}\n- {name: bad, type: noop, schedule: '0 25 * * *'}\n"), 0o600)
+	r := skedCLI(t, srv, "apply", "-f", file)
+	if r.code != 1 || !strings.Contains(r.stdout, "2 jobs: 1 created, 0 changed, 0 unchanged, 1 refused (below)") ||
+		!strings.Contains(r.stderr, `job bad: schedule: "0 25 * * *" is not a cron expression: its hour field "25" is not valid`) {
+		t.Errorf("apply of a good and a bad job exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// No server: one error, not one per job.
+	r = skedCLI(t, "http://"+freeAddr(t), "apply", "-f", file)
+	if r.code != 1 || r.stdout != "" || strings.Count(r.stderr, "cannot connect") != 1 || strings.Contains(r.stderr, "job good") {
+		t.Errorf("apply with no server exited %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -81,15 +84,25 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		}
 	}
 	var (
-		created, changed, unchanged, pruned int
-		errs                                []error
-		results                             []db.JobPutResult
+		created, changed, unchanged, refused, pruned int
+		errs                                         []error
+		results                                      []db.JobPutResult
 	)
 	for _, req := range jobs {
 		res, err := a.c.JobPut(ctx, req.Name, req, f.dryRun)
-		if err != nil {
+		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusConflict) {
+			refused++
 			errs = append(errs, fmt.Errorf("job %s: %w", req.Name, apiError(err, a.server)))
 			continue
+		}
+		if err != nil {
+			// Not this job's fault (no server, a refused token): the
+			// jobs after it would fail alike.
+			if created+changed+unchanged+refused == 0 {
+				return apiError(err, a.server)
+			}
+			errs = append(errs, fmt.Errorf("job %s: %w", req.Name, apiError(err, a.server)))
+			break
 		}
 		results = append(results, res)
 		switch {
@@ -127,6 +140,12 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		fmt.Fprintf(a.env.Stdout, "nothing to change: the server has the %s of %s as they are\n", plural(len(jobs), "job"), f.file)
 	default:
 		fmt.Fprintf(a.env.Stdout, "%s: %d %screated, %d %schanged, %d unchanged", plural(len(jobs), "job"), created, would, changed, would, unchanged)
+		if refused > 0 {
+			fmt.Fprintf(a.env.Stdout, ", %d refused (below)", refused)
+		}
+		if untried := len(jobs) - created - changed - unchanged - refused; untried > 0 {
+			fmt.Fprintf(a.env.Stdout, ", %d not tried", untried)
+		}
 		if f.prune {
 			fmt.Fprintf(a.env.Stdout, ", %d %scancelled (not in %s)", pruned, would, f.file)
 		}
@@ -262,14 +281,8 @@ func parseJobs(b []byte) ([]skedapi.JobCreateRequest, error) {
 	seen := map[string]int{}
 	jobs := make([]skedapi.JobCreateRequest, len(list.Content))
 	for i, n := range list.Content {
-		var buf bytes.Buffer
-		if err := writeJSON(&buf, n); err != nil {
-			return nil, fmt.Errorf("job %d (line %d): %w", i+1, n.Line, err)
-		}
-		dec := json.NewDecoder(&buf)
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&jobs[i]); err != nil {
-			return nil, fmt.Errorf("job %d (line %d): %w", i+1, n.Line, err)
+		if line, err := decodeJob(n, &jobs[i]); err != nil {
+			return nil, fmt.Errorf("line %d (job %d): %w", line, i+1, err)
 		}
 		name := jobs[i].Name
 		switch {
@@ -281,6 +294,50 @@ func parseJobs(b []byte) ([]skedapi.JobCreateRequest, error) {
 		seen[name] = n.Line
 	}
 	return jobs, nil
+}
+
+// decodeJob reads the job n, a YAML mapping, into req one field at a time,
+// so that a mistake is told with its field and the line of the field, in
+// the words of the file rather than of Go's JSON decoder.
+func decodeJob(n *yaml.Node, req *skedapi.JobCreateRequest) (line int, err error) {
+	if n.Kind != yaml.MappingNode {
+		return n.Line, errors.New(`a job is a mapping of its fields ("name: …", "type: …")`)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i]
+		var buf bytes.Buffer
+		if err := writeJSON(&buf, &yaml.Node{Kind: yaml.MappingNode, Content: n.Content[i : i+2]}); err != nil {
+			return key.Line, err
+		}
+		dec := json.NewDecoder(&buf)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(req); err != nil {
+			return key.Line, errors.New(fieldMistake(key.Value, err))
+		}
+	}
+	return n.Line, nil
+}
+
+// fieldMistake says what is wrong with the field name of a job, which
+// json.Decoder refused with err.
+func fieldMistake(name string, err error) string {
+	var (
+		typeErr *json.UnmarshalTypeError
+		timeErr *time.ParseError
+	)
+	switch {
+	case errors.As(err, &timeErr):
+		return fmt.Sprintf("%s %q is not an RFC 3339 time such as 2026-12-01T06:00:00Z", name, timeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Sprintf("unknown field %q; a job's fields are %s", name, strings.Join(wire.FieldNames(skedapi.JobCreateRequest{}), ", "))
+	case errors.As(err, &typeErr):
+		want := map[reflect.Kind]string{reflect.Int: "a whole number", reflect.String: "text", reflect.Struct: "a mapping"}[typeErr.Type.Kind()]
+		got := map[string]string{"string": "text", "number": "a number", "bool": "true or false", "array": "a list", "object": "a mapping"}[typeErr.Value]
+		if want != "" && got != "" {
+			return fmt.Sprintf("%s must be %s, not %s", name, want, got)
+		}
+	}
+	return fmt.Sprintf("%s: %s", name, strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // writeJSON writes the YAML node n as JSON, keeping the order of mapping
