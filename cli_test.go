@@ -263,10 +263,11 @@ func TestCLI_Token(t *testing.T) {
 	addr := freeAddr(t)
 	startServe(t, filepath.Join(t.TempDir(), "sked.db"), addr, "--token", "s3cret")
 	srv := "http://" + addr
-	if msg := fails(t, srv, 1, "ls"); !strings.Contains(msg, "requires a bearer token") || !strings.Contains(msg, "401") {
+	const fix = "give sked one of the server's tokens with SKED_TOKEN or --token"
+	if msg := fails(t, srv, 1, "ls"); !strings.Contains(msg, "requires a bearer token") || !strings.Contains(msg, "401") || !strings.Contains(msg, fix) {
 		t.Errorf("ls without a token said %q", msg)
 	}
-	if msg := fails(t, srv, 1, "ls", "--token", "wrong"); !strings.Contains(msg, "not one this server accepts") {
+	if msg := fails(t, srv, 1, "ls", "--token", "wrong"); !strings.Contains(msg, "not one this server accepts") || !strings.Contains(msg, fix) {
 		t.Errorf("ls with a wrong token said %q", msg)
 	}
 	ok(t, srv, "ls", "--token", "s3cret")

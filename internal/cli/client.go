@@ -160,6 +160,9 @@ func apiError(err error, server string) error {
 		for _, h := range cliHints {
 			detail = h.route.ReplaceAllString(detail, h.cmd)
 		}
+		if ae.Status == http.StatusUnauthorized {
+			return fmt.Errorf("%s (%d %s); give sked one of the server's tokens with SKED_TOKEN or --token", detail, ae.Status, http.StatusText(ae.Status))
+		}
 		return fmt.Errorf("%s (%d %s)", detail, ae.Status, http.StatusText(ae.Status))
 	}
 	return err
