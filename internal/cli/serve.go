@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -309,6 +310,9 @@ func serveCmd(env Env) *cobra.Command {
 // listen opens sked serve's listener on addr (--addr). A port in use or
 // not this process's to take is said with the fix.
 func listen(addr string) (net.Listener, error) {
+	if _, err := strconv.ParseUint(addr, 10, 16); err == nil {
+		return nil, usagef("--addr %s: give a host and a port, such as 127.0.0.1:%s (this machine only) or 0.0.0.0:%s (every interface; needs a token)", addr, addr, addr)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err == nil {
 		return ln, nil

@@ -156,6 +156,7 @@ func TestServe_RefusedStartLeavesNothing(t *testing.T) {
 	}{
 		{busy.Addr().String(), 1, []string{"port " + port + " is in use", "--addr"}},
 		{"0.0.0.0:0", 1, []string{"--addr 0.0.0.0:0 reaches beyond loopback", "--token or SKED_TOKEN", "--insecure"}},
+		{port, 2, []string{"--addr " + port + ": give a host and a port, such as 127.0.0.1:" + port}},
 	} {
 		dir := t.TempDir()
 		code, _, stderr := mainOf("serve", "--db", filepath.Join(dir, "sked.db"), "--addr", c.addr)
