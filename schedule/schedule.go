@@ -235,9 +235,31 @@ func loadLocation(tz string) (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
-		return nil, fmt.Errorf(`%q is not an IANA timezone, such as "Europe/London" or "America/New_York"`, tz)
+		return nil, fmt.Errorf(`%q is not an IANA timezone, such as "Europe/London" or "America/New_York"%s`, tz, ZoneHint(tz))
 	}
 	return loc, nil
+}
+
+// ZoneHint is `; did you mean "Europe/Berlin"?` for a zone name that is
+// one when its words are capitalised as the tz database writes them
+// ("europe/berlin", "AMERICA/NEW_YORK", "utc"), and "" otherwise: zone
+// names are case-sensitive, and a name in the wrong case is the common
+// mistake.
+func ZoneHint(tz string) string {
+	upper, title := strings.ToUpper(tz), []byte(strings.ToLower(tz))
+	for i := range title {
+		if (i == 0 || strings.IndexByte("/_-", title[i-1]) >= 0) && 'a' <= title[i] && title[i] <= 'z' {
+			title[i] -= 'a' - 'A'
+		}
+	}
+	for _, name := range []string{string(title), upper} {
+		if name != tz && name != "Local" && name != "LOCAL" {
+			if _, err := time.LoadLocation(name); err == nil {
+				return fmt.Sprintf("; did you mean %q?", name)
+			}
+		}
+	}
+	return ""
 }
 
 // Every reports whether s is an @every (elapsed-time) schedule.

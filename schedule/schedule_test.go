@@ -91,6 +91,8 @@ func TestParse_Errors(t *testing.T) {
 		{"LowerCaseTZPrefix", "tz=UTC 0 * * * *", "", `separate "timezone" field`},
 		{"BadTimezone", "0 * * * *", "Europe/Lodnon", `"Europe/Lodnon" is not an IANA timezone, such as "Europe/London" or "America/New_York"`},
 		{"LocalTimezone", "0 * * * *", "Local", "name the zone"},
+		{"TimezoneInUpperCase", "0 * * * *", "AMERICA/NEW_YORK", `; did you mean "America/New_York"?`},
+		{"TimezoneUTCInLowerCase", "0 * * * *", "utc", `; did you mean "UTC"?`},
 		{"EveryZero", "@every 0s", "", "below 1s"},
 		{"EveryNegative", "@every -1s", "", "below 1s"},
 		{"EverySubSecond", "@every 500ms", "", "below 1s"},
