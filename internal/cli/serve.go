@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -168,11 +170,14 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 
 // checkDB refuses a --db that is, not a postgres:// URL, a libpq
 // keyword/value connection string ("host=db dbname=sked …"), which would
-// otherwise name a SQLite file. The value is not echoed: such a string
-// usually holds a password.
+// otherwise name a SQLite file (the value is not echoed: such a string
+// usually holds a password), or a directory.
 func checkDB(db string) error {
 	if postgres.IsURL(db) {
 		return nil
+	}
+	if fi, err := os.Stat(db); err == nil && fi.IsDir() {
+		return usagef("--db %s is a directory; give the path of the database file, such as %s", db, filepath.Join(db, "sked.db"))
 	}
 	for f := range strings.FieldsSeq(db) {
 		key, _, ok := strings.Cut(f, "=")

@@ -133,6 +133,15 @@ func TestMigrate_Flags(t *testing.T) {
 	if code, _, stderr := mainOf("migrate", "--db", path, "--addr", "127.0.0.1:9"); code != 2 || !strings.Contains(stderr, "unknown flag: --addr") {
 		t.Errorf("sked migrate --addr: exit %d, %s", code, stderr)
 	}
+	dir := filepath.Dir(path)
+	for _, args := range [][]string{{"migrate", "--db", dir}, {"serve", "--db", dir, "--addr", "127.0.0.1:0"}} {
+		if code, _, stderr := mainOf(args...); code != 2 || !strings.Contains(stderr, "--db "+dir+" is a directory; give the path of the database file, such as "+path) {
+			t.Errorf("sked %s --db DIR: exit %d, %s", args[0], code, stderr)
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Dir(dir)); len(left) != 1 {
+		t.Errorf("a --db that is a directory left files beside it: %v", left)
+	}
 	code, out, stderr := mainOf("migrate", "--db", path)
 	if _, err := os.Stat(path); code != 0 || err != nil || out != path+" is at the current schema\n" {
 		t.Errorf("sked migrate --db %s: exit %d, %v\n%s%s", path, code, err, out, stderr)
