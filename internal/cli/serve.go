@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -349,11 +350,16 @@ func migrateCmd(env Env) *cobra.Command {
 			if err := checkDB(dsn); err != nil {
 				return err
 			}
+			_, statErr := os.Stat(dsn) // a new SQLite file is created
 			store, err := server.OpenStore(cmd.Context(), dsn)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(dsn))
+			if !postgres.IsURL(dsn) && errors.Is(statErr, fs.ErrNotExist) {
+				fmt.Fprintf(env.Stdout, "created %s at the current schema\n", dsn)
+			} else {
+				fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(dsn))
+			}
 			return store.Close()
 		},
 	}

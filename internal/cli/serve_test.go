@@ -142,9 +142,11 @@ func TestMigrate_Flags(t *testing.T) {
 	if left, _ := os.ReadDir(filepath.Dir(dir)); len(left) != 1 {
 		t.Errorf("a --db that is a directory left files beside it: %v", left)
 	}
-	code, out, stderr := mainOf("migrate", "--db", path)
-	if _, err := os.Stat(path); code != 0 || err != nil || out != path+" is at the current schema\n" {
-		t.Errorf("sked migrate --db %s: exit %d, %v\n%s%s", path, code, err, out, stderr)
+	for _, want := range []string{"created " + path + " at the current schema\n", path + " is at the current schema\n"} {
+		code, out, stderr := mainOf("migrate", "--db", path)
+		if _, err := os.Stat(path); code != 0 || err != nil || out != want {
+			t.Errorf("sked migrate --db %s: exit %d, %v\n%s%s; want %q", path, code, err, out, stderr, want)
+		}
 	}
 }
 
