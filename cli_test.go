@@ -230,6 +230,8 @@ func TestCLI_Jobs(t *testing.T) {
 			{[]string{"show"}, 2, "sked show takes one job id"},
 			{[]string{"cancel", "a", "b"}, 2, "sked cancel takes one job id"},
 			{[]string{"ls", "--state", "sleeping"}, 1, `state "sleeping" is not a job state`},
+			{[]string{"ls", "--server", strings.Replace(srv, "http:", "https:", 1)}, 1,
+				strings.Replace(srv, "http:", "https:", 1) + " answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as " + srv},
 		} {
 			r := skedCLI(t, srv, tc.args...)
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {

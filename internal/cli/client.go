@@ -154,6 +154,8 @@ func apiError(err error, server string) error {
 		return nil
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
+	case errors.Is(err, http.ErrSchemeMismatch):
+		return fmt.Errorf("%s answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as %s", server, "http"+strings.TrimPrefix(server, "https"))
 	}
 	if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && ae.Detail != "" {
 		detail := ae.Detail
