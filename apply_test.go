@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -189,6 +192,19 @@ func TestCLI_Edit(t *testing.T) {
 	r = skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=true"}, "edit", "report")
 	if r.code != 0 || !strings.Contains(r.stdout, "no change to job report") {
 		t.Fatalf("edit with nothing changed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// No editor named and no terminal (standard input a pipe, or
+	// /dev/null): vi would not work; say what to do instead.
+	for _, stdin := range []io.Reader{strings.NewReader(""), nil} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // vi with no terminal waits for ever
+		defer cancel()
+		cmd := exec.CommandContext(ctx, skedBin, "edit", "report")
+		cmd.Env = append(os.Environ(), "SKED_SERVER="+srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=")
+		cmd.Stdin, cmd.WaitDelay = stdin, time.Second // and its editor keeps the output open
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "opens the job in vi, which needs a terminal") || !strings.Contains(string(out), "-f FILE") {
+			t.Fatalf("edit without an editor or a terminal: exit %d\n%s", code, out)
+		}
 	}
 
 	// An edit the server refuses is kept, with the way to send it again
