@@ -308,7 +308,8 @@ func (t *rfc3339Value) Type() string { return "time" }
 // "-name" becomes "--name" for a long flag (as Go's flag package read them),
 // and a flag whose value is optional ("--enable-exec", "--test-clock") takes
 // its value from the next argument when that is one it accepts
-// ("--enable-exec false", "--test-clock 2026-03-08T06:00:00Z").
+// ("--enable-exec false") or, for a time, any that is not a flag
+// ("--test-clock 2026-03-08T06:00:00Z").
 func normalize(cmd *cobra.Command, args []string) []string {
 	fs := cmd.Flags()
 	out := make([]string, 0, len(args))
@@ -336,9 +337,8 @@ func optionalValue(f *pflag.Flag, v string) bool {
 	if v == "true" || v == "false" {
 		return true
 	}
-	if f.Value.Type() == "time" {
-		_, err := time.Parse(time.RFC3339, v)
-		return err == nil
-	}
-	return false
+	// A time flag's next argument is its value unless it is a flag: a
+	// mistyped time is then refused as the flag's, not as an argument the
+	// command does not take.
+	return f.Value.Type() == "time" && !strings.HasPrefix(v, "-")
 }

@@ -43,6 +43,7 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"backfill", "j", "--from", "2026-11-26", "--to", "2026-11-27T00:00:00Z"}, `--from "2026-11-26": give an RFC 3339 time`},
 		{[]string{"check", "--db", "x.db", "--end", "12:10"}, `--end "12:10": give an RFC 3339 time`},
 		{[]string{"serve", "--test-clock=monday"}, `--test-clock "monday": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or no value to start now`},
+		{[]string{"serve", "--test-clock", "2026-13-01"}, `--test-clock "2026-13-01": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or no value to start now`},
 		{[]string{"add", "--type", "t", "--in", "-5m"}, "--in -5m0s: must not be negative"},
 		{[]string{"add", "--type", "t", "--payload", "{nope"}, `--payload "{nope": give valid JSON`},
 		{[]string{"ls", "--server", "localhost:8080"}, `--server "localhost:8080": give an http:// or https:// URL`},
