@@ -64,7 +64,16 @@ func TestCLI_ApplyExport(t *testing.T) {
 		t.Fatalf("the second apply printed %q", out)
 	}
 
+	// A named one-off job that is done is not exported: applied to
+	// another server it would run again.
+	once := okJSON[db.Job](t, srv, "add", "--name", "one-shot", "--exec", "--", "true")
+	waitFor(t, "the one-off job to be done", func() bool {
+		return okJSON[struct{ Job db.Job }](t, srv, "show", once.ID).Job.State == db.StateDone
+	})
 	exported := ok(t, srv, "export")
+	if strings.Contains(exported, "name: one-shot") {
+		t.Fatalf("export has the done one-off job one-shot:\n%s", exported)
+	}
 	exportFile := filepath.Join(dir, "export.yaml")
 	os.WriteFile(exportFile, []byte(exported), 0o600)
 	if out := ok(t, srv, "apply", "-f", exportFile, "--prune"); !strings.Contains(out, "nothing to change") {

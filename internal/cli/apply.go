@@ -179,7 +179,7 @@ func unnamedIn(ctx context.Context, a *api, jobs []skedapi.JobCreateRequest) ([]
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(named, func(j db.Job) bool { return keep[j.Name] || j.State == db.StateDone }), nil
+	return slices.DeleteFunc(named, func(j db.Job) bool { return keep[j.Name] }), nil
 }
 
 // pruneJobs cancels the jobs of prune (see unnamedIn) and returns how many
@@ -202,7 +202,9 @@ func (f *applyFlags) pruneJobs(ctx context.Context, a *api, prune []db.Job) (int
 	return n, errs
 }
 
-// namedJobs are the jobs that have a name and are not cancelled, by name.
+// namedJobs are the jobs that have a name and are neither cancelled nor
+// done, by name: a done one-off job is no longer a definition to keep (and
+// applied to another server it would run again).
 func namedJobs(ctx context.Context, c *skedapi.Client) ([]db.Job, error) {
 	p := db.JobListParams{Limit: 500}
 	all, _, err := pages("", true, func(cursor string) ([]db.Job, string, error) {
@@ -212,7 +214,7 @@ func namedJobs(ctx context.Context, c *skedapi.Client) ([]db.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	named := slices.DeleteFunc(all, func(j db.Job) bool { return j.Name == "" || j.State == db.StateCancelled })
+	named := slices.DeleteFunc(all, func(j db.Job) bool { return j.Name == "" || j.State == db.StateCancelled || j.State == db.StateDone })
 	slices.SortFunc(named, func(a, b db.Job) int { return strings.Compare(a.Name, b.Name) })
 	return named, nil
 }
@@ -422,8 +424,8 @@ func exportCmd(env Env) *cobra.Command {
 	return clientCommand(env, &cobra.Command{
 		Use:   "export",
 		Short: "Write the named jobs as a file sked apply takes (YAML; JSON with --json)",
-		Long: "sked export writes the named jobs that are not cancelled, by name, with their whole definitions (defaults\n" +
-			"filled in), as the YAML list sked apply reads (--json: JSON). Applying it back changes nothing.",
+		Long: "sked export writes the named jobs that are neither cancelled nor done, by name, with their whole definitions\n" +
+			"(defaults filled in), as the YAML list sked apply reads (--json: JSON). Applying it back changes nothing.",
 		Example: "  sked export > schedules.yaml\n  sked export | sked apply -f - --dry-run",
 		Args:    noArgs,
 	}, func(ctx context.Context, a *api, _ []string) error {
