@@ -299,6 +299,13 @@ func TestCLI_ScheduleControls(t *testing.T) {
 		t.Fatalf("bad --until: %q", msg)
 	}
 	ok(t, srv, "resume", hourly.ID)
+	// --until a duration: that long from now.
+	before := time.Now().Truncate(time.Second)
+	paused = okJSON[db.Job](t, srv, "pause", hourly.ID, "--until", "2h")
+	if after := time.Now(); paused.PauseUntil == nil || paused.PauseUntil.Before(before.Add(2*time.Hour)) || paused.PauseUntil.After(after.Add(2*time.Hour)) {
+		t.Fatalf("pause --until 2h between %v and %v paused until %v", before, after, paused.PauseUntil)
+	}
+	ok(t, srv, "resume", hourly.ID)
 	// Paused, it runs at none of its times: pause says until when, not
 	// the next run.
 	out := ok(t, srv, "pause", hourly.ID, "--until", until.Format(time.RFC3339), "--reason", "db upgrade")

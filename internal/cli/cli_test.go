@@ -39,7 +39,8 @@ func TestMain_BadValues(t *testing.T) {
 		want string
 	}{
 		{[]string{"add", "--type", "t", "--at", "tomorrow"}, `--at "tomorrow": give an RFC 3339 time such as 2026-12-01T06:00:00Z`},
-		{[]string{"pause", "j", "--until", "noon"}, `--until "noon": give an RFC 3339 time such as 2026-12-01T06:00:00Z`},
+		{[]string{"pause", "j", "--until", "noon"}, `--until "noon": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h`},
+		{[]string{"pause", "j", "--until", "-2h"}, `--until "-2h": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h`},
 		{[]string{"backfill", "j", "--from", "2026-11-26", "--to", "2026-11-27T00:00:00Z"}, `--from "2026-11-26": give an RFC 3339 time`},
 		{[]string{"check", "--db", "x.db", "--end", "12:10"}, `--end "12:10": give an RFC 3339 time`},
 		{[]string{"serve", "--test-clock=monday"}, `--test-clock "monday": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or no value to start now`},

@@ -529,11 +529,11 @@ func pausedUntil(job db.Job) string {
 func pauseCmd(env Env) *cobra.Command {
 	var (
 		reason string
-		until  rfc3339Value
+		until  laterValue
 	)
-	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339]", "Pause a ready job, with a reason and an end", func(ctx context.Context, a *api, id string) error {
+	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339|DURATION]", "Pause a ready job, with a reason and an end", func(ctx context.Context, a *api, id string) error {
 		var (
-			t   = time.Time(until)
+			t   = time.Time(until.rfc3339Value)
 			job db.Job
 			err error
 		)
@@ -548,7 +548,7 @@ func pauseCmd(env Env) *cobra.Command {
 		return a.printAction("paused", id, job)
 	})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the job is paused, shown on it")
-	cmd.Flags().Var(&until, "until", "resume by itself at this RFC 3339 time")
+	cmd.Flags().Var(&until, "until", "resume by itself at this RFC 3339 time, or after this duration, e.g. 2h")
 	return cmd
 }
 
