@@ -120,6 +120,9 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if err := checkDB(c.DB); err != nil {
 		errs = append(errs, err)
 	}
+	if !fs.Changed("claim-ahead") {
+		s.claimAhead = min(s.claimAhead, c.Lease/4) // the default fits a short --lease
+	}
 	if s.claimAhead < 0 || s.claimAhead > c.Lease/4 {
 		bad("--claim-ahead %s: must be between 0 and a quarter of --lease (%s)", s.claimAhead, c.Lease/4)
 	}

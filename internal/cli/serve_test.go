@@ -50,6 +50,17 @@ func TestServeFlags_Env(t *testing.T) {
 	if err != nil || s.cfg.Retention != -1 || s.cfg.ClaimAhead != -1 || strings.Join(s.cfg.ExecEnv, " ") != "A B" {
 		t.Fatalf("retention, claim-ahead 0, exec-env: %+v, %v", s.cfg, err)
 	}
+	// A short --lease lowers the default --claim-ahead to a quarter of it;
+	// one given is checked against it.
+	if s, err = parseServe(t, []string{"--lease", "500ms"}, nil); err != nil || s.cfg.ClaimAhead != 125*time.Millisecond {
+		t.Fatalf("--lease 500ms: claim-ahead %v, %v", s, err)
+	}
+	if _, err = parseServe(t, []string{"--lease", "500ms"}, map[string]string{"SKED_CLAIM_AHEAD": "250ms"}); !strings.Contains(fmt.Sprint(err), "--claim-ahead 250ms: must be between 0 and a quarter of --lease (125ms)") {
+		t.Fatalf("--lease 500ms, SKED_CLAIM_AHEAD=250ms: %v", err)
+	}
+	if _, err = parseServe(t, []string{"--lease", "100ms"}, nil); strings.Contains(fmt.Sprint(err), "--claim-ahead") {
+		t.Fatalf("--lease 100ms said more than the lease: %v", err)
+	}
 	if s, err = parseServe(t, nil, map[string]string{"SKED_EXEC_ENV": "C,D"}); err != nil || strings.Join(s.cfg.ExecEnv, " ") != "C D" {
 		t.Fatalf("SKED_EXEC_ENV: %q, %v", s.cfg.ExecEnv, err)
 	}
