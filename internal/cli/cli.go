@@ -72,7 +72,37 @@ func execute(ctx context.Context, root *cobra.Command, args []string) error {
 	if ue := (*usageError)(nil); errors.As(err, &ue) && ue.cmd == "" {
 		ue.cmd = cmd.CommandPath()
 	}
+	nameSources(cmd, err)
 	return err
+}
+
+// nameSources adds to each usage error in err that begins with a flag whose
+// value came from its SKED_… variable where it came from: "--workers 0
+// (from SKED_WORKERS): must be at least 1", for a flag not on the command
+// line is otherwise hard to find.
+func nameSources(cmd *cobra.Command, err error) {
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range multi.Unwrap() {
+			nameSources(cmd, e)
+		}
+		return
+	}
+	ue := (*usageError)(nil)
+	if !errors.As(err, &ue) {
+		return
+	}
+	rest, ok := strings.CutPrefix(ue.msg, "--")
+	if !ok {
+		return
+	}
+	name := rest[:strings.IndexFunc(rest+" ", func(r rune) bool { return r == ' ' || r == ':' || r == '=' })]
+	f := cmd.Flags().Lookup(name)
+	if f == nil || len(f.Annotations[fromEnvAnnotation]) == 0 {
+		return
+	}
+	if i := strings.Index(ue.msg, ": "); i > 0 {
+		ue.msg = ue.msg[:i] + " (from " + f.Annotations[fromEnvAnnotation][0] + ")" + ue.msg[i:]
+	}
 }
 
 // ExitCode is the process status for err: 0 for none, 2 for a usage error,
@@ -187,10 +217,12 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 }
 
 // envAnnotation names the SKED_… variable a flag falls back to; sepAnnotation
-// how its value is split for a flag given several times ("," or " ").
+// how its value is split for a flag given several times ("," or " ");
+// fromEnvAnnotation the variable a flag's value was read from, when it was.
 const (
-	envAnnotation = "sked_env"
-	sepAnnotation = "sked_env_sep"
+	envAnnotation     = "sked_env"
+	sepAnnotation     = "sked_env_sep"
+	fromEnvAnnotation = "sked_from_env"
 )
 
 // envName is the variable flag name falls back to: SKED_ and the name in
@@ -255,6 +287,7 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 			return
 		}
 		f.Changed = true // given, if not on the command line
+		_ = cmd.Flags().SetAnnotation(f.Name, fromEnvAnnotation, names[:1])
 	})
 	return errors.Join(errs...)
 }

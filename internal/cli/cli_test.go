@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 )
@@ -13,6 +14,29 @@ func mainOf(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	code = Main(context.Background(), args, Env{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errOut})
 	return code, out.String(), errOut.String()
+}
+
+// TestMain_ValueFromEnv: a refused value read from a SKED_… variable says
+// so, for no flag on the command line shows it; one given as a flag does
+// not.
+func TestMain_ValueFromEnv(t *testing.T) {
+	env := map[string]string{"SKED_SERVER": "localhost:1", "SKED_WORKERS": "0", "SKED_LEASE": "10ms"}
+	run := func(args ...string) string {
+		var errOut bytes.Buffer
+		if code := Main(context.Background(), args, Env{Getenv: func(k string) string { return env[k] }, Stdout: io.Discard, Stderr: &errOut}); code != 2 {
+			t.Errorf("sked %q: exit %d, want 2", args, code)
+		}
+		return errOut.String()
+	}
+	if msg := run("ls"); !strings.HasPrefix(msg, `sked: --server "localhost:1" (from SKED_SERVER): give an http:// or https:// URL`) {
+		t.Errorf("ls with SKED_SERVER=localhost:1 said %q", msg)
+	}
+	msg := run("serve", "--lease", "20ms")
+	for _, want := range []string{"sked: --workers 0 (from SKED_WORKERS): must be at least 1\n", "sked: --lease 20ms: must be at least"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("serve said %q, want %q", msg, want)
+		}
+	}
 }
 
 // TestMain_JoinedUsageErrors: a command line with several faults says each

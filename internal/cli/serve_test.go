@@ -55,7 +55,7 @@ func TestServeFlags_Env(t *testing.T) {
 	if s, err = parseServe(t, []string{"--lease", "500ms"}, nil); err != nil || s.cfg.ClaimAhead != 125*time.Millisecond {
 		t.Fatalf("--lease 500ms: claim-ahead %v, %v", s, err)
 	}
-	if _, err = parseServe(t, []string{"--lease", "500ms"}, map[string]string{"SKED_CLAIM_AHEAD": "250ms"}); !strings.Contains(fmt.Sprint(err), "--claim-ahead 250ms: must be between 0 and a quarter of --lease (125ms)") {
+	if _, err = parseServe(t, []string{"--lease", "500ms"}, map[string]string{"SKED_CLAIM_AHEAD": "250ms"}); !strings.Contains(fmt.Sprint(err), "--claim-ahead 250ms (from SKED_CLAIM_AHEAD): must be between 0 and a quarter of --lease (125ms)") {
 		t.Fatalf("--lease 500ms, SKED_CLAIM_AHEAD=250ms: %v", err)
 	}
 	if _, err = parseServe(t, []string{"--lease", "100ms"}, nil); strings.Contains(fmt.Sprint(err), "--claim-ahead") {
@@ -74,8 +74,8 @@ func TestServeFlags_Env(t *testing.T) {
 	}
 	// Refused values name their flag alone, not --job-defaults too.
 	_, err = parseServe(t, nil, map[string]string{"SKED_DEFAULT_MAX_ATTEMPTS": "0", "SKED_DEFAULT_BACKOFF": "-1s"})
-	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 0: must be at least 1") ||
-		!strings.Contains(msg, "--default-backoff -1s: must be above zero") || strings.Contains(msg, "--job-defaults") {
+	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 0 (from SKED_DEFAULT_MAX_ATTEMPTS): must be at least 1") ||
+		!strings.Contains(msg, "--default-backoff -1s (from SKED_DEFAULT_BACKOFF): must be above zero") || strings.Contains(msg, "--job-defaults") {
 		t.Fatalf("SKED_DEFAULT_MAX_ATTEMPTS=0, SKED_DEFAULT_BACKOFF=-1s: %v", err)
 	}
 	_, err = parseServe(t, []string{"--default-max-attempts", "1000000000"}, nil)
