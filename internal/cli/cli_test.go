@@ -71,6 +71,7 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"serve", "--test-clock", "2026-13-01"}, `--test-clock "2026-13-01": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or no value to start now`},
 		{[]string{"add", "--type", "t", "--in", "-5m"}, "--in -5m0s: must not be negative"},
 		{[]string{"add", "--type", "t", "--payload", "{nope"}, `--payload "{nope": give valid JSON`},
+		{[]string{"add", "--type", "t", "--payload", "@cli_test.go"}, `--payload @cli_test.go: cli_test.go holds no valid JSON (invalid character 'p' looking for beginning of value)`},
 		{[]string{"ls", "--server", "localhost:8080"}, `--server "localhost:8080": give an http:// or https:// URL`},
 		{[]string{"ls", "--limit", "many"}, `--limit "many": give a whole number`},
 	} {

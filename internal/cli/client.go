@@ -354,6 +354,9 @@ func readPayload(v string) (json.RawMessage, error) {
 		}
 	}
 	if !json.Valid(b) {
+		if name, ok := strings.CutPrefix(v, "@"); ok {
+			return nil, usagef("--payload %s: %s holds no valid JSON (%v)", v, name, json.Unmarshal(b, new(any)))
+		}
 		return nil, usagef("--payload %.80q: give valid JSON, or @FILE for a file that holds it", strings.TrimSpace(string(b)))
 	}
 	return b, nil
