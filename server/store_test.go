@@ -69,7 +69,11 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 	if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN PASSWORD 'guest'"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Exec(context.Background(), "DROP ROLE "+role) })
+	defer func() { // before conn closes
+		if _, err := conn.Exec(context.Background(), "DROP ROLE "+role); err != nil {
+			t.Errorf("drop the test role: %v", err)
+		}
+	}()
 	var version int
 	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
 		t.Fatal(err)
