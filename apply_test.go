@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -61,7 +64,16 @@ func TestCLI_ApplyExport(t *testing.T) {
 		t.Fatalf("the second apply printed %q", out)
 	}
 
+	// A named one-off job that is done is not exported: applied to
+	// another server it would run again.
+	once := okJSON[db.Job](t, srv, "add", "--name", "one-shot", "--exec", "--", "true")
+	waitFor(t, "the one-off job to be done", func() bool {
+		return okJSON[struct{ Job db.Job }](t, srv, "show", once.ID).Job.State == db.StateDone
+	})
 	exported := ok(t, srv, "export")
+	if strings.Contains(exported, "name: one-shot") {
+		t.Fatalf("export has the done one-off job one-shot:\n%s", exported)
+	}
 	exportFile := filepath.Join(dir, "export.yaml")
 	os.WriteFile(exportFile, []byte(exported), 0o600)
 	if out := ok(t, srv, "apply", "-f", exportFile, "--prune"); !strings.Contains(out, "nothing to change") {
@@ -122,7 +134,10 @@ func TestCLI_ApplyExport(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ yaml, want string }{
-		{"- name: x\n  type: noop\n  schedul: '@hourly'\n", `unknown field "schedul"`},
+		{"- name: x\n  type: noop\n  schedul: '@hourly'\n", `line 3 (job 1): unknown field "schedul"; a job's fields are name, type, payload, runAt, schedule,`},
+		{"- name: x\n  type: noop\n  maxAttempts: three\n", "line 3 (job 1): maxAttempts must be a whole number, not text"},
+		{"- name: x\n  type: noop\n  runAt: tomorrow\n", `line 3 (job 1): runAt "tomorrow" is not an RFC 3339 time`},
+		{"- x\n", "line 1 (job 1): a job is a mapping of its fields"},
 		{"- type: noop\n", "has no name"},
 		{"- {name: x, type: noop}\n- {name: x, type: noop}\n", `the name "x" is given twice`},
 		{"name: x\n", "give a list of jobs"},
@@ -131,6 +146,19 @@ func TestCLI_ApplyExport(t *testing.T) {
 		if msg := fails(t, srv, 2, "apply", "-f", file); !strings.Contains(msg, tc.want) {
 			t.Errorf("apply of %q said %q, want %q", tc.yaml, msg, tc.want)
 		}
+	}
+
+	// A job the server refuses is counted and told; the others are applied.
+	os.WriteFile(file, []byte("- {name: good, type: noop, schedule: '@hourly'}\n- {name: bad, type: noop, schedule: '0 25 * * *'}\n"), 0o600)
+	r := skedCLI(t, srv, "apply", "-f", file)
+	if r.code != 1 || !strings.Contains(r.stdout, "2 jobs: 1 created, 0 changed, 0 unchanged, 1 refused (below)") ||
+		!strings.Contains(r.stderr, `job bad: schedule: "0 25 * * *" is not a cron expression: its hour field "25" is not valid`) {
+		t.Errorf("apply of a good and a bad job exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// No server: one error, not one per job.
+	r = skedCLI(t, "http://"+freeAddr(t), "apply", "-f", file)
+	if r.code != 1 || r.stdout != "" || strings.Count(r.stderr, "cannot connect") != 1 || strings.Contains(r.stderr, "job good") {
+		t.Errorf("apply with no server exited %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -173,6 +201,19 @@ func TestCLI_Edit(t *testing.T) {
 	r = skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=true"}, "edit", "report")
 	if r.code != 0 || !strings.Contains(r.stdout, "no change to job report") {
 		t.Fatalf("edit with nothing changed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// No editor named and no terminal (standard input a pipe, or
+	// /dev/null): vi would not work; say what to do instead.
+	for _, stdin := range []io.Reader{strings.NewReader(""), nil} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // vi with no terminal waits for ever
+		defer cancel()
+		cmd := exec.CommandContext(ctx, skedBin, "edit", "report")
+		cmd.Env = append(os.Environ(), "SKED_SERVER="+srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=")
+		cmd.Stdin, cmd.WaitDelay = stdin, time.Second // and its editor keeps the output open
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "opens the job in vi, which needs a terminal") || !strings.Contains(string(out), "-f FILE") {
+			t.Fatalf("edit without an editor or a terminal: exit %d\n%s", code, out)
+		}
 	}
 
 	// An edit the server refuses is kept, with the way to send it again

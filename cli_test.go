@@ -230,6 +230,8 @@ func TestCLI_Jobs(t *testing.T) {
 			{[]string{"show"}, 2, "sked show takes one job id"},
 			{[]string{"cancel", "a", "b"}, 2, "sked cancel takes one job id"},
 			{[]string{"ls", "--state", "sleeping"}, 1, `state "sleeping" is not a job state`},
+			{[]string{"ls", "--server", strings.Replace(srv, "http:", "https:", 1)}, 1,
+				strings.Replace(srv, "http:", "https:", 1) + " answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as " + srv},
 		} {
 			r := skedCLI(t, srv, tc.args...)
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
@@ -263,10 +265,11 @@ func TestCLI_Token(t *testing.T) {
 	addr := freeAddr(t)
 	startServe(t, filepath.Join(t.TempDir(), "sked.db"), addr, "--token", "s3cret")
 	srv := "http://" + addr
-	if msg := fails(t, srv, 1, "ls"); !strings.Contains(msg, "requires a bearer token") || !strings.Contains(msg, "401") {
+	const fix = "give sked one of the server's tokens with SKED_TOKEN or --token"
+	if msg := fails(t, srv, 1, "ls"); !strings.Contains(msg, "requires a bearer token") || !strings.Contains(msg, "401") || !strings.Contains(msg, fix) {
 		t.Errorf("ls without a token said %q", msg)
 	}
-	if msg := fails(t, srv, 1, "ls", "--token", "wrong"); !strings.Contains(msg, "not one this server accepts") {
+	if msg := fails(t, srv, 1, "ls", "--token", "wrong"); !strings.Contains(msg, "not one this server accepts") || !strings.Contains(msg, fix) {
 		t.Errorf("ls with a wrong token said %q", msg)
 	}
 	ok(t, srv, "ls", "--token", "s3cret")
@@ -294,6 +297,13 @@ func TestCLI_ScheduleControls(t *testing.T) {
 	}
 	if msg := fails(t, srv, 2, "pause", hourly.ID, "--until", "tomorrow"); !strings.Contains(msg, "RFC 3339") {
 		t.Fatalf("bad --until: %q", msg)
+	}
+	ok(t, srv, "resume", hourly.ID)
+	// --until a duration: that long from now.
+	before := time.Now().Truncate(time.Second)
+	paused = okJSON[db.Job](t, srv, "pause", hourly.ID, "--until", "2h")
+	if after := time.Now(); paused.PauseUntil == nil || paused.PauseUntil.Before(before.Add(2*time.Hour)) || paused.PauseUntil.After(after.Add(2*time.Hour)) {
+		t.Fatalf("pause --until 2h between %v and %v paused until %v", before, after, paused.PauseUntil)
 	}
 	ok(t, srv, "resume", hourly.ID)
 	// Paused, it runs at none of its times: pause says until when, not

@@ -392,3 +392,84 @@ func refusedStart(t *testing.T, dbPath string) string {
 	}
 	return string(out)
 }
+
+// TestFaults_DirectoryNotWritable starts sked serve as a user who may not
+// write where its database is: a new database in a directory of another
+// user, an existing one there, and one whose lock file another user made.
+// Root may write anywhere, so as root the test runs sked as nobody, from a
+// copy of the binary that nobody may run.
+//
+// Pass: sked serve exits non-zero, naming the directory or the lock file,
+// the user and the fix, not SQLite's "attempt to write a readonly database"
+// or a bare "permission denied".
+func TestFaults_DirectoryNotWritable(t *testing.T) {
+	top := t.TempDir()
+	bin, cred := skedBin, (*syscall.Credential)(nil)
+	if os.Getuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+		bin = filepath.Join(top, "sked")
+		b, err := os.ReadFile(skedBin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{filepath.Dir(top), top} {
+			os.Chmod(d, 0o755)
+		}
+	}
+	serve := func(dbPath string) string {
+		t.Helper()
+		cmd := exec.Command(bin, "serve", "--db", dbPath, "--addr", freeAddr(t))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("sked serve on %s exited 0: %s", dbPath, out)
+		}
+		return string(out)
+	}
+	mkdir := func(name string) string {
+		dir := filepath.Join(top, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		if cred != nil {
+			os.Chown(dir, int(cred.Uid), int(cred.Gid))
+		}
+		return dir
+	}
+	migrate := func(dbPath string) {
+		t.Helper()
+		if out, err := exec.Command(skedBin, "migrate", "--db", dbPath).CombinedOutput(); err != nil {
+			t.Fatalf("sked migrate: %v: %s", err, out)
+		}
+		os.WriteFile(dbPath+".lock", nil, 0o644)
+		if cred != nil {
+			for _, f := range []string{dbPath, dbPath + ".lock"} {
+				os.Chown(f, int(cred.Uid), int(cred.Gid))
+			}
+		}
+	}
+
+	fresh := mkdir("fresh")
+	os.Chmod(fresh, 0o555)
+	existing := mkdir("existing")
+	migrate(filepath.Join(existing, "sked.db"))
+	os.Chmod(existing, 0o555)
+	for _, dir := range []string{fresh, existing} {
+		msg := serve(filepath.Join(dir, "sked.db"))
+		if !strings.Contains(msg, "may not create files in directory "+dir) || !strings.Contains(msg, "make the directory writable") {
+			t.Errorf("sked serve in the read-only directory %s said %q; want it to name the directory and the fix", dir, msg)
+		}
+	}
+
+	locked := mkdir("locked")
+	lockPath := filepath.Join(locked, "sked.db.lock")
+	os.WriteFile(lockPath, nil, 0o444) // made by another user, or read-only: not writable by this one
+	msg := serve(filepath.Join(locked, "sked.db"))
+	if !strings.Contains(msg, "may not write its lock file "+lockPath) || !strings.Contains(msg, "chown") {
+		t.Errorf("sked serve with another user's lock file said %q; want it to name the file and the fix", msg)
+	}
+}

@@ -236,8 +236,8 @@ func TestRun_BadFlags(t *testing.T) {
 		t.Errorf("SKED_WORKERS=many: %v, want exit 2 naming the variable", err)
 	}
 	err = run(context.Background(), []string{"serve"}, func(k string) string { return map[string]string{"SKED_DEFAULT_MAX_ATTEMPTS": "0"}[k] }, io.Discard, io.Discard)
-	if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--default-max-attempts 0: must be at least 1") {
-		t.Errorf("SKED_DEFAULT_MAX_ATTEMPTS=0: %v, want exit 2 naming the flag", err)
+	if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--default-max-attempts 0 (from SKED_DEFAULT_MAX_ATTEMPTS): must be at least 1") {
+		t.Errorf("SKED_DEFAULT_MAX_ATTEMPTS=0: %v, want exit 2 naming the flag and the variable", err)
 	}
 	for _, args := range [][]string{{"serve", "-h"}, {"--help"}, {"add", "--help"}, {"help", "work"}, {"help", "completion", "bash"}} {
 		var out bytes.Buffer

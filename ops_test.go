@@ -76,8 +76,10 @@ func TestServe_Operations(t *testing.T) {
 	if err := run(context.Background(), []string{"healthcheck", "--addr", addr, "--ready"}, getenv, &out, io.Discard); err != nil {
 		t.Errorf("sked healthcheck --ready: %v", err)
 	}
-	if err := run(context.Background(), []string{"healthcheck", "--addr", freeAddr(t)}, getenv, io.Discard, io.Discard); err == nil {
-		t.Error("sked healthcheck of a port nobody listens on succeeded")
+	nobody := freeAddr(t)
+	if err := run(context.Background(), []string{"healthcheck", "--addr", nobody}, getenv, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "nothing listens at "+nobody+"; is sked serve running") {
+		t.Errorf("sked healthcheck of a port nobody listens on: %v", err)
 	}
 
 	// Jobs flow while backups are taken.

@@ -280,6 +280,19 @@ func TestWork_RunsJobAndCancel(t *testing.T) {
 	stopGracefully(t, w.proc)
 }
 
+// TestWork_BuiltinTypeWarns: a worker that claims exec jobs runs its own
+// command for them, not theirs; it says so when it starts.
+func TestWork_BuiltinTypeWarns(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr)
+	w := startWork(t, addr, "exec", filepath.Join(dir, "evidence"))
+	waitFor(t, "the worker's warning", func() bool {
+		return strings.Contains(w.log(), "this worker claims jobs of a built-in type") && strings.Contains(w.log(), "type=exec")
+	})
+	stopGracefully(t, w.proc)
+}
+
 // TestWork_BadTokenStops: a worker whose token the server refuses stops
 // at once, exiting 1 with a message that says what to check, instead of
 // retrying forever.

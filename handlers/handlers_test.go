@@ -333,6 +333,7 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"BadCron", `{"type": "noop", "schedule": "61 * * * *"}`, nil, 422, "is not a cron expression", "schedule"},
 		{"NeverFires", `{"type": "noop", "schedule": "0 0 30 2 *"}`, nil, 422, "never fires", "schedule"},
 		{"BadTimezone", `{"type": "noop", "schedule": "@hourly", "timezone": "Mars/Olympus"}`, nil, 422, `timezone "Mars/Olympus" is not an IANA time zone`, "timezone"},
+		{"TimezoneInLowerCase", `{"type": "noop", "schedule": "@hourly", "timezone": "europe/berlin"}`, nil, 422, `timezone "europe/berlin" is not an IANA time zone name such as "UTC" or "Europe/Berlin"; did you mean "Europe/Berlin"?`, "timezone"},
 		{"BadTimezoneOneOff", `{"type": "noop", "timezone": "Nowhere"}`, nil, 422, `timezone "Nowhere"`, "timezone"},
 		{"LocalTimezone", `{"type": "noop", "timezone": "Local"}`, nil, 422, `timezone "Local"`, "timezone"},
 		{"RunAtNotRFC3339", `{"type": "noop", "runAt": "tomorrow"}`, nil, 422, `runAt "tomorrow" is not an RFC 3339 time such as "2026-12-01T09:00:00Z"`, "runAt"},

@@ -175,7 +175,7 @@ func (c *jobCheck) checkTimezone() error {
 		return nil
 	}
 	if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
-		return fieldError("timezone", "timezone %q is not an IANA time zone name such as \"UTC\" or \"Europe/Berlin\"", tz)
+		return fieldError("timezone", "timezone %q is not an IANA time zone name such as \"UTC\" or \"Europe/Berlin\"%s", tz, schedule.ZoneHint(tz))
 	}
 	return nil
 }

@@ -152,7 +152,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		for p := range s.Properties {
 			documented = append(documented, p)
 		}
-		fields := jsonFields(v)
+		fields := wire.FieldNames(v)
 		for _, f := range fields {
 			if !slices.Contains(documented, f) {
 				t.Errorf("field %q of %T is missing from components.schemas.%s.properties in handlers/openapi.json", f, v, name)
@@ -174,7 +174,7 @@ func TestOpenAPI_JobPatchIsJobCreate(t *testing.T) {
 		documented = append(documented, p)
 	}
 	var want []string
-	for _, f := range jsonFields(jobCreateRequest{}) {
+	for _, f := range wire.FieldNames(jobCreateRequest{}) {
 		if f != "runAt" {
 			want = append(want, f)
 		}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // decodeBody reads r's body, at most h.maxBodyBytes of it, as the single
@@ -137,7 +137,7 @@ func decodeError(err error, v any) error {
 		name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
 		return &db.ValidationError{
 			Field: name,
-			Msg:   fmt.Sprintf("unknown field %q; allowed fields are %s", name, strings.Join(jsonFields(v), ", ")),
+			Msg:   fmt.Sprintf("unknown field %q; allowed fields are %s", name, strings.Join(wire.FieldNames(v), ", ")),
 		}
 	default:
 		return &requestError{Status: http.StatusBadRequest, Msg: "request body could not be read: " + err.Error()}
@@ -186,27 +186,6 @@ func goKind(e *json.UnmarshalTypeError) string {
 		return "an object"
 	}
 	return t.String()
-}
-
-// jsonFields lists the JSON names of the fields of the struct v points to, in
-// declaration order.
-func jsonFields(v any) []string {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	var names []string
-	for f := range t.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		names = append(names, cmp.Or(name, f.Name))
-	}
-	return names
 }
 
 // queryParams returns r's query parameters, refusing (400) any not in

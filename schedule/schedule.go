@@ -129,7 +129,7 @@ func parse(spec, tz string) (s *Schedule, err error) {
 
 	cs, err := parseCron(spec)
 	if err != nil {
-		return nil, fmt.Errorf(`%q is not a cron expression: expected 5 fields (minute hour day-of-month month day-of-week), an optional leading seconds field, or a descriptor such as @hourly or "@every 90s": %v`, spec, err)
+		return nil, fmt.Errorf("%q is not a cron expression: %s", spec, cronMistake(spec, err))
 	}
 	ss, ok := cs.(*cron.SpecSchedule)
 	if !ok {
@@ -153,6 +153,53 @@ func parseCron(spec string) (s cron.Schedule, err error) {
 		}
 	}()
 	return parser.Parse(spec)
+}
+
+// cronFields names the fields of a 6-field spec and their values; a 5-field
+// spec has all but the first.
+var cronFields = [...]struct{ name, values string }{
+	{"seconds", "0-59"},
+	{"minute", "0-59"},
+	{"hour", "0-23"},
+	{"day-of-month", "1-31"},
+	{"month", "1-12 or JAN-DEC"},
+	{"day-of-week", "0-6 or SUN-SAT"},
+}
+
+// cronMistake says what is wrong with a spec robfig refused with err. For a
+// spec of 5 or 6 fields it finds the field at fault, by parsing each alone
+// with every other field "*", and names it and what it takes: robfig's own
+// message names neither.
+func cronMistake(spec string, err error) string {
+	const want = `expected 5 fields (minute hour day-of-month month day-of-week), an optional leading seconds field, or a descriptor such as @hourly or "@every 90s"`
+	fields := strings.Fields(spec)
+	names := cronFields[:]
+	switch {
+	case strings.HasPrefix(spec, "@"):
+		return fmt.Sprintf("%s: %v", want, err)
+	case len(fields) == 5:
+		names = names[1:]
+	case len(fields) != 6:
+		return fmt.Sprintf("%s; it has %d", want, len(fields))
+	}
+	for i, f := range fields {
+		probe := make([]string, len(fields))
+		for j := range probe {
+			probe[j] = "*"
+		}
+		probe[i] = f
+		_, ferr := parseCron(strings.Join(probe, " "))
+		if ferr == nil {
+			continue
+		}
+		why := strings.TrimSuffix(ferr.Error(), ": "+f)
+		if word, ok := strings.CutPrefix(why, "failed to parse int from "); ok {
+			word, _, _ = strings.Cut(word, ":")
+			why = fmt.Sprintf("%q is neither a number nor a name", word)
+		}
+		return fmt.Sprintf("its %s field %q is not valid (%s); it takes %s, a list a,b, a range a-b or a step */n", names[i].name, f, why, names[i].values)
+	}
+	return fmt.Sprintf("%s: %v", want, err)
 }
 
 // parseEvery parses "@every D". robfig would silently raise D below 1s to 1s
@@ -188,9 +235,31 @@ func loadLocation(tz string) (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
-		return nil, fmt.Errorf(`%q is not an IANA timezone, such as "Europe/London" or "America/New_York"`, tz)
+		return nil, fmt.Errorf(`%q is not an IANA timezone, such as "Europe/London" or "America/New_York"%s`, tz, ZoneHint(tz))
 	}
 	return loc, nil
+}
+
+// ZoneHint is `; did you mean "Europe/Berlin"?` for a zone name that is
+// one when its words are capitalised as the tz database writes them
+// ("europe/berlin", "AMERICA/NEW_YORK", "utc"), and "" otherwise: zone
+// names are case-sensitive, and a name in the wrong case is the common
+// mistake.
+func ZoneHint(tz string) string {
+	upper, title := strings.ToUpper(tz), []byte(strings.ToLower(tz))
+	for i := range title {
+		if (i == 0 || strings.IndexByte("/_-", title[i-1]) >= 0) && 'a' <= title[i] && title[i] <= 'z' {
+			title[i] -= 'a' - 'A'
+		}
+	}
+	for _, name := range []string{string(title), upper} {
+		if name != tz && name != "Local" && name != "LOCAL" {
+			if _, err := time.LoadLocation(name); err == nil {
+				return fmt.Sprintf("; did you mean %q?", name)
+			}
+		}
+	}
+	return ""
 }
 
 // Every reports whether s is an @every (elapsed-time) schedule.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // lockWait is how long lockDB waits for a lock that is held: a previous sked
@@ -50,8 +52,21 @@ func lockDB(path string) (*os.File, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("database %s: directory %s does not exist; create it (mkdir -p %s) or give --db a path in one that does", path, filepath.Dir(name), filepath.Dir(name))
 	}
+	if errors.Is(err, fs.ErrPermission) {
+		if unix.Access(filepath.Dir(name), unix.W_OK) == nil {
+			return nil, fmt.Errorf("database %s: this user (uid %d) may not write its lock file %s, made by another user (root, say); "+
+				"give the database's files (%s*) to this user with chown, or run sked serve as their owner", path, os.Getuid(), name, path)
+		}
+		return nil, notWritable(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err) // *PathError names the file
+	}
+	// SQLite makes its -wal and -shm files beside the database too: a
+	// directory this user may not write fails later, and less clearly.
+	if err := unix.Access(filepath.Dir(name), unix.W_OK); errors.Is(err, unix.EACCES) {
+		f.Close()
+		return nil, notWritable(path)
 	}
 	if err := flockWait(f, lockWait); err != nil {
 		f.Close()
@@ -74,4 +89,12 @@ func lockDB(path string) (*os.File, error) {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return f, nil
+}
+
+// notWritable is the error for a database whose directory this process may
+// not write to.
+func notWritable(path string) error {
+	dir := filepath.Dir(path)
+	return fmt.Errorf("database %s: this user (uid %d) may not create files in directory %s, where sked serve keeps the database, its lock file and SQLite's -wal and -shm files; "+
+		"make the directory writable for it (chown or chmod), or give --db a path in one that is", path, os.Getuid(), dir)
 }

@@ -2,10 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
@@ -17,9 +21,41 @@ import (
 // share; anything else is the path of a SQLite file.
 func OpenStore(ctx context.Context, dsn string) (db.Store, error) {
 	if postgres.IsURL(dsn) {
-		return postgres.Open(ctx, dsn)
+		s, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			return nil, postgresOpenError(dsn, err)
+		}
+		return s, nil
 	}
 	return sqlite.Open(ctx, dsn)
+}
+
+// postgresOpenError says what err, of opening the PostgreSQL database at
+// dsn, means and what to do, for the mistakes of a first setup: no server
+// there, no such database or role, a role that may not create tables.
+// Other errors pass as they are.
+func postgresOpenError(dsn string, err error) error {
+	where := postgres.Redacted(dsn)
+	var (
+		pgErr   *pgconn.PgError
+		connErr *pgconn.ConnectError
+		opErr   *net.OpError
+		dnsErr  *net.DNSError
+	)
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42501": // insufficient_privilege
+		return fmt.Errorf("%s: sked's role may not create its tables (%s): make the role the database's owner "+
+			"(createdb --owner ROLE, or ALTER DATABASE … OWNER TO ROLE), or give it a schema of its own with search_path in the URL; see docs/postgresql.md", where, pgErr.Message)
+	case errors.As(err, &pgErr) && pgErr.Code == "3D000": // invalid_catalog_name
+		return fmt.Errorf("%s: %s: create it, owned by sked's role (createdb --owner ROLE NAME), or fix the database name in --db", where, pgErr.Message)
+	case errors.As(err, &pgErr) && (pgErr.Code == "28000" || pgErr.Code == "28P01"): // invalid_authorization_specification, invalid_password
+		return fmt.Errorf("%s: the server refused the login: %s; check the user and password in --db", where, pgErr.Message)
+	case errors.As(err, &connErr) && errors.As(err, &dnsErr):
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check the host name in --db", where, dnsErr)
+	case errors.As(err, &connErr) && errors.As(err, &opErr):
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check that it runs there and that --db names its host and port", where, opErr)
+	}
+	return err
 }
 
 // quickCheckMax is the largest SQLite file checked at start: quick_check

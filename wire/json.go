@@ -2,7 +2,10 @@ package wire
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"reflect"
+	"strings"
 )
 
 // Marshal is v as compact JSON, as json.Marshal writes it but with &, < and
@@ -61,4 +64,25 @@ func htmlEscape(e []byte) (byte, bool) {
 		return '>', true
 	}
 	return 0, false
+}
+
+// FieldNames lists the JSON names of the fields of the struct v points to, in
+// declaration order.
+func FieldNames(v any) []string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		names = append(names, cmp.Or(name, f.Name))
+	}
+	return names
 }

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -81,15 +84,25 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		}
 	}
 	var (
-		created, changed, unchanged, pruned int
-		errs                                []error
-		results                             []db.JobPutResult
+		created, changed, unchanged, refused, pruned int
+		errs                                         []error
+		results                                      []db.JobPutResult
 	)
 	for _, req := range jobs {
 		res, err := a.c.JobPut(ctx, req.Name, req, f.dryRun)
-		if err != nil {
+		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusConflict) {
+			refused++
 			errs = append(errs, fmt.Errorf("job %s: %w", req.Name, apiError(err, a.server)))
 			continue
+		}
+		if err != nil {
+			// Not this job's fault (no server, a refused token): the
+			// jobs after it would fail alike.
+			if created+changed+unchanged+refused == 0 {
+				return apiError(err, a.server)
+			}
+			errs = append(errs, fmt.Errorf("job %s: %w", req.Name, apiError(err, a.server)))
+			break
 		}
 		results = append(results, res)
 		switch {
@@ -127,6 +140,12 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		fmt.Fprintf(a.env.Stdout, "nothing to change: the server has the %s of %s as they are\n", plural(len(jobs), "job"), f.file)
 	default:
 		fmt.Fprintf(a.env.Stdout, "%s: %d %screated, %d %schanged, %d unchanged", plural(len(jobs), "job"), created, would, changed, would, unchanged)
+		if refused > 0 {
+			fmt.Fprintf(a.env.Stdout, ", %d refused (below)", refused)
+		}
+		if untried := len(jobs) - created - changed - unchanged - refused; untried > 0 {
+			fmt.Fprintf(a.env.Stdout, ", %d not tried", untried)
+		}
 		if f.prune {
 			fmt.Fprintf(a.env.Stdout, ", %d %scancelled (not in %s)", pruned, would, f.file)
 		}
@@ -160,7 +179,7 @@ func unnamedIn(ctx context.Context, a *api, jobs []skedapi.JobCreateRequest) ([]
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(named, func(j db.Job) bool { return keep[j.Name] || j.State == db.StateDone }), nil
+	return slices.DeleteFunc(named, func(j db.Job) bool { return keep[j.Name] }), nil
 }
 
 // pruneJobs cancels the jobs of prune (see unnamedIn) and returns how many
@@ -183,7 +202,9 @@ func (f *applyFlags) pruneJobs(ctx context.Context, a *api, prune []db.Job) (int
 	return n, errs
 }
 
-// namedJobs are the jobs that have a name and are not cancelled, by name.
+// namedJobs are the jobs that have a name and are neither cancelled nor
+// done, by name: a done one-off job is no longer a definition to keep (and
+// applied to another server it would run again).
 func namedJobs(ctx context.Context, c *skedapi.Client) ([]db.Job, error) {
 	p := db.JobListParams{Limit: 500}
 	all, _, err := pages("", true, func(cursor string) ([]db.Job, string, error) {
@@ -193,7 +214,7 @@ func namedJobs(ctx context.Context, c *skedapi.Client) ([]db.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	named := slices.DeleteFunc(all, func(j db.Job) bool { return j.Name == "" || j.State == db.StateCancelled })
+	named := slices.DeleteFunc(all, func(j db.Job) bool { return j.Name == "" || j.State == db.StateCancelled || j.State == db.StateDone })
 	slices.SortFunc(named, func(a, b db.Job) int { return strings.Compare(a.Name, b.Name) })
 	return named, nil
 }
@@ -262,14 +283,8 @@ func parseJobs(b []byte) ([]skedapi.JobCreateRequest, error) {
 	seen := map[string]int{}
 	jobs := make([]skedapi.JobCreateRequest, len(list.Content))
 	for i, n := range list.Content {
-		var buf bytes.Buffer
-		if err := writeJSON(&buf, n); err != nil {
-			return nil, fmt.Errorf("job %d (line %d): %w", i+1, n.Line, err)
-		}
-		dec := json.NewDecoder(&buf)
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&jobs[i]); err != nil {
-			return nil, fmt.Errorf("job %d (line %d): %w", i+1, n.Line, err)
+		if line, err := decodeJob(n, &jobs[i]); err != nil {
+			return nil, fmt.Errorf("line %d (job %d): %w", line, i+1, err)
 		}
 		name := jobs[i].Name
 		switch {
@@ -281,6 +296,50 @@ func parseJobs(b []byte) ([]skedapi.JobCreateRequest, error) {
 		seen[name] = n.Line
 	}
 	return jobs, nil
+}
+
+// decodeJob reads the job n, a YAML mapping, into req one field at a time,
+// so that a mistake is told with its field and the line of the field, in
+// the words of the file rather than of Go's JSON decoder.
+func decodeJob(n *yaml.Node, req *skedapi.JobCreateRequest) (line int, err error) {
+	if n.Kind != yaml.MappingNode {
+		return n.Line, errors.New(`a job is a mapping of its fields ("name: …", "type: …")`)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i]
+		var buf bytes.Buffer
+		if err := writeJSON(&buf, &yaml.Node{Kind: yaml.MappingNode, Content: n.Content[i : i+2]}); err != nil {
+			return key.Line, err
+		}
+		dec := json.NewDecoder(&buf)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(req); err != nil {
+			return key.Line, errors.New(fieldMistake(key.Value, err))
+		}
+	}
+	return n.Line, nil
+}
+
+// fieldMistake says what is wrong with the field name of a job, which
+// json.Decoder refused with err.
+func fieldMistake(name string, err error) string {
+	var (
+		typeErr *json.UnmarshalTypeError
+		timeErr *time.ParseError
+	)
+	switch {
+	case errors.As(err, &timeErr):
+		return fmt.Sprintf("%s %q is not an RFC 3339 time such as 2026-12-01T06:00:00Z", name, timeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Sprintf("unknown field %q; a job's fields are %s", name, strings.Join(wire.FieldNames(skedapi.JobCreateRequest{}), ", "))
+	case errors.As(err, &typeErr):
+		want := map[reflect.Kind]string{reflect.Int: "a whole number", reflect.String: "text", reflect.Struct: "a mapping"}[typeErr.Type.Kind()]
+		got := map[string]string{"string": "text", "number": "a number", "bool": "true or false", "array": "a list", "object": "a mapping"}[typeErr.Value]
+		if want != "" && got != "" {
+			return fmt.Sprintf("%s must be %s, not %s", name, want, got)
+		}
+	}
+	return fmt.Sprintf("%s: %s", name, strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // writeJSON writes the YAML node n as JSON, keeping the order of mapping
@@ -365,8 +424,8 @@ func exportCmd(env Env) *cobra.Command {
 	return clientCommand(env, &cobra.Command{
 		Use:   "export",
 		Short: "Write the named jobs as a file sked apply takes (YAML; JSON with --json)",
-		Long: "sked export writes the named jobs that are not cancelled, by name, with their whole definitions (defaults\n" +
-			"filled in), as the YAML list sked apply reads (--json: JSON). Applying it back changes nothing.",
+		Long: "sked export writes the named jobs that are neither cancelled nor done, by name, with their whole definitions\n" +
+			"(defaults filled in), as the YAML list sked apply reads (--json: JSON). Applying it back changes nothing.",
 		Example: "  sked export > schedules.yaml\n  sked export | sked apply -f - --dry-run",
 		Args:    noArgs,
 	}, func(ctx context.Context, a *api, _ []string) error {

@@ -72,7 +72,37 @@ func execute(ctx context.Context, root *cobra.Command, args []string) error {
 	if ue := (*usageError)(nil); errors.As(err, &ue) && ue.cmd == "" {
 		ue.cmd = cmd.CommandPath()
 	}
+	nameSources(cmd, err)
 	return err
+}
+
+// nameSources adds to each usage error in err that begins with a flag whose
+// value came from its SKED_… variable where it came from: "--workers 0
+// (from SKED_WORKERS): must be at least 1", for a flag not on the command
+// line is otherwise hard to find.
+func nameSources(cmd *cobra.Command, err error) {
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range multi.Unwrap() {
+			nameSources(cmd, e)
+		}
+		return
+	}
+	ue := (*usageError)(nil)
+	if !errors.As(err, &ue) {
+		return
+	}
+	rest, ok := strings.CutPrefix(ue.msg, "--")
+	if !ok {
+		return
+	}
+	name := rest[:strings.IndexFunc(rest+" ", func(r rune) bool { return r == ' ' || r == ':' || r == '=' })]
+	f := cmd.Flags().Lookup(name)
+	if f == nil || len(f.Annotations[fromEnvAnnotation]) == 0 {
+		return
+	}
+	if i := strings.Index(ue.msg, ": "); i > 0 {
+		ue.msg = ue.msg[:i] + " (from " + f.Annotations[fromEnvAnnotation][0] + ")" + ue.msg[i:]
+	}
 }
 
 // ExitCode is the process status for err: 0 for none, 2 for a usage error,
@@ -187,10 +217,12 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 }
 
 // envAnnotation names the SKED_… variable a flag falls back to; sepAnnotation
-// how its value is split for a flag given several times ("," or " ").
+// how its value is split for a flag given several times ("," or " ");
+// fromEnvAnnotation the variable a flag's value was read from, when it was.
 const (
-	envAnnotation = "sked_env"
-	sepAnnotation = "sked_env_sep"
+	envAnnotation     = "sked_env"
+	sepAnnotation     = "sked_env_sep"
+	fromEnvAnnotation = "sked_from_env"
 )
 
 // envName is the variable flag name falls back to: SKED_ and the name in
@@ -255,6 +287,7 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 			return
 		}
 		f.Changed = true // given, if not on the command line
+		_ = cmd.Flags().SetAnnotation(f.Name, fromEnvAnnotation, names[:1])
 	})
 	return errors.Join(errs...)
 }
@@ -295,6 +328,21 @@ func (t *rfc3339Value) Set(v string) error {
 	return nil
 }
 
+// laterValue is the value of a flag that takes a time to come, such as
+// --until: an RFC 3339 time, or a duration from now ("2h").
+type laterValue struct{ rfc3339Value }
+
+func (t *laterValue) Set(v string) error {
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		t.rfc3339Value = rfc3339Value(time.Now().Add(d).UTC().Truncate(time.Second))
+		return nil
+	}
+	if t.rfc3339Value.Set(v) != nil {
+		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h")
+	}
+	return nil
+}
+
 func (t *rfc3339Value) String() string {
 	if time.Time(*t).IsZero() {
 		return ""
@@ -308,7 +356,8 @@ func (t *rfc3339Value) Type() string { return "time" }
 // "-name" becomes "--name" for a long flag (as Go's flag package read them),
 // and a flag whose value is optional ("--enable-exec", "--test-clock") takes
 // its value from the next argument when that is one it accepts
-// ("--enable-exec false", "--test-clock 2026-03-08T06:00:00Z").
+// ("--enable-exec false") or, for a time, any that is not a flag
+// ("--test-clock 2026-03-08T06:00:00Z").
 func normalize(cmd *cobra.Command, args []string) []string {
 	fs := cmd.Flags()
 	out := make([]string, 0, len(args))
@@ -336,9 +385,8 @@ func optionalValue(f *pflag.Flag, v string) bool {
 	if v == "true" || v == "false" {
 		return true
 	}
-	if f.Value.Type() == "time" {
-		_, err := time.Parse(time.RFC3339, v)
-		return err == nil
-	}
-	return false
+	// A time flag's next argument is its value unless it is a flag: a
+	// mistyped time is then refused as the flag's, not as an argument the
+	// command does not take.
+	return f.Value.Type() == "time" && !strings.HasPrefix(v, "-")
 }

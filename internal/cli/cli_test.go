@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 )
@@ -13,6 +14,29 @@ func mainOf(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	code = Main(context.Background(), args, Env{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errOut})
 	return code, out.String(), errOut.String()
+}
+
+// TestMain_ValueFromEnv: a refused value read from a SKED_… variable says
+// so, for no flag on the command line shows it; one given as a flag does
+// not.
+func TestMain_ValueFromEnv(t *testing.T) {
+	env := map[string]string{"SKED_SERVER": "localhost:1", "SKED_WORKERS": "0", "SKED_LEASE": "10ms"}
+	run := func(args ...string) string {
+		var errOut bytes.Buffer
+		if code := Main(context.Background(), args, Env{Getenv: func(k string) string { return env[k] }, Stdout: io.Discard, Stderr: &errOut}); code != 2 {
+			t.Errorf("sked %q: exit %d, want 2", args, code)
+		}
+		return errOut.String()
+	}
+	if msg := run("ls"); !strings.HasPrefix(msg, `sked: --server "localhost:1" (from SKED_SERVER): give an http:// or https:// URL`) {
+		t.Errorf("ls with SKED_SERVER=localhost:1 said %q", msg)
+	}
+	msg := run("serve", "--lease", "20ms")
+	for _, want := range []string{"sked: --workers 0 (from SKED_WORKERS): must be at least 1\n", "sked: --lease 20ms: must be at least"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("serve said %q, want %q", msg, want)
+		}
+	}
 }
 
 // TestMain_JoinedUsageErrors: a command line with several faults says each
@@ -39,12 +63,15 @@ func TestMain_BadValues(t *testing.T) {
 		want string
 	}{
 		{[]string{"add", "--type", "t", "--at", "tomorrow"}, `--at "tomorrow": give an RFC 3339 time such as 2026-12-01T06:00:00Z`},
-		{[]string{"pause", "j", "--until", "noon"}, `--until "noon": give an RFC 3339 time such as 2026-12-01T06:00:00Z`},
+		{[]string{"pause", "j", "--until", "noon"}, `--until "noon": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h`},
+		{[]string{"pause", "j", "--until", "-2h"}, `--until "-2h": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h`},
 		{[]string{"backfill", "j", "--from", "2026-11-26", "--to", "2026-11-27T00:00:00Z"}, `--from "2026-11-26": give an RFC 3339 time`},
 		{[]string{"check", "--db", "x.db", "--end", "12:10"}, `--end "12:10": give an RFC 3339 time`},
 		{[]string{"serve", "--test-clock=monday"}, `--test-clock "monday": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or no value to start now`},
+		{[]string{"serve", "--test-clock", "2026-13-01"}, `--test-clock "2026-13-01": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or no value to start now`},
 		{[]string{"add", "--type", "t", "--in", "-5m"}, "--in -5m0s: must not be negative"},
 		{[]string{"add", "--type", "t", "--payload", "{nope"}, `--payload "{nope": give valid JSON`},
+		{[]string{"add", "--type", "t", "--payload", "@cli_test.go"}, `--payload @cli_test.go: cli_test.go holds no valid JSON (invalid character 'p' looking for beginning of value)`},
 		{[]string{"ls", "--server", "localhost:8080"}, `--server "localhost:8080": give an http:// or https:// URL`},
 		{[]string{"ls", "--limit", "many"}, `--limit "many": give a whole number`},
 	} {

@@ -154,11 +154,16 @@ func apiError(err error, server string) error {
 		return nil
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
+	case errors.Is(err, http.ErrSchemeMismatch):
+		return fmt.Errorf("%s answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as %s", server, "http"+strings.TrimPrefix(server, "https"))
 	}
 	if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && ae.Detail != "" {
 		detail := ae.Detail
 		for _, h := range cliHints {
 			detail = h.route.ReplaceAllString(detail, h.cmd)
+		}
+		if ae.Status == http.StatusUnauthorized {
+			return fmt.Errorf("%s (%d %s); give sked one of the server's tokens with SKED_TOKEN or --token", detail, ae.Status, http.StatusText(ae.Status))
 		}
 		return fmt.Errorf("%s (%d %s)", detail, ae.Status, http.StatusText(ae.Status))
 	}
@@ -349,6 +354,9 @@ func readPayload(v string) (json.RawMessage, error) {
 		}
 	}
 	if !json.Valid(b) {
+		if name, ok := strings.CutPrefix(v, "@"); ok {
+			return nil, usagef("--payload %s: %s holds no valid JSON (%v)", v, name, json.Unmarshal(b, new(any)))
+		}
 		return nil, usagef("--payload %.80q: give valid JSON, or @FILE for a file that holds it", strings.TrimSpace(string(b)))
 	}
 	return b, nil
@@ -524,11 +532,11 @@ func pausedUntil(job db.Job) string {
 func pauseCmd(env Env) *cobra.Command {
 	var (
 		reason string
-		until  rfc3339Value
+		until  laterValue
 	)
-	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339]", "Pause a ready job, with a reason and an end", func(ctx context.Context, a *api, id string) error {
+	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339|DURATION]", "Pause a ready job, with a reason and an end", func(ctx context.Context, a *api, id string) error {
 		var (
-			t   = time.Time(until)
+			t   = time.Time(until.rfc3339Value)
 			job db.Job
 			err error
 		)
@@ -543,7 +551,7 @@ func pauseCmd(env Env) *cobra.Command {
 		return a.printAction("paused", id, job)
 	})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the job is paused, shown on it")
-	cmd.Flags().Var(&until, "until", "resume by itself at this RFC 3339 time")
+	cmd.Flags().Var(&until, "until", "resume by itself at this RFC 3339 time, or after this duration, e.g. 2h")
 	return cmd
 }
 

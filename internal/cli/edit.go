@@ -179,6 +179,11 @@ func keepEdit(kept *string, job db.Job, err error) error {
 // own for the caller to remove; when its text cannot be read as a
 // definition it is kept (see keepEdit).
 func editInEditor(job db.Job, env Env) (path string, patch map[string]any, err error) {
+	if env.Getenv("VISUAL") == "" && env.Getenv("EDITOR") == "" && !isTerminal(os.Stdin) {
+		name := cmp.Or(job.Name, job.ID)
+		return "", nil, usagef("sked edit %s without flags opens the job in vi, which needs a terminal, and standard input is not one; "+
+			"give the changes as flags (sked edit %s --schedule '0 4 * * *'), a definition with -f FILE, or an editor that needs no terminal in $EDITOR", name, name)
+	}
 	def := skedapi.RequestOf(job)
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# The definition of job %s. Change it, save and quit; remove a field to set it back\n"+
@@ -255,4 +260,15 @@ func definitionPatch(b []byte, job db.Job) (map[string]any, error) {
 		patch[k] = v
 	}
 	return patch, nil
+}
+
+// isTerminal reports whether f is a terminal: a character device other than
+// /dev/null (cron, CI and nohup give commands /dev/null).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -119,6 +121,9 @@ func healthcheck(ctx context.Context, addr string, ready bool, timeout time.Dura
 		return fmt.Errorf("check %s: %w", url, err)
 	}
 	resp, err := http.DefaultClient.Do(req)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("check %s: nothing listens at %s; is sked serve running, and listening on --addr (SKED_ADDR)?", url, net.JoinHostPort(host, port))
+	}
 	if err != nil {
 		return fmt.Errorf("check %s: %w", url, err)
 	}

@@ -3,8 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -116,6 +120,9 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if err := checkDB(c.DB); err != nil {
 		errs = append(errs, err)
 	}
+	if !fs.Changed("claim-ahead") {
+		s.claimAhead = min(s.claimAhead, c.Lease/4) // the default fits a short --lease
+	}
 	if s.claimAhead < 0 || s.claimAhead > c.Lease/4 {
 		bad("--claim-ahead %s: must be between 0 and a quarter of --lease (%s)", s.claimAhead, c.Lease/4)
 	}
@@ -167,11 +174,14 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 
 // checkDB refuses a --db that is, not a postgres:// URL, a libpq
 // keyword/value connection string ("host=db dbname=sked …"), which would
-// otherwise name a SQLite file. The value is not echoed: such a string
-// usually holds a password.
+// otherwise name a SQLite file (the value is not echoed: such a string
+// usually holds a password), or a directory.
 func checkDB(db string) error {
 	if postgres.IsURL(db) {
 		return nil
+	}
+	if fi, err := os.Stat(db); err == nil && fi.IsDir() {
+		return usagef("--db %s is a directory; give the path of the database file, such as %s", db, filepath.Join(db, "sked.db"))
 	}
 	for f := range strings.FieldsSeq(db) {
 		key, _, ok := strings.Cut(f, "=")
@@ -309,6 +319,9 @@ func serveCmd(env Env) *cobra.Command {
 // listen opens sked serve's listener on addr (--addr). A port in use or
 // not this process's to take is said with the fix.
 func listen(addr string) (net.Listener, error) {
+	if _, err := strconv.ParseUint(addr, 10, 16); err == nil {
+		return nil, usagef("--addr %s: give a host and a port, such as 127.0.0.1:%s (this machine only) or 0.0.0.0:%s (every interface; needs a token)", addr, addr, addr)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err == nil {
 		return ln, nil
@@ -340,11 +353,16 @@ func migrateCmd(env Env) *cobra.Command {
 			if err := checkDB(dsn); err != nil {
 				return err
 			}
+			_, statErr := os.Stat(dsn) // a new SQLite file is created
 			store, err := server.OpenStore(cmd.Context(), dsn)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(dsn))
+			if !postgres.IsURL(dsn) && errors.Is(statErr, fs.ErrNotExist) {
+				fmt.Fprintf(env.Stdout, "created %s at the current schema\n", dsn)
+			} else {
+				fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(dsn))
+			}
 			return store.Close()
 		},
 	}

@@ -50,6 +50,17 @@ func TestServeFlags_Env(t *testing.T) {
 	if err != nil || s.cfg.Retention != -1 || s.cfg.ClaimAhead != -1 || strings.Join(s.cfg.ExecEnv, " ") != "A B" {
 		t.Fatalf("retention, claim-ahead 0, exec-env: %+v, %v", s.cfg, err)
 	}
+	// A short --lease lowers the default --claim-ahead to a quarter of it;
+	// one given is checked against it.
+	if s, err = parseServe(t, []string{"--lease", "500ms"}, nil); err != nil || s.cfg.ClaimAhead != 125*time.Millisecond {
+		t.Fatalf("--lease 500ms: claim-ahead %v, %v", s, err)
+	}
+	if _, err = parseServe(t, []string{"--lease", "500ms"}, map[string]string{"SKED_CLAIM_AHEAD": "250ms"}); !strings.Contains(fmt.Sprint(err), "--claim-ahead 250ms (from SKED_CLAIM_AHEAD): must be between 0 and a quarter of --lease (125ms)") {
+		t.Fatalf("--lease 500ms, SKED_CLAIM_AHEAD=250ms: %v", err)
+	}
+	if _, err = parseServe(t, []string{"--lease", "100ms"}, nil); strings.Contains(fmt.Sprint(err), "--claim-ahead") {
+		t.Fatalf("--lease 100ms said more than the lease: %v", err)
+	}
 	if s, err = parseServe(t, nil, map[string]string{"SKED_EXEC_ENV": "C,D"}); err != nil || strings.Join(s.cfg.ExecEnv, " ") != "C D" {
 		t.Fatalf("SKED_EXEC_ENV: %q, %v", s.cfg.ExecEnv, err)
 	}
@@ -63,8 +74,8 @@ func TestServeFlags_Env(t *testing.T) {
 	}
 	// Refused values name their flag alone, not --job-defaults too.
 	_, err = parseServe(t, nil, map[string]string{"SKED_DEFAULT_MAX_ATTEMPTS": "0", "SKED_DEFAULT_BACKOFF": "-1s"})
-	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 0: must be at least 1") ||
-		!strings.Contains(msg, "--default-backoff -1s: must be above zero") || strings.Contains(msg, "--job-defaults") {
+	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 0 (from SKED_DEFAULT_MAX_ATTEMPTS): must be at least 1") ||
+		!strings.Contains(msg, "--default-backoff -1s (from SKED_DEFAULT_BACKOFF): must be above zero") || strings.Contains(msg, "--job-defaults") {
 		t.Fatalf("SKED_DEFAULT_MAX_ATTEMPTS=0, SKED_DEFAULT_BACKOFF=-1s: %v", err)
 	}
 	_, err = parseServe(t, []string{"--default-max-attempts", "1000000000"}, nil)
@@ -133,9 +144,20 @@ func TestMigrate_Flags(t *testing.T) {
 	if code, _, stderr := mainOf("migrate", "--db", path, "--addr", "127.0.0.1:9"); code != 2 || !strings.Contains(stderr, "unknown flag: --addr") {
 		t.Errorf("sked migrate --addr: exit %d, %s", code, stderr)
 	}
-	code, out, stderr := mainOf("migrate", "--db", path)
-	if _, err := os.Stat(path); code != 0 || err != nil || out != path+" is at the current schema\n" {
-		t.Errorf("sked migrate --db %s: exit %d, %v\n%s%s", path, code, err, out, stderr)
+	dir := filepath.Dir(path)
+	for _, args := range [][]string{{"migrate", "--db", dir}, {"serve", "--db", dir, "--addr", "127.0.0.1:0"}} {
+		if code, _, stderr := mainOf(args...); code != 2 || !strings.Contains(stderr, "--db "+dir+" is a directory; give the path of the database file, such as "+path) {
+			t.Errorf("sked %s --db DIR: exit %d, %s", args[0], code, stderr)
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Dir(dir)); len(left) != 1 {
+		t.Errorf("a --db that is a directory left files beside it: %v", left)
+	}
+	for _, want := range []string{"created " + path + " at the current schema\n", path + " is at the current schema\n"} {
+		code, out, stderr := mainOf("migrate", "--db", path)
+		if _, err := os.Stat(path); code != 0 || err != nil || out != want {
+			t.Errorf("sked migrate --db %s: exit %d, %v\n%s%s; want %q", path, code, err, out, stderr, want)
+		}
 	}
 }
 
@@ -156,6 +178,7 @@ func TestServe_RefusedStartLeavesNothing(t *testing.T) {
 	}{
 		{busy.Addr().String(), 1, []string{"port " + port + " is in use", "--addr"}},
 		{"0.0.0.0:0", 1, []string{"--addr 0.0.0.0:0 reaches beyond loopback", "--token or SKED_TOKEN", "--insecure"}},
+		{port, 2, []string{"--addr " + port + ": give a host and a port, such as 127.0.0.1:" + port}},
 	} {
 		dir := t.TempDir()
 		code, _, stderr := mainOf("serve", "--db", filepath.Join(dir, "sked.db"), "--addr", c.addr)

@@ -130,6 +130,13 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 	})
 	log.Info("sked working", "server", f.server, "types", strings.Join(pool.Types(), ","),
 		"concurrency", f.concurrency, "worker_id", f.workerID, "version", buildinfo.Read().Version)
+	for _, t := range f.types {
+		if t == "exec" || t == "http" {
+			log.Warn("this worker claims jobs of a built-in type, whose payload says what to run, and runs its own command for them instead "+
+				"(with the payload on standard input); sked serve runs them itself: give your jobs a type of their own, such as thumbnail",
+				"type", t, "command", command[0])
+		}
+	}
 	err := pool.Run(ctx)
 	log.Info("stopped")
 	if cause := context.Cause(ctx); errors.Is(cause, errRefused) {

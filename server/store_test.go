@@ -1,0 +1,85 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/server"
+)
+
+// TestOpenStore_PostgresSetupMistakes opens PostgreSQL databases that a
+// first setup gets wrong: each refusal says what is wrong and what to do,
+// in one line, not pgx's "read current schema: failed to connect to …"
+// over several.
+func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nothing := ln.Addr().String()
+	ln.Close()
+	check := func(dsn string, want ...string) {
+		t.Helper()
+		s, err := server.OpenStore(ctx, dsn)
+		if err == nil {
+			s.Close()
+			t.Fatalf("OpenStore(%s) opened it", dsn)
+		}
+		for _, w := range want {
+			if msg := err.Error(); !strings.Contains(msg, w) || strings.Contains(msg, "\n") {
+				t.Errorf("OpenStore(%s) = %q; want one line with %q", dsn, msg, w)
+			}
+		}
+	}
+	check("postgres://sked@"+nothing+"/sked?connect_timeout=5",
+		"cannot connect to PostgreSQL at postgres://sked@"+nothing+"/sked", "connection refused; check that it runs there")
+
+	base, err := url.Parse(postgrestest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(user, password, dbname string) string {
+		u := *base
+		u.User, u.Path = url.UserPassword(user, password), "/"+dbname
+		if dbname == "" {
+			u.Path = base.Path
+		}
+		return u.String()
+	}
+	check(with(base.User.Username(), "", "sked_no_such_database"), `database "sked_no_such_database" does not exist: create it, owned by sked's role`)
+	check(with("sked_no_such_role", "x", ""), `the server refused the login`, "check the user and password in --db")
+
+	// A role that does not own the database may not create tables in its
+	// public schema (PostgreSQL 15 and later).
+	conn, err := pgx.Connect(ctx, base.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	role := fmt.Sprintf("sked_test_guest_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN PASSWORD 'guest'"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // before conn closes
+		if _, err := conn.Exec(context.Background(), "DROP ROLE "+role); err != nil {
+			t.Errorf("drop the test role: %v", err)
+		}
+	}()
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version < 150000 {
+		t.Skipf("PostgreSQL %d lets every role create tables in public", version)
+	}
+	check(with(role, "guest", ""), "sked's role may not create its tables (permission denied for schema public): make the role the database's owner")
+}
