@@ -174,8 +174,8 @@ func (c *jobCheck) checkTimezone() error {
 	if tz == "" {
 		return nil
 	}
-	if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
-		return fieldError("timezone", "timezone %q is not an IANA time zone name such as \"UTC\" or \"Europe/Berlin\"%s", tz, schedule.ZoneHint(tz))
+	if _, err := schedule.LoadLocation(tz); err != nil {
+		return fieldError("timezone", "timezone %v", err)
 	}
 	return nil
 }

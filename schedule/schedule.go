@@ -112,7 +112,7 @@ var (
 const maxParsed = 4096
 
 func parse(spec, tz string) (s *Schedule, err error) {
-	loc, err := loadLocation(tz)
+	loc, err := LoadLocation(tz)
 	if err != nil {
 		return nil, err
 	}
@@ -224,9 +224,11 @@ func parseEvery(spec string, loc *time.Location) (*Schedule, error) {
 	return &Schedule{every: cron.Every(d).Delay, loc: loc}, nil
 }
 
-// loadLocation resolves an IANA zone name; "" and "UTC" are UTC. "Local" is
-// refused: a schedule must not depend on the server's zone.
-func loadLocation(tz string) (*time.Location, error) {
+// LoadLocation resolves an IANA zone name; "" and "UTC" are UTC. "Local" is
+// refused: a schedule must not depend on the server's zone. Its error says
+// what a zone name looks like, and the right case of one given in the
+// wrong case.
+func LoadLocation(tz string) (*time.Location, error) {
 	if tz == "" {
 		return time.UTC, nil
 	}
@@ -235,17 +237,17 @@ func loadLocation(tz string) (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
-		return nil, fmt.Errorf(`%q is not an IANA timezone, such as "Europe/London" or "America/New_York"%s`, tz, ZoneHint(tz))
+		return nil, fmt.Errorf(`%q is not an IANA timezone, such as "Europe/London" or "America/New_York"%s`, tz, zoneHint(tz))
 	}
 	return loc, nil
 }
 
-// ZoneHint is `; did you mean "Europe/Berlin"?` for a zone name that is
+// zoneHint is `; did you mean "Europe/Berlin"?` for a zone name that is
 // one when its words are capitalised as the tz database writes them
 // ("europe/berlin", "AMERICA/NEW_YORK", "utc"), and "" otherwise: zone
 // names are case-sensitive, and a name in the wrong case is the common
 // mistake.
-func ZoneHint(tz string) string {
+func zoneHint(tz string) string {
 	upper, title := strings.ToUpper(tz), []byte(strings.ToLower(tz))
 	for i := range title {
 		if (i == 0 || strings.IndexByte("/_-", title[i-1]) >= 0) && 'a' <= title[i] && title[i] <= 'z' {
