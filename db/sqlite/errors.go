@@ -50,3 +50,10 @@ func isReadOnly(err error) bool {
 	var se *msqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
 }
+
+// isNotADatabase reports whether err is SQLite's "file is not a database":
+// the file's header is not SQLite's.
+func isNotADatabase(err error) bool {
+	var se *msqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB
+}

@@ -98,6 +98,10 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	d := &dialect{path: path, write: w}
 	if err := d.migrate(ctx); err != nil {
 		w.Close()
+		if isNotADatabase(err) {
+			return nil, fmt.Errorf("open %s: it is not a SQLite database (a file of another kind, damaged, or encrypted); "+
+				"name a sked database or a new file: %w", path, err)
+		}
 		return nil, fmt.Errorf("open %s: %w", path, d.full(err))
 	}
 	if err := d.writeProbe(ctx); err != nil && !errors.Is(err, db.ErrBusy) {

@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +67,22 @@ func TestStore_RunExpireOwnedBy(t *testing.T) {
 	jobs, _, _ := s.JobList(ctx, db.JobListParams{State: db.StateRunning})
 	if len(jobs) != 2 {
 		t.Fatalf("%d jobs still running, want the live serve's and the remote worker's", len(jobs))
+	}
+}
+
+// TestOpen_NotADatabase: a file that is not SQLite's is refused with what
+// it is and what to give instead, not the driver's "file is not a
+// database (26)" behind goose's words.
+func TestOpen_NotADatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.db")
+	if err := os.WriteFile(path, []byte("shopping list: milk, eggs\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqlite.Open(context.Background(), path)
+	if err == nil || !strings.Contains(err.Error(), "it is not a SQLite database") || !strings.Contains(err.Error(), "a new file") {
+		t.Fatalf("open a text file: %v; want it named as not a SQLite database, with what to give instead", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "shopping list: milk, eggs\n" {
+		t.Errorf("the file was changed: %q", b)
 	}
 }
