@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sked-dev/sked/db"
@@ -112,21 +113,30 @@ func BackfillRange(p db.JobBackfillParams) error {
 	return nil
 }
 
-// Backfill decides a backfill of j over [p.From, p.To] (checked by
-// BackfillRange): it returns the schedule's slots in the range and how many
-// there are, a *db.ConflictError for a one-off job, or a *db.ValidationError
-// for a range that holds more than db.MaxBackfill slots.
-func Backfill(j db.Job, p db.JobBackfillParams) ([]time.Time, int, error) {
+// Backfillable says whether j can be backfilled: a *db.ConflictError for a
+// one-off job.
+func Backfillable(j db.Job) error {
 	if !j.Recurring() {
-		return nil, 0, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is a one-off job; only a schedule can be backfilled", j.ID)}
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is a one-off job; only a schedule can be backfilled", j.ID)}
 	}
-	sched, err := schedule.Parse(j.Schedule, j.Timezone)
-	if err != nil {
-		return nil, 0, fmt.Errorf("parse stored schedule of job %s: %w", j.ID, err)
-	}
-	slots, total := sched.Slots(p.From.Add(-time.Nanosecond), p.To, db.MaxBackfill)
+	return nil
+}
+
+// Backfill decides a backfill of recurring job j, on its schedule s, over
+// [p.From, p.To] (checked by BackfillRange): it returns the slots to run and
+// how many slots the range holds, or a *db.ValidationError for a range that
+// holds more than db.MaxBackfill. The slots to run leave out the slot a
+// ready or running j is running or will run next, and any after it: they
+// are the schedule's own, and a backfill of them would run a slot twice, at
+// the same time while it runs. (A paused job runs none of the slots it
+// sleeps through: they are recorded missed, and may be backfilled.)
+func Backfill(j db.Job, s *schedule.Schedule, p db.JobBackfillParams) ([]time.Time, int, error) {
+	slots, total := s.Slots(p.From.Add(-time.Nanosecond), p.To, db.MaxBackfill)
 	if total > db.MaxBackfill {
 		return nil, 0, &db.ValidationError{Field: "to", Msg: fmt.Sprintf("the range holds %d slots; backfill at most %d at a time", total, db.MaxBackfill)}
+	}
+	if (j.State == db.StateReady || j.State == db.StateRunning) && j.Slot != nil {
+		slots = slices.DeleteFunc(slots, func(slot time.Time) bool { return !slot.Before(*j.Slot) })
 	}
 	return slots, total, nil
 }

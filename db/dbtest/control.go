@@ -117,6 +117,46 @@ func testBackfill(t *testing.T, f *fixture) {
 	}
 }
 
+// testBackfillLeavesTheScheduleItsOwn: a backfill creates no job for the
+// slot the schedule is running, nor for the one it is about to run: those
+// are the schedule's, and a child of them would run the slot twice, at once
+// while it runs.
+func testBackfillLeavesTheScheduleItsOwn(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Type: "report", Schedule: "0 * * * *"})
+	f.Clock.Set(Start.Add(time.Hour)) // 13:00
+	running := f.claimOne("w")
+	b, err := f.Store.JobBackfill(f.ctx, db.JobBackfillParams{ID: j.ID, From: Start.Add(-time.Hour), To: Start.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Slots != 3 || b.Created != 2 {
+		t.Fatalf("backfill of 11:00 to 13:00 while 13:00 runs = %+v; want 3 slots and 2 jobs (11:00, 12:00)", b)
+	}
+	for _, id := range b.JobIDs {
+		if slot := f.get(id).Slot; !slot.Before(Start.Add(time.Hour)) {
+			t.Errorf("backfill made job %s for slot %v, which the schedule is running", id, slot)
+		}
+	}
+	f.finish(running, db.OutcomeSucceeded, false)
+	f.Clock.Set(Start.Add(2*time.Hour + 30*time.Minute)) // 14:30: 14:00 is due, not yet claimed
+	b, err = f.Store.JobBackfill(f.ctx, db.JobBackfillParams{ID: j.ID, From: Start.Add(90 * time.Minute), To: Start.Add(150 * time.Minute)})
+	if err != nil || b.Slots != 1 || b.Created != 0 || len(b.JobIDs) != 0 {
+		t.Fatalf("backfill of 13:30 to 14:30 while 14:00 is due = %+v, %v; want its 1 slot and no job: the schedule runs it", b, err)
+	}
+	claims := f.claim("w", 10) // the schedule's 14:00 and the children of 11:00 and 12:00
+	for _, c := range claims {
+		if c.Job.ID == j.ID && !c.Job.Slot.Equal(Start.Add(2*time.Hour)) {
+			t.Fatalf("the schedule claimed slot %v; want 14:00", c.Job.Slot)
+		}
+		if c.Job.ID != j.ID && !c.Job.Slot.Before(Start.Add(time.Hour)) {
+			t.Fatalf("claimed backfill job %s of slot %v", c.Job.ID, c.Job.Slot)
+		}
+	}
+	if len(claims) != 3 {
+		t.Fatalf("claimed %d jobs at 14:30; want the schedule's 14:00 and the two backfilled", len(claims))
+	}
+}
+
 func testDeadMansSwitch(t *testing.T, f *fixture) {
 	c := f.Store
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", ExpectSuccessWithin: 2 * time.Hour, MaxAttempts: 1})

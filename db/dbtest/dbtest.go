@@ -86,6 +86,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"Trigger":             testTrigger,
 		"SkipNext":            testSkipNext,
 		"Backfill":            testBackfill,
+		"BackfillOwnSlots":    testBackfillLeavesTheScheduleItsOwn,
 		"DeadMansSwitch":      testDeadMansSwitch,
 		"Prune":               testPrune,
 		"JobCreateBatch":      testJobCreateBatch,

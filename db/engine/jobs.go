@@ -424,7 +424,14 @@ func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Bac
 		return out, err
 	}
 	_, err := s.transition(ctx, p.ID, "backfill", "", func(tx Tx, j db.Job) (db.Job, error) {
-		slots, total, err := lifecycle.Backfill(j, p)
+		if err := lifecycle.Backfillable(j); err != nil {
+			return db.Job{}, err
+		}
+		sched, err := parse(j)
+		if err != nil {
+			return db.Job{}, err
+		}
+		slots, total, err := lifecycle.Backfill(j, sched, p)
 		if err != nil {
 			return db.Job{}, err
 		}
