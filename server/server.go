@@ -13,6 +13,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -259,6 +260,9 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	} else {
 		disabled["email"] = "email jobs send through an SMTP sink of sked serve, and none is configured; give one with --notify smtp://user:password@host:587?to=you@example.com"
 	}
+	if !cfg.AllowPrivateTargets {
+		validate = refusingPrivateTargets(validate)
+	}
 	hostname, _ := os.Hostname()
 	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid())
 	if err := reclaimPredecessor(ctx, store, hostname, workerID, log); err != nil {
@@ -474,4 +478,16 @@ func claimAhead(cfg Config) time.Duration {
 		return -1
 	}
 	return cfg.ClaimAhead
+}
+
+// refusingPrivateTargets is validate that also refuses, at create, an http
+// job whose URL names a loopback or private address outright, which this
+// server's http kind would refuse to call (worker.RefusePrivateTarget).
+func refusingPrivateTargets(validate func(string, json.RawMessage) error) func(string, json.RawMessage) error {
+	return func(typ string, payload json.RawMessage) error {
+		if err := validate(typ, payload); err != nil || typ != "http" {
+			return err
+		}
+		return worker.RefusePrivateTarget(payload)
+	}
 }

@@ -160,3 +160,34 @@ func TestServer_Stop(t *testing.T) {
 		t.Fatalf("Run after shutdown: %v", err)
 	}
 }
+
+// TestServer_PrivateTargetRefusedAtCreate: without --allow-private-targets,
+// an http job whose URL is a loopback or private address, which the http
+// kind would refuse to call, is refused when it is created (422 naming the
+// flag) instead of going dead at its first attempt; a host name is let
+// through to be judged when it runs; with the flag, all are created.
+func TestServer_PrivateTargetRefusedAtCreate(t *testing.T) {
+	t.Parallel()
+	job := func(u string) string {
+		return `{"type": "http", "payload": {"url": "` + u + `"}, "runAt": "2030-01-01T00:00:00Z"}`
+	}
+	refused := []string{"http://127.0.0.1:9/hook", "http://localhost:8080/", "https://[::1]/", "http://10.1.2.3/", "http://192.168.1.20:8123/api", "http://[::ffff:169.254.169.254]/"}
+	strict := start(t, server.Config{})
+	for _, u := range refused {
+		status, body := call(t, "POST", strict.base+"/jobs", job(u))
+		if status != http.StatusUnprocessableEntity || !strings.Contains(body, "--allow-private-targets") || !strings.Contains(body, "payload.url") {
+			t.Errorf("POST /jobs with url %s: %d %s; want 422 on payload.url naming --allow-private-targets", u, status, body)
+		}
+	}
+	for _, u := range []string{"https://example.com/hook", "http://nas.home.arpa/hook", "http://93.184.215.14/"} {
+		if status, body := call(t, "POST", strict.base+"/jobs", job(u)); status != http.StatusCreated {
+			t.Errorf("POST /jobs with url %s: %d %s; want 201", u, status, body)
+		}
+	}
+	lenient := start(t, server.Config{AllowPrivateTargets: true})
+	for _, u := range refused {
+		if status, body := call(t, "POST", lenient.base+"/jobs", job(u)); status != http.StatusCreated {
+			t.Errorf("with --allow-private-targets, POST /jobs with url %s: %d %s; want 201", u, status, body)
+		}
+	}
+}

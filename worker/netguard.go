@@ -1,10 +1,15 @@
 package worker
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
+	"strings"
 	"syscall"
+
+	"github.com/sked-dev/sked/db"
 )
 
 // nonPublic lists the ranges, beyond what netip.Addr's predicates cover, that
@@ -96,6 +101,30 @@ func guardControl(network, address string, _ syscall.RawConn) error {
 	}
 	if !PublicAddr(ap.Addr()) {
 		return &PrivateTargetError{Addr: ap.Addr().Unmap()}
+	}
+	return nil
+}
+
+// RefusePrivateTarget refuses an http payload whose URL names a loopback or
+// private address outright (an IP address, or localhost): the http kind of
+// a sked serve without --allow-private-targets would refuse to call it, and
+// the job would go dead at its first attempt. It is for creating jobs; a
+// host name is judged only when the job runs, on the addresses it resolves
+// to then. payload has passed ValidatePayload.
+func RefusePrivateTarget(payload json.RawMessage) error {
+	var p HTTPPayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return fmt.Errorf("read http payload: %w", err)
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		return fmt.Errorf("read http payload url: %w", err)
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	ip, err := netip.ParseAddr(host)
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || err == nil && !PublicAddr(ip) {
+		return &db.ValidationError{Field: "payload.url", Msg: fmt.Sprintf("%s is a loopback or private address, which this server's http jobs may not call "+
+			"(the job would fail at its first attempt); start sked serve with --allow-private-targets to allow it", u.Hostname())}
 	}
 	return nil
 }
