@@ -69,6 +69,7 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"check", "--db", "x.db", "--end", "12:10"}, `--end "12:10": give an RFC 3339 time`},
 		{[]string{"serve", "--test-clock=monday"}, `--test-clock "monday": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or no value to start now`},
 		{[]string{"serve", "--test-clock", "2026-13-01"}, `--test-clock "2026-13-01": give an RFC 3339 time such as 2026-12-01T06:00:00Z, or no value to start now`},
+		{[]string{"serve", "--db", "postgres://sked@127.0.0.1:1/sked", "--test-clock", "2026-03-01T00:00:00Z"}, `--test-clock needs a SQLite --db`},
 		{[]string{"add", "--type", "t", "--in", "-5m"}, "--in -5m0s: must not be negative"},
 		{[]string{"add", "--type", "t", "--payload", "{nope"}, `--payload "{nope": give valid JSON`},
 		{[]string{"add", "--type", "t", "--payload", "@cli_test.go"}, `--payload @cli_test.go: cli_test.go holds no valid JSON (invalid character 'p' looking for beginning of value)`},

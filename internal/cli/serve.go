@@ -131,6 +131,9 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	}
 	c.Retention, c.ClaimAhead = offWhenZero(s.retention), offWhenZero(s.claimAhead)
 	c.TestClock = time.Time(s.testClock.rfc3339Value)
+	if !c.TestClock.IsZero() && postgres.IsURL(c.DB) {
+		bad("--test-clock needs a SQLite --db: PostgreSQL keeps time with its own now(), which a test clock cannot move")
+	}
 	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
 		bad("--public-url %q: give the dashboard's absolute address without query or fragment, e.g. https://sked.example.com or https://example.com/sked/", c.PublicURL)
 	}
