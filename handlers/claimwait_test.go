@@ -437,7 +437,7 @@ func TestHandler_ClaimLimit(t *testing.T) {
 		t.Fatalf("claim past the limit: got %d %q Retry-After %q: %s", status, header.Get("Content-Type"), header.Get("Retry-After"), b)
 	}
 	var p problem
-	if err := json.Unmarshal(b, &p); err != nil || p.Status != status || !strings.Contains(p.Detail, "--max-claim-waits") || !strings.Contains(p.Detail, "2 claims wait") {
+	if err := json.Unmarshal(b, &p); err != nil || p.Status != status || !strings.Contains(p.Detail, "--max-claim-waits") || !strings.Contains(p.Detail, "(2;") {
 		t.Errorf("problem: got %s (%v)", b, err)
 	}
 	if got := h.store.claims.Load() - before; got != 1 {

@@ -64,7 +64,7 @@ func (e *detailError) Unwrap() error { return e.err }
 type claimsFullError struct{ limit int }
 
 func (e *claimsFullError) Error() string {
-	return fmt.Sprintf("%d claims wait already, as many as this server allows", e.limit)
+	return fmt.Sprintf("as many claims wait as this server allows (%d)", e.limit)
 }
 
 // problemFor maps err to its problem. It is the one place that decides
@@ -99,7 +99,7 @@ func problemFor(err error) problem {
 		p.Status, p.Detail = http.StatusConflict, err.Error()
 	case errors.As(err, &fullErr):
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryClaimAfter
-		p.Detail = fmt.Sprintf("no job was due, and %d claims wait already for one, as many as this server allows (sked serve --max-claim-waits): "+
+		p.Detail = fmt.Sprintf("no job was due, and this server already holds as many waiting claims as it allows (%d; sked serve --max-claim-waits): "+
 			"nothing was claimed; claim again after Retry-After seconds", fullErr.limit)
 	case errors.Is(err, db.ErrStorageFull):
 		p.Status, p.retryAfter = http.StatusInsufficientStorage, retryFullAfter
