@@ -93,10 +93,13 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuseClaim answers a claim that found nothing and may not wait, since
-// as many claims as allowed wait already: 503 with Retry-After.
+// as many claims as allowed wait already: 503 with Retry-After. It logs a
+// warning, at most one every refusedLogEvery, with the refusals since.
 func (h *handler) refuseClaim(w http.ResponseWriter, r *http.Request, req *wire.ClaimRequest) {
-	h.logger.WarnContext(r.Context(), "claim refused: as many claims wait as allowed",
-		"worker_id", req.WorkerID, "types", strings.Join(req.Types, ","), "max_claim_waits", h.claimers.limit)
+	if n, ok := h.claimers.refuse(time.Now()); ok {
+		h.logger.WarnContext(r.Context(), "claims refused: as many claims wait as allowed",
+			"refused", n, "max_claim_waits", h.claimers.limit, "worker_id", req.WorkerID, "types", strings.Join(req.Types, ","))
+	}
 	h.writeProblem(w, problemFor(&claimsFullError{limit: h.claimers.limit}))
 }
 

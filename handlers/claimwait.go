@@ -19,6 +19,8 @@ const (
 	// retryClaimAfter is the Retry-After, in seconds, of a claim refused
 	// because as many claims as allowed wait already.
 	retryClaimAfter = 5
+	// refusedLogEvery spaces the log lines of refused claims.
+	refusedLogEvery = 10 * time.Second
 )
 
 // claimWaiters is where the long polls of POST /claims wait, and the one
@@ -50,6 +52,8 @@ type claimWaiters struct {
 	waiting int                     // waiters added and not removed; guarded by mu
 	byType  map[string]*typeWaiters // types with waiters; guarded by mu
 	timer   *time.Timer             // fires at the earliest look of byType; guarded by mu
+	refused int                     // claims refused since the last log line of them; guarded by mu
+	logged  time.Time               // when the last such line was logged; guarded by mu
 }
 
 // typeWaiters are the waiters of one type.
@@ -134,6 +138,21 @@ func (cw *claimWaiters) remove(w *claimWaiter) {
 		cw.wakeDoubtLocked(w.types)
 	}
 	cw.armLocked()
+}
+
+// refuse counts a claim refused for the limit and returns how many were
+// refused since the last call that returned true, which is when a line
+// should be logged: at most once every refusedLogEvery.
+func (cw *claimWaiters) refuse(now time.Time) (int, bool) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	cw.refused++
+	if now.Sub(cw.logged) < refusedLogEvery {
+		return 0, false
+	}
+	n := cw.refused
+	cw.refused, cw.logged = 0, now
+	return n, true
 }
 
 // sleep puts w, whose claim found nothing, in line last and returns true;

@@ -138,6 +138,23 @@ func TestClaimWaiters_Limit(t *testing.T) {
 	}
 }
 
+// TestClaimWaiters_Refuse: refused claims are logged at most once every
+// refusedLogEvery, each line with the number refused since the last.
+func TestClaimWaiters_Refuse(t *testing.T) {
+	t.Parallel()
+	cw := testWaiters(1)
+	t0 := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	for i, tc := range []struct {
+		at   time.Duration
+		n    int
+		logs bool
+	}{{0, 1, true}, {time.Second, 0, false}, {9 * time.Second, 0, false}, {10 * time.Second, 3, true}, {11 * time.Second, 0, false}} {
+		if n, logs := cw.refuse(t0.Add(tc.at)); n != tc.n || logs != tc.logs {
+			t.Errorf("refusal %d at +%s: got %d, %v; want %d, %v", i, tc.at, n, logs, tc.n, tc.logs)
+		}
+	}
+}
+
 // countingStore is a real store that counts the claims made through it:
 // each is a write transaction.
 type countingStore struct {
