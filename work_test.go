@@ -293,6 +293,46 @@ func TestWork_BuiltinTypeWarns(t *testing.T) {
 	stopGracefully(t, w.proc)
 }
 
+// TestWork_ClaimsFullBacksOff: of two workers on a server that lets one
+// claim wait (--max-claim-waits 1), one waits and the other's claims are
+// refused, 503 with Retry-After: it says so and waits at least the
+// Retry-After, 5 s, before each next claim instead of claiming again at
+// once; the waiting one runs the job that comes.
+func TestWork_ClaimsFullBacksOff(t *testing.T) {
+	dir := t.TempDir()
+	addr, ev := freeAddr(t), filepath.Join(dir, "evidence")
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--max-claim-waits", "1")
+	c := client{t, "http://" + addr}
+	workers := []*workProc{startWork(t, addr, "evid", ev), startWork(t, addr, "evid", ev)}
+	refusals := func(w *workProc) []string {
+		var lines []string
+		for line := range strings.Lines(w.log()) {
+			if strings.Contains(line, "claim failed; retrying") {
+				lines = append(lines, line)
+			}
+		}
+		return lines
+	}
+	waitLong(t, "a worker's claim refused", 30*time.Second, func() bool {
+		return len(refusals(workers[0]))+len(refusals(workers[1])) > 0
+	})
+	for _, w := range workers {
+		for _, line := range refusals(w) {
+			_, after, _ := strings.Cut(line, "retry_in=")
+			wait, err := time.ParseDuration(strings.Fields(after + " ")[0])
+			if !strings.Contains(line, "503 Service Unavailable") || !strings.Contains(line, "--max-claim-waits") || err != nil || wait < 5*time.Second {
+				t.Errorf("a refused claim was logged as %q; want a 503 naming --max-claim-waits and a retry in 5s or more", line)
+			}
+		}
+	}
+	id := createEvidenceJobs(c, "evid", 1, 0, 0)[0]
+	c.waitState(id, db.StateDone)
+	checkEvidence(t, ev, []string{id}, nil)
+	for _, w := range workers {
+		stopGracefully(t, w.proc)
+	}
+}
+
 // TestWork_BadTokenStops: a worker whose token the server refuses stops
 // at once, exiting 1 with a message that says what to check, instead of
 // retrying forever.

@@ -13,6 +13,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -40,7 +41,8 @@ type Client struct {
 	// job's timeline with the client's address.
 	Actor string
 
-	claimFailed atomic.Bool // the last RunClaim failed; see NextDue
+	claimFailed atomic.Bool  // the last RunClaim failed; see NextDue
+	claimAfter  atomic.Int64 // no claim is sent before this (Unix ns): the last one's Retry-After
 }
 
 // Error is an answer of the server with a status of 400 or more, from its
@@ -50,6 +52,9 @@ type Error struct {
 	Status int    // HTTP status code
 	Detail string // what the server said is wrong
 	Field  string // the bad input, when the server named one
+	// RetryAfter is how long the server asked to wait before trying again
+	// (its Retry-After header), such as on a 503; zero when it did not say.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -138,7 +143,7 @@ func (c *Client) send(ctx context.Context, method, path, contentType string, bod
 // becomes its detail, shortened.
 func responseError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &Error{Status: resp.StatusCode}
+	e := &Error{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	var p struct {
 		Detail string `json:"detail"`
@@ -153,6 +158,18 @@ func responseError(resp *http.Response) error {
 		e.Detail = e.Detail[:200] + "…"
 	}
 	return e
+}
+
+// retryAfter reads a Retry-After value, delay-seconds or an HTTP date, as
+// the wait from now it asks for; zero when absent, malformed or past.
+func retryAfter(v string, now time.Time) time.Duration {
+	if secs, err := strconv.Atoi(v); err == nil {
+		return max(time.Duration(secs)*time.Second, 0)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
 }
 
 // IsStatus reports whether err is an *Error with the given status.

@@ -32,18 +32,34 @@ func (c *Client) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim,
 }
 
 // RunClaimWaited is RunClaim that also returns how long the server held the
-// request before it claimed (see worker.ClaimWaiter).
+// request before it claimed (see worker.ClaimWaiter). A claim the server
+// refused with Retry-After (a 503 when as many claims wait as it allows)
+// holds the next one back until then, and that time counts as waited.
 func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.Claim, time.Duration, error) {
+	start := time.Now()
+	if pause := time.Until(time.Unix(0, c.claimAfter.Load())); pause > 0 {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, fmt.Errorf("claim jobs: %w", context.Cause(ctx))
+		case <-t.C:
+		}
+	}
 	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
 	ctx, cancel := context.WithTimeout(ctx, wait+claimSlack)
 	defer cancel()
 	var resp wire.ClaimResponse
+	sent := time.Now()
 	n := min(p.Max, wire.MaxClaim)
 	err := c.do(ctx, http.MethodPost, "/claims", wire.ClaimRequest{
 		WorkerID: p.WorkerID, Types: p.Types, Max: &n,
 		Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease)), Wait: wire.DurationJSON(wait),
 	}, &resp)
 	c.claimFailed.Store(err != nil)
+	if apiErr := (*Error)(nil); errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
+		c.claimAfter.Store(time.Now().Add(apiErr.RetryAfter).UnixNano())
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("claim jobs: %w", err)
 	}
@@ -51,7 +67,7 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 	for _, cl := range resp.Claims {
 		claims = append(claims, db.Claim{Job: cl.Job, RunID: cl.RunID})
 	}
-	return claims, time.Duration(resp.Waited), nil
+	return claims, sent.Sub(start) + time.Duration(resp.Waited), nil
 }
 
 // NextDue is a worker.PoolConfig.NextDueFunc for a pool over c. The server

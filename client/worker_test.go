@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,5 +176,53 @@ func TestClient_RunClaimWaited(t *testing.T) {
 	}
 	if waited <= 0 || waited > took {
 		t.Fatalf("waited %s for a job due 300ms after the request; the call took %s", waited, took)
+	}
+}
+
+// TestClient_ClaimRetryAfter: with a server that lets one claim wait, of
+// two claims sent together one waits and the other is refused at once with
+// a 503 that says how long to wait, and its client sends no claim before
+// then.
+func TestClient_ClaimRetryAfter(t *testing.T) {
+	t.Parallel()
+	shutdown := make(chan struct{})
+	var sent atomic.Int64
+	api := handlers.New(handlers.Config{Store: sqlitetest.Open(t), MaxClaimWaits: 1, Shutdown: shutdown})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/claims" {
+			sent.Add(1)
+		}
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+
+	type result struct {
+		c   *client.Client
+		err error
+	}
+	results := make(chan result, 2)
+	for _, id := range []string{"a", "b"} {
+		c := &client.Client{BaseURL: srv.URL, ClaimWait: 50 * time.Second}
+		go func() {
+			_, err := c.RunClaim(ctx, db.RunClaimParams{WorkerID: id, Types: []string{"t"}, Max: 1})
+			results <- result{c, err}
+		}()
+	}
+	refused := <-results
+	var apiErr *client.Error
+	if !errors.As(refused.err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || apiErr.RetryAfter != 5*time.Second {
+		t.Fatalf("the claim past the server's limit: got %v (%+v), want 503 with Retry-After 5s", refused.err, apiErr)
+	}
+	before := sent.Load()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err := refused.c.RunClaim(short, db.RunClaimParams{WorkerID: "again", Types: []string{"t"}, Max: 1})
+	if !errors.Is(err, context.DeadlineExceeded) || sent.Load() != before {
+		t.Errorf("a claim within Retry-After: got %v with %d claims sent, want the context's end and none sent", err, sent.Load()-before)
+	}
+	close(shutdown)
+	if waited := <-results; waited.err != nil {
+		t.Fatalf("the waiting claim: %v", waited.err)
 	}
 }

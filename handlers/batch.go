@@ -57,12 +57,12 @@ func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	types := map[string]bool{}
+	byType := map[string]int{}
 	for _, j := range jobs {
-		if !types[j.Type] {
-			types[j.Type] = true
-			h.due(j.Type)
-		}
+		byType[j.Type]++
+	}
+	for typ, n := range byType {
+		h.due(typ, n)
 	}
 	h.writeJSON(w, r, http.StatusCreated, jobBatchResponse{Jobs: jobs})
 }

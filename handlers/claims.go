@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -16,10 +15,6 @@ import (
 
 // Limits of the worker protocol besides wire's.
 const (
-	// claimRecheck bounds a claim's sleep between looks at the store, for
-	// jobs that became due without a wake-up (reaped leases, writes by the
-	// in-process pool).
-	claimRecheck   = time.Second
 	maxWorkerIDLen = 200
 	maxClaimTypes  = 50
 	maxErrorLen    = 4096
@@ -35,7 +30,8 @@ const ServeWorkerPrefix = "serve:"
 // handleClaim serves POST /claims: it leases up to max due jobs of types to
 // the worker, waiting up to wait for one to become due. It answers as soon
 // as it has claimed at least one, and with an empty list when the wait ends
-// or the server shuts down.
+// or the server shuts down. A claim that would wait while as many as
+// allowed wait already answers 503 at once (claimsFullError).
 func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	var req wire.ClaimRequest
@@ -48,8 +44,11 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	woken, unregister := h.claimers.add(p.Types)
-	defer unregister()
+	waiter := newClaimWaiter(p.Types, p.Max)
+	waits := wait > 0 && h.claimers.add(waiter)
+	if waits {
+		defer h.claimers.remove(waiter)
+	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
@@ -60,31 +59,48 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(claims) > 0 {
+			h.claimers.claimed(waiter, len(claims))
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(claims, waited))
 			return
 		}
-		recheck := claimRecheck
-		if next, ok, err := h.store.JobNextDue(r.Context(), p.Types); err == nil && ok {
-			recheck = min(recheck, max(next.Sub(h.store.Now()), time.Millisecond))
+		if !waits {
+			if wait > 0 {
+				h.refuseClaim(w, r, &req)
+				return
+			}
+			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
+			return
 		}
-		t := time.NewTimer(recheck)
+		if next, ok, err := h.store.JobNextDue(r.Context(), p.Types); err == nil && ok {
+			h.claimers.lookAt(p.Types, time.Now().Add(max(next.Sub(h.store.Now()), time.Millisecond)))
+		}
+		if !h.claimers.sleep(waiter) {
+			continue // a wake-up was owed to its types
+		}
 		select {
-		case <-woken:
-		case <-t.C:
+		case <-waiter.c:
+			h.claimers.begin(waiter)
 		case <-deadline.C:
-			t.Stop()
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
 			return
 		case <-h.shutdown:
-			t.Stop()
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
 			return
 		case <-r.Context().Done():
-			t.Stop()
 			return // the worker hung up; nothing was claimed for it
 		}
-		t.Stop()
 	}
+}
+
+// refuseClaim answers a claim that found nothing and may not wait, since
+// as many claims as allowed wait already: 503 with Retry-After. It logs a
+// warning, at most one every refusedLogEvery, with the refusals since.
+func (h *handler) refuseClaim(w http.ResponseWriter, r *http.Request, req *wire.ClaimRequest) {
+	if n, ok := h.claimers.refuse(time.Now()); ok {
+		h.logger.WarnContext(r.Context(), "claims refused: as many claims wait as allowed",
+			"refused", n, "max_claim_waits", h.claimers.limit, "worker_id", req.WorkerID, "types", strings.Join(req.Types, ","))
+	}
+	h.writeProblem(w, problemFor(&claimsFullError{limit: h.claimers.limit}))
 }
 
 // claimParams validates a claim request and fills in the defaults: one job,
@@ -209,7 +225,7 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if job.State == db.StateReady {
-		h.due(job.Type) // a released job, or the next slot of a recurring one
+		h.due(job.Type, 1) // a released job, or the next slot of a recurring one
 	}
 	h.writeJSON(w, r, http.StatusOK, job)
 }
@@ -238,78 +254,14 @@ func staleError(id string, gen int64, err error) error {
 		"generation %d no longer holds job %s: its lease expired or another worker claimed it; stop and do not report this run", gen, id)}
 }
 
-// claimWaiters lets the long polls of POST /claims sleep until a job of one
-// of their types may be due. It is safe for concurrent use.
-type claimWaiters struct {
-	mu     sync.Mutex
-	byType map[string]map[chan struct{}]struct{} // guarded by mu
-}
-
-// add registers a waiter for types and returns its channel, which receives
-// (buffered, one pending) when one of them may be due, and the function that
-// unregisters it. Register before looking at the store, so that no wake-up
-// between the look and the sleep is lost.
-func (cw *claimWaiters) add(types []string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	cw.mu.Lock()
-	defer cw.mu.Unlock()
-	if cw.byType == nil {
-		cw.byType = map[string]map[chan struct{}]struct{}{}
-	}
-	for _, t := range types {
-		if cw.byType[t] == nil {
-			cw.byType[t] = map[chan struct{}]struct{}{}
-		}
-		cw.byType[t][ch] = struct{}{}
-	}
-	return ch, func() {
-		cw.mu.Lock()
-		defer cw.mu.Unlock()
-		for _, t := range types {
-			delete(cw.byType[t], ch)
-			if len(cw.byType[t]) == 0 {
-				delete(cw.byType, t)
-			}
-		}
-	}
-}
-
-// wake tells every waiter for typ that a job of it may be due. It never
-// blocks.
-func (cw *claimWaiters) wake(typ string) {
-	cw.mu.Lock()
-	defer cw.mu.Unlock()
-	for ch := range cw.byType[typ] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// wakeAll tells every waiter that a job may be due (the clock moved, many
-// types became due). It never blocks.
-func (cw *claimWaiters) wakeAll() {
-	cw.mu.Lock()
-	defer cw.mu.Unlock()
-	for _, waiters := range cw.byType {
-		for ch := range waiters {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
 // WakeClaims tells the waiting POST /claims that a job of any type may be
 // due now: another node's write, which this process learns from
 // PostgreSQL's NOTIFY. It never blocks.
 func (a *API) WakeClaims() { a.h.claimers.wakeAll() }
 
-// due tells the in-process dispatcher and the waiting claims of typ that a
-// job of typ may be due now.
-func (h *handler) due(typ string) {
+// due tells the in-process dispatcher and the waiting claims of typ that n
+// jobs of typ may be due now.
+func (h *handler) due(typ string, n int) {
 	h.wake()
-	h.claimers.wake(typ)
+	h.claimers.wake(typ, n)
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/wire"
 )
 
@@ -158,51 +157,5 @@ func TestHandler_ClaimLongPoll(t *testing.T) {
 		r.wantStatus(t, http.StatusOK)
 	case <-time.After(20 * time.Second):
 		t.Fatal("shutdown did not end the waiting claim")
-	}
-}
-
-func TestClaimWaiters(t *testing.T) {
-	t.Parallel()
-	var cw claimWaiters
-	ab, unregister := cw.add([]string{"a", "b"})
-	c, unregisterC := cw.add([]string{"c"})
-	cw.wake("b")
-	cw.wake("b") // one pending wake-up is kept, the second is dropped
-	select {
-	case <-ab:
-	default:
-		t.Fatal("a waiter for a and b was not woken by b")
-	}
-	select {
-	case <-ab:
-		t.Fatal("two wake-ups pending, want one")
-	case <-c:
-		t.Fatal("a waiter for c was woken by b")
-	default:
-	}
-	unregister()
-	unregisterC()
-	cw.wake("a")
-	if len(cw.byType) != 0 {
-		t.Fatalf("waiters left after unregistering: %v", cw.byType)
-	}
-}
-
-// TestAPI_WakeClaims: another node's write, forwarded as WakeClaims, wakes
-// the waiting claims of every type.
-func TestAPI_WakeClaims(t *testing.T) {
-	t.Parallel()
-	api := New(Config{Store: sqlitetest.Open(t)})
-	a, doneA := api.h.claimers.add([]string{"a"})
-	defer doneA()
-	b, doneB := api.h.claimers.add([]string{"b", "c"})
-	defer doneB()
-	api.WakeClaims()
-	for name, ch := range map[string]<-chan struct{}{"a": a, "b and c": b} {
-		select {
-		case <-ch:
-		default:
-			t.Errorf("the claim waiting for %s was not woken", name)
-		}
 	}
 }

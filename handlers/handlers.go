@@ -7,6 +7,7 @@ package handlers
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -61,6 +62,10 @@ type Config struct {
 	// Shutdown is closed when the server begins shutting down, so that
 	// waiting POST /claims answer at once. May be nil.
 	Shutdown <-chan struct{}
+	// MaxClaimWaits bounds the POST /claims that wait for a due job at
+	// once; a claim past it that finds no job answers 503 at once, with
+	// Retry-After. Zero (or less) means DefaultMaxClaimWaits.
+	MaxClaimWaits int
 	// Tokens are the bearer tokens that may use every route. With tokens
 	// of any kind (Tokens, WorkerTokens, ReadTokens) a request must carry
 	// one, and one whose role allows it; with none there is no
@@ -131,7 +136,7 @@ func New(cfg Config) *API {
 		logger:          cfg.Logger,
 		seriesFunc:      cfg.SeriesFunc,
 		shutdown:        cfg.Shutdown,
-		claimers:        &claimWaiters{},
+		claimers:        newClaimWaiters(cmp.Or(max(cfg.MaxClaimWaits, 0), DefaultMaxClaimWaits)),
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,

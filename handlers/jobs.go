@@ -67,7 +67,7 @@ func (h *handler) createJob(ctx context.Context, p db.JobCreateParams) (db.Job, 
 		return db.Job{}, false, err
 	}
 	if created {
-		h.due(job.Type)
+		h.due(job.Type, 1)
 	}
 	return job, created, nil
 }
@@ -249,7 +249,7 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request, a action, ch
 		return
 	}
 	if wake {
-		h.due(job.Type)
+		h.due(job.Type, 1)
 	}
 	h.writeJSON(w, r, http.StatusOK, job)
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -58,19 +59,28 @@ type detailError struct {
 func (e *detailError) Error() string { return e.err.Error() }
 func (e *detailError) Unwrap() error { return e.err }
 
+// claimsFullError refuses a claim that would wait while limit claims wait
+// already (Config.MaxClaimWaits).
+type claimsFullError struct{ limit int }
+
+func (e *claimsFullError) Error() string {
+	return fmt.Sprintf("as many claims wait as this server allows (%d)", e.limit)
+}
+
 // problemFor maps err to its problem. It is the one place that decides
 // statuses: bad input 422 (400/413/415 for the request itself; a reused
 // idempotency key is the idempotencyKey field's), ErrNotFound
-// 404, ErrConflict and ErrStale 409, ErrStorageFull 507 and ErrBusy 503 (both
-// with Retry-After: the write can succeed later), anything else 500 with a
-// generic detail.
+// 404, ErrConflict and ErrStale 409, ErrStorageFull 507, ErrBusy and a
+// claimsFullError 503 (each with Retry-After: it can succeed later),
+// anything else 500 with a generic detail.
 func problemFor(err error) problem {
 	p := problem{Type: "about:blank"}
 	var (
-		reqErr *requestError
-		valErr *db.ValidationError
-		conErr *db.ConflictError
-		keyErr *db.KeyReusedError
+		reqErr  *requestError
+		valErr  *db.ValidationError
+		conErr  *db.ConflictError
+		keyErr  *db.KeyReusedError
+		fullErr *claimsFullError
 	)
 	switch {
 	case errors.As(err, &reqErr):
@@ -87,6 +97,10 @@ func problemFor(err error) problem {
 		p.Status, p.State, p.Run, p.Detail = http.StatusConflict, conErr.State, conErr.Run, conErr.Msg
 	case errors.Is(err, db.ErrConflict), errors.Is(err, db.ErrStale):
 		p.Status, p.Detail = http.StatusConflict, err.Error()
+	case errors.As(err, &fullErr):
+		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryClaimAfter
+		p.Detail = fmt.Sprintf("no job was due, and this server already holds as many waiting claims as it allows (%d; sked serve --max-claim-waits): "+
+			"nothing was claimed; claim again after Retry-After seconds", fullErr.limit)
 	case errors.Is(err, db.ErrStorageFull):
 		p.Status, p.retryAfter = http.StatusInsufficientStorage, retryFullAfter
 		p.Detail = "the disk holding sked's database is full: nothing was written; free space there and retry (no restart is needed)"

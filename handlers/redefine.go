@@ -59,7 +59,7 @@ func (h *handler) handleJobPatch(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, jobError(id, action{}, err))
 		return
 	}
-	h.due(job.Type)
+	h.due(job.Type, 1)
 	h.writeJSON(w, r, http.StatusOK, job)
 }
 
@@ -130,7 +130,7 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 	written := res.Changed() && !dry
 	w.Header().Set("Sked-Changed", strconv.FormatBool(written))
 	if written {
-		h.due(res.Job.Type)
+		h.due(res.Job.Type, 1)
 	}
 	status := http.StatusOK
 	if res.Created {

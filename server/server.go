@@ -56,6 +56,9 @@ type Config struct {
 	AllowPrivateTargets bool          // let http jobs call loopback and private addresses
 	HTTPSecret          string        // sign http jobs' requests
 	MaxBodyBytes        int64         // default 1 MiB
+	// MaxClaimWaits bounds the remote workers' claims (POST /claims) that
+	// wait for a due job at once; zero means handlers.DefaultMaxClaimWaits.
+	MaxClaimWaits int
 	// Limits of the HTTP server (http.Server fields of the same names);
 	// zero means the Default… constants. A client that sends its headers
 	// slower than ReadHeaderTimeout (slowloris) is cut off.
@@ -286,7 +289,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.api = handlers.New(handlers.Config{
 		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
 		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
-		DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Shutdown: p.shuttingDown,
+		DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
 	})
 	p.handler = web.Mount(p.api)

@@ -50,6 +50,8 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.claimAhead, "claim-ahead", worker.DefaultClaimAhead,
 		"claim jobs this long before they are due and start each when it is due, so that a spike starts on time; 0: claim only due jobs")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", handlers.DefaultMaxBodyBytes, "largest request body in bytes (at least 1)")
+	fs.IntVar(&c.MaxClaimWaits, "max-claim-waits", handlers.DefaultMaxClaimWaits,
+		"most remote workers' claims (POST /claims) waiting for a job at once; past it a claim that finds no job is answered 503 with Retry-After (at least 1)")
 	fs.BoolVar(&c.EnableExec, "enable-exec", false, "run jobs of type exec (commands on this machine)")
 	fs.BoolVar(&c.AllowPrivateTargets, "allow-private-targets", false, "let http jobs call loopback, private and link-local addresses")
 	fs.StringVar(&c.HTTPSecret, "http-secret", "", "sign http jobs' requests with this HMAC secret")
@@ -81,7 +83,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.defaultBackoff, "default-backoff", 0, "backoff (above zero) of jobs of every type --job-defaults does not name")
 	execEnvFlag(fs, &c.ExecEnv)
 	s.log.register(fs)
-	withEnv(fs, "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "enable-exec", "allow-private-targets",
+	withEnv(fs, "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "max-claim-waits", "enable-exec", "allow-private-targets",
 		"http-secret", "test-clock", "notify", "public-url", "token", "worker-token", "read-token", "insecure", "allowed-hosts", "retention", "job-defaults",
 		"default-max-attempts", "default-backoff")
 	splitEnv(fs, "notify", " ")
@@ -113,6 +115,9 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("--max-body %d: must be at least 1 (bytes); the default is %d", c.MaxBodyBytes, handlers.DefaultMaxBodyBytes)
+	}
+	if c.MaxClaimWaits < 1 {
+		bad("--max-claim-waits %d: must be at least 1 (claims); the default is %d", c.MaxClaimWaits, handlers.DefaultMaxClaimWaits)
 	}
 	if err := checkGrace(c.Grace); err != nil {
 		errs = append(errs, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/handlers"
 )
 
 // parseServe runs `sked serve args` with the environment env up to the
@@ -77,6 +78,16 @@ func TestServeFlags_Env(t *testing.T) {
 	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 0 (from SKED_DEFAULT_MAX_ATTEMPTS): must be at least 1") ||
 		!strings.Contains(msg, "--default-backoff -1s (from SKED_DEFAULT_BACKOFF): must be above zero") || strings.Contains(msg, "--job-defaults") {
 		t.Fatalf("SKED_DEFAULT_MAX_ATTEMPTS=0, SKED_DEFAULT_BACKOFF=-1s: %v", err)
+	}
+	if s, err = parseServe(t, nil, nil); err != nil || s.cfg.MaxClaimWaits != handlers.DefaultMaxClaimWaits {
+		t.Fatalf("default --max-claim-waits: %d, %v", s.cfg.MaxClaimWaits, err)
+	}
+	if s, err = parseServe(t, nil, map[string]string{"SKED_MAX_CLAIM_WAITS": "40"}); err != nil || s.cfg.MaxClaimWaits != 40 {
+		t.Fatalf("SKED_MAX_CLAIM_WAITS=40: %d, %v", s.cfg.MaxClaimWaits, err)
+	}
+	_, err = parseServe(t, []string{"--max-claim-waits", "0"}, nil)
+	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--max-claim-waits 0: must be at least 1") {
+		t.Fatalf("--max-claim-waits 0: %v", err)
 	}
 	_, err = parseServe(t, []string{"--default-max-attempts", "1000000000"}, nil)
 	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 1000000000: must be at most 1000") {

@@ -158,8 +158,9 @@ const (
 
 // patientStore is the API client of sked work as the pool's store. A claim
 // that fails is tried again after a wait, longer the more claims failed in a
-// row, with jitter so that the workers of a restarted server do not all come
-// back at once; a claim the server refuses (401, 403) stops the worker.
+// row and no shorter than the server's Retry-After, with jitter so that the
+// workers of a restarted server do not all come back at once; a claim the
+// server refuses (401, 403) stops the worker.
 type patientStore struct {
 	*skedapi.Client
 	log     *slog.Logger
@@ -189,7 +190,11 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 			return nil, 0, err
 		}
 		failures++
-		wait := retryWait(failures, rand.Float64)
+		var after time.Duration
+		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) {
+			after = ae.RetryAfter
+		}
+		wait := retryWait(failures, after, rand.Float64)
 		s.log.Warn("claim failed; retrying", "err", err, "failures", failures, "retry_in", wait)
 		t := time.NewTimer(wait)
 		select {
@@ -203,11 +208,13 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 
 // retryWait is the wait after the n-th failure in a row: claimRetryMin
 // doubled per failure up to claimRetryMax, of which a random half (rnd
-// returns [0,1)) is taken off.
-func retryWait(n int, rnd func() float64) time.Duration {
+// returns [0,1)) is taken off; and at least after, the server's
+// Retry-After, plus a random quarter of it, so that workers the server
+// refused together do not come back together.
+func retryWait(n int, after time.Duration, rnd func() float64) time.Duration {
 	d := claimRetryMax
 	if n < 16 {
 		d = min(claimRetryMin<<(n-1), claimRetryMax)
 	}
-	return d/2 + time.Duration(rnd()*float64(d/2))
+	return max(d/2+time.Duration(rnd()*float64(d/2)), after+time.Duration(rnd()*float64(after/4)))
 }

@@ -23,12 +23,27 @@ func TestWorkCheck_Command(t *testing.T) {
 }
 
 // TestRetryWait: the wait after n failed claims in a row doubles from 1s
-// to 30s, and a random half of it is taken off.
+// to 30s, and a random half of it is taken off; it is no shorter than the
+// server's Retry-After, to which a random quarter of it is added.
 func TestRetryWait(t *testing.T) {
+	lowest, highest := func() float64 { return 0 }, func() float64 { return 0.999999 }
 	for n, full := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 5: 16 * time.Second,
 		6: 30 * time.Second, 7: 30 * time.Second, 64: 30 * time.Second, 1000: 30 * time.Second} {
-		if lo, hi := retryWait(n, func() float64 { return 0 }), retryWait(n, func() float64 { return 0.999999 }); lo != full/2 || hi <= full*99/100 || hi > full {
+		if lo, hi := retryWait(n, 0, lowest), retryWait(n, 0, highest); lo != full/2 || hi <= full*99/100 || hi > full {
 			t.Errorf("failure %d: waits from %s to %s, want from %s to %s", n, lo, hi, full/2, full)
+		}
+	}
+	for _, tc := range []struct {
+		n        int
+		after    time.Duration
+		lo, hiAt time.Duration // hiAt: the wait is above 99% of it and at most it
+	}{
+		{1, 5 * time.Second, 5 * time.Second, 6250 * time.Millisecond},
+		{5, 5 * time.Second, 8 * time.Second, 16 * time.Second}, // the backoff is longer
+		{1, 40 * time.Second, 40 * time.Second, 50 * time.Second},
+	} {
+		if lo, hi := retryWait(tc.n, tc.after, lowest), retryWait(tc.n, tc.after, highest); lo != tc.lo || hi <= tc.hiAt*99/100 || hi > tc.hiAt {
+			t.Errorf("failure %d, Retry-After %s: waits from %s to %s, want from %s to %s", tc.n, tc.after, lo, hi, tc.lo, tc.hiAt)
 		}
 	}
 }
