@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -58,6 +59,10 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			h.error(w, r, err)
 			return
 		}
+		if len(claims) > 0 && r.Context().Err() != nil {
+			h.handBack(r, claims)
+			return
+		}
 		if len(claims) > 0 {
 			h.claimers.claimed(waiter, len(claims))
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(claims, waited))
@@ -88,6 +93,23 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-r.Context().Done():
 			return // the worker hung up; nothing was claimed for it
+		}
+	}
+}
+
+// handBack releases claims made for a worker that hung up before they were
+// answered: no one would run them, and their leases would run out and be
+// charged as failed attempts (a job of one attempt would go dead without
+// having run). Released, each is due again in its old place, its attempt
+// not counted.
+func (h *handler) handBack(r *http.Request, claims []db.Claim) {
+	ctx := context.WithoutCancel(r.Context())
+	for _, c := range claims {
+		_, err := h.store.RunFinish(ctx, db.RunFinishParams{JobID: c.Job.ID, Generation: c.Job.LeaseGeneration,
+			Outcome: db.OutcomeReleased, Error: "handed back: the worker hung up before its claim was answered"})
+		if err != nil {
+			h.logger.WarnContext(ctx, "hand back the claim of a worker that hung up; its lease runs out instead",
+				"job_id", c.Job.ID, "generation", c.Job.LeaseGeneration, "err", err)
 		}
 	}
 }
