@@ -218,8 +218,10 @@ func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
 // passes over: the slots of old from the first not yet in the ledger (a
 // failed firing's slot is, as its runs) that were due by now, reason
 // skipped; for a paused job, those a resume at now would record as slept
-// through, reason paused. old is nil when the stored schedule no longer
-// parses: the change mends it, and no slot of it is known.
+// through, reason paused. A slot of old that passed but was not yet due,
+// and is a slot of next too, stays the pending slot. old is nil when the
+// stored schedule no longer parses: the change mends it, and no slot of it
+// is known.
 func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Time, Missed) {
 	if old == nil {
 		return next.Next(now), Missed{}
@@ -235,16 +237,36 @@ func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Ti
 	if first := old.Next(now); !first.IsZero() && first.Before(from) {
 		after = latestAtOrBefore(old, first, from.Add(-time.Nanosecond)) // skipped
 	}
+	var passed Missed
+	if j.State == db.StatePaused {
+		_, passed = Resumed(old, from, now)
+	} else {
+		dueBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // the last slot due by now, or later
+		passed = span(old, from, dueBy.Add(time.Nanosecond), db.MissedSkipped)
+	}
+	// A slot of old that passed but was not yet due (its offset inside
+	// the jitter had not come) is owed still: when it is a slot of next
+	// too (only the jitter changed, say), it stays pending, late.
+	if owed := firstUnaccounted(old, from, passed); !owed.After(now) && (next.Every() || next.Next(owed.Add(-time.Nanosecond)).Equal(owed)) {
+		return owed, passed
+	}
 	slot := next.Next(after)
 	if slot.IsZero() {
 		slot = next.Next(now)
 	}
-	if j.State == db.StatePaused {
-		_, m := Resumed(old, from, now)
-		return slot, m
+	return slot, passed
+}
+
+// firstUnaccounted is the first slot of s from from on that m, the slots
+// from from on that were passed over, leaves out.
+func firstUnaccounted(s *schedule.Schedule, from time.Time, m Missed) time.Time {
+	switch {
+	case m.Rest != nil:
+		return s.Next(m.Rest.Last)
+	case len(m.Slots) > 0:
+		return s.Next(m.Slots[len(m.Slots)-1])
 	}
-	dueBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // the last slot due by now, or later
-	return slot, span(old, from, dueBy.Add(time.Nanosecond), db.MissedSkipped)
+	return from
 }
 
 // DueAt is when a job's slot is due: the slot plus the job's fixed offset

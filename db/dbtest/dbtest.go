@@ -117,6 +117,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"ReschedulePassed":    testRescheduleAccountsPassedSlots,
 		"RescheduleAfterSkip": testRescheduleAfterSkip,
 		"RescheduleOffset":    testRescheduleKeepsOffset,
+		"RescheduleKeepsSlot": testRescheduleKeepsPassedSlot,
 		"TriggeredSlot":       testTriggeredSlot,
 		"ControlEvents":       testControlEvents,
 	} {
