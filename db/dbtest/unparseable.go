@@ -2,6 +2,7 @@ package dbtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,10 +11,15 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// CorruptFunc makes the stored schedule of job id unparseable behind the
-// store's back, as a newer time zone database that dropped its zone, or a
-// hand edit, would: the store refuses to write such a schedule itself.
-type CorruptFunc func(t *testing.T, s db.Store, id string)
+// ZoneFunc writes zone as the stored time zone of job id behind the store's
+// back: an unknown one makes its schedule unparseable, as a newer time zone
+// database that dropped its zone, or a hand edit, would (the store refuses
+// to write such a schedule itself); a known one makes it parse again, as
+// the zone back in the time zone database would.
+type ZoneFunc func(t *testing.T, s db.Store, id, zone string)
+
+// badZone is a time zone no time zone database has.
+const badZone = "Mars/Olympus"
 
 // RunUnparseable checks that one recurring job whose stored schedule no
 // longer parses stops nothing but itself. The claim that takes it, the
@@ -21,7 +27,7 @@ type CorruptFunc func(t *testing.T, s db.Store, id string)
 // set it aside (paused, with a reason that says how to mend it) and go on
 // with the other jobs in the same transaction; a control of it answers a
 // conflict that says the same; a change of its schedule mends it.
-func RunUnparseable(t *testing.T, open OpenFunc, corrupt CorruptFunc) {
+func RunUnparseable(t *testing.T, open OpenFunc, setZone ZoneFunc) {
 	clock := NewClock(Start)
 	f := &fixture{T: t, Store: open(t, clock.Now, func() float64 { return 0.5 }), Clock: clock, ctx: context.Background()}
 	every := db.JobCreateParams{Type: "t", Schedule: "@every 1m"}
@@ -56,7 +62,7 @@ func RunUnparseable(t *testing.T, open OpenFunc, corrupt CorruptFunc) {
 		t.Fatalf("claimed %v; want the one-off due now", late)
 	}
 	for _, id := range []string{waiting.ID, running.ID, paused.ID} {
-		corrupt(t, f.Store, id)
+		setZone(t, f.Store, id, badZone)
 	}
 
 	clock.Advance(time.Minute) // 12:02: waiting is due again, oneOff is due, both leases ran out, the pause ended
@@ -101,6 +107,59 @@ func RunUnparseable(t *testing.T, open OpenFunc, corrupt CorruptFunc) {
 	}
 	if j, err := f.Store.JobResume(f.ctx, waiting.ID); err != nil || j.State != db.StateReady {
 		t.Fatalf("resume after the mend: %s, %v; want ready", j.State, err)
+	}
+	checkClaimUndone(t, f, setZone)
+}
+
+// checkClaimUndone sets aside, at its claim, a ready schedule whose slot
+// never ran: the claim is undone (its run and its attempt) and the pause
+// is of a ready job. Once its zone is known again, a resume records that
+// slot slept through, as it records the later ones: its firing never ran,
+// and no retry of it was pending.
+func checkClaimUndone(t *testing.T, f *fixture, setZone ZoneFunc) {
+	j := f.create(db.JobCreateParams{Type: "t", Schedule: "@every 1m"})
+	slot := *j.Slot
+	setZone(t, f.Store, j.ID, badZone)
+	f.Clock.Set(*j.NextRunAt)
+	for _, c := range f.claim("w", 10) {
+		if c.Job.ID == j.ID {
+			t.Fatalf("claimed the unparseable schedule %s", j.ID)
+		}
+	}
+	got := f.get(j.ID)
+	wantSetAside(t, got)
+	if got.Attempt != 0 {
+		t.Errorf("the set-aside job is at attempt %d; want 0, its claim undone", got.Attempt)
+	}
+	events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paused db.ControlEvent
+	for _, e := range events {
+		if e.Kind == db.EventPaused {
+			if err := json.Unmarshal(e.Detail, &paused); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if paused.From != db.StateReady || paused.To != db.StatePaused {
+		t.Errorf("the set-aside's paused event moves the job from %q to %q; want ready to paused, the claim undone", paused.From, paused.To)
+	}
+
+	setZone(t, f.Store, j.ID, "UTC")
+	f.Clock.Advance(150 * time.Second)
+	if _, err := f.Store.JobResume(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range f.runs(j.ID) {
+		if r.Slot.Equal(slot) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("slot %s, set aside at its claim, is in the ledger %d times (runs by outcome %v); want once, missed", slot.Format(time.TimeOnly), n, f.outcomes(j.ID))
 	}
 }
 
