@@ -106,19 +106,9 @@ func StartsAt(j db.Job, now time.Time) time.Time {
 // jitter.
 func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, now time.Time, rnd func() float64) Result {
 	slot := deref(j.Slot)
-	outcome := p.Outcome
-	if j.CancelRequested && outcome != db.OutcomeSucceeded {
-		// A stop was asked for and accepted (cancel-run): however the run
-		// ended (it failed, was handed back, or its worker vanished), the
-		// firing is over as if the handler had stopped.
-		outcome = db.OutcomeCancelled
-	}
-	// A lease that ended before its job was due (it was claimed ahead, and
-	// its worker died or its server was replaced) never started the job: a
-	// worker starts no job before it is due.
-	unstarted := outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil && j.NextRunAt.After(now)
+	outcome := ended(j, p)
 	switch {
-	case outcome == db.OutcomeReleased || unstarted:
+	case HandedBack(j, p, now):
 		// Handed back at shutdown, or never started: not the job's fault,
 		// not an attempt. It is due as before, in its old place.
 		return Result{State: db.StateReady, Slot: slot, NextRunAt: heldPlace(j, now), Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
@@ -159,6 +149,28 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	r := nextFiring(j, s, slot, claimedAt, now, p.Error)
 	r.GaveUp = true
 	return r
+}
+
+// ended is how the run of j ended, as p reports it: cancelled, however it
+// ended otherwise than succeeded (it failed, was handed back, or its
+// worker vanished), when a stop was asked for and accepted (cancel-run),
+// as if the handler had stopped.
+func ended(j *db.Job, p db.RunFinishParams) db.Outcome {
+	if j.CancelRequested && p.Outcome != db.OutcomeSucceeded {
+		return db.OutcomeCancelled
+	}
+	return p.Outcome
+}
+
+// HandedBack reports whether the run of j that ended at now as p reports
+// never ran through no fault of the job's: handed back (at shutdown, or
+// by the start guard), or its lease ended before the job was due (it was
+// claimed ahead, and its worker died or its server was replaced: a worker
+// starts no job before it is due). Such a run is not an attempt.
+func HandedBack(j *db.Job, p db.RunFinishParams, now time.Time) bool {
+	outcome := ended(j, p)
+	return outcome == db.OutcomeReleased ||
+		outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil && j.NextRunAt.After(now)
 }
 
 // heldPlace is when a job whose run ended through no fault of its own

@@ -109,6 +109,44 @@ func RunUnparseable(t *testing.T, open OpenFunc, setZone ZoneFunc) {
 		t.Fatalf("resume after the mend: %s, %v; want ready", j.State, err)
 	}
 	checkClaimUndone(t, f, setZone)
+	checkHandedBack(t, f, setZone)
+}
+
+// checkHandedBack sets aside a schedule whose run is handed back (at
+// shutdown) after its zone went unknown: the run was no attempt, its slot
+// never ran. Once the zone is known again, a resume records that slot
+// slept through, as it records the later ones.
+func checkHandedBack(t *testing.T, f *fixture, setZone ZoneFunc) {
+	j := f.create(db.JobCreateParams{Type: "handed-back", Schedule: "@every 1m"})
+	slot := *j.Slot
+	f.Clock.Set(*j.NextRunAt)
+	var held db.Claim
+	for _, c := range f.claim("w", 10) {
+		if c.Job.ID == j.ID {
+			held = c
+		} else {
+			f.finish(c, db.OutcomeSucceeded, false)
+		}
+	}
+	if held.Job.ID == "" {
+		t.Fatalf("the schedule %s was not claimed at its due time", j.ID)
+	}
+	setZone(t, f.Store, j.ID, badZone)
+	wantSetAside(t, f.finish(held, db.OutcomeReleased, false))
+	setZone(t, f.Store, j.ID, "UTC")
+	f.Clock.Advance(150 * time.Second)
+	if _, err := f.Store.JobResume(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	settled := 0
+	for _, r := range f.runs(j.ID) {
+		if r.Slot.Equal(slot) && r.Outcome != db.OutcomeReleased {
+			settled++
+		}
+	}
+	if settled != 1 {
+		t.Errorf("slot %s, handed back and set aside, is settled %d times (runs by outcome %v); want once, missed", slot.Format(time.TimeOnly), settled, f.outcomes(j.ID))
+	}
 }
 
 // checkClaimUndone sets aside, at its claim, a ready schedule whose slot

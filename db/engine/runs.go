@@ -397,8 +397,13 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		)
 		if j.Recurring() {
 			if sched, err = parse(j); unparseable(err) {
-				// The run ends as reported; the job waits for a mend.
-				if after[i], err = s.setAside(ctx, tx, j, j, err); err != nil {
+				// The run ends as reported; the job waits for a mend. A
+				// run handed back was not an attempt: its slot never ran.
+				was := j
+				if lifecycle.HandedBack(&j, ps[i], now) {
+					was.Attempt = max(j.Attempt-1, 0)
+				}
+				if after[i], err = s.setAside(ctx, tx, j, was, err); err != nil {
 					return nil, err
 				}
 				ends[i] = runEnd(ps[i], false)
