@@ -219,6 +219,19 @@ func (f *fixture) runs(id string) []db.Run {
 	}
 }
 
+// settled counts the runs of job id that settle slot: all of that slot's
+// but those handed back (released), which did not run it.
+func (f *fixture) settled(id string, slot time.Time) int {
+	f.Helper()
+	n := 0
+	for _, r := range f.runs(id) {
+		if r.Slot != nil && r.Slot.Equal(slot) && r.Outcome != db.OutcomeReleased {
+			n++
+		}
+	}
+	return n
+}
+
 // outcomes counts a job's runs by outcome (and missed runs by reason, as
 // "missed:reason").
 func (f *fixture) outcomes(id string) map[string]int {

@@ -246,13 +246,7 @@ func testRescheduleKeepsPassedSlot(t *testing.T, f *fixture) {
 	for _, c := range f.claim("w", 10) {
 		f.finish(c, db.OutcomeSucceeded, false)
 	}
-	n := 0
-	for _, r := range f.runs(j.ID) {
-		if r.Slot.Equal(slot) {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := f.settled(j.ID, slot); n != 1 {
 		t.Errorf("slot %s is in the ledger %d times (runs by outcome %v); want once", slot.Format(time.TimeOnly), n, f.outcomes(j.ID))
 	}
 }

@@ -133,18 +133,7 @@ func checkHandedBack(t *testing.T, f *fixture, setZone ZoneFunc) {
 	}
 	setZone(t, f.Store, j.ID, badZone)
 	wantSetAside(t, f.finish(held, db.OutcomeReleased, false))
-	setZone(t, f.Store, j.ID, "UTC")
-	f.Clock.Advance(150 * time.Second)
-	if _, err := f.Store.JobResume(f.ctx, j.ID); err != nil {
-		t.Fatal(err)
-	}
-	settled := 0
-	for _, r := range f.runs(j.ID) {
-		if r.Slot.Equal(slot) && r.Outcome != db.OutcomeReleased {
-			settled++
-		}
-	}
-	if settled != 1 {
+	if settled := resumeKnown(t, f, setZone, j.ID, slot); settled != 1 {
 		t.Errorf("slot %s, handed back and set aside, is settled %d times (runs by outcome %v); want once, missed", slot.Format(time.TimeOnly), settled, f.outcomes(j.ID))
 	}
 }
@@ -185,18 +174,7 @@ func checkClaimUndone(t *testing.T, f *fixture, setZone ZoneFunc) {
 		t.Errorf("the set-aside's paused event moves the job from %q to %q; want ready to paused, the claim undone", paused.From, paused.To)
 	}
 
-	setZone(t, f.Store, j.ID, "UTC")
-	f.Clock.Advance(150 * time.Second)
-	if _, err := f.Store.JobResume(f.ctx, j.ID); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, r := range f.runs(j.ID) {
-		if r.Slot.Equal(slot) {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := resumeKnown(t, f, setZone, j.ID, slot); n != 1 {
 		t.Errorf("slot %s, set aside at its claim, is in the ledger %d times (runs by outcome %v); want once, missed", slot.Format(time.TimeOnly), n, f.outcomes(j.ID))
 	}
 }
@@ -210,4 +188,16 @@ func wantSetAside(t *testing.T, j db.Job) {
 		t.Errorf("job %s: %s until %v, lease %q, reason %q; want paused with no end and no lease, the reason saying its schedule no longer parses and to resume it once mended",
 			j.ID, j.State, j.PauseUntil, j.LeaseOwner, j.PauseReason)
 	}
+}
+
+// resumeKnown makes the zone of set-aside job id known again and resumes
+// the job 150 s later; it returns how many of the job's runs settle slot.
+func resumeKnown(t *testing.T, f *fixture, setZone ZoneFunc, id string, slot time.Time) int {
+	t.Helper()
+	setZone(t, f.Store, id, "UTC")
+	f.Clock.Advance(150 * time.Second)
+	if _, err := f.Store.JobResume(f.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return f.settled(id, slot)
 }
