@@ -287,16 +287,19 @@ func (s *Store) JobResumeDue(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
+		n = 0 // should the dialect try the transaction again
 		for _, j := range jobs {
 			_, err := s.resume(ctx, tx, j, *j.PauseUntil)
-			if unparseable(err) {
-				_, err = s.setAside(ctx, tx, j, j, err)
+			switch {
+			case unparseable(err):
+				_, err = s.setAside(ctx, tx, j, j, err) // kept paused: not counted
+			case err == nil:
+				n++
 			}
 			if err != nil {
 				return err
 			}
 		}
-		n = len(jobs)
 		return nil
 	})
 	if err != nil {
