@@ -106,19 +106,9 @@ func StartsAt(j db.Job, now time.Time) time.Time {
 // jitter.
 func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, now time.Time, rnd func() float64) Result {
 	slot := deref(j.Slot)
-	outcome := p.Outcome
-	if j.CancelRequested && outcome != db.OutcomeSucceeded {
-		// A stop was asked for and accepted (cancel-run): however the run
-		// ended (it failed, was handed back, or its worker vanished), the
-		// firing is over as if the handler had stopped.
-		outcome = db.OutcomeCancelled
-	}
-	// A lease that ended before its job was due (it was claimed ahead, and
-	// its worker died or its server was replaced) never started the job: a
-	// worker starts no job before it is due.
-	unstarted := outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil && j.NextRunAt.After(now)
+	outcome := ended(j, p)
 	switch {
-	case outcome == db.OutcomeReleased || unstarted:
+	case HandedBack(j, p, now):
 		// Handed back at shutdown, or never started: not the job's fault,
 		// not an attempt. It is due as before, in its old place.
 		return Result{State: db.StateReady, Slot: slot, NextRunAt: heldPlace(j, now), Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Triggered: j.Triggered}
@@ -159,6 +149,28 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	r := nextFiring(j, s, slot, claimedAt, now, p.Error)
 	r.GaveUp = true
 	return r
+}
+
+// ended is how the run of j ended, as p reports it: cancelled, however it
+// ended otherwise than succeeded (it failed, was handed back, or its
+// worker vanished), when a stop was asked for and accepted (cancel-run),
+// as if the handler had stopped.
+func ended(j *db.Job, p db.RunFinishParams) db.Outcome {
+	if j.CancelRequested && p.Outcome != db.OutcomeSucceeded {
+		return db.OutcomeCancelled
+	}
+	return p.Outcome
+}
+
+// HandedBack reports whether the run of j that ended at now as p reports
+// never ran through no fault of the job's: handed back (at shutdown, or
+// by the start guard), or its lease ended before the job was due (it was
+// claimed ahead, and its worker died or its server was replaced: a worker
+// starts no job before it is due). Such a run is not an attempt.
+func HandedBack(j *db.Job, p db.RunFinishParams, now time.Time) bool {
+	outcome := ended(j, p)
+	return outcome == db.OutcomeReleased ||
+		outcome == db.OutcomeLeaseExpired && j.NextRunAt != nil && j.NextRunAt.After(now)
 }
 
 // heldPlace is when a job whose run ended through no fault of its own
@@ -218,8 +230,10 @@ func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
 // passes over: the slots of old from the first not yet in the ledger (a
 // failed firing's slot is, as its runs) that were due by now, reason
 // skipped; for a paused job, those a resume at now would record as slept
-// through, reason paused. old is nil when the stored schedule no longer
-// parses: the change mends it, and no slot of it is known.
+// through, reason paused. A slot of old that passed but was not yet due,
+// and is a slot of next too, stays the pending slot. old is nil when the
+// stored schedule no longer parses: the change mends it, and no slot of it
+// is known.
 func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Time, Missed) {
 	if old == nil {
 		return next.Next(now), Missed{}
@@ -235,16 +249,36 @@ func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Ti
 	if first := old.Next(now); !first.IsZero() && first.Before(from) {
 		after = latestAtOrBefore(old, first, from.Add(-time.Nanosecond)) // skipped
 	}
+	var passed Missed
+	if j.State == db.StatePaused {
+		_, passed = Resumed(old, from, now)
+	} else {
+		dueBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // the last slot due by now, or later
+		passed = span(old, from, dueBy.Add(time.Nanosecond), db.MissedSkipped)
+	}
+	// A slot of old that passed but was not yet due (its offset inside
+	// the jitter had not come) is owed still: when it is a slot of next
+	// too (only the jitter changed, say), it stays pending, late.
+	if owed := firstUnaccounted(old, from, passed); !owed.After(now) && (next.Every() || next.Next(owed.Add(-time.Nanosecond)).Equal(owed)) {
+		return owed, passed
+	}
 	slot := next.Next(after)
 	if slot.IsZero() {
 		slot = next.Next(now)
 	}
-	if j.State == db.StatePaused {
-		_, m := Resumed(old, from, now)
-		return slot, m
+	return slot, passed
+}
+
+// firstUnaccounted is the first slot of s from from on that m, the slots
+// from from on that were passed over, leaves out.
+func firstUnaccounted(s *schedule.Schedule, from time.Time, m Missed) time.Time {
+	switch {
+	case m.Rest != nil:
+		return s.Next(m.Rest.Last)
+	case len(m.Slots) > 0:
+		return s.Next(m.Slots[len(m.Slots)-1])
 	}
-	dueBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // the last slot due by now, or later
-	return slot, span(old, from, dueBy.Add(time.Nanosecond), db.MissedSkipped)
+	return from
 }
 
 // DueAt is when a job's slot is due: the slot plus the job's fixed offset

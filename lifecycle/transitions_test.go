@@ -126,3 +126,39 @@ func TestRescheduled(t *testing.T) {
 		}
 	}
 }
+
+// TestRescheduled_KeepsOwedSlot: a slot that passed but was not yet due at
+// the old jitter's offset stays pending when the new schedule has it too
+// (any instant starts an @every chain), and otherwise gives way to the new
+// schedule's next slot.
+func TestRescheduled_KeepsOwedSlot(t *testing.T) {
+	parse := func(expr string) *schedule.Schedule {
+		s, err := schedule.Parse(expr, "UTC")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	slot := time.Date(2026, 3, 2, 13, 0, 0, 0, time.UTC)
+	jitter := 30 * time.Minute
+	id := "j0"
+	for i := 1; schedule.Offset(id, jitter) <= 10*time.Minute; i++ {
+		id = fmt.Sprintf("j%d", i)
+	}
+	now := slot.Add(5 * time.Minute) // passed, its offset not yet come
+	for _, tc := range []struct {
+		old, next string
+		want      time.Time
+	}{
+		{"0 * * * *", "0 * * * *", slot},
+		{"0 * * * *", "*/30 * * * *", slot},
+		{"@every 1h", "@every 30m", slot},
+		{"0 * * * *", "15 * * * *", slot.Add(15 * time.Minute)},
+	} {
+		j := db.Job{ID: id, State: db.StateReady, Schedule: tc.old, Slot: &slot, Jitter: db.Duration(jitter)}
+		got, m := lifecycle.Rescheduled(j, parse(tc.old), parse(tc.next), now)
+		if !got.Equal(tc.want) || m.Total != 0 {
+			t.Errorf("%s to %s at 13:05: pending %v, %d missed; want %v, none", tc.old, tc.next, got, m.Total, tc.want)
+		}
+	}
+}

@@ -117,6 +117,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"ReschedulePassed":    testRescheduleAccountsPassedSlots,
 		"RescheduleAfterSkip": testRescheduleAfterSkip,
 		"RescheduleOffset":    testRescheduleKeepsOffset,
+		"RescheduleKeepsSlot": testRescheduleKeepsPassedSlot,
 		"TriggeredSlot":       testTriggeredSlot,
 		"ControlEvents":       testControlEvents,
 	} {
@@ -216,6 +217,19 @@ func (f *fixture) runs(id string) []db.Run {
 		}
 		cursor = next
 	}
+}
+
+// settled counts the runs of job id that settle slot: all of that slot's
+// but those handed back (released), which did not run it.
+func (f *fixture) settled(id string, slot time.Time) int {
+	f.Helper()
+	n := 0
+	for _, r := range f.runs(id) {
+		if r.Slot != nil && r.Slot.Equal(slot) && r.Outcome != db.OutcomeReleased {
+			n++
+		}
+	}
+	return n
 }
 
 // outcomes counts a job's runs by outcome (and missed runs by reason, as

@@ -214,3 +214,39 @@ func testRescheduleKeepsOffset(t *testing.T, f *fixture) {
 		}
 	}
 }
+
+// testRescheduleKeepsPassedSlot changes only the jitter of a schedule whose
+// pending slot has passed but is not yet due (its offset inside the old
+// jitter has not come): the slot is the new schedule's too, and nothing
+// ran or missed it, so it stays the pending slot; moved past it, the slot
+// would be in the ledger nowhere.
+func testRescheduleKeepsPassedSlot(t *testing.T, f *fixture) {
+	var j db.Job
+	for i := 0; ; i++ { // an id whose offset inside the jitter is over ten minutes
+		j = f.create(db.JobCreateParams{Schedule: "0 * * * *", Jitter: 50 * time.Minute})
+		if j.NextRunAt.Sub(*j.Slot) > 10*time.Minute {
+			break
+		}
+		if _, err := f.Store.JobCancel(f.ctx, j.ID); err != nil || i > 50 {
+			t.Fatalf("cancel %s: %v (try %d)", j.ID, err, i)
+		}
+	}
+	slot := *j.Slot                        // 13:00
+	f.Clock.Set(slot.Add(5 * time.Minute)) // passed, not yet due
+	spec := db.SpecOf(j)
+	spec.Jitter = 0
+	got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Slot == nil || !got.Slot.Equal(slot) {
+		t.Errorf("without its jitter, the job's pending slot is %v; want %v, passed and never run", got.Slot, slot)
+	}
+	f.Clock.Set(slot.Add(time.Hour)) // 14:00: run what is due
+	for _, c := range f.claim("w", 10) {
+		f.finish(c, db.OutcomeSucceeded, false)
+	}
+	if n := f.settled(j.ID, slot); n != 1 {
+		t.Errorf("slot %s is in the ledger %d times (runs by outcome %v); want once", slot.Format(time.TimeOnly), n, f.outcomes(j.ID))
+	}
+}

@@ -2,6 +2,7 @@ package dbtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,10 +11,15 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// CorruptFunc makes the stored schedule of job id unparseable behind the
-// store's back, as a newer time zone database that dropped its zone, or a
-// hand edit, would: the store refuses to write such a schedule itself.
-type CorruptFunc func(t *testing.T, s db.Store, id string)
+// ZoneFunc writes zone as the stored time zone of job id behind the store's
+// back: an unknown one makes its schedule unparseable, as a newer time zone
+// database that dropped its zone, or a hand edit, would (the store refuses
+// to write such a schedule itself); a known one makes it parse again, as
+// the zone back in the time zone database would.
+type ZoneFunc func(t *testing.T, s db.Store, id, zone string)
+
+// badZone is a time zone no time zone database has.
+const badZone = "Mars/Olympus"
 
 // RunUnparseable checks that one recurring job whose stored schedule no
 // longer parses stops nothing but itself. The claim that takes it, the
@@ -21,7 +27,7 @@ type CorruptFunc func(t *testing.T, s db.Store, id string)
 // set it aside (paused, with a reason that says how to mend it) and go on
 // with the other jobs in the same transaction; a control of it answers a
 // conflict that says the same; a change of its schedule mends it.
-func RunUnparseable(t *testing.T, open OpenFunc, corrupt CorruptFunc) {
+func RunUnparseable(t *testing.T, open OpenFunc, setZone ZoneFunc) {
 	clock := NewClock(Start)
 	f := &fixture{T: t, Store: open(t, clock.Now, func() float64 { return 0.5 }), Clock: clock, ctx: context.Background()}
 	every := db.JobCreateParams{Type: "t", Schedule: "@every 1m"}
@@ -56,7 +62,7 @@ func RunUnparseable(t *testing.T, open OpenFunc, corrupt CorruptFunc) {
 		t.Fatalf("claimed %v; want the one-off due now", late)
 	}
 	for _, id := range []string{waiting.ID, running.ID, paused.ID} {
-		corrupt(t, f.Store, id)
+		setZone(t, f.Store, id, badZone)
 	}
 
 	clock.Advance(time.Minute) // 12:02: waiting is due again, oneOff is due, both leases ran out, the pause ended
@@ -82,8 +88,8 @@ func RunUnparseable(t *testing.T, open OpenFunc, corrupt CorruptFunc) {
 	}
 	wantState(t, f.get(lateOneOff.ID), db.StateReady)
 
-	if n, err := f.Store.JobResumeDue(f.ctx); err != nil || n != 1 {
-		t.Fatalf("resumed %d, %v; want the one pause that ended, set aside", n, err)
+	if n, err := f.Store.JobResumeDue(f.ctx); err != nil || n != 0 {
+		t.Fatalf("resumed %d, %v; want none: the one pause that ended is set aside, not resumed", n, err)
 	}
 	wantSetAside(t, f.get(paused.ID))
 	if n, err := f.Store.JobResumeDue(f.ctx); err != nil || n != 0 {
@@ -102,6 +108,75 @@ func RunUnparseable(t *testing.T, open OpenFunc, corrupt CorruptFunc) {
 	if j, err := f.Store.JobResume(f.ctx, waiting.ID); err != nil || j.State != db.StateReady {
 		t.Fatalf("resume after the mend: %s, %v; want ready", j.State, err)
 	}
+	checkClaimUndone(t, f, setZone)
+	checkHandedBack(t, f, setZone)
+}
+
+// checkHandedBack sets aside a schedule whose run is handed back (at
+// shutdown) after its zone went unknown: the run was no attempt, its slot
+// never ran. Once the zone is known again, a resume records that slot
+// slept through, as it records the later ones.
+func checkHandedBack(t *testing.T, f *fixture, setZone ZoneFunc) {
+	j := f.create(db.JobCreateParams{Type: "handed-back", Schedule: "@every 1m"})
+	slot := *j.Slot
+	f.Clock.Set(*j.NextRunAt)
+	var held db.Claim
+	for _, c := range f.claim("w", 10) {
+		if c.Job.ID == j.ID {
+			held = c
+		} else {
+			f.finish(c, db.OutcomeSucceeded, false)
+		}
+	}
+	if held.Job.ID == "" {
+		t.Fatalf("the schedule %s was not claimed at its due time", j.ID)
+	}
+	setZone(t, f.Store, j.ID, badZone)
+	wantSetAside(t, f.finish(held, db.OutcomeReleased, false))
+	if settled := resumeKnown(t, f, setZone, j.ID, slot); settled != 1 {
+		t.Errorf("slot %s, handed back and set aside, is settled %d times (runs by outcome %v); want once, missed", slot.Format(time.TimeOnly), settled, f.outcomes(j.ID))
+	}
+}
+
+// checkClaimUndone sets aside, at its claim, a ready schedule whose slot
+// never ran: the claim is undone (its run and its attempt) and the pause
+// is of a ready job. Once its zone is known again, a resume records that
+// slot slept through, as it records the later ones: its firing never ran,
+// and no retry of it was pending.
+func checkClaimUndone(t *testing.T, f *fixture, setZone ZoneFunc) {
+	j := f.create(db.JobCreateParams{Type: "t", Schedule: "@every 1m"})
+	slot := *j.Slot
+	setZone(t, f.Store, j.ID, badZone)
+	f.Clock.Set(*j.NextRunAt)
+	for _, c := range f.claim("w", 10) {
+		if c.Job.ID == j.ID {
+			t.Fatalf("claimed the unparseable schedule %s", j.ID)
+		}
+	}
+	got := f.get(j.ID)
+	wantSetAside(t, got)
+	if got.Attempt != 0 {
+		t.Errorf("the set-aside job is at attempt %d; want 0, its claim undone", got.Attempt)
+	}
+	events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paused db.ControlEvent
+	for _, e := range events {
+		if e.Kind == db.EventPaused {
+			if err := json.Unmarshal(e.Detail, &paused); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if paused.From != db.StateReady || paused.To != db.StatePaused {
+		t.Errorf("the set-aside's paused event moves the job from %q to %q; want ready to paused, the claim undone", paused.From, paused.To)
+	}
+
+	if n := resumeKnown(t, f, setZone, j.ID, slot); n != 1 {
+		t.Errorf("slot %s, set aside at its claim, is in the ledger %d times (runs by outcome %v); want once, missed", slot.Format(time.TimeOnly), n, f.outcomes(j.ID))
+	}
 }
 
 // wantSetAside checks that j was set aside: paused, for good, with a reason
@@ -113,4 +188,16 @@ func wantSetAside(t *testing.T, j db.Job) {
 		t.Errorf("job %s: %s until %v, lease %q, reason %q; want paused with no end and no lease, the reason saying its schedule no longer parses and to resume it once mended",
 			j.ID, j.State, j.PauseUntil, j.LeaseOwner, j.PauseReason)
 	}
+}
+
+// resumeKnown makes the zone of set-aside job id known again and resumes
+// the job 150 s later; it returns how many of the job's runs settle slot.
+func resumeKnown(t *testing.T, f *fixture, setZone ZoneFunc, id string, slot time.Time) int {
+	t.Helper()
+	setZone(t, f.Store, id, "UTC")
+	f.Clock.Advance(150 * time.Second)
+	if _, err := f.Store.JobResume(f.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return f.settled(id, slot)
 }

@@ -287,16 +287,19 @@ func (s *Store) JobResumeDue(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
+		n = 0 // should the dialect try the transaction again
 		for _, j := range jobs {
 			_, err := s.resume(ctx, tx, j, *j.PauseUntil)
-			if unparseable(err) {
-				_, err = s.setAside(ctx, tx, j, err)
+			switch {
+			case unparseable(err):
+				_, err = s.setAside(ctx, tx, j, j, err) // kept paused: not counted
+			case err == nil:
+				n++
 			}
 			if err != nil {
 				return err
 			}
 		}
-		n = len(jobs)
 		return nil
 	})
 	if err != nil {
@@ -664,10 +667,12 @@ const setAsideActor = "sked"
 // that on its timeline. A claim, completion or sweep that meets such a
 // job sets it aside and goes on, so that one job cannot fail the
 // transaction it shares with others, and with it stop every other job. j
-// is as read in tx; a running j loses its lease, whose run the caller
-// ends or undoes.
-func (s *Store) setAside(ctx context.Context, tx Tx, j db.Job, err error) (db.Job, error) {
-	to := j
+// is as read in tx, whose state and generation fence the write; was is j
+// as its timeline knows it: j itself, or, for a claim being undone, j as
+// it was before the claim (ready, the claim's attempt given back). A
+// running j loses its lease, whose run the caller ends or undoes.
+func (s *Store) setAside(ctx context.Context, tx Tx, j, was db.Job, err error) (db.Job, error) {
+	to := was
 	to.State, to.PauseUntil, to.Triggered = db.StatePaused, nil, false
 	to.PauseReason = err.Error() + ", then resume it"
 	to.LeaseOwner, to.LeaseUntil, to.CancelRequested = "", nil, false
@@ -675,6 +680,6 @@ func (s *Store) setAside(ctx context.Context, tx Tx, j db.Job, err error) (db.Jo
 	if err != nil {
 		return db.Job{}, err
 	}
-	ev := s.controlEvent(db.WithActor(ctx, setAsideActor), tx, db.EventPaused, j.ID, controlDetail(db.EventPaused, j, out))
+	ev := s.controlEvent(db.WithActor(ctx, setAsideActor), tx, db.EventPaused, j.ID, controlDetail(db.EventPaused, was, out))
 	return out, tx.EventsInsert(ctx, []db.Event{ev})
 }

@@ -168,10 +168,14 @@ func (s *Store) startFiring(ctx context.Context, tx Tx, c db.Claim) (db.Claim, b
 	}
 	sched, err := parse(j)
 	if unparseable(err) {
+		// The claim is undone, its run and its attempt: the slot never
+		// ran, and no retry of it is pending.
 		if err := tx.RunsDelete(ctx, []int64{c.RunID}); err != nil {
 			return db.Claim{}, false, fmt.Errorf("undo run of job %s: %w", j.ID, err)
 		}
-		_, err = s.setAside(ctx, tx, j, err)
+		was := j
+		was.State, was.Attempt = db.StateReady, j.Attempt-1
+		_, err = s.setAside(ctx, tx, j, was, err)
 		return db.Claim{}, false, err
 	}
 	if err != nil {
@@ -393,8 +397,13 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		)
 		if j.Recurring() {
 			if sched, err = parse(j); unparseable(err) {
-				// The run ends as reported; the job waits for a mend.
-				if after[i], err = s.setAside(ctx, tx, j, err); err != nil {
+				// The run ends as reported; the job waits for a mend. A
+				// run handed back was not an attempt: its slot never ran.
+				was := j
+				if lifecycle.HandedBack(&j, ps[i], now) {
+					was.Attempt = max(j.Attempt-1, 0)
+				}
+				if after[i], err = s.setAside(ctx, tx, j, was, err); err != nil {
 					return nil, err
 				}
 				ends[i] = runEnd(ps[i], false)

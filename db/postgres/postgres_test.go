@@ -157,14 +157,14 @@ func TestStore_Unparseable(t *testing.T) {
 		s := postgrestest.OpenURL(t, url)
 		s.NowFunc, s.RandFunc = now, rnd
 		return s
-	}, func(t *testing.T, _ db.Store, id string) {
+	}, func(t *testing.T, _ db.Store, id, zone string) {
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `UPDATE jobs SET timezone = 'Mars/Olympus' WHERE id = $1`, id); err != nil {
+		if _, err := conn.Exec(ctx, `UPDATE jobs SET timezone = $1 WHERE id = $2`, zone, id); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -72,13 +72,13 @@ func TestStore_Unparseable(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		s.NowFunc, s.RandFunc = now, rnd
 		return s
-	}, func(t *testing.T, _ db.Store, id string) {
+	}, func(t *testing.T, _ db.Store, id, zone string) {
 		raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "sked.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer raw.Close()
-		if _, err := raw.Exec(`UPDATE jobs SET timezone = 'Mars/Olympus' WHERE id = ?`, id); err != nil {
+		if _, err := raw.Exec(`UPDATE jobs SET timezone = ? WHERE id = ?`, zone, id); err != nil {
 			t.Fatal(err)
 		}
 	})
