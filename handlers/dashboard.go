@@ -123,8 +123,7 @@ func (h *handler) handleJobPreview(w http.ResponseWriter, r *http.Request) {
 	default:
 		sched, err := schedule.Parse(job.Schedule, job.Timezone)
 		if err != nil {
-			h.error(w, r, fmt.Errorf("parse schedule of job %s: %w", job.ID, err))
-			return
+			break // a stored schedule that no longer parses fires at no time; the job, set aside, says why
 		}
 		offset := schedule.Offset(job.ID, time.Duration(job.Jitter))
 		for _, f := range upcoming(job, sched, h.store.Now(), n) {

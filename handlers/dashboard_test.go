@@ -1,12 +1,16 @@
 package handlers
 
 import (
+	"context"
+	"database/sql"
 	"net/http"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
 )
 
 func TestHandler_ScheduleCheck(t *testing.T) {
@@ -160,4 +164,33 @@ func TestHandler_Stats(t *testing.T) {
 		e := newTestEnv(t, nil)
 		e.do(http.MethodGet, "/stats/series", "").wantProblem(t, http.StatusNotFound, "not available")
 	})
+}
+
+// TestHandler_JobPreviewUnparseable: the preview of a job whose stored
+// schedule no longer parses (a zone a newer tz database dropped) lists no
+// fire times; it answered 500.
+func TestHandler_JobPreviewUnparseable(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sked.db")
+	store, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	e := newTestEnv(t, func(c *Config) { c.Store = store })
+	j := e.create(`{"type": "t", "schedule": "@hourly"}`, http.StatusCreated)
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`UPDATE jobs SET timezone = 'Mars/Olympus' WHERE id = ?`, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	res := e.do(http.MethodGet, "/jobs/"+j.ID+"/preview", "")
+	res.wantStatus(t, http.StatusOK)
+	var got []fireTime
+	if res.decode(t, &got); len(got) != 0 {
+		t.Errorf("got %v, want no fire times", got)
+	}
 }

@@ -230,6 +230,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	}
 	p.store = store
 	engineOf(store).DefaultsFunc = defaultsFunc(cfg.JobDefaults)
+	engineOf(store).Logger = log
 	if err := checkAtStart(ctx, store, cfg.DB, log); err != nil {
 		return nil, err
 	}

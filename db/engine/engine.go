@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -266,6 +267,9 @@ type Store struct {
 	// DefaultsFunc gives the attempts and backoff of a job of a type that
 	// does not say; nil means db.DefaultsFor.
 	DefaultsFunc func(typ string) db.Defaults
+	// Logger receives a warning for each job set aside because its stored
+	// schedule no longer parses; nil discards them.
+	Logger *slog.Logger
 
 	d     Dialect
 	yield bool

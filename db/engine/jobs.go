@@ -681,5 +681,11 @@ func (s *Store) setAside(ctx context.Context, tx Tx, j, was db.Job, err error) (
 		return db.Job{}, err
 	}
 	ev := s.controlEvent(db.WithActor(ctx, setAsideActor), tx, db.EventPaused, j.ID, controlDetail(db.EventPaused, was, out))
-	return out, tx.EventsInsert(ctx, []db.Event{ev})
+	if err := tx.EventsInsert(ctx, []db.Event{ev}); err != nil {
+		return db.Job{}, err
+	}
+	if s.Logger != nil {
+		s.Logger.WarnContext(ctx, "job set aside, paused: its stored schedule no longer parses", "job_id", j.ID, "reason", to.PauseReason)
+	}
+	return out, nil
 }

@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,9 +63,10 @@ func TestStore_MendUnparseableSchedule(t *testing.T) {
 }
 
 // TestStore_Unparseable: one schedule that no longer parses is set aside
-// and stops no other job (dbtest.RunUnparseable).
+// and stops no other job (dbtest.RunUnparseable); each set-aside is logged.
 func TestStore_Unparseable(t *testing.T) {
 	dir := t.TempDir()
+	var logs strings.Builder
 	dbtest.RunUnparseable(t, func(t *testing.T, now func() time.Time, rnd func() float64) db.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(dir, "sked.db"))
 		if err != nil {
@@ -71,6 +74,7 @@ func TestStore_Unparseable(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close() })
 		s.NowFunc, s.RandFunc = now, rnd
+		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		return s
 	}, func(t *testing.T, _ db.Store, id, zone string) {
 		raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "sked.db"))
@@ -82,4 +86,7 @@ func TestStore_Unparseable(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	if n := strings.Count(logs.String(), "job set aside"); n < 3 {
+		t.Errorf("logged %d set-asides; want one each for the claim, the reaper and the pause sweep:\n%s", n, logs.String())
+	}
 }
