@@ -114,6 +114,11 @@ func (h *handler) handBack(r *http.Request, claims []db.Claim) {
 	}
 }
 
+// ClaimWaits is how many POST /claims wait now, and how many were refused
+// since the start because as many waited as Config.MaxClaimWaits allows:
+// for metrics.
+func (a *API) ClaimWaits() (waiting int, refused int64) { return a.h.claimers.counts() }
+
 // refuseClaim answers a claim that found nothing and may not wait, since
 // as many claims as allowed wait already: 503 with Retry-After. It logs a
 // warning, at most one every refusedLogEvery, with the refusals since.

@@ -48,12 +48,13 @@ type claimWaiters struct {
 	limit   int           // most waiters at once; immutable
 	recheck time.Duration // see claimRecheck; immutable after the first add
 
-	mu      sync.Mutex
-	waiting int                     // waiters added and not removed; guarded by mu
-	byType  map[string]*typeWaiters // types with waiters; guarded by mu
-	timer   *time.Timer             // fires at the earliest look of byType; guarded by mu
-	refused int                     // claims refused since the last log line of them; guarded by mu
-	logged  time.Time               // when the last such line was logged; guarded by mu
+	mu           sync.Mutex
+	waiting      int                     // waiters added and not removed; guarded by mu
+	byType       map[string]*typeWaiters // types with waiters; guarded by mu
+	timer        *time.Timer             // fires at the earliest look of byType; guarded by mu
+	refused      int                     // claims refused since the last log line of them; guarded by mu
+	refusedTotal int64                   // claims refused since the start; guarded by mu
+	logged       time.Time               // when the last such line was logged; guarded by mu
 }
 
 // typeWaiters are the waiters of one type.
@@ -140,6 +141,14 @@ func (cw *claimWaiters) remove(w *claimWaiter) {
 	cw.armLocked()
 }
 
+// counts is how many claims wait now, and how many were refused since the
+// start because as many waited as allowed.
+func (cw *claimWaiters) counts() (waiting int, refused int64) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	return cw.waiting, cw.refusedTotal
+}
+
 // refuse counts a claim refused for the limit and returns how many were
 // refused since the last call that returned true, which is when a line
 // should be logged: at most once every refusedLogEvery.
@@ -147,6 +156,7 @@ func (cw *claimWaiters) refuse(now time.Time) (int, bool) {
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
 	cw.refused++
+	cw.refusedTotal++
 	if now.Sub(cw.logged) < refusedLogEvery {
 		return 0, false
 	}

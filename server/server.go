@@ -293,6 +293,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
 	})
+	mtr.WatchClaimWaits(p.api.ClaimWaits)
 	p.handler = web.Mount(p.api)
 
 	p.services = []func(context.Context) error{

@@ -191,3 +191,41 @@ func TestServer_PrivateTargetRefusedAtCreate(t *testing.T) {
 		}
 	}
 }
+
+// TestServer_ClaimWaitMetrics: /metrics tells how many remote workers'
+// claims wait and how many were refused for --max-claim-waits.
+func TestServer_ClaimWaitMetrics(t *testing.T) {
+	t.Parallel()
+	r := start(t, server.Config{MaxClaimWaits: 1})
+	metric := func(name string) string {
+		_, body := call(t, "GET", r.base+"/metrics", "")
+		for _, line := range strings.Split(body, "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				return v
+			}
+		}
+		return "absent"
+	}
+	if w, n := metric("sked_claims_waiting"), metric("sked_claims_refused_total"); w != "0" || n != "0" {
+		t.Fatalf("before any claim: waiting %s, refused %s; want 0 and 0", w, n)
+	}
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	req, err := http.NewRequestWithContext(ctx, "POST", r.base+"/claims", strings.NewReader(`{"workerId": "w1", "types": ["remote"], "wait": "50s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	waitUntil(t, "sked_claims_waiting 1 with one claim waiting", func() bool { return metric("sked_claims_waiting") == "1" })
+	if status, body := call(t, "POST", r.base+"/claims", `{"workerId": "w2", "types": ["remote"], "wait": "50s"}`); status != http.StatusServiceUnavailable {
+		t.Fatalf("a second waiting claim past --max-claim-waits 1: %d %s; want 503", status, body)
+	}
+	if n := metric("sked_claims_refused_total"); n != "1" {
+		t.Errorf("sked_claims_refused_total = %s after one refusal; want 1", n)
+	}
+}
