@@ -33,7 +33,11 @@ type JobBackfillParams struct {
 type Backfill struct {
 	Slots   int      `json:"slots"`   // slots in the range
 	Created int      `json:"created"` // jobs created by this call
-	JobIDs  []string `json:"jobIds"`  // one job per slot, in slot order
+	JobIDs  []string `json:"jobIds"`  // one job per slot it ran or runs, in slot order
+	// LeftToSchedule counts the slots in the range that the schedule runs
+	// itself (the one a ready or running job runs or will run next, and
+	// later ones): no job is made of them.
+	LeftToSchedule int `json:"leftToSchedule"`
 }
 
 // QuietChange is a recurring job whose dead-man's switch changed: it went

@@ -123,22 +123,24 @@ func Backfillable(j db.Job) error {
 }
 
 // Backfill decides a backfill of recurring job j, on its schedule s, over
-// [p.From, p.To] (checked by BackfillRange): it returns the slots to run and
-// how many slots the range holds, or a *db.ValidationError for a range that
-// holds more than db.MaxBackfill. The slots to run leave out the slot a
+// [p.From, p.To] (checked by BackfillRange): it returns the slots to run,
+// how many it left to the schedule and how many the range holds, or a
+// *db.ValidationError for a range that holds more than db.MaxBackfill. The
+// slots to run leave out the slot a
 // ready or running j is running or will run next, and any after it: they
 // are the schedule's own, and a backfill of them would run a slot twice, at
 // the same time while it runs. (A paused job runs none of the slots it
 // sleeps through: they are recorded missed, and may be backfilled.)
-func Backfill(j db.Job, s *schedule.Schedule, p db.JobBackfillParams) ([]time.Time, int, error) {
+func Backfill(j db.Job, s *schedule.Schedule, p db.JobBackfillParams) (run []time.Time, left, total int, err error) {
 	slots, total := s.Slots(p.From.Add(-time.Nanosecond), p.To, db.MaxBackfill)
 	if total > db.MaxBackfill {
-		return nil, 0, &db.ValidationError{Field: "to", Msg: fmt.Sprintf("the range holds %d slots; backfill at most %d at a time", total, db.MaxBackfill)}
+		return nil, 0, 0, &db.ValidationError{Field: "to", Msg: fmt.Sprintf("the range holds %d slots; backfill at most %d at a time", total, db.MaxBackfill)}
 	}
+	n := len(slots)
 	if (j.State == db.StateReady || j.State == db.StateRunning) && j.Slot != nil {
 		slots = slices.DeleteFunc(slots, func(slot time.Time) bool { return !slot.Before(*j.Slot) })
 	}
-	return slots, total, nil
+	return slots, n - len(slots), total, nil
 }
 
 // Quiet reports whether j's dead-man's switch is raised at now (no success,

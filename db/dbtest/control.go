@@ -100,7 +100,7 @@ func testBackfill(t *testing.T, f *fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Slots != 4 || b.Created != 3 || len(b.JobIDs) != 3 {
+	if b.Slots != 4 || b.Created != 3 || len(b.JobIDs) != 3 || b.LeftToSchedule != 0 {
 		t.Fatalf("backfill = %+v, want 4 slots and 3 jobs (13:00 already ran)", b)
 	}
 	again, err := c.JobBackfill(f.ctx, p)
@@ -129,8 +129,8 @@ func testBackfillLeavesTheScheduleItsOwn(t *testing.T, f *fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Slots != 3 || b.Created != 2 {
-		t.Fatalf("backfill of 11:00 to 13:00 while 13:00 runs = %+v; want 3 slots and 2 jobs (11:00, 12:00)", b)
+	if b.Slots != 3 || b.Created != 2 || b.LeftToSchedule != 1 {
+		t.Fatalf("backfill of 11:00 to 13:00 while 13:00 runs = %+v; want 3 slots, 2 jobs (11:00, 12:00) and 1 left to the schedule", b)
 	}
 	for _, id := range b.JobIDs {
 		if slot := f.get(id).Slot; !slot.Before(Start.Add(time.Hour)) {
@@ -140,8 +140,8 @@ func testBackfillLeavesTheScheduleItsOwn(t *testing.T, f *fixture) {
 	f.finish(running, db.OutcomeSucceeded, false)
 	f.Clock.Set(Start.Add(2*time.Hour + 30*time.Minute)) // 14:30: 14:00 is due, not yet claimed
 	b, err = f.Store.JobBackfill(f.ctx, db.JobBackfillParams{ID: j.ID, From: Start.Add(90 * time.Minute), To: Start.Add(150 * time.Minute)})
-	if err != nil || b.Slots != 1 || b.Created != 0 || len(b.JobIDs) != 0 {
-		t.Fatalf("backfill of 13:30 to 14:30 while 14:00 is due = %+v, %v; want its 1 slot and no job: the schedule runs it", b, err)
+	if err != nil || b.Slots != 1 || b.Created != 0 || len(b.JobIDs) != 0 || b.LeftToSchedule != 1 {
+		t.Fatalf("backfill of 13:30 to 14:30 while 14:00 is due = %+v, %v; want its 1 slot, no job and 1 left to the schedule, which runs it", b, err)
 	}
 	claims := f.claim("w", 10) // the schedule's 14:00 and the children of 11:00 and 12:00
 	for _, c := range claims {

@@ -434,11 +434,11 @@ func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Bac
 		if err != nil {
 			return db.Job{}, err
 		}
-		slots, total, err := lifecycle.Backfill(j, sched, p)
+		slots, left, total, err := lifecycle.Backfill(j, sched, p)
 		if err != nil {
 			return db.Job{}, err
 		}
-		out.Slots = total
+		out.Slots, out.LeftToSchedule = total, left
 		ran, err := tx.RunsSucceeded(ctx, j.ID, slots)
 		if err != nil {
 			return db.Job{}, fmt.Errorf("read succeeded slots: %w", err)

@@ -568,7 +568,11 @@ func backfillCmd(env Env) *cobra.Command {
 		if a.json {
 			return a.printJSON(b)
 		}
-		fmt.Fprintf(a.env.Stdout, "backfill of %s: %d slots, %d jobs created, %d in all\n", id, b.Slots, b.Created, len(b.JobIDs))
+		fmt.Fprintf(a.env.Stdout, "backfill of %s: %d slots, %d jobs created, %d in all", id, b.Slots, b.Created, len(b.JobIDs))
+		if b.LeftToSchedule > 0 {
+			fmt.Fprintf(a.env.Stdout, "; %d left to the schedule, which runs them itself (backfill them once it has moved past them)", b.LeftToSchedule)
+		}
+		fmt.Fprintln(a.env.Stdout)
 		for _, jid := range b.JobIDs {
 			fmt.Fprintln(a.env.Stdout, jid)
 		}
