@@ -155,7 +155,14 @@ func TestCLI_ApplyExport(t *testing.T) {
 		!strings.Contains(r.stderr, `job bad: schedule: "0 25 * * *" is not a cron expression: its hour field "25" is not valid`) {
 		t.Errorf("apply of a good and a bad job exited %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// A YAML true meant as a command is a boolean: the refusal says to quote it.
+	os.WriteFile(file, []byte("- {name: yes-man, type: exec, schedule: '@hourly', payload: {command: [true]}}\n"), 0o600)
+	if r := skedCLI(t, srv, "apply", "-f", file); r.code != 1 || !strings.Contains(r.stderr, "not a JSON bool") ||
+		!strings.Contains(r.stderr, `in YAML, quote a value meant as text ("true", "0755")`) {
+		t.Errorf("apply of command: [true] exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	// No server: one error, not one per job.
+	os.WriteFile(file, []byte("- {name: good, type: noop, schedule: '@hourly'}\n- {name: bad, type: noop, schedule: '0 25 * * *'}\n"), 0o600)
 	r = skedCLI(t, "http://"+freeAddr(t), "apply", "-f", file)
 	if r.code != 1 || r.stdout != "" || strings.Count(r.stderr, "cannot connect") != 1 || strings.Contains(r.stderr, "job good") {
 		t.Errorf("apply with no server exited %d:\n%s%s", r.code, r.stdout, r.stderr)

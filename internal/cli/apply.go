@@ -92,7 +92,7 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		res, err := a.c.JobPut(ctx, req.Name, req, f.dryRun)
 		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusConflict) {
 			refused++
-			errs = append(errs, fmt.Errorf("job %s: %w", req.Name, apiError(err, a.server)))
+			errs = append(errs, fmt.Errorf("job %s: %w%s", req.Name, apiError(err, a.server), yamlHint(ae)))
 			continue
 		}
 		if err != nil {
@@ -340,6 +340,16 @@ func fieldMistake(name string, err error) string {
 		}
 	}
 	return fmt.Sprintf("%s: %s", name, strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// yamlHint is a hint for a refusal of a value of the wrong kind where text
+// was wanted: in YAML, true, false and numbers written without quotes are
+// not text ("command: [true]" is a boolean), the common mistake behind it.
+func yamlHint(e *skedapi.Error) string {
+	if strings.Contains(e.Detail, "not a JSON bool") || strings.Contains(e.Detail, "not a JSON number") {
+		return `; in YAML, quote a value meant as text ("true", "0755"): unquoted, true, false and numbers are not text`
+	}
+	return ""
 }
 
 // writeJSON writes the YAML node n as JSON, keeping the order of mapping
