@@ -400,17 +400,7 @@ func TestHandler_ClaimHerdPostgres(t *testing.T) {
 	other, here := postgrestest.OpenURL(t, url), postgrestest.OpenURL(t, url)
 	ctx, stop := context.WithCancel(t.Context())
 	wakes := here.Wakeups(ctx)
-	// LISTEN is in place once a notification reaches it.
-	for listening := false; !listening; {
-		if _, _, err := other.JobCreate(ctx, db.JobCreateParams{Type: "warm-up"}); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-wakes:
-			listening = true
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	postgrestest.AwaitListening(t, other, wakes, "warm-up")
 	h := newHerd(t, here, 0)
 	var forwarded atomic.Int64
 	done := make(chan struct{})

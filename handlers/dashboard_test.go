@@ -1,16 +1,13 @@
 package handlers
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 )
 
 func TestHandler_ScheduleCheck(t *testing.T) {
@@ -171,19 +168,9 @@ func TestHandler_Stats(t *testing.T) {
 // fire times; it answered 500.
 func TestHandler_JobPreviewUnparseable(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sked.db")
-	store, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store, raw := sqlitetest.OpenRaw(t)
 	e := newTestEnv(t, func(c *Config) { c.Store = store })
 	j := e.create(`{"type": "t", "schedule": "@hourly"}`, http.StatusCreated)
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
 	if _, err := raw.Exec(`UPDATE jobs SET timezone = 'Mars/Olympus' WHERE id = ?`, j.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -28,21 +28,7 @@ func TestStore_Wakeups(t *testing.T) {
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
 	wakes := listener.Wakeups(lctx)
-	// The listener's LISTEN is in place once a notification reaches it:
-	// create due jobs until one does.
-	deadline := time.After(30 * time.Second)
-	for listening := false; !listening; {
-		if _, _, err := writer.JobCreate(ctx, db.JobCreateParams{Type: "t"}); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-wakes:
-			listening = true
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("no wake-up for jobs created due now")
-		}
-	}
+	postgrestest.AwaitListening(t, writer, wakes, "t")
 	drain := func() {
 		for {
 			select {
@@ -102,23 +88,7 @@ func TestStore_WakeupsReconnect(t *testing.T) {
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
 	wakes := s.Wakeups(lctx)
-	woken := func(what string) {
-		t.Helper()
-		deadline := time.After(30 * time.Second)
-		for {
-			if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"}); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-wakes:
-				return
-			case <-time.After(100 * time.Millisecond):
-			case <-deadline:
-				t.Fatalf("no wake-up %s", what)
-			}
-		}
-	}
-	woken("at first")
+	postgrestest.AwaitListening(t, s, wakes, "t") // at first
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +111,7 @@ func TestStore_WakeupsReconnect(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no wake-up as the listener reconnects")
 	}
-	woken("from a notification after the listener's connection was killed")
+	postgrestest.AwaitListening(t, s, wakes, "t") // from a notification after the listener's connection was killed
 }
 
 // syncBuffer is a bytes.Buffer safe for a logger and a reader at once.

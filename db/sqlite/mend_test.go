@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,32 +11,15 @@ import (
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/dbtest"
 	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 )
-
-// openRaw opens a store on a new file and the file itself beside it, for a
-// test that writes what the store would refuse.
-func openRaw(t *testing.T) (*sqlite.Store, *sql.DB) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "sked.db")
-	s, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	return s, raw
-}
 
 // TestStore_MendUnparseableSchedule: a schedule stored by another version
 // of sked (a zone its tz database no longer has, say) no longer parses; a
 // change of schedule mends it, paused or ready.
 func TestStore_MendUnparseableSchedule(t *testing.T) {
 	ctx := context.Background()
-	s, raw := openRaw(t)
+	s, raw := sqlitetest.OpenRaw(t)
 	clock := dbtest.NewClock(dbtest.Start)
 	s.NowFunc = clock.Now
 	for _, pause := range []bool{false, true} {
@@ -65,23 +47,17 @@ func TestStore_MendUnparseableSchedule(t *testing.T) {
 // TestStore_Unparseable: one schedule that no longer parses is set aside
 // and stops no other job (dbtest.RunUnparseable); each set-aside is logged.
 func TestStore_Unparseable(t *testing.T) {
-	dir := t.TempDir()
-	var logs strings.Builder
+	var (
+		logs strings.Builder
+		raw  *sql.DB
+	)
 	dbtest.RunUnparseable(t, func(t *testing.T, now func() time.Time, rnd func() float64) db.Store {
-		s, err := sqlite.Open(context.Background(), filepath.Join(dir, "sked.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		var s *sqlite.Store
+		s, raw = sqlitetest.OpenRaw(t)
 		s.NowFunc, s.RandFunc = now, rnd
 		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		return s
 	}, func(t *testing.T, _ db.Store, id, zone string) {
-		raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "sked.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer raw.Close()
 		if _, err := raw.Exec(`UPDATE jobs SET timezone = ? WHERE id = ?`, zone, id); err != nil {
 			t.Fatal(err)
 		}

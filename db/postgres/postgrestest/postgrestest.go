@@ -7,7 +7,9 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/internal/testneeds"
 	"github.com/sked-dev/sked/internal/testpg"
@@ -72,4 +74,25 @@ func OpenURL(t testing.TB, url string) *postgres.Store {
 		}
 	})
 	return s
+}
+
+// AwaitListening returns once wakes, a store's Wakeups channel, hears a
+// notification: it creates jobs of typ due now through writer (on the
+// same database and schema) until one wakes it, which shows that the
+// listener's LISTEN is in place. It fails t after 30 s.
+func AwaitListening(t testing.TB, writer *postgres.Store, wakes <-chan struct{}, typ string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		if _, _, err := writer.JobCreate(context.Background(), db.JobCreateParams{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-wakes:
+			return
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no wake-up for jobs created due now: the listener does not hear them")
+		}
+	}
 }

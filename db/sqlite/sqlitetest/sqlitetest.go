@@ -4,6 +4,7 @@ package sqlitetest
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -14,7 +15,13 @@ import (
 // test ends.
 func Open(t testing.TB) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sked.db"))
+	return openAt(t, filepath.Join(t.TempDir(), "sked.db"))
+}
+
+// openAt is Open on the file at path.
+func openAt(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -24,4 +31,19 @@ func Open(t testing.TB) *sqlite.Store {
 		}
 	})
 	return s
+}
+
+// OpenRaw is Open, and the store's file opened beside it as a plain
+// database/sql handle (closed when the test ends), for a test that writes
+// what the store would refuse, such as a schedule that no longer parses.
+func OpenRaw(t testing.TB) (*sqlite.Store, *sql.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sked.db")
+	s := openAt(t, path)
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatalf("open the store's file: %v", err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return s, raw
 }
