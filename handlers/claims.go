@@ -281,10 +281,19 @@ func staleError(id string, gen int64, err error) error {
 		"generation %d no longer holds job %s: its lease expired or another worker claimed it; stop and do not report this run", gen, id)}
 }
 
-// WakeClaims tells the waiting POST /claims that a job of any type may be
-// due now: another node's write, which this process learns from
-// PostgreSQL's NOTIFY. It never blocks.
-func (a *API) WakeClaims() { a.h.claimers.wakeAll() }
+// WakeClaims tells the waiting POST /claims that jobs became due through
+// another node's write, which this process learns from PostgreSQL's NOTIFY:
+// due says how many of each type (empty: none); nil, that jobs of any type
+// may be due, how many unknown. It never blocks.
+func (a *API) WakeClaims(due map[string]int) {
+	if due == nil {
+		a.h.claimers.wakeAll()
+		return
+	}
+	for typ, n := range due {
+		a.h.claimers.wake(typ, n)
+	}
+}
 
 // due tells the in-process dispatcher and the waiting claims of typ that n
 // jobs of typ may be due now.

@@ -299,7 +299,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.services = []func(context.Context) error{
 		pool.Run, reaper.Run, sampler.Run, sweeper.Run,
 		func(ctx context.Context) error {
-			return forwardWakeups(ctx, store, func() { pool.Wake(); p.api.WakeClaims() }, log)
+			return forwardWakeups(ctx, store, func(due map[string]int) { pool.Wake(); p.api.WakeClaims(due) }, log)
 		},
 	}
 	if pruner := newPruner(store, cfg.Retention, log); pruner != nil {

@@ -86,16 +86,17 @@ func checkAtStart(ctx context.Context, store db.Store, path string, log *slog.Lo
 }
 
 // forwardWakeups calls wake for every wake-up of a PostgreSQL store (a
-// write of another node that makes a job due soon) until ctx ends; it
+// write of another node that makes jobs due soon) with how many jobs of
+// each type became due (see postgres.Store.TakeWakeups) until ctx ends; it
 // returns at once for SQLite, whose one process wakes its pool itself.
-func forwardWakeups(ctx context.Context, store db.Store, wake func(), log *slog.Logger) error {
+func forwardWakeups(ctx context.Context, store db.Store, wake func(due map[string]int), log *slog.Logger) error {
 	pg, ok := store.(*postgres.Store)
 	if !ok {
 		return nil
 	}
 	pg.Logger = log
 	for range pg.Wakeups(ctx) {
-		wake()
+		wake(pg.TakeWakeups())
 	}
 	return nil
 }

@@ -190,9 +190,10 @@ type Tx interface {
 	// Prune deletes history as db.Store.Prune says.
 	Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error)
 	// Notify wakes, when the transaction commits, the dispatchers of every
-	// process sharing the database (PostgreSQL's NOTIFY); a no-op where
-	// one process owns the database.
-	Notify(ctx context.Context) error
+	// process sharing the database (PostgreSQL's NOTIFY), telling them how
+	// many jobs of each type became due; a no-op where one process owns the
+	// database.
+	Notify(ctx context.Context, due map[string]int) error
 }
 
 // Lease names a job's lease.

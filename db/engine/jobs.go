@@ -619,16 +619,23 @@ func (s *Store) update(ctx context.Context, tx Tx, from, to db.Job) (db.Job, err
 	return to, nil
 }
 
-// wakeIfDue wakes the dispatchers of other processes when one of jobs is
-// ready and due within wakeHorizon.
+// wakeIfDue wakes the dispatchers of other processes when any of jobs is
+// ready and due within wakeHorizon, telling them how many of each type.
 func (s *Store) wakeIfDue(ctx context.Context, tx Tx, jobs ...db.Job) error {
 	horizon := tx.Now().Add(wakeHorizon)
+	var due map[string]int
 	for _, j := range jobs {
 		if j.State == db.StateReady && j.NextRunAt != nil && !j.NextRunAt.After(horizon) {
-			return tx.Notify(ctx)
+			if due == nil {
+				due = map[string]int{}
+			}
+			due[j.Type]++
 		}
 	}
-	return nil
+	if due == nil {
+		return nil
+	}
+	return tx.Notify(ctx, due)
 }
 
 // parse parses j's stored schedule. One that no longer parses (a zone a

@@ -406,10 +406,11 @@ func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until 
 	return cancel, translate(err)
 }
 
-// Notify wakes every node's dispatcher when the transaction commits; see
+// Notify wakes every node's dispatcher when the transaction commits, with
+// the counts of due jobs by type as its payload (see wakePayload); see
 // engine.Tx.
-func (t *tx) Notify(ctx context.Context) error {
-	t.exec(nil, `SELECT pg_notify($1, '')`, t.channel)
+func (t *tx) Notify(ctx context.Context, due map[string]int) error {
+	t.exec(nil, `SELECT pg_notify($1, $2)`, t.channel, wakePayload(due))
 	return nil
 }
 

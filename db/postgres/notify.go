@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,14 +30,86 @@ func wakeChannel(schema string) string {
 	return fmt.Sprintf("sked_jobs.%x", h.Sum64())
 }
 
+// maxPayload is the longest NOTIFY payload the server takes (8,000 bytes,
+// less one).
+const maxPayload = 7999
+
+// wakePayload is the NOTIFY payload announcing due: a JSON object of job
+// type to count. Counts too many to fit announce nothing: the empty
+// payload, which listeners take as "jobs of any type, how many unknown", as
+// they do a payload they cannot read (one from a node of another version).
+func wakePayload(due map[string]int) string {
+	b, err := json.Marshal(due)
+	if err != nil || len(b) > maxPayload {
+		return ""
+	}
+	return string(b)
+}
+
+// woken is what the wake-ups signalled since their consumer last took them.
+type woken struct {
+	mu      sync.Mutex
+	due     map[string]int // jobs announced due, by type
+	unknown bool           // some wake-up did not say which
+}
+
+// add records a wake-up's payload.
+func (w *woken) add(payload string) {
+	var due map[string]int
+	if payload == "" || json.Unmarshal([]byte(payload), &due) != nil {
+		w.addUnknown()
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.due == nil {
+		w.due = map[string]int{}
+	}
+	for typ, n := range due {
+		w.due[typ] += n
+	}
+}
+
+// addUnknown records a wake-up that does not say which jobs are due.
+func (w *woken) addUnknown() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.unknown = true
+}
+
+// take returns and forgets what was recorded: nil when some wake-up did
+// not say which jobs are due.
+func (w *woken) take() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	due := w.due
+	if w.unknown {
+		due = nil
+	} else if due == nil {
+		due = map[string]int{}
+	}
+	w.due, w.unknown = nil, false
+	return due
+}
+
+// TakeWakeups says what the signals of Wakeups announced since the last
+// call: how many jobs of each type became due on other nodes (empty when
+// an earlier call took them), or nil when some signal could not say, and
+// jobs of any type may be due (a reconnect, whose lost notifications are
+// unknown; a node of another version; more types than a notification
+// holds). A consumer that wakes everything on each signal need not call it.
+func (s *Store) TakeWakeups() map[string]int {
+	return s.woken.take()
+}
+
 // Wakeups LISTENs on its own connection and signals the returned channel
 // (buffered, one pending signal) whenever some node commits a write that
-// makes a job due soon, so the caller's dispatcher can claim at once. A
-// dropped connection is re-established with a backoff (100 ms, doubling
-// to 5 s, from 100 ms again once LISTEN holds), each loss and failed
-// attempt a warning to s.Logger, and one signal is sent after each
-// reconnect since notifications in between are lost. The channel is
-// closed when ctx ends.
+// makes a job due soon, so the caller's dispatcher can claim at once;
+// TakeWakeups says which jobs. A dropped connection is re-established with
+// a backoff (100 ms, doubling to 5 s, from 100 ms again once LISTEN holds),
+// each loss and failed attempt a warning to s.Logger, and one signal is sent
+// after each reconnect since notifications in between are lost. The channel
+// is closed when ctx ends.
 func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 	c := make(chan struct{}, 1)
 	log := s.Logger
@@ -62,6 +136,7 @@ func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, 5*time.Second)
+			s.woken.addUnknown()
 			wake(c)
 		}
 	}()
@@ -85,9 +160,11 @@ func (s *Store) listen(ctx context.Context, c chan struct{}) (listened bool, err
 		return false, fmt.Errorf("listen: %w", err)
 	}
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return true, fmt.Errorf("wait for notification: %w", err)
 		}
+		s.woken.add(n.Payload)
 		wake(c)
 	}
 }

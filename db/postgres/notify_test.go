@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,20 @@ import (
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
 
+// listening opens two stores on one new database, a listener and a writer,
+// and returns them once the listener's wake-ups, until stop, hear the
+// writer's jobs of typ.
+func listening(t *testing.T, typ string) (listener, writer *postgres.Store, wakes <-chan struct{}, stop func()) {
+	t.Helper()
+	url := postgrestest.URL(t)
+	listener, writer = postgrestest.OpenURL(t, url), postgrestest.OpenURL(t, url)
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	wakes = listener.Wakeups(ctx)
+	postgrestest.AwaitListening(t, writer, wakes, typ)
+	return listener, writer, wakes, stop
+}
+
 // TestStore_Wakeups: a job created due now on one node wakes the other
 // node's listener, a job due in an hour does not, nor one due now in
 // another schema of the same database, and the channel closes when its
@@ -23,12 +39,7 @@ import (
 func TestStore_Wakeups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := postgrestest.URL(t)
-	listener, writer := postgrestest.OpenURL(t, url), postgrestest.OpenURL(t, url)
-	lctx, stop := context.WithCancel(ctx)
-	defer stop()
-	wakes := listener.Wakeups(lctx)
-	postgrestest.AwaitListening(t, writer, wakes, "t")
+	listener, writer, wakes, stop := listening(t, "t")
 	drain := func() {
 		for {
 			select {
@@ -39,6 +50,7 @@ func TestStore_Wakeups(t *testing.T) {
 		}
 	}
 	drain()
+	listener.TakeWakeups()
 
 	if _, _, err := writer.JobCreate(ctx, db.JobCreateParams{Type: "t", RunAt: writer.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
@@ -70,9 +82,77 @@ func TestStore_Wakeups(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no wake-up for a job created due now")
 	}
+	if due := listener.TakeWakeups(); !maps.Equal(due, map[string]int{"t": 1}) {
+		t.Errorf("announced: got %v, want t: 1", due)
+	}
+	if due := listener.TakeWakeups(); due == nil || len(due) > 0 {
+		t.Errorf("announced again: got %v, want none", due)
+	}
 
 	stop()
 	for range wakes {
+	}
+}
+
+// TestStore_WakeupsCount: a wake-up says how many jobs of each type became
+// due, counting only those due soon, and adds up what came since the
+// consumer last took it; one whose counts do not fit a notification says
+// that jobs of any type may be due.
+func TestStore_WakeupsCount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	listener, writer, wakes, _ := listening(t, "warm-up")
+	create := func(types ...string) {
+		t.Helper()
+		ps := make([]db.JobCreateParams, len(types))
+		for i, typ := range types {
+			ps[i] = db.JobCreateParams{Type: typ}
+		}
+		ps = append(ps, db.JobCreateParams{Type: "later", RunAt: writer.Now().Add(time.Hour)})
+		if _, err := writer.JobCreateBatch(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Until the jobs created now are heard: the warm-up's last
+	// notifications may still be on their way.
+	await := func(typ string, n int) (got map[string]int, anyType bool) {
+		t.Helper()
+		got = map[string]int{}
+		deadline := time.After(30 * time.Second)
+		for got[typ] < n {
+			select {
+			case <-wakes:
+			case <-deadline:
+				t.Fatalf("announced %v, want %d of %s", got, n, typ)
+			}
+			due := listener.TakeWakeups()
+			anyType = anyType || due == nil
+			for typ, n := range due {
+				got[typ] += n
+			}
+		}
+		delete(got, "warm-up")
+		return got, anyType
+	}
+
+	create("a", "a", "b")
+	create("a")
+	if got, unknown := await("a", 3); unknown || !maps.Equal(got, map[string]int{"a": 3, "b": 1}) {
+		t.Errorf("announced: got %v (unknown %v), want a: 3, b: 1", got, unknown)
+	}
+
+	many := make([]string, 400)
+	for i := range many {
+		many[i] = fmt.Sprintf("type-with-a-rather-long-name-%03d", i)
+	}
+	create(append(many, "z")...)
+	select {
+	case <-wakes:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no wake-up for 401 types")
+	}
+	if due := listener.TakeWakeups(); due != nil {
+		t.Errorf("announced for 401 types: got %v, want nil (jobs of any type)", due)
 	}
 }
 
@@ -110,6 +190,9 @@ func TestStore_WakeupsReconnect(t *testing.T) {
 	case <-wakes:
 	case <-time.After(30 * time.Second):
 		t.Fatal("no wake-up as the listener reconnects")
+	}
+	if due := s.TakeWakeups(); due != nil {
+		t.Error("the wake-up of a reconnect says which jobs are due; it cannot know")
 	}
 	postgrestest.AwaitListening(t, s, wakes, "t") // from a notification after the listener's connection was killed
 }

@@ -27,9 +27,11 @@
 // the transaction that writes it, never the node's. Tests set
 // engine.Store.NowFunc to pass their own instant instead.
 //
-// Wake-ups: writes that make a job due soon NOTIFY the schema's channel
-// (see wakeChannel) in their transaction; Wakeups LISTENs for them so every node's dispatcher starts
-// the job without waiting for its next poll.
+// Wake-ups: writes that make jobs due soon NOTIFY the schema's channel
+// (see wakeChannel) in their transaction, with how many of each type;
+// Wakeups LISTENs for them so that every node's dispatcher, and the claims
+// of the types that waiting workers make, start the jobs without waiting
+// for their next poll.
 //
 // Migrations are embedded (migrations/*.sql) and run by goose at Open, under
 // an advisory lock so that nodes starting together migrate once.
@@ -71,6 +73,7 @@ type Store struct {
 	// or cannot re-establish it; nil discards them. Set it before
 	// Wakeups.
 	Logger *slog.Logger
+	woken  woken // what Wakeups heard; see TakeWakeups
 }
 
 // dialect is the engine.Dialect of one database.

@@ -318,7 +318,7 @@ func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until 
 }
 
 // Notify does nothing: one process owns a SQLite file.
-func (t *tx) Notify(context.Context) error { return nil }
+func (t *tx) Notify(context.Context, map[string]int) error { return nil }
 
 // JobGet returns a job; see db.Store.
 func (d *dialect) JobGet(ctx context.Context, id string) (db.Job, error) {
