@@ -148,12 +148,23 @@ func TestCLI_ApplyExport(t *testing.T) {
 		}
 	}
 
-	// A job the server refuses is counted and told; the others are applied.
-	os.WriteFile(file, []byte("- {name: good, type: noop, schedule: '@hourly'}\n- {name: bad, type: noop, schedule: '0 25 * * *'}\n"), 0o600)
+	// A job the server refuses is told, and nothing is changed: not the
+	// good job, nor the change to cert-renewal.
+	exported = strings.Replace(ok(t, srv, "export"), "0 4,16 * * *", "0 5,17 * * *", 1)
+	os.WriteFile(file, []byte(exported+"- {name: good, type: noop, schedule: '@hourly'}\n- {name: bad, type: noop, schedule: '0 25 * * *'}\n"), 0o600)
 	r := skedCLI(t, srv, "apply", "-f", file)
-	if r.code != 1 || !strings.Contains(r.stdout, "2 jobs: 1 created, 0 changed, 0 unchanged, 1 refused (below)") ||
-		!strings.Contains(r.stderr, `job bad: schedule: "0 25 * * *" is not a cron expression: its hour field "25" is not valid`) {
+	if r.code != 1 || !strings.Contains(r.stdout, "4 jobs: 1 refused (below); nothing was changed: mend "+file+" and apply it again") ||
+		!strings.Contains(r.stderr, `job bad: schedule: "0 25 * * *" is not a cron expression: its hour field "25" is not valid`) ||
+		strings.Contains(r.stderr, "job good") {
 		t.Errorf("apply of a good and a bad job exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if now := named(); now["good"].ID != "" || now["cert-renewal"].Schedule != "0 4,16 * * *" {
+		t.Errorf("after a refused apply: good %+v, cert-renewal's schedule %q; want none and the old one", now["good"], now["cert-renewal"].Schedule)
+	}
+	// With --dry-run the refusal is part of the plan.
+	r = skedCLI(t, srv, "apply", "-f", file, "--dry-run")
+	if r.code != 1 || !strings.Contains(r.stdout, "4 jobs: 1 would be created, 1 would be changed, 1 unchanged, 1 refused (below)") {
+		t.Errorf("apply --dry-run of a good and a bad job exited %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// A YAML true meant as a command is a boolean: the refusal says to quote it.
 	os.WriteFile(file, []byte("- {name: yes-man, type: exec, schedule: '@hourly', payload: {command: [true]}}\n"), 0o600)

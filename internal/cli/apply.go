@@ -37,7 +37,8 @@ func applyCmd(env Env) *cobra.Command {
 		Long: "sked apply reads a list of named jobs from a YAML or JSON file (\"-\": standard input), each with the fields of\n" +
 			"POST /jobs, and gives each name its definition with PUT /jobs/by-name/{name}: a new name is created, a changed\n" +
 			"definition is changed in place (its runs and timeline kept), the rest is left alone. Applying the same file\n" +
-			"again changes nothing. --dry-run prints the plan as a diff and changes nothing. `sked export` writes the file back.\n\n" +
+			"again changes nothing. --dry-run prints the plan as a diff and changes nothing. `sked export` writes the file back.\n" +
+			"When the server refuses any job of the file, apply says which and why and changes nothing.\n\n" +
 			"--prune also cancels the named jobs the file does not name: every one on the server, those made by hand with\n" +
 			"sked add --name too, for the server does not know which jobs a file made. So it asks for --yes when it would\n" +
 			"cancel any: without it, it names them and changes nothing (exit 2). See the plan with --dry-run first.",
@@ -83,6 +84,11 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 				plural(len(prune), "named job"), f.file, strings.Join(names, ", "))
 		}
 	}
+	if !f.dryRun {
+		if err := f.check(ctx, a, jobs); err != nil {
+			return err
+		}
+	}
 	var (
 		created, changed, unchanged, refused, pruned int
 		errs                                         []error
@@ -90,9 +96,9 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 	)
 	for _, req := range jobs {
 		res, err := a.c.JobPut(ctx, req.Name, req, f.dryRun)
-		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusConflict) {
+		if r := refusal(a, req.Name, err); r != nil {
 			refused++
-			errs = append(errs, fmt.Errorf("job %s: %w%s", req.Name, apiError(err, a.server), yamlHint(ae)))
+			errs = append(errs, r)
 			continue
 		}
 		if err != nil {
@@ -158,6 +164,42 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// check asks the server, as a dry run, whether it takes every job of the
+// file; when it refuses any, it says which and why and that nothing was
+// changed, so that a file with a mistake is applied whole once mended, not
+// half now. A job can still be refused after the check (someone changed
+// the server meanwhile); apply then reports it as it goes.
+func (f *applyFlags) check(ctx context.Context, a *api, jobs []skedapi.JobCreateRequest) error {
+	var errs []error
+	for _, req := range jobs {
+		_, err := a.c.JobPut(ctx, req.Name, req, true)
+		if r := refusal(a, req.Name, err); r != nil {
+			errs = append(errs, r)
+			continue
+		}
+		if err != nil {
+			return apiError(err, a.server)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	if !a.json {
+		fmt.Fprintf(a.env.Stdout, "%s: %d refused (below); nothing was changed: mend %s and apply it again\n",
+			plural(len(jobs), "job"), len(errs), f.file)
+	}
+	return errors.Join(errs...)
+}
+
+// refusal is err, the answer to a PUT of the job name, as told when the
+// server refused the job itself (422, 409); nil for any other answer.
+func refusal(a *api, name string, err error) error {
+	if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusConflict) {
+		return fmt.Errorf("job %s: %w%s", name, apiError(err, a.server), yamlHint(ae))
+	}
+	return nil
 }
 
 // plural is "1 job", "2 jobs".
