@@ -295,7 +295,11 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 
 // claimSQL leases due jobs picked FOR UPDATE SKIP LOCKED (rows another node
 // is claiming, cancelling or finishing are passed over, not waited for) and
-// writes their runs in the same statement (see engine.Tx.JobsClaim). Each
+// writes their runs in the same statement (see engine.Tx.JobsClaim). The
+// picked ids are gathered into an array first (= ANY(ARRAY(…))), so that
+// the jobs are then looked up by primary key whatever the planner thinks
+// the limit is: with IN (…) a plan made without the arguments joined them
+// with a scan of the whole table. Each
 // claimed job takes its run's id from the sequence before the insert, so
 // that the answer needs no join of the claimed jobs with their runs: the
 // planner, which cannot estimate either, joined them in a nested loop,
@@ -305,8 +309,8 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 const claimSQL = `WITH claimed AS (
 		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2,
 			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = greatest($3, updated_at)
-		WHERE id IN (SELECT id FROM jobs WHERE state = 'ready' AND next_run_at <= $4
-			AND (cardinality($5::text[]) = 0 OR type = ANY($5)) ORDER BY next_run_at LIMIT $6 FOR UPDATE SKIP LOCKED)
+		WHERE id = ANY(ARRAY(SELECT id FROM jobs WHERE state = 'ready' AND next_run_at <= $4
+			AND (cardinality($5::text[]) = 0 OR type = ANY($5)) ORDER BY next_run_at LIMIT $6 FOR UPDATE SKIP LOCKED))
 		RETURNING ` + jobColumns + `
 	), numbered AS (
 		SELECT claimed.*, nextval('runs_id_seq') AS run_id FROM claimed
@@ -323,8 +327,9 @@ const claimSQL = `WITH claimed AS (
 // however many are due: with the statistics of a table that has just
 // grown (a batch of jobs enqueued and due at once), the planner estimates
 // a few due rows and would rather fetch them all and sort them (measured:
-// 188 ms for 20,000 due jobs, linear in them). Sorting is off for the rest
-// of the claim's transaction, which sorts nothing else.
+// 188 ms for 20,000 due jobs, linear in them), and the plan a connection
+// keeps would keep doing so. Sorting is off for the rest of the claim's
+// transaction, whose other statements look rows up by key.
 func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, error) {
 	t.exec(nil, `SET LOCAL enable_sort = off`)
 	var claims []db.Claim
@@ -337,7 +342,8 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 
 // updateJobsSQL writes jobs' lifecycle columns, given as arrays, each
 // fenced by the state and generation it was read with; it fails unless
-// every job is written (argument 20: how many).
+// every job is written (argument 20: how many). The rows are found from
+// the arrays, one lookup by primary key each (see tx's plans).
 var updateJobsSQL = expectRows(20, "update jobs in the state and generation they were read in", `UPDATE jobs j SET state = u.state, next_run_at = u.next_run_at, slot = u.slot,
 		attempt = u.attempt, lease_owner = u.lease_owner, lease_until = u.lease_until,
 		cancel_requested = u.cancel_requested, missed_slots = u.missed_slots, last_error = u.last_error,
@@ -350,7 +356,7 @@ var updateJobsSQL = expectRows(20, "update jobs in the state and generation they
 		AS u (id, from_state, generation, state, next_run_at, slot,
 			attempt, lease_owner, lease_until, cancel_requested, missed_slots, last_error,
 			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at, failing_since)
-	WHERE j.id = ANY($1) AND j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`)
+	WHERE j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`)
 
 // JobsUpdate writes jobs, fenced, in one statement; see engine.Tx.
 func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {

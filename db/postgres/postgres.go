@@ -92,8 +92,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	// Plan each statement for its arguments: a generic plan of a statement
 	// over arrays (unnest, = ANY) assumes ten elements whatever the batch,
 	// and then prefers a scan of the whole table to looking rows up by key.
-	// Planning is cheap beside the batches it serves. A URL may say
-	// otherwise.
+	// This holds for the reads outside transactions (lists, pages); a
+	// transaction pins its own plans (see InTx). A URL may say otherwise.
 	if _, ok := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	}

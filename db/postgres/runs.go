@@ -98,7 +98,7 @@ func (t *tx) RunsEnd(ctx context.Context, ends []engine.RunEnd) error {
 			finished_at = $1, started_at = least(r.started_at, $1)
 		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::boolean[])
 			AS u (job_id, generation, outcome, error, output, gave_up)
-		WHERE r.job_id = ANY($2) AND r.job_id = u.job_id AND r.generation = u.generation AND r.outcome = 'running'`,
+		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.outcome = 'running'`,
 		t.now, jobs, gens, outcomes, errs, outputs, gaveUp)
 	return nil
 }
@@ -108,7 +108,7 @@ func (t *tx) RunsLate(ctx context.Context, ends []engine.RunEnd) error {
 	jobs, gens, outcomes, errs, _, _ := leases(ends)
 	t.exec(nil, `UPDATE runs r SET late_outcome = u.outcome, late_error = u.error, late_finished_at = $1
 		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[]) AS u (job_id, generation, outcome, error)
-		WHERE r.job_id = ANY($2) AND r.job_id = u.job_id AND r.generation = u.generation AND r.generation > 0
+		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.generation > 0
 			AND r.late_outcome IS NULL AND r.outcome IN ('running', 'lease_expired')`,
 		t.now, jobs, gens, outcomes, errs)
 	return nil
@@ -158,17 +158,17 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 	count := func(n *int) func(pgconn.CommandTag) error {
 		return func(tag pgconn.CommandTag) error { *n = int(tag.RowsAffected()); return nil }
 	}
-	t.exec(count(&out.Jobs), `DELETE FROM jobs WHERE id IN (
+	t.exec(count(&out.Jobs), `DELETE FROM jobs WHERE id = ANY(ARRAY(
 			SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND schedule IS NULL AND updated_at < $1
-			LIMIT $2 FOR UPDATE SKIP LOCKED)`, p.Before, p.Limit)
-	t.exec(count(&out.Runs), `DELETE FROM runs WHERE id IN (
+			LIMIT $2 FOR UPDATE SKIP LOCKED))`, p.Before, p.Limit)
+	t.exec(count(&out.Runs), `DELETE FROM runs WHERE id = ANY(ARRAY(
 			SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id
 			WHERE j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < $1
-			ORDER BY r.id LIMIT $2 FOR UPDATE OF r SKIP LOCKED)`, p.Before, p.Limit)
-	t.exec(count(&out.Events), `DELETE FROM job_events WHERE id IN (
+			ORDER BY r.id LIMIT $2 FOR UPDATE OF r SKIP LOCKED))`, p.Before, p.Limit)
+	t.exec(count(&out.Events), `DELETE FROM job_events WHERE id = ANY(ARRAY(
 			SELECT e.id FROM job_events e JOIN jobs j ON j.id = e.job_id
 			WHERE j.schedule IS NOT NULL AND e.at < $1
-			ORDER BY e.id LIMIT $2 FOR UPDATE OF e SKIP LOCKED)`, p.Before, p.Limit)
+			ORDER BY e.id LIMIT $2 FOR UPDATE OF e SKIP LOCKED))`, p.Before, p.Limit)
 	return out, t.flush(ctx)
 }
 
