@@ -2,6 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sked-dev/sked/db/engine"
 )
@@ -9,4 +15,62 @@ import (
 // InTx runs fn in a transaction of s's dialect, for tests of its statements.
 func InTx(ctx context.Context, s *Store, fn func(engine.Tx) error) error {
 	return s.d.InTx(ctx, nil, fn)
+}
+
+// The statements whose plans TestTx_Plans checks.
+const (
+	ClaimSettings = claimSettings
+	ClaimSQL      = claimSQL
+	LeasedJobsSQL = leasedJobsSQL
+	EndRunsSQL    = endRunsSQL
+)
+
+// UpdateJobsSQL is updateJobsSQL, for TestTx_Plans.
+var UpdateJobsSQL = updateJobsSQL
+
+// Explain returns the plan that a transaction of s's keeps for sql, with
+// args, after the statements of setup: the statement is prepared in the
+// transaction and its execution explained, as the transaction runs it,
+// then rolled back.
+func Explain(ctx context.Context, s *Store, setup []string, sql string, args ...any) (plan string, err error) {
+	explained := errors.New("explained")
+	err = s.d.InTx(ctx, nil, func(etx engine.Tx) error {
+		t := etx.(*tx)
+		for _, q := range setup {
+			t.exec(nil, q)
+		}
+		if err := t.flush(ctx); err != nil {
+			return err
+		}
+		sd, err := t.conn.Prepare(ctx, "explained", sql)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		defer t.conn.Deallocate(ctx, "explained")
+		literals := make([]string, len(args))
+		for i, a := range args {
+			text, err := t.conn.TypeMap().Encode(sd.ParamOIDs[i], pgtype.TextFormatCode, a, nil)
+			if err != nil {
+				return fmt.Errorf("argument %d: %w", i+1, err)
+			}
+			literals[i] = "NULL"
+			if text != nil {
+				literals[i] = "'" + strings.ReplaceAll(string(text), "'", "''") + "'"
+			}
+		}
+		rows, err := t.conn.Query(ctx, `EXPLAIN EXECUTE explained(`+strings.Join(literals, ", ")+`)`)
+		if err != nil {
+			return fmt.Errorf("explain: %w", err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("explain: %w", err)
+		}
+		plan = strings.Join(lines, "\n")
+		return explained
+	})
+	if errors.Is(err, explained) {
+		err = nil
+	}
+	return plan, err
 }

@@ -259,9 +259,13 @@ func (t *tx) JobLock(ctx context.Context, id string) (db.Job, error) {
 // be running).
 func (t *tx) JobsLeased(ctx context.Context, leases []engine.Lease) ([]db.Job, error) {
 	ids, gens := leaseArrays(leases)
-	return t.jobs(ctx, len(leases), `SELECT `+jobColumns+` FROM jobs WHERE id = ANY($1) AND lease_generation = ANY($2)
-		ORDER BY id FOR UPDATE`, ids, gens)
+	return t.jobs(ctx, len(leases), leasedJobsSQL, ids, gens)
 }
+
+// leasedJobsSQL reads and locks jobs by id, in id order, those of the
+// generations given. Arguments: the ids, the generations.
+const leasedJobsSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ANY($1) AND lease_generation = ANY($2)
+	ORDER BY id FOR UPDATE`
 
 // leaseArrays is leases as an array of job ids and one of generations.
 func leaseArrays(leases []engine.Lease) ([]string, []int64) {
@@ -322,6 +326,10 @@ const claimSQL = `WITH claimed AS (
 	)
 	SELECT * FROM numbered`
 
+// claimSettings is what a claim's transaction sets before the claim (see
+// JobsClaim).
+const claimSettings = `SET LOCAL enable_sort = off`
+
 // JobsClaim leases due jobs and writes their runs in one statement; see
 // engine.Tx. The candidates must come from walking jobs_ready in order,
 // however many are due: with the statistics of a table that has just
@@ -331,7 +339,7 @@ const claimSQL = `WITH claimed AS (
 // keeps would keep doing so. Sorting is off for the rest of the claim's
 // transaction, whose other statements look rows up by key.
 func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, error) {
-	t.exec(nil, `SET LOCAL enable_sort = off`)
+	t.exec(nil, claimSettings)
 	var claims []db.Claim
 	err := t.query(ctx, func(rows pgx.Rows) (err error) {
 		claims, err = scanAll(rows, a.Max, func(r pgx.Row, c *db.Claim) error { return scanJob(r, &c.Job, &c.RunID) })

@@ -91,15 +91,19 @@ func leases(ends []engine.RunEnd) (jobs []string, gens []int64, outcomes []strin
 	return
 }
 
+// endRunsSQL closes the running runs of leases given as arrays, found
+// from the arrays by runs_lease. Arguments: the end, the leases' job ids
+// and generations, and each run's outcome, error, output and gave_up.
+const endRunsSQL = `UPDATE runs r SET outcome = u.outcome, error = u.error, output = u.output, gave_up = u.gave_up,
+		finished_at = $1, started_at = least(r.started_at, $1)
+	FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::boolean[])
+		AS u (job_id, generation, outcome, error, output, gave_up)
+	WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.outcome = 'running'`
+
 // RunsEnd closes runs in one statement; see engine.Tx.
 func (t *tx) RunsEnd(ctx context.Context, ends []engine.RunEnd) error {
 	jobs, gens, outcomes, errs, outputs, gaveUp := leases(ends)
-	t.exec(nil, `UPDATE runs r SET outcome = u.outcome, error = u.error, output = u.output, gave_up = u.gave_up,
-			finished_at = $1, started_at = least(r.started_at, $1)
-		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::boolean[])
-			AS u (job_id, generation, outcome, error, output, gave_up)
-		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.outcome = 'running'`,
-		t.now, jobs, gens, outcomes, errs, outputs, gaveUp)
+	t.exec(nil, endRunsSQL, t.now, jobs, gens, outcomes, errs, outputs, gaveUp)
 	return nil
 }
 

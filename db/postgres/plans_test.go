@@ -1,0 +1,69 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
+)
+
+// TestTx_Plans: the plans a transaction keeps for its busiest statements
+// reach rows through an index or by key, whatever the tables' statistics
+// say: here none has been gathered since 2,000 jobs were enqueued at once
+// and half of them claimed. No statement scans a whole table or joins by
+// hash or merge; the claim walks jobs_ready in due order, sorting nothing
+// (a sort would read every due job).
+func TestTx_Plans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := postgrestest.Open(t)
+	for range 2 {
+		ps := make([]db.JobCreateParams, db.MaxBatch)
+		for i := range ps {
+			ps[i] = db.JobCreateParams{Type: "plan"}
+		}
+		if _, err := s.JobCreateBatch(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claims, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Max: db.MaxBatch, Lease: time.Minute})
+	if err != nil || len(claims) != db.MaxBatch {
+		t.Fatalf("claimed %d jobs, %v", len(claims), err)
+	}
+	n := len(claims)
+	ids, gens, states, outcomes := make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
+	for i, c := range claims {
+		ids[i], gens[i], states[i], outcomes[i] = c.Job.ID, c.Job.LeaseGeneration, string(db.StateRunning), string(db.OutcomeSucceeded)
+	}
+	texts, times, flags := make([]*string, n), make([]*time.Time, n), make([]bool, n)
+	now := s.Now()
+	for _, c := range []struct {
+		name, sql, uses string
+		setup           []string
+		args            []any
+	}{
+		{"claim", postgres.ClaimSQL, "jobs_ready", []string{postgres.ClaimSettings},
+			[]any{"w", now.Add(time.Minute), now, now, []string{}, 100}},
+		{"leased jobs", postgres.LeasedJobsSQL, "jobs_pkey", nil, []any{ids, gens}},
+		{"end runs", postgres.EndRunsSQL, "runs_lease", nil, []any{now, ids, gens, outcomes, texts, texts, flags}},
+		{"update jobs", postgres.UpdateJobsSQL, "Index Scan", nil, []any{ids, states, gens, states, times, times,
+			make([]int32, n), texts, times, flags, gens, texts, texts, times, times, times, flags, times, times, n}},
+	} {
+		plan, err := postgres.Explain(ctx, s, c.setup, c.sql, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, bad := range []string{"Seq Scan", "Hash Join", "Merge Join", "Sort"} {
+			if strings.Contains(plan, bad) && (bad != "Sort" || c.name == "claim") {
+				t.Errorf("%s: the plan has a %s:\n%s", c.name, bad, plan)
+			}
+		}
+		if !strings.Contains(plan, c.uses) {
+			t.Errorf("%s: the plan does not use %s:\n%s", c.name, c.uses, plan)
+		}
+	}
+}
