@@ -35,7 +35,8 @@ const (
 //     recheck: wakeAll) wakes one sleeper per type, unless a waiter of the
 //     type is woken already and will claim anyway. A claim made in such
 //     doubt, or on arrival, that comes back full wakes the next in line:
-//     more may be due.
+//     more may be due. So does a full claim of several types: it may have
+//     taken jobs of another type than the one it was woken for.
 //   - A wake-up that finds no sleeper of its type is owed to the type: the
 //     next of its waiters that would sleep claims again instead, in doubt.
 //     A woken waiter that leaves before it claims passes its wake-up on.
@@ -192,12 +193,12 @@ func (cw *claimWaiters) begin(w *claimWaiter) {
 	cw.setStateLocked(w, stateClaiming)
 }
 
-// claimed tells that w's claim took n jobs. A full claim made in doubt
-// wakes the next waiter of w's types in line.
+// claimed tells that w's claim took n jobs. A full claim made in doubt, or
+// for several types, wakes the next waiter of w's types in line.
 func (cw *claimWaiters) claimed(w *claimWaiter, n int) {
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
-	if n >= w.max && w.doubt {
+	if n >= w.max && (w.doubt || len(w.types) > 1) {
 		cw.wakeDoubtLocked(w.types)
 	}
 }

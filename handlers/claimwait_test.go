@@ -216,12 +216,21 @@ func (h *herd) post(path, body string) (int, http.Header, []byte) {
 // once all of them sleep.
 func (h *herd) poll(n int, typ string, max int) {
 	h.t.Helper()
+	h.pollTypes(n, []string{typ}, max)
+}
+
+// pollTypes starts n long polls for types taking up to max jobs each, and
+// returns once all of them sleep.
+func (h *herd) pollTypes(n int, types []string, max int) {
+	h.t.Helper()
+	typ := types[0]
 	want := h.asleep(typ) + n
+	quoted, _ := json.Marshal(types)
 	for range n {
 		worker := fmt.Sprintf("w%d", h.polls)
 		h.polls++
 		go func() {
-			status, _, b := h.post("/claims", fmt.Sprintf(`{"workerId": %q, "types": [%q], "max": %d, "wait": "50s"}`, worker, typ, max))
+			status, _, b := h.post("/claims", fmt.Sprintf(`{"workerId": %q, "types": %s, "max": %d, "wait": "50s"}`, worker, quoted, max))
 			p := polled{worker: worker, status: status}
 			if status == http.StatusOK {
 				if err := json.Unmarshal(b, &p.resp); err != nil {
@@ -414,6 +423,37 @@ func TestHandler_ClaimHerdCounted(t *testing.T) {
 		t.Errorf("claims for 3 jobs announced, 2 a claim: got %d, want 2", got)
 	}
 	h.finish(13)
+}
+
+// TestHandler_ClaimHerdSeveralTypes: a claim of several types, woken for a
+// job of one, may take an earlier job of another type; coming back full,
+// it wakes the next in line, which takes the job it was woken for, at once
+// rather than at its type's next recheck.
+func TestHandler_ClaimHerdSeveralTypes(t *testing.T) {
+	t.Parallel()
+	store := sqlitetest.Open(t)
+	h := newHerd(t, store, 0)
+	h.pollTypes(1, []string{"mail", "thumb"}, 1)
+	h.poll(1, "thumb", 1)
+	before := h.store.claims.Load()
+	var ids []string
+	for _, p := range []db.JobCreateParams{
+		{Type: "mail", RunAt: store.Now().Add(-time.Minute)}, // the earlier, unannounced
+		{Type: "thumb"},
+	} {
+		j, _, err := store.JobCreate(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	h.api.WakeClaims(map[string]int{"thumb": 1})
+	answers := h.answered(2)
+	claimedOnce(t, answers, 1, ids...)
+	if got := h.store.claims.Load() - before; got != 2 {
+		t.Errorf("claims for the two jobs: got %d, want 2", got)
+	}
+	h.finish(0)
 }
 
 // TestHandler_ClaimHerdPostgres: on PostgreSQL a job created on another
