@@ -164,14 +164,16 @@ func TestServer_Stop(t *testing.T) {
 // TestServer_PrivateTargetRefusedAtCreate: without --allow-private-targets,
 // an http job whose URL is a loopback or private address, which the http
 // kind would refuse to call, is refused when it is created (422 naming the
-// flag) instead of going dead at its first attempt; a host name is let
+// flag) instead of going dead at its first attempt, in the numeric forms
+// browsers and C resolvers read too (127.1, 2130706433); a host name is let
 // through to be judged when it runs; with the flag, all are created.
 func TestServer_PrivateTargetRefusedAtCreate(t *testing.T) {
 	t.Parallel()
 	job := func(u string) string {
 		return `{"type": "http", "payload": {"url": "` + u + `"}, "runAt": "2030-01-01T00:00:00Z"}`
 	}
-	refused := []string{"http://127.0.0.1:9/hook", "http://localhost:8080/", "https://[::1]/", "http://10.1.2.3/", "http://192.168.1.20:8123/api", "http://[::ffff:169.254.169.254]/"}
+	refused := []string{"http://127.0.0.1:9/hook", "http://localhost:8080/", "https://[::1]/", "http://10.1.2.3/", "http://192.168.1.20:8123/api", "http://[::ffff:169.254.169.254]/",
+		"http://127.1/", "http://0x7f.0.0.1/", "http://2130706433/", "http://0251.0376.0251.0376/"}
 	strict := start(t, server.Config{})
 	for _, u := range refused {
 		status, body := call(t, "POST", strict.base+"/jobs", job(u))
@@ -179,7 +181,7 @@ func TestServer_PrivateTargetRefusedAtCreate(t *testing.T) {
 			t.Errorf("POST /jobs with url %s: %d %s; want 422 on payload.url naming --allow-private-targets", u, status, body)
 		}
 	}
-	for _, u := range []string{"https://example.com/hook", "http://nas.home.arpa/hook", "http://93.184.215.14/"} {
+	for _, u := range []string{"https://example.com/hook", "http://nas.home.arpa/hook", "http://93.184.215.14/", "http://1.1/", "http://0x5d.0xb8.0xd7.0x0e/", "http://123.example/"} {
 		if status, body := call(t, "POST", strict.base+"/jobs", job(u)); status != http.StatusCreated {
 			t.Errorf("POST /jobs with url %s: %d %s; want 201", u, status, body)
 		}

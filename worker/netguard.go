@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -122,9 +123,55 @@ func RefusePrivateTarget(payload json.RawMessage) error {
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 	ip, err := netip.ParseAddr(host)
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") || err == nil && !PublicAddr(ip) {
+	if err != nil {
+		ip, _ = numericIPv4(host)
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || ip.IsValid() && !PublicAddr(ip) {
 		return &db.ValidationError{Field: "payload.url", Msg: fmt.Sprintf("%s is a loopback or private address, which this server's http jobs may not call "+
 			"(the job would fail at its first attempt); start sked serve with --allow-private-targets to allow it", u.Hostname())}
 	}
 	return nil
+}
+
+// numericIPv4 reads host as browsers and C resolvers read an IPv4 address
+// in the URL standard's forms: one to four dot-separated numbers, each
+// decimal, octal (a leading 0) or hexadecimal (0x), the last filling the
+// bytes left, as in 127.1, 0x7f.0.0.1, 017700000001 or 2130706433. Go
+// takes these for host names, which another resolver on the way may not.
+func numericIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var v uint64
+	for i, part := range parts {
+		n, ok := ipv4Number(part)
+		last := i == len(parts)-1
+		if !ok || !last && n > 0xff || last && n >= 1<<(8*(4-i)) {
+			return netip.Addr{}, false
+		}
+		if last {
+			v |= n
+		} else {
+			v |= n << (8 * (3 - i))
+		}
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+// ipv4Number reads one part of a numeric IPv4 host: decimal, octal after a
+// leading 0, hexadecimal after 0x.
+func ipv4Number(s string) (uint64, bool) {
+	base := 10
+	switch {
+	case len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X"):
+		s, base = s[2:], 16
+		if s == "" {
+			return 0, true
+		}
+	case len(s) >= 2 && s[0] == '0':
+		s, base = s[1:], 8
+	}
+	n, err := strconv.ParseUint(s, base, 32)
+	return n, err == nil
 }

@@ -74,3 +74,20 @@ func TestPublicAddr(t *testing.T) {
 		t.Error("PublicAddr(invalid) = true, want false")
 	}
 }
+
+func TestNumericIPv4(t *testing.T) {
+	for host, want := range map[string]string{
+		"127.1": "127.0.0.1", "127.0.1": "127.0.0.1", "2130706433": "127.0.0.1", "0x7f.1": "127.0.0.1",
+		"017700000001": "127.0.0.1", "0251.0376.0251.0376": "169.254.169.254", "10.0x10203": "10.1.2.3",
+		"0x": "0.0.0.0", "1.2.3.4": "1.2.3.4", "0xA9FEA9FE": "169.254.169.254",
+	} {
+		if got, ok := numericIPv4(host); !ok || got.String() != want {
+			t.Errorf("numericIPv4(%q) = %v, %v; want %s", host, got, ok, want)
+		}
+	}
+	for _, host := range []string{"example.com", "1.2.3.4.5", "256.1.1.1", "1.2.3.256", "1.2.65536", "4294967296", "08", "0x1g", "", "1..2", "-1", "+1"} {
+		if got, ok := numericIPv4(host); ok {
+			t.Errorf("numericIPv4(%q) = %v; want not an address", host, got)
+		}
+	}
+}
