@@ -638,6 +638,7 @@ func (a *api) show(ctx context.Context, id string) error {
 		field("Jitter", time.Duration(job.Jitter).String())
 	}
 	field("Next run", optTime(nextRun(job)))
+	field("Waiting", overdue(job, time.Now()))
 	field("Attempt", fmt.Sprintf("%d of %d", job.Attempt, job.MaxAttempts))
 	field("Timeout", time.Duration(job.Timeout).String())
 	field("Backoff", time.Duration(job.Backoff).String())
@@ -713,6 +714,18 @@ func nextRun(job db.Job) *time.Time {
 		return nil
 	}
 	return job.NextRunAt
+}
+
+// overdue says why a ready job due over a minute before now has not
+// started, or "": no worker serves its type, or none is free.
+func overdue(job db.Job, now time.Time) string {
+	next := nextRun(job)
+	if next == nil || now.Sub(*next) < time.Minute {
+		return ""
+	}
+	return fmt.Sprintf("due %s ago and not started: no worker serving type %q has claimed it (is one running? sked serve runs "+
+		"its built-in types; sked work --type %s serves others), or all of them are busy",
+		now.Sub(*next).Truncate(time.Second), job.Type, job.Type)
 }
 
 // timeText is t in RFC 3339 UTC, or "-" when absent.
