@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -217,7 +218,7 @@ func unnamedIn(ctx context.Context, a *api, jobs []skedapi.JobCreateRequest) ([]
 	for _, j := range jobs {
 		keep[j.Name] = true
 	}
-	named, err := namedJobs(ctx, a.c)
+	named, _, err := namedJobs(ctx, a.c)
 	if err != nil {
 		return nil, err
 	}
@@ -246,19 +247,21 @@ func (f *applyFlags) pruneJobs(ctx context.Context, a *api, prune []db.Job) (int
 
 // namedJobs are the jobs that have a name and are neither cancelled nor
 // done, by name: a done one-off job is no longer a definition to keep (and
-// applied to another server it would run again).
-func namedJobs(ctx context.Context, c *skedapi.Client) ([]db.Job, error) {
+// applied to another server it would run again). unnamed counts the jobs
+// neither cancelled nor done that have no name.
+func namedJobs(ctx context.Context, c *skedapi.Client) (named []db.Job, unnamed int, err error) {
 	p := db.JobListParams{Limit: 500}
 	all, _, err := pages("", true, func(cursor string) ([]db.Job, string, error) {
 		p.Cursor = cursor
 		return c.JobList(ctx, p)
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	named := slices.DeleteFunc(all, func(j db.Job) bool { return j.Name == "" || j.State == db.StateCancelled || j.State == db.StateDone })
+	live := slices.DeleteFunc(all, func(j db.Job) bool { return j.State == db.StateCancelled || j.State == db.StateDone })
+	named = slices.DeleteFunc(live, func(j db.Job) bool { return j.Name == "" })
 	slices.SortFunc(named, func(a, b db.Job) int { return strings.Compare(a.Name, b.Name) })
-	return named, nil
+	return named, len(live) - len(named), nil
 }
 
 // printCreate prints a job to be created as the lines of a diff.
@@ -473,27 +476,80 @@ func orderedFields(v any) ([]field, error) {
 }
 
 func exportCmd(env Env) *cobra.Command {
-	return clientCommand(env, &cobra.Command{
+	cmd := clientCommand(env, &cobra.Command{
 		Use:   "export",
 		Short: "Write the named jobs as a file sked apply takes (YAML; JSON with --json)",
 		Long: "sked export writes the named jobs that are neither cancelled nor done, by name, with their whole definitions\n" +
-			"(defaults filled in), as the YAML list sked apply reads (--json: JSON). Applying it back changes nothing.",
+			"(defaults filled in) and a one-off job's due time (runAt), as the YAML list sked apply reads (--json: JSON).\n" +
+			"Applying it back changes nothing. The file holds no state: on standard error it names the jobs that are\n" +
+			"paused, dead or running here, which applied to another server are not paused, run again, and counts the\n" +
+			"jobs without a name, which it leaves out.",
 		Example: "  sked export > schedules.yaml\n  sked export | sked apply -f - --dry-run",
 		Args:    noArgs,
 	}, func(ctx context.Context, a *api, _ []string) error {
-		named, err := namedJobs(ctx, a.c)
+		named, unnamed, err := namedJobs(ctx, a.c)
 		if err != nil {
 			return err
 		}
 		reqs := make([]skedapi.JobCreateRequest, len(named))
 		for i, j := range named {
-			reqs[i] = skedapi.RequestOf(j)
+			reqs[i] = exportRequest(j)
 		}
 		if a.json {
-			return a.printJSON(reqs)
+			err = a.printJSON(reqs)
+		} else {
+			err = writeYAML(a.env.Stdout, reqs)
 		}
-		return writeYAML(a.env.Stdout, reqs)
+		if err != nil {
+			return err
+		}
+		printNotCarried(a.env.Stderr, named, unnamed)
+		return nil
 	})
+	cmd.Flags().Lookup("json").Usage = "print JSON instead of YAML"
+	return cmd
+}
+
+// exportRequest is the definition of j as sked export writes it: with a
+// one-off job's due time, so that applied to another server it runs when
+// it would have run here (applied to this server, the due time changes
+// nothing: it is not part of the definition).
+func exportRequest(j db.Job) skedapi.JobCreateRequest {
+	req := skedapi.RequestOf(j)
+	if j.Schedule == "" {
+		req.RunAt = cmp.Or(j.NextRunAt, j.Slot)
+	}
+	return req
+}
+
+// printNotCarried tells w what an export of named, with unnamed jobs left
+// out, does not carry to another server: a file holds definitions, not
+// whether a job is paused, dead or running, and only the named jobs.
+func printNotCarried(w io.Writer, named []db.Job, unnamed int) {
+	var lines []string
+	for _, j := range named {
+		switch j.State {
+		case db.StatePaused:
+			lines = append(lines, fmt.Sprintf("%s is paused here; applied elsewhere it is not: pause it there too", j.Name))
+		case db.StateDead:
+			lines = append(lines, fmt.Sprintf("%s is dead here; applied elsewhere it is ready and runs again", j.Name))
+		case db.StateRunning:
+			lines = append(lines, fmt.Sprintf("%s is running here; applied elsewhere it runs again", j.Name))
+		}
+	}
+	switch {
+	case unnamed == 1:
+		lines = append(lines, "1 job without a name is left out (sked ls lists it)")
+	case unnamed > 1:
+		lines = append(lines, fmt.Sprintf("%d jobs without a name are left out (sked ls lists them)", unnamed))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "sked export: the file holds the named jobs' definitions, not their state:")
+	for _, l := range lines {
+		fmt.Fprintln(w, "  "+l)
+	}
 }
 
 // writeYAML writes v, a value that marshals to JSON, as block-style YAML

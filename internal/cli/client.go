@@ -122,7 +122,7 @@ func jobCommand(env Env, use, short string, run func(ctx context.Context, a *api
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
 		defer cancel()
-		jobs, err := namedJobs(ctx, c.c)
+		jobs, _, err := namedJobs(ctx, c.c)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
