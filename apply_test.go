@@ -183,23 +183,28 @@ func TestCLI_ApplyExport(t *testing.T) {
 // TestCLI_ExportToAnotherServer carries jobs from one server to another
 // with export and apply: a named one-off job keeps its due time there
 // rather than running at once, and export says on stderr what the file
-// does not carry (a paused job, the jobs without a name).
+// does not carry (a paused job, a running one, the jobs without a name).
 func TestCLI_ExportToAnotherServer(t *testing.T) {
 	dir := t.TempDir()
 	from, to := freeAddr(t), freeAddr(t)
-	startServe(t, filepath.Join(dir, "from.db"), from)
-	startServe(t, filepath.Join(dir, "to.db"), to)
+	startServe(t, filepath.Join(dir, "from.db"), from, "--enable-exec")
+	startServe(t, filepath.Join(dir, "to.db"), to, "--enable-exec")
 	src, dst := "http://"+from, "http://"+to
 	later := okJSON[db.Job](t, src, "add", "--type", "noop", "--name", "later", "--in", "2h")
 	ok(t, src, "add", "--type", "noop", "--name", "nightly", "--schedule", "0 3 * * *")
 	ok(t, src, "pause", "nightly")
 	ok(t, src, "add", "--type", "noop", "--in", "1h")
+	slow := okJSON[db.Job](t, src, "add", "--exec", "--name", "slow", "--", "sleep", "60")
+	waitFor(t, "the one-off job slow to run", func() bool {
+		return okJSON[struct{ Job db.Job }](t, src, "show", slow.ID).Job.State == db.StateRunning
+	})
 
 	r := skedCLI(t, src, "export")
 	if r.code != 0 {
 		t.Fatalf("export exited %d:\n%s", r.code, r.stderr)
 	}
-	for _, want := range []string{"nightly is paused here; applied elsewhere it is not", "1 job without a name is left out"} {
+	for _, want := range []string{"nightly is paused here; applied elsewhere it is not", "slow is running here; applied elsewhere it runs again",
+		"1 job without a name is left out"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("export said no %q on stderr:\n%s", want, r.stderr)
 		}
@@ -209,6 +214,7 @@ func TestCLI_ExportToAnotherServer(t *testing.T) {
 	if out := ok(t, src, "apply", "-f", file); !strings.Contains(out, "nothing to change") {
 		t.Fatalf("applying the export to its own server printed %q", out)
 	}
+	ok(t, src, "cancel-run", "slow")
 	ok(t, dst, "apply", "-f", file)
 	moved := okJSON[struct{ Job db.Job }](t, dst, "show", "later").Job
 	if moved.NextRunAt == nil || !moved.NextRunAt.Equal(*later.NextRunAt) {

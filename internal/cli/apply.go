@@ -482,7 +482,7 @@ func exportCmd(env Env) *cobra.Command {
 		Long: "sked export writes the named jobs that are neither cancelled nor done, by name, with their whole definitions\n" +
 			"(defaults filled in) and a one-off job's due time (runAt), as the YAML list sked apply reads (--json: JSON).\n" +
 			"Applying it back changes nothing. The file holds no state: on standard error it names the jobs that are\n" +
-			"paused, dead or running here, which applied to another server are not paused, run again, and counts the\n" +
+			"paused, dead or running (one-off) here, which applied to another server are not paused, run again, and counts the\n" +
 			"jobs without a name, which it leaves out.",
 		Example: "  sked export > schedules.yaml\n  sked export | sked apply -f - --dry-run",
 		Args:    noArgs,
@@ -524,7 +524,8 @@ func exportRequest(j db.Job) skedapi.JobCreateRequest {
 
 // printNotCarried tells w what an export of named, with unnamed jobs left
 // out, does not carry to another server: a file holds definitions, not
-// whether a job is paused, dead or running, and only the named jobs.
+// whether a job is paused, dead (one-off) or running (a one-off job runs
+// again; a recurring one runs from its next slot), and only the named jobs.
 func printNotCarried(w io.Writer, named []db.Job, unnamed int) {
 	var lines []string
 	for _, j := range named {
@@ -534,6 +535,9 @@ func printNotCarried(w io.Writer, named []db.Job, unnamed int) {
 		case db.StateDead:
 			lines = append(lines, fmt.Sprintf("%s is dead here; applied elsewhere it is ready and runs again", j.Name))
 		case db.StateRunning:
+			if j.Schedule != "" {
+				continue // there it runs from its next slot
+			}
 			lines = append(lines, fmt.Sprintf("%s is running here; applied elsewhere it runs again", j.Name))
 		}
 	}
