@@ -225,6 +225,8 @@ func TestRun_BadFlags(t *testing.T) {
 		{[]string{"serve", "--db", "user=sked password=s3cret host=127.0.0.1"}, "give a URL such as postgres://"},
 		// sked check reads SQLite only; a PostgreSQL URL is told so, not stat-ed as a file.
 		{[]string{"check", "--db", "postgres://sked:s3cret@127.0.0.1:1/sked"}, "sked check reads a SQLite file"},
+		// sked backup too, and it gives the command that backs PostgreSQL up.
+		{[]string{"backup", "--db", "postgres://sked:s3cret@127.0.0.1:1/sked", "copy.db"}, "pg_dump --format=custom --file=sked.pgdump URL"},
 	} {
 		err := run(context.Background(), tc.args, func(string) string { return "" }, io.Discard, io.Discard)
 		if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), tc.want) {

@@ -48,7 +48,8 @@ func backupCmd(env Env) *cobra.Command {
 // backup copies the database at dbPath to out (see backupCmd).
 func backup(ctx context.Context, dbPath, out string, force bool, stdout io.Writer) error {
 	if postgres.IsURL(dbPath) {
-		return usagef("sked backup copies a SQLite file; back up PostgreSQL with pg_dump")
+		return usagef("sked backup copies a SQLite file; back up PostgreSQL with pg_dump while the nodes run " +
+			"(pg_dump --format=custom --file=sked.pgdump URL) and restore it with pg_restore; see docs/postgresql.md")
 	}
 	if _, err := os.Stat(dbPath); err != nil {
 		return fmt.Errorf("back up %s: %w", dbPath, err)
