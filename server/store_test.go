@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 	"github.com/sked-dev/sked/server"
 )
@@ -82,4 +85,45 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 		t.Skipf("PostgreSQL %d lets every role create tables in public", version)
 	}
 	check(with(role, "guest", ""), "sked's role may not create its tables (permission denied for schema public): make the role the database's owner")
+}
+
+// TestServer_PostgresPoolOfOne: a node whose pool holds one connection
+// (pool_max_conns=1) migrates, starts and runs jobs: the migration lock is
+// held outside the pool, and no work holds the connection while it waits
+// for another.
+func TestServer_PostgresPoolOfOne(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(postgrestest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "1")
+	u.RawQuery = q.Encode()
+	r := start(t, server.Config{DB: u.String()})
+	var ids []string
+	for range 20 {
+		status, body := call(t, "POST", r.base+"/jobs", `{"type": "noop"}`)
+		var j db.Job
+		if err := json.Unmarshal([]byte(body), &j); status != http.StatusCreated || err != nil {
+			t.Fatalf("POST /jobs: %d %s", status, body)
+		}
+		ids = append(ids, j.ID)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, id := range ids {
+		for {
+			_, body := call(t, "GET", r.base+"/jobs/"+id, "")
+			if strings.Contains(body, `"state":"done"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s not done after 30 s: %s", id, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := r.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
 }

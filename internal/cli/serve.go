@@ -186,7 +186,7 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 // usually holds a password), or a directory.
 func checkDB(db string) error {
 	if postgres.IsURL(db) {
-		return checkPoolSize(db)
+		return nil
 	}
 	if fi, err := os.Stat(db); err == nil && fi.IsDir() {
 		return usagef("--db %s is a directory; give the path of the database file, such as %s", db, filepath.Join(db, "sked.db"))
@@ -199,18 +199,6 @@ func checkDB(db string) error {
 		}
 	}
 	return nil
-}
-
-// checkPoolSize refuses a PostgreSQL URL whose pool_max_conns is 1: a node
-// migrates on a second connection of its pool while the first holds the
-// migration lock, so with one it would wait for ever at start.
-func checkPoolSize(dsn string) error {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Query().Get("pool_max_conns") != "1" {
-		return nil // pgx says what is wrong with the URL
-	}
-	return usagef("--db: pool_max_conns=1 is too few: a node needs at least 2 connections (one holds the migration lock " +
-		"while another migrates); give pool_max_conns=2 or more, or leave it out for pgx's default (see docs/postgresql.md#connections)")
 }
 
 // checkGrace refuses a --grace that is not above zero: 0, which the pool

@@ -206,16 +206,3 @@ func TestServe_RefusedStartLeavesNothing(t *testing.T) {
 		}
 	}
 }
-
-// TestDB_PoolOfOne: a PostgreSQL URL with pool_max_conns=1, on which a node
-// would wait for ever at start (the migration lock holds the only
-// connection), is refused before any connection, saying to give 2 or more.
-func TestDB_PoolOfOne(t *testing.T) {
-	dsn := "postgres://sked@127.0.0.1:1/sked?pool_max_conns=1"
-	for _, args := range [][]string{{"migrate", "--db", dsn}, {"serve", "--db", dsn, "--addr", "127.0.0.1:0"}} {
-		if code, _, stderr := mainOf(args...); code != 2 || !strings.Contains(stderr, "pool_max_conns=1 is too few") ||
-			!strings.Contains(stderr, "give pool_max_conns=2 or more") {
-			t.Errorf("sked %s --db …?pool_max_conns=1: exit %d, %s", args[0], code, stderr)
-		}
-	}
-}
