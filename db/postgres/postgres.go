@@ -123,12 +123,15 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // would otherwise create it outside any lock (and the losers of that race
 // log an ERROR). Databases in other schemas of the same server (parallel
 // tests) do not wait for each other.
+//
+// The lock is held on a connection of its own, not the pool's: goose works
+// through the pool, which may hold a single connection (pool_max_conns=1).
 func (d *dialect) migrate(ctx context.Context) error {
-	lock, err := d.pool.Acquire(ctx)
+	lock, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return fmt.Errorf("lock migrations: %w", err)
+		return fmt.Errorf("lock migrations: %w", translate(err))
 	}
-	defer lock.Release()
+	defer lock.Close(context.WithoutCancel(ctx))
 	const key = `hashtext('sked.migrate.' || current_schema())`
 	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
 		return fmt.Errorf("lock migrations: %w", err)

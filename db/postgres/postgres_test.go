@@ -169,3 +169,37 @@ func TestStore_Unparseable(t *testing.T) {
 		}
 	})
 }
+
+// TestOpen_OneConnection: a store whose pool holds one connection
+// (pool_max_conns=1) opens, migrating, and runs a job. The migrations' lock
+// once took the pool's only connection and goose waited for another
+// forever. The deadline only stops a hang.
+func TestOpen_OneConnection(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u, err := url.Parse(postgrestest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "1")
+	u.RawQuery = q.Encode()
+	s, err := postgres.Open(ctx, u.String())
+	if err != nil {
+		t.Fatalf("open a store of one connection: %v", err)
+	}
+	defer s.Close()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Max: 1})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(c), err)
+	}
+	done, err := s.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: c[0].Job.LeaseGeneration, Outcome: db.OutcomeSucceeded})
+	if err != nil || done.State != db.StateDone {
+		t.Fatalf("finish: %s, %v; want done", done.State, err)
+	}
+}
