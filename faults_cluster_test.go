@@ -315,7 +315,8 @@ func (r *clusterRig) slotsOnce(path string) {
 // the workers), and pauses, resumes, triggers, skips and backfills two
 // recurring jobs through random nodes. The faults, in turn: kill -9 of a
 // node (restarted at once), SIGSTOP of a node and of a sked work for twice
-// the lease, then SIGCONT. Pass: the checker finds no violation in what
+// the lease, then SIGCONT, and SIGTERM of a node, restarted once it has
+// stopped (a rolling restart: it hands back what it has not started). Pass: the checker finds no violation in what
 // ran, judged after every process stopped (the database copied for it).
 func TestFaults_Cluster(t *testing.T) {
 	if testing.Short() {
@@ -357,6 +358,11 @@ func TestFaults_Cluster(t *testing.T) {
 		{"kill -9 a node", func(r *fenceRig) { killAndRestart(r.serves[rand.IntN(len(r.serves))], r) }},
 		{"SIGSTOP a node", func(r *fenceRig) { freeze(r.serves[rand.IntN(len(r.serves))]) }},
 		{"SIGSTOP a sked work", func(r *fenceRig) { freeze(r.works[rand.IntN(len(r.works))]) }},
+		{"SIGTERM a node (a rolling restart)", func(r *fenceRig) {
+			p := r.serves[rand.IntN(len(r.serves))]
+			p.stop()
+			p.start(r.t)
+		}},
 	}
 	cycles := faultCycles(t, 2*len(kinds))
 	for c := range cycles {
