@@ -318,12 +318,10 @@ func (r *clusterRig) slotsOnce(path string) {
 // the lease, then SIGCONT, and SIGTERM of a node, restarted once it has
 // stopped (a rolling restart: it hands back what it has not started). Pass: the checker finds no violation in what
 // ran, judged after every process stopped (the database copied for it).
+// It needs PostgreSQL (postgrestest.URL skips without one).
 func TestFaults_Cluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("breaks a cluster for about a minute")
-	}
-	if os.Getenv(postgrestest.EnvURL) == "" {
-		t.Skipf("needs %s", postgrestest.EnvURL)
 	}
 	r := newClusterRig(t)
 	r.create("recurring-0", true)
