@@ -102,6 +102,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"Names":               testNames,
 		"Redefine":            testRedefine,
 		"Put":                 testPut,
+		"PutRace":             testPutRace,
 		"Timeline":            testTimeline,
 		"GaveUpStart":         testGaveUpStart,
 		"RunsLive":            testRunsLive,

@@ -3,6 +3,8 @@ package dbtest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,6 +173,43 @@ func testPut(t *testing.T, f *fixture) {
 	}
 	if _, err := f.Store.JobPut(f.ctx, db.JobPutParams{Spec: db.JobCreateParams{Type: "noop"}}); !errors.Is(err, db.ErrInvalid) {
 		t.Fatalf("put without a name: %v, want ErrInvalid", err)
+	}
+}
+
+// testPutRace puts each of a few names from several goroutines at once,
+// all with one definition, as `sked apply` run against several nodes at
+// once does: every put must succeed, one creating the job, the others
+// finding it as it is. (On PostgreSQL the losers once found the name free,
+// then taken by the winner's insert, and answered a conflict.)
+func testPutRace(t *testing.T, f *fixture) {
+	const names, puts = 20, 6
+	for n := range names {
+		p := db.JobCreateParams{Name: fmt.Sprintf("race-%d", n), Type: "exec", Schedule: "0 4 * * *", Payload: json.RawMessage(`{"command":["renew"]}`)}
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			created int
+			ids     = map[string]bool{}
+		)
+		for range puts {
+			wg.Go(func() {
+				r, err := f.Store.JobPut(f.ctx, db.JobPutParams{Spec: p, Actor: "ci"})
+				if err != nil {
+					t.Errorf("put %s from one of %d at once: %v", p.Name, puts, err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				ids[r.Job.ID] = true
+				if r.Created {
+					created++
+				}
+			})
+		}
+		wg.Wait()
+		if created > 1 || len(ids) > 1 {
+			t.Errorf("%d puts of %s at once: %d created, jobs %v; want one job", puts, p.Name, created, ids)
+		}
 	}
 }
 

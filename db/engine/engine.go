@@ -339,12 +339,15 @@ func (s *Store) Now() time.Time {
 	r := s.reading.Load()
 	if r == nil || time.Since(r.local) > clockRefresh {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		before := time.Now()
 		t, err := s.d.Now(ctx)
 		cancel()
 		if err == nil {
-			// The reading stands for the middle of the round trip.
-			r = &clockReading{db: t, local: before.Add(time.Since(before) / 2)}
+			// The reading stands for the end of the call: the database read
+			// its clock at some moment of it (after a wait for a pooled
+			// connection, perhaps), so carried from the end it is never
+			// ahead of that clock, and a job claimed ahead starts late by
+			// at most the call, never early.
+			r = &clockReading{db: t, local: time.Now()}
 			s.reading.Store(r)
 		}
 	}

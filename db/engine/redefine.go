@@ -26,7 +26,8 @@ func (s *Store) JobPut(ctx context.Context, p db.JobPutParams) (db.JobPutResult,
 	if name == "" {
 		return out, &db.ValidationError{Field: "name", Msg: "a job put by name needs its name"}
 	}
-	err := s.inTx(ctx, func(tx Tx) error {
+	put := func(tx Tx) error {
+		out = db.JobPutResult{}
 		j, err := tx.JobLockName(ctx, name)
 		switch {
 		case err == nil:
@@ -42,7 +43,14 @@ func (s *Store) JobPut(ctx context.Context, p db.JobPutParams) (db.JobPutResult,
 			return errDryRun
 		}
 		return err
-	})
+	}
+	err := s.inTx(ctx, put)
+	if out.Created && errors.Is(err, db.ErrConflict) {
+		// The name was free when read and taken when written: another put
+		// (on another node, on PostgreSQL) created the job meanwhile. Put
+		// again, over that job.
+		err = s.inTx(ctx, put)
+	}
 	if err != nil && !errors.Is(err, errDryRun) {
 		return db.JobPutResult{}, wrap(err, "put job %s", name)
 	}

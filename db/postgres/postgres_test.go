@@ -116,14 +116,7 @@ func TestStore_DeletedJobTakesItsHistory(t *testing.T) {
 func TestNewSchema_PoolSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	u, err := url.Parse(postgrestest.ServerURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("pool_max_conns", "2")
-	u.RawQuery = q.Encode()
-	schemaURL, drop, err := postgres.NewSchema(ctx, u.String(), "sked_test_pool_")
+	schemaURL, drop, err := postgres.NewSchema(ctx, withParam(t, postgrestest.ServerURL(t), "pool_max_conns", "2"), "sked_test_pool_")
 	if err != nil {
 		t.Fatalf("NewSchema with pool_max_conns: %v", err)
 	}
@@ -168,4 +161,52 @@ func TestStore_Unparseable(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestOpen_OneConnection: a store whose pool holds one connection
+// (pool_max_conns=1) opens, migrating, and runs a job. The migrations' lock
+// once took the pool's only connection and goose waited for another
+// forever. The deadline only stops a hang.
+func TestOpen_OneConnection(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := postgres.Open(ctx, withParam(t, postgrestest.URL(t), "pool_max_conns", "1"))
+	if err != nil {
+		t.Fatalf("open a store of one connection: %v", err)
+	}
+	defer s.Close()
+	j, c := createClaimed(t, s)
+	done, err := s.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded})
+	if err != nil || done.State != db.StateDone {
+		t.Fatalf("finish: %s, %v; want done", done.State, err)
+	}
+}
+
+// withParam is the URL raw with its query parameter key set to value.
+func withParam(t *testing.T, raw, key, value string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// createClaimed creates a job of type t in s and claims it.
+func createClaimed(t *testing.T, s *postgres.Store) (db.Job, db.Claim) {
+	t.Helper()
+	ctx := context.Background()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Max: 1})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(c), err)
+	}
+	return j, c[0]
 }

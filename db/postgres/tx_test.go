@@ -18,26 +18,19 @@ func TestTx_FenceFailsTheCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := postgrestest.Open(t)
-	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Max: 1})
-	if err != nil || len(c) != 1 {
-		t.Fatalf("claim: %d jobs, %v", len(c), err)
-	}
-	lease := engine.Lease{JobID: j.ID, Generation: c[0].Job.LeaseGeneration}
+	j, c := createClaimed(t, s)
+	lease := engine.Lease{JobID: j.ID, Generation: c.Job.LeaseGeneration}
 	for _, tc := range []struct {
 		name  string
 		write func(engine.Tx) error
 	}{
 		{"update", func(tx engine.Tx) error {
-			stale := c[0].Job
+			stale := c.Job
 			stale.State, stale.LeaseGeneration = db.StateDone, stale.LeaseGeneration+1
 			return tx.JobsUpdate(ctx, []engine.JobUpdate{{Job: stale, From: db.StateRunning}})
 		}},
 		{"redefine", func(tx engine.Tx) error {
-			stale := c[0].Job
+			stale := c.Job
 			stale.LeaseGeneration++
 			return tx.JobRedefine(ctx, engine.JobUpdate{Job: stale, From: db.StateRunning})
 		}},
