@@ -146,13 +146,22 @@ func TestStore_WakeupsCount(t *testing.T) {
 		many[i] = fmt.Sprintf("type-with-a-rather-long-name-%03d", i)
 	}
 	create(append(many, "z")...)
-	select {
-	case <-wakes:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no wake-up for 401 types")
-	}
-	if due := listener.TakeWakeups(); due != nil {
-		t.Errorf("announced for 401 types: got %v, want nil (jobs of any type)", due)
+	// A signal left from the first jobs may come first, with nothing new
+	// to take.
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case <-wakes:
+		case <-deadline:
+			t.Fatal("no wake-up for jobs of any type, for 401 types")
+		}
+		due := listener.TakeWakeups()
+		if due == nil {
+			break
+		}
+		if due["z"] != 0 {
+			t.Fatalf("announced for 401 types: got %v, want nil (jobs of any type)", due)
+		}
 	}
 }
 
