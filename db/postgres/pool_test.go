@@ -66,10 +66,20 @@ func lockTable(t *testing.T, c *pgx.Conn, lock string) pgx.Tx {
 }
 
 // waitFor polls until the backends named app that cond selects from
-// pg_stat_activity number n, or until stop returns true.
+// pg_stat_activity number n, or until stop returns true; it fails t after
+// a minute.
 func waitFor(t *testing.T, c *pgx.Conn, app, cond string, n int, stop func() bool) {
 	t.Helper()
+	deadline := time.Now().Add(time.Minute)
 	for !stop() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %d backends of %s where %s", n, app, cond)
+		}
+		// c may be in a transaction, which reads pg_stat_activity once
+		// unless told to read it again.
+		if _, err := c.Exec(context.Background(), `SELECT pg_stat_clear_snapshot()`); err != nil {
+			t.Fatal(err)
+		}
 		var got int
 		if err := c.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = $1 AND `+cond, app).Scan(&got); err != nil {
