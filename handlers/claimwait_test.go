@@ -123,21 +123,22 @@ func TestClaimWaiters_Doubt(t *testing.T) {
 // of its types, for the job it was woken for may wait still.
 func TestClaimWaiters_SeveralTypes(t *testing.T) {
 	t.Parallel()
-	cw := testWaiters(10)
-	ws := sleepers(t, cw, 1, []string{"a", "b"}, []string{"a"}, []string{"b"})
-	cw.wake("a", 1)
-	wantWoken(t, "one job of a", ws, true, false, false)
-	cw.begin(ws[0])
-	cw.claimed(ws[0], []string{"a"})
-	wantWoken(t, "the job of a claimed", ws, false, false, false)
-
-	cw2 := testWaiters(10)
-	ws2 := sleepers(t, cw2, 1, []string{"a", "b"}, []string{"a"}, []string{"b"})
-	cw2.wake("a", 1)
-	wantWoken(t, "one job of a", ws2, true, false, false)
-	cw2.begin(ws2[0])
-	cw2.claimed(ws2[0], []string{"b"})
-	wantWoken(t, "a job of b claimed instead", ws2, false, true, true)
+	for _, c := range []struct {
+		what    string
+		claimed string
+		want    []bool
+	}{
+		{"the job of a claimed", "a", []bool{false, false, false}},
+		{"a job of b claimed instead", "b", []bool{false, true, true}},
+	} {
+		cw := testWaiters(10)
+		ws := sleepers(t, cw, 1, []string{"a", "b"}, []string{"a"}, []string{"b"})
+		cw.wake("a", 1)
+		wantWoken(t, "one job of a", ws, true, false, false)
+		cw.begin(ws[0])
+		cw.claimed(ws[0], []string{c.claimed})
+		wantWoken(t, c.what, ws, c.want...)
+	}
 }
 
 func TestClaimWaiters_Limit(t *testing.T) {
