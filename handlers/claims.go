@@ -64,7 +64,11 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(claims) > 0 {
-			h.claimers.claimed(waiter, len(claims))
+			types := make([]string, len(claims))
+			for i, c := range claims {
+				types[i] = c.Job.Type
+			}
+			h.claimers.claimed(waiter, types)
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(claims, waited))
 			return
 		}

@@ -35,8 +35,9 @@ const (
 //     recheck: wakeAll) wakes one sleeper per type, unless a waiter of the
 //     type is woken already and will claim anyway. A claim made in such
 //     doubt, or on arrival, that comes back full wakes the next in line:
-//     more may be due. So does a full claim of several types: it may have
-//     taken jobs of another type than the one it was woken for.
+//     more may be due. So does a full claim that took a job of another
+//     type than the one its wake-up counted (a claim of several types): the
+//     job it was woken for may wait still.
 //   - A wake-up that finds no sleeper of its type is owed to the type: the
 //     next of its waiters that would sleep claims again instead, in doubt.
 //     A woken waiter that leaves before it claims passes its wake-up on.
@@ -84,6 +85,7 @@ type claimWaiter struct {
 	// Guarded by claimWaiters.mu.
 	state waiterState
 	doubt bool                     // its claim is in doubt: full, it wakes the next
+	woken string                   // the type whose counted wake-up woke it, when not in doubt
 	elems map[string]*list.Element // its places in line while asleep
 }
 
@@ -193,12 +195,14 @@ func (cw *claimWaiters) begin(w *claimWaiter) {
 	cw.setStateLocked(w, stateClaiming)
 }
 
-// claimed tells that w's claim took n jobs. A full claim made in doubt, or
-// for several types, wakes the next waiter of w's types in line.
-func (cw *claimWaiters) claimed(w *claimWaiter, n int) {
+// claimed tells that w's claim took jobs of types, one element a job. A
+// full claim made in doubt, or one that took a job of another type than
+// its wake-up counted, wakes the next waiter of w's types in line.
+func (cw *claimWaiters) claimed(w *claimWaiter, types []string) {
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
-	if n >= w.max && (w.doubt || len(w.types) > 1) {
+	other := slices.ContainsFunc(types, func(t string) bool { return t != w.woken })
+	if len(types) >= w.max && (w.doubt || other) {
 		cw.wakeDoubtLocked(w.types)
 	}
 }
@@ -230,6 +234,7 @@ func (cw *claimWaiters) wake(typ string, n int) {
 		}
 		w := front.Value.(*claimWaiter)
 		cw.signalLocked(w, false)
+		w.woken = typ
 		n -= w.max
 	}
 }
@@ -316,7 +321,7 @@ func (cw *claimWaiters) armLocked() {
 // full.
 func (cw *claimWaiters) signalLocked(w *claimWaiter, doubt bool) {
 	cw.setStateLocked(w, stateWoken)
-	w.doubt = doubt
+	w.doubt, w.woken = doubt, ""
 	select {
 	case w.c <- struct{}{}:
 	default: // signalled already; asleep, it cannot be

@@ -98,10 +98,10 @@ func TestClaimWaiters_Doubt(t *testing.T) {
 		t.Fatalf("wakeAll: woken %v, want the first (a and b) and the first of c", got)
 	}
 	cw.begin(ws[0])
-	cw.claimed(ws[0], 1) // full, in doubt: the next in line of a and b
+	cw.claimed(ws[0], []string{"b"}) // full, in doubt: the next in line of a and b
 	wantWoken(t, "full claim in doubt", ws, false, true, true, false, false)
 	cw.begin(ws[1])
-	cw.claimed(ws[1], 0)
+	cw.claimed(ws[1], nil)
 	wantWoken(t, "empty claim", ws, false, false, false, false, false)
 
 	// A waiter woken for a counted job that leaves before it claims passes
@@ -113,8 +113,32 @@ func TestClaimWaiters_Doubt(t *testing.T) {
 	cw2.remove(ws2[0])
 	wantWoken(t, "the woken left", ws2, false, true, false)
 	cw2.begin(ws2[1])
-	cw2.claimed(ws2[1], 1)
+	cw2.claimed(ws2[1], []string{"x"})
 	wantWoken(t, "a passed-on wake-up claimed full", ws2, false, false, true)
+}
+
+// TestClaimWaiters_SeveralTypes: a waiter of several types woken for a
+// counted job of one, whose full claim took a job of that type, wakes no
+// one; one whose claim took a job of another type wakes the next in line
+// of its types, for the job it was woken for may wait still.
+func TestClaimWaiters_SeveralTypes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		what    string
+		claimed string
+		want    []bool
+	}{
+		{"the job of a claimed", "a", []bool{false, false, false}},
+		{"a job of b claimed instead", "b", []bool{false, true, true}},
+	} {
+		cw := testWaiters(10)
+		ws := sleepers(t, cw, 1, []string{"a", "b"}, []string{"a"}, []string{"b"})
+		cw.wake("a", 1)
+		wantWoken(t, "one job of a", ws, true, false, false)
+		cw.begin(ws[0])
+		cw.claimed(ws[0], []string{c.claimed})
+		wantWoken(t, c.what, ws, c.want...)
+	}
 }
 
 func TestClaimWaiters_Limit(t *testing.T) {

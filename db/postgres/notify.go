@@ -108,8 +108,8 @@ func (s *Store) TakeWakeups() map[string]int {
 // TakeWakeups says which jobs. A dropped connection is re-established with
 // a backoff (100 ms, doubling to 5 s, from 100 ms again once LISTEN holds),
 // each loss and failed attempt a warning to s.Logger, and one signal is sent
-// after each reconnect since notifications in between are lost. The channel
-// is closed when ctx ends.
+// after each reconnect, once LISTEN holds, since notifications in between
+// are lost. The channel is closed when ctx ends.
 func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 	c := make(chan struct{}, 1)
 	log := s.Logger
@@ -120,8 +120,8 @@ func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 		defer close(c)
 		const first = 100 * time.Millisecond
 		backoff := first
-		for ctx.Err() == nil {
-			listened, err := s.listen(ctx, c)
+		for reconnect := false; ctx.Err() == nil; reconnect = true {
+			listened, err := s.listen(ctx, c, reconnect)
 			if err == nil || ctx.Err() != nil {
 				return
 			}
@@ -136,8 +136,6 @@ func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, 5*time.Second)
-			s.woken.addUnknown()
-			wake(c)
 		}
 	}()
 	return c
@@ -145,8 +143,10 @@ func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 
 // listen holds one connection LISTENing on the store's channel and forwards its
 // notifications to c until ctx ends or the connection fails; listened says
-// whether LISTEN held before it failed.
-func (s *Store) listen(ctx context.Context, c chan struct{}) (listened bool, err error) {
+// whether LISTEN held before it failed. On a reconnect it signals c once
+// LISTEN holds, for the notifications lost since the last connection: sent
+// before, it would miss those committed between it and the LISTEN.
+func (s *Store) listen(ctx context.Context, c chan struct{}, reconnect bool) (listened bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.d.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
@@ -158,6 +158,10 @@ func (s *Store) listen(ctx context.Context, c chan struct{}) (listened bool, err
 	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.d.channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
+	}
+	if reconnect {
+		s.woken.addUnknown()
+		wake(c)
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)

@@ -206,6 +206,52 @@ func TestStore_WakeupsReconnect(t *testing.T) {
 	postgrestest.AwaitListening(t, s, wakes, "t") // from a notification after the listener's connection was killed
 }
 
+// TestStore_WakeupsReconnectListening: the wake-up sent on reconnecting
+// comes once the new connection LISTENs, so that a job created after it
+// wakes the listener: none falls between the wake-up and the LISTEN.
+func TestStore_WakeupsReconnectListening(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := postgrestest.URL(t)
+	s, writer := postgrestest.OpenURL(t, url), postgrestest.OpenURL(t, url)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wakes := s.Wakeups(lctx)
+	postgrestest.AwaitListening(t, writer, wakes, "warm-up")
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for round := range 5 {
+		var killed int
+		if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE query LIKE 'LISTEN %' AND query LIKE '%' || current_schema() || '%'`).Scan(&killed); err != nil || killed != 1 {
+			t.Fatalf("round %d: terminated %d LISTEN backends, %v; want the listener's one", round, killed, err)
+		}
+		select { // the signal sent as it reconnects
+		case <-wakes:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: no wake-up as the listener reconnects", round)
+		}
+		if due := s.TakeWakeups(); due != nil {
+			t.Fatalf("round %d: the reconnect's wake-up says %v; it cannot know", round, due)
+		}
+		typ := fmt.Sprintf("after-%d", round)
+		if _, _, err := writer.JobCreate(ctx, db.JobCreateParams{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-wakes:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: a job created after the reconnect's wake-up woke nobody", round)
+		}
+		if due := s.TakeWakeups(); due[typ] != 1 {
+			t.Fatalf("round %d: got %v, want %s: 1", round, due, typ)
+		}
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
 type syncBuffer struct {
 	mu sync.Mutex
