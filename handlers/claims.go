@@ -286,7 +286,7 @@ func staleError(id string, gen int64, err error) error {
 }
 
 // WakeClaims tells the waiting POST /claims that jobs became due through
-// another node's write, which this process learns from PostgreSQL's NOTIFY:
+// a write of any node, which this process learns from PostgreSQL's NOTIFY:
 // due says how many of each type (empty: none); nil, that jobs of any type
 // may be due, how many unknown. It never blocks.
 func (a *API) WakeClaims(due map[string]int) {
@@ -300,8 +300,11 @@ func (a *API) WakeClaims(due map[string]int) {
 }
 
 // due tells the in-process dispatcher and the waiting claims of typ that n
-// jobs of typ may be due now.
+// jobs of typ may be due now, unless the store tells them.
 func (h *handler) due(typ string, n int) {
+	if h.storeAnnounces {
+		return
+	}
 	h.wake()
 	h.claimers.wake(typ, n)
 }

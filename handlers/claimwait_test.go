@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/wire"
@@ -213,8 +214,16 @@ type polled struct {
 
 func newHerd(t *testing.T, store db.Store, maxWaits int) *herd {
 	t.Helper()
+	return newHerdWith(t, store, Config{MaxClaimWaits: maxWaits})
+}
+
+// newHerdWith is newHerd with the API configured as cfg (its Store and
+// Shutdown set by the herd).
+func newHerdWith(t *testing.T, store db.Store, cfg Config) *herd {
+	t.Helper()
 	h := &herd{t: t, store: &countingStore{Store: store}, shutdown: make(chan struct{}), answers: make(chan polled, 1000)}
-	h.api = New(Config{Store: h.store, Shutdown: h.shutdown, MaxClaimWaits: maxWaits})
+	cfg.Store, cfg.Shutdown = h.store, h.shutdown
+	h.api = New(cfg)
 	h.api.h.claimers.recheck = time.Hour
 	h.srv = httptest.NewServer(h.api)
 	t.Cleanup(h.srv.Close)
@@ -480,21 +489,18 @@ func TestHandler_ClaimHerdSeveralTypes(t *testing.T) {
 	h.finish(0)
 }
 
-// TestHandler_ClaimHerdPostgres: on PostgreSQL a job created on another
-// node reaches the waiting claims of this one as a NOTIFY that says its
-// type and count: it costs one claim per wake-up, by a waiter of its
-// type, however many claims of other types wait, and the job is claimed
-// once.
-func TestHandler_ClaimHerdPostgres(t *testing.T) {
-	t.Parallel()
-	const n = 30
+// newPostgresHerd is a herd, its API configured as cfg, on a PostgreSQL
+// store whose wake-ups it forwards to WakeClaims, as sked serve does, and
+// counts; other is a second node on the same database.
+func newPostgresHerd(t *testing.T, cfg Config) (h *herd, other *postgres.Store, forwarded *atomic.Int64) {
+	t.Helper()
 	url := postgrestest.URL(t)
 	other, here := postgrestest.OpenURL(t, url), postgrestest.OpenURL(t, url)
-	ctx, stop := context.WithCancel(t.Context())
+	ctx, stop := context.WithCancel(context.Background())
 	wakes := here.Wakeups(ctx)
 	postgrestest.AwaitListening(t, other, wakes, "warm-up")
-	h := newHerd(t, here, 0)
-	var forwarded atomic.Int64
+	h = newHerdWith(t, here, cfg)
+	forwarded = &atomic.Int64{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -504,13 +510,25 @@ func TestHandler_ClaimHerdPostgres(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { stop(); <-done })
+	return h, other, forwarded
+}
+
+// TestHandler_ClaimHerdPostgres: on PostgreSQL a job created on another
+// node reaches the waiting claims of this one as a NOTIFY that says its
+// type and count: it costs one claim per wake-up, by a waiter of its
+// type, however many claims of other types wait, and the job is claimed
+// once.
+func TestHandler_ClaimHerdPostgres(t *testing.T) {
+	t.Parallel()
+	const n = 30
+	h, other, forwarded := newPostgresHerd(t, Config{})
 	h.poll(n, "thumb", 1)
 	for _, typ := range []string{"mail", "render", "sync"} {
 		h.poll(10, typ, 1)
 	}
 	before := h.store.claims.Load()
 
-	j, _, err := other.JobCreate(ctx, db.JobCreateParams{Type: "thumb"})
+	j, _, err := other.JobCreate(t.Context(), db.JobCreateParams{Type: "thumb"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,6 +539,35 @@ func TestHandler_ClaimHerdPostgres(t *testing.T) {
 		t.Errorf("claims for one job: got %d for %d wake-ups, want 1 to %d", claims, wakeUps, wakeUps)
 	}
 	t.Logf("%d claims for %d wake-ups with %d claims waiting", claims, wakeUps, n+30)
+}
+
+// TestHandler_ClaimHerdPostgresOwnWrites: on PostgreSQL a batch created
+// through this node's API reaches its waiting claims once, by the NOTIFY
+// that comes back to the node, not also by the handler: five jobs, five
+// claims by waiters taking one each, where the handler's own wake-up on top
+// made ten.
+func TestHandler_ClaimHerdPostgresOwnWrites(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	h, _, _ := newPostgresHerd(t, Config{StoreAnnounces: true})
+	h.poll(n, "thumb", 1)
+	before := h.store.claims.Load()
+
+	status, _, b := h.post("/jobs/batch", `{"jobs": [{"type": "thumb"}, {"type": "thumb"}, {"type": "thumb"}, {"type": "thumb"}, {"type": "thumb"}]}`)
+	var created jobBatchResponse
+	if err := json.Unmarshal(b, &created); status != http.StatusCreated || err != nil {
+		t.Fatalf("POST /jobs/batch: %d %s", status, b)
+	}
+	var ids []string
+	for _, j := range created.Jobs {
+		ids = append(ids, j.ID)
+	}
+	claimedOnce(t, h.answered(5), 1, ids...)
+	h.waitFor("the others asleep", func(tw *typeWaiters) bool { return tw.sleeping.Len() == n-5 }, "thumb")
+	if got := h.store.claims.Load() - before; got != 5 {
+		t.Errorf("claims for 5 jobs created through this node: got %d, want 5", got)
+	}
+	h.finish(n - 5)
 }
 
 // TestHandler_ClaimLimit: with as many claims waiting as allowed, a claim

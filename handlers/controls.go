@@ -100,8 +100,10 @@ func (h *handler) handleJobBackfill(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if b.Created > 0 {
 		status = http.StatusCreated
-		h.wake()
-		h.claimers.wakeAll()
+		if !h.storeAnnounces {
+			h.wake()
+			h.claimers.wakeAll()
+		}
 	}
 	h.writeJSON(w, r, status, b)
 }

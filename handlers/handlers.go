@@ -37,6 +37,12 @@ type Config struct {
 	// the dispatcher claims it without waiting for its next poll. It must
 	// not block. May be nil.
 	Wake func()
+	// StoreAnnounces says that the store tells this process of its own
+	// writes that make jobs due, as it does of other processes' writes
+	// (PostgreSQL's NOTIFY, which the caller forwards to Wake and
+	// WakeClaims): the handlers then wake nothing themselves, which would
+	// wake the waiting claims twice for each job.
+	StoreAnnounces bool
 	// ValidatePayload checks the payload of a job kind (http, exec, …) and
 	// returns a *db.ValidationError naming the bad field. Any other error is
 	// reported as a problem with the payload field. May be nil.
@@ -97,6 +103,7 @@ type Config struct {
 type handler struct {
 	store           db.Store
 	wake            func() // never nil
+	storeAnnounces  bool   // see Config.StoreAnnounces
 	validatePayload func(string, json.RawMessage) error
 	checkNotify     func(*db.Notify) error
 	disabledTypes   map[string]string
@@ -129,6 +136,7 @@ func New(cfg Config) *API {
 	h := &handler{
 		store:           cfg.Store,
 		wake:            cfg.Wake,
+		storeAnnounces:  cfg.StoreAnnounces,
 		validatePayload: cfg.ValidatePayload,
 		checkNotify:     cfg.CheckNotifyFunc,
 		disabledTypes:   cfg.DisabledTypes,

@@ -288,7 +288,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	}
 	p.pool = pool
 	p.api = handlers.New(handlers.Config{
-		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
+		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
 		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 		DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },

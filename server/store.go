@@ -85,8 +85,16 @@ func checkAtStart(ctx context.Context, store db.Store, path string, log *slog.Lo
 	return nil
 }
 
+// announces says whether store tells this process of its own writes that
+// make jobs due, as of other processes' (forwardWakeups forwards both):
+// PostgreSQL's NOTIFY comes back to the node that sent it.
+func announces(store db.Store) bool {
+	_, ok := store.(*postgres.Store)
+	return ok
+}
+
 // forwardWakeups calls wake for every wake-up of a PostgreSQL store (a
-// write of another node that makes jobs due soon) with how many jobs of
+// write of this node or another that makes jobs due soon) with how many jobs of
 // each type became due (see postgres.Store.TakeWakeups) until ctx ends; it
 // returns at once for SQLite, whose one process wakes its pool itself.
 func forwardWakeups(ctx context.Context, store db.Store, wake func(due map[string]int), log *slog.Logger) error {

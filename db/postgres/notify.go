@@ -93,7 +93,8 @@ func (w *woken) take() map[string]int {
 }
 
 // TakeWakeups says what the signals of Wakeups announced since the last
-// call: how many jobs of each type became due on other nodes (empty when
+// call: how many jobs of each type became due on any node, this one
+// included (empty when
 // an earlier call took them), or nil when some signal could not say, and
 // jobs of any type may be due (a reconnect, whose lost notifications are
 // unknown; a node of another version; more types than a notification
