@@ -140,6 +140,7 @@ func TestCLI_ApplyExport(t *testing.T) {
 		{"- x\n", "line 1 (job 1): a job is a mapping of its fields"},
 		{"- type: noop\n", "has no name"},
 		{"- {name: x, type: noop}\n- {name: x, type: noop}\n", `the name "x" is given twice`},
+		{"- {name: x, type: noop, idempotencyKey: k}\n- {name: y, type: noop, idempotencyKey: k}\n", `job 2 (line 2): the idempotencyKey "k" is given twice (first on line 1)`},
 		{"name: x\n", "give a list of jobs"},
 	} {
 		os.WriteFile(file, []byte(tc.yaml), 0o600)

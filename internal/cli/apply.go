@@ -325,20 +325,28 @@ func parseJobs(b []byte) ([]skedapi.JobCreateRequest, error) {
 	if list.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("line %d: give a list of jobs, each with a name (\"- name: nightly-backup\")", list.Line)
 	}
-	seen := map[string]int{}
+	seen, keys := map[string]int{}, map[string]int{}
 	jobs := make([]skedapi.JobCreateRequest, len(list.Content))
 	for i, n := range list.Content {
 		if line, err := decodeJob(n, &jobs[i]); err != nil {
 			return nil, fmt.Errorf("line %d (job %d): %w", line, i+1, err)
 		}
-		name := jobs[i].Name
+		name, key := jobs[i].Name, jobs[i].IdempotencyKey
 		switch {
 		case name == "":
 			return nil, fmt.Errorf("job %d (line %d) has no name: every job of the file needs one", i+1, n.Line)
 		case seen[name] > 0:
 			return nil, fmt.Errorf("job %d (line %d): the name %q is given twice (first on line %d)", i+1, n.Line, name, seen[name])
+		case key != "" && keys[key] > 0:
+			// The server would take the first and refuse the second,
+			// after the check that each alone passes.
+			return nil, fmt.Errorf("job %d (line %d): the idempotencyKey %q is given twice (first on line %d); give each job its own, or none",
+				i+1, n.Line, key, keys[key])
 		}
 		seen[name] = n.Line
+		if key != "" {
+			keys[key] = n.Line
+		}
 	}
 	return jobs, nil
 }
