@@ -308,3 +308,12 @@ func (h *handler) due(typ string, n int) {
 	h.wake()
 	h.claimers.wake(typ, n)
 }
+
+// dueAny is due for jobs of any type, how many unknown.
+func (h *handler) dueAny() {
+	if h.storeAnnounces {
+		return
+	}
+	h.wake()
+	h.claimers.wakeAll()
+}

@@ -361,6 +361,60 @@ func claimedOnce(t *testing.T, answers []polled, max int, jobs ...string) {
 	}
 }
 
+// createDue creates jobs of ps in store, unannounced, and returns their ids.
+func createDue(t *testing.T, store db.Store, ps ...db.JobCreateParams) []string {
+	t.Helper()
+	var ids []string
+	for _, p := range ps {
+		j, _, err := store.JobCreate(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+// ofType is n creations of a job of typ due now.
+func ofType(typ string, n int) []db.JobCreateParams {
+	ps := make([]db.JobCreateParams, n)
+	for i := range ps {
+		ps[i] = db.JobCreateParams{Type: typ}
+	}
+	return ps
+}
+
+// postBatch creates n jobs of typ through POST /jobs/batch and returns
+// their ids.
+func (h *herd) postBatch(typ string, n int) []string {
+	h.t.Helper()
+	jobs := make([]map[string]string, n)
+	for i := range jobs {
+		jobs[i] = map[string]string{"type": typ}
+	}
+	body, _ := json.Marshal(map[string]any{"jobs": jobs})
+	status, _, b := h.post("/jobs/batch", string(body))
+	var batch jobBatchResponse
+	if err := json.Unmarshal(b, &batch); status != http.StatusCreated || err != nil {
+		h.t.Fatalf("POST /jobs/batch: %d %s", status, b)
+	}
+	ids := make([]string, len(batch.Jobs))
+	for i, j := range batch.Jobs {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+// settled waits until asleep claims of typ sleep again, then checks that
+// the claims made since the count before number want (what they were for).
+func (h *herd) settled(typ string, asleep int, before, want int64, what string) {
+	h.t.Helper()
+	h.waitFor("the others asleep", func(tw *typeWaiters) bool { return tw.sleeping.Len() == asleep }, typ)
+	if got := h.store.claims.Load() - before; got != want {
+		h.t.Errorf("claims for %s: got %d, want %d", what, got, want)
+	}
+}
+
 // TestHandler_ClaimHerd: a job created while 50 claims of its type wait
 // costs one claim (one write transaction), not 50, and is claimed once; a
 // batch of three costs three.
@@ -380,21 +434,11 @@ func TestHandler_ClaimHerd(t *testing.T) {
 		t.Fatalf("create: %d %s", status, b)
 	}
 	claimedOnce(t, h.answered(1), 1, j.ID)
-	h.waitFor("the others asleep", func(tw *typeWaiters) bool { return tw.sleeping.Len() == n-1 }, "thumb")
-	if got := h.store.claims.Load() - before; got != 1 {
-		t.Errorf("claims for one job: got %d, want 1", got)
-	}
+	h.settled("thumb", n-1, before, 1, "one job")
 
-	status, _, b = h.post("/jobs/batch", `{"jobs": [{"type": "thumb"}, {"type": "thumb"}, {"type": "thumb"}]}`)
-	var batch jobBatchResponse
-	if err := json.Unmarshal(b, &batch); status != http.StatusCreated || err != nil {
-		t.Fatalf("batch: %d %s", status, b)
-	}
-	claimedOnce(t, h.answered(3), 1, batch.Jobs[0].ID, batch.Jobs[1].ID, batch.Jobs[2].ID)
-	h.waitFor("the others asleep", func(tw *typeWaiters) bool { return tw.sleeping.Len() == n-4 }, "thumb")
-	if got := h.store.claims.Load() - before; got != 4 {
-		t.Errorf("claims for one job and a batch of three: got %d, want 4", got)
-	}
+	batch := h.postBatch("thumb", 3)
+	claimedOnce(t, h.answered(3), 1, batch...)
+	h.settled("thumb", n-4, before, 4, "one job and a batch of three")
 	h.finish(n - 4)
 	if got := h.store.claims.Load() - before; got != 4 {
 		t.Errorf("claims after shutdown: got %d, want 4", got)
@@ -413,20 +457,10 @@ func TestHandler_ClaimHerdDoubt(t *testing.T) {
 	h := newHerd(t, store, 0)
 	h.poll(n, "render", 2)
 	before := h.store.claims.Load()
-	var ids []string
-	for range 7 {
-		j, _, err := store.JobCreate(t.Context(), db.JobCreateParams{Type: "render"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, j.ID)
-	}
+	ids := createDue(t, store, ofType("render", 7)...)
 	h.api.WakeClaims(nil)
 	claimedOnce(t, h.answered(4), 2, ids...)
-	h.waitFor("the others asleep", func(tw *typeWaiters) bool { return tw.sleeping.Len() == n-4 }, "render")
-	if got := h.store.claims.Load() - before; got != 4 {
-		t.Errorf("claims for 7 jobs, 2 a claim: got %d, want 4", got)
-	}
+	h.settled("render", n-4, before, 4, "7 jobs, 2 a claim")
 	h.finish(n - 4)
 }
 
@@ -440,21 +474,11 @@ func TestHandler_ClaimHerdCounted(t *testing.T) {
 	h.poll(10, "thumb", 2)
 	h.poll(5, "mail", 1)
 	before := h.store.claims.Load()
-	var ids []string
-	for range 3 {
-		j, _, err := store.JobCreate(t.Context(), db.JobCreateParams{Type: "thumb"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, j.ID)
-	}
+	ids := createDue(t, store, ofType("thumb", 3)...)
 	h.api.WakeClaims(map[string]int{})
 	h.api.WakeClaims(map[string]int{"thumb": 3})
 	claimedOnce(t, h.answered(2), 2, ids...)
-	h.waitFor("the others asleep", func(tw *typeWaiters) bool { return tw.sleeping.Len() == 8 }, "thumb")
-	if got := h.store.claims.Load() - before; got != 2 {
-		t.Errorf("claims for 3 jobs announced, 2 a claim: got %d, want 2", got)
-	}
+	h.settled("thumb", 8, before, 2, "3 jobs announced, 2 a claim")
 	h.finish(13)
 }
 
@@ -469,17 +493,9 @@ func TestHandler_ClaimHerdSeveralTypes(t *testing.T) {
 	h.pollTypes(1, []string{"mail", "thumb"}, 1)
 	h.poll(1, "thumb", 1)
 	before := h.store.claims.Load()
-	var ids []string
-	for _, p := range []db.JobCreateParams{
-		{Type: "mail", RunAt: store.Now().Add(-time.Minute)}, // the earlier, unannounced
-		{Type: "thumb"},
-	} {
-		j, _, err := store.JobCreate(t.Context(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, j.ID)
-	}
+	ids := createDue(t, store,
+		db.JobCreateParams{Type: "mail", RunAt: store.Now().Add(-time.Minute)}, // the earlier, unannounced
+		db.JobCreateParams{Type: "thumb"})
 	h.api.WakeClaims(map[string]int{"thumb": 1})
 	answers := h.answered(2)
 	claimedOnce(t, answers, 1, ids...)
@@ -553,20 +569,9 @@ func TestHandler_ClaimHerdPostgresOwnWrites(t *testing.T) {
 	h.poll(n, "thumb", 1)
 	before := h.store.claims.Load()
 
-	status, _, b := h.post("/jobs/batch", `{"jobs": [{"type": "thumb"}, {"type": "thumb"}, {"type": "thumb"}, {"type": "thumb"}, {"type": "thumb"}]}`)
-	var created jobBatchResponse
-	if err := json.Unmarshal(b, &created); status != http.StatusCreated || err != nil {
-		t.Fatalf("POST /jobs/batch: %d %s", status, b)
-	}
-	var ids []string
-	for _, j := range created.Jobs {
-		ids = append(ids, j.ID)
-	}
-	claimedOnce(t, h.answered(5), 1, ids...)
-	h.waitFor("the others asleep", func(tw *typeWaiters) bool { return tw.sleeping.Len() == n-5 }, "thumb")
-	if got := h.store.claims.Load() - before; got != 5 {
-		t.Errorf("claims for 5 jobs created through this node: got %d, want 5", got)
-	}
+	batch := h.postBatch("thumb", 5)
+	claimedOnce(t, h.answered(5), 1, batch...)
+	h.settled("thumb", n-5, before, 5, "5 jobs created through this node")
 	h.finish(n - 5)
 }
 

@@ -100,10 +100,7 @@ func (h *handler) handleJobBackfill(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if b.Created > 0 {
 		status = http.StatusCreated
-		if !h.storeAnnounces {
-			h.wake()
-			h.claimers.wakeAll()
-		}
+		h.dueAny()
 	}
 	h.writeJSON(w, r, status, b)
 }
