@@ -74,7 +74,7 @@ CREATE UNIQUE INDEX jobs_name_live ON jobs (name) WHERE name IS NOT NULL AND sta
 
 CREATE INDEX jobs_pause_until ON jobs (pause_until) WHERE state = 'paused' AND pause_until IS NOT NULL;
 
-CREATE INDEX jobs_ready ON jobs (next_run_at) WHERE state = 'ready';
+CREATE INDEX jobs_ready ON jobs (type, next_run_at) WHERE state = 'ready';
 
 CREATE INDEX jobs_recurring ON jobs (missed_slots) WHERE schedule IS NOT NULL;
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -61,6 +62,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"JobList":             testJobList,
 		"RunClaim":            testRunClaim,
 		"RunClaimTypes":       testRunClaimTypes,
+		"RunClaimTypesOrder":  testRunClaimTypesOrder,
 		"RunClaimRace":        testRunClaimRace,
 		"RunClaimAhead":       testRunClaimAhead,
 		"RunHeartbeat":        testRunHeartbeat,
@@ -424,6 +426,68 @@ func testRunClaimTypes(t *testing.T, f *fixture) {
 	}
 	if _, ok, _ := f.Store.JobNextDue(f.ctx, []string{"zzz"}); ok {
 		t.Fatalf("JobNextDue of an unused type says a job waits")
+	}
+}
+
+// testRunClaimTypesOrder: a claim of some types, or of any, takes the
+// earliest due of those types' jobs, however the types' jobs interleave,
+// and a backlog of one type does not hide another's jobs from a claim, the
+// next-due lookup or the queue's statistics.
+func testRunClaimTypesOrder(t *testing.T, f *fixture) {
+	at := func(s int) time.Time { return Start.Add(time.Duration(s) * time.Second) }
+	var backlog []db.JobCreateParams
+	for i := range 300 {
+		backlog = append(backlog, db.JobCreateParams{Type: "a", RunAt: at(-600 + i)})
+	}
+	a, err := f.Store.JobCreateBatch(f.ctx, backlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st db.Stats
+	b1 := f.create(db.JobCreateParams{Type: "b", RunAt: at(-30)})
+	c1 := f.create(db.JobCreateParams{Type: "c", RunAt: at(-20)})
+	b2 := f.create(db.JobCreateParams{Type: "b", RunAt: at(-10)})
+	f.create(db.JobCreateParams{Type: "c", RunAt: at(30)})
+	f.create(db.JobCreateParams{Type: "d", RunAt: at(3600)})
+
+	st, err = f.Store.Stats(f.ctx, Start)
+	if err != nil || !st.ReadyOldestDue.Equal(at(-600)) || st.DueNextMinute != 304 {
+		t.Fatalf("stats: oldest due %v, due within a minute %d (%v); want %v and 304", st.ReadyOldestDue, st.DueNextMinute, err, at(-600))
+	}
+	for _, c := range []struct {
+		types []string
+		want  time.Time
+	}{{nil, at(-600)}, {[]string{"c", "d"}, at(-20)}, {[]string{"d"}, at(3600)}, {[]string{"b", "zzz"}, at(-30)}} {
+		if next, ok, err := f.Store.JobNextDue(f.ctx, c.types); err != nil || !ok || !next.Equal(c.want) {
+			t.Fatalf("JobNextDue(%v) = %v %v %v, want %v", c.types, next, ok, err, c.want)
+		}
+	}
+	ids := func(cs []db.Claim, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, len(cs))
+		for i, c := range cs {
+			out[i] = c.Job.ID
+		}
+		return out
+	}
+	claim := func(max int, types ...string) []string {
+		return ids(f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: types, Max: max}))
+	}
+	if got := claim(2, "c", "b"); !slices.Equal(got, []string{b1.ID, c1.ID}) {
+		t.Fatalf("claim of c, b: %v, want %v", got, []string{b1.ID, c1.ID})
+	}
+	if got := claim(5, "b", "c"); !slices.Equal(got, []string{b2.ID}) {
+		t.Fatalf("claim of b, c after: %v, want only %s (the other c is not due)", got, b2.ID)
+	}
+	if got, want := claim(3), []string{a[0].ID, a[1].ID, a[2].ID}; !slices.Equal(got, want) {
+		t.Fatalf("claim of any type: %v, want the earliest of a's backlog %v", got, want)
+	}
+	f.create(db.JobCreateParams{Type: "b", RunAt: at(-900)})
+	if got := claim(2); len(got) != 2 || got[1] != a[3].ID {
+		t.Fatalf("claim of any type: %v, want b's new job, then %s", got, a[3].ID)
 	}
 }
 

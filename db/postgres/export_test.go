@@ -20,13 +20,13 @@ func InTx(ctx context.Context, s *Store, fn func(engine.Tx) error) error {
 // The statements whose plans TestTx_Plans checks.
 const (
 	ClaimSettings = claimSettings
-	ClaimSQL      = claimSQL
 	LeasedJobsSQL = leasedJobsSQL
 	EndRunsSQL    = endRunsSQL
 )
 
-// UpdateJobsSQL is updateJobsSQL, for TestTx_Plans.
-var UpdateJobsSQL = updateJobsSQL
+// ClaimSQL and UpdateJobsSQL are claimSQL and updateJobsSQL, for
+// TestTx_Plans.
+var ClaimSQL, UpdateJobsSQL = claimSQL, updateJobsSQL
 
 // Explain returns the plan that a transaction of s's keeps for sql, with
 // args, after the statements of setup: the statement is prepared in the

@@ -297,9 +297,28 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 		FOR UPDATE SKIP LOCKED`)
 }
 
+// readyTypes starts a WITH list whose "types" are the job types a
+// statement reads ready jobs of: those of the text array param or, when it
+// is empty, every type that has a ready job, found by stepping through
+// jobs_ready from one type to the next. A statement then reads each type's
+// own stretch of jobs_ready (type, next_run_at), so that a backlog of one
+// type is never walked to find another's jobs.
+func readyTypes(param string) string {
+	return `WITH RECURSIVE present(type) AS (
+		SELECT min(type) FROM jobs WHERE state = 'ready' AND cardinality(` + param + `::text[]) = 0
+		UNION ALL
+		SELECT (SELECT min(type) FROM jobs WHERE state = 'ready' AND type > p.type) FROM present p WHERE p.type IS NOT NULL
+	), types(type) AS (
+		SELECT unnest(` + param + `::text[]) UNION ALL SELECT type FROM present WHERE type IS NOT NULL
+	)`
+}
+
 // claimSQL leases due jobs picked FOR UPDATE SKIP LOCKED (rows another node
 // is claiming, cancelling or finishing are passed over, not waited for) and
-// writes their runs in the same statement (see engine.Tx.JobsClaim). The
+// writes their runs in the same statement (see engine.Tx.JobsClaim). Each
+// type's earliest due jobs are picked from its stretch of jobs_ready, up to
+// the limit, and the earliest due of all those are claimed; the others
+// stay locked, passed over by other claims, until the claim commits. The
 // picked ids are gathered into an array first (= ANY(ARRAY(…))), so that
 // the jobs are then looked up by primary key whatever the planner thinks
 // the limit is: with IN (…) a plan made without the arguments joined them
@@ -310,15 +329,17 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 // quadratic in the batch (measured: 13 of a claim's 25 ms for 99 jobs).
 // Arguments: worker, lease until, now, due by, the types ({}: any), the
 // limit.
-const claimSQL = `WITH claimed AS (
+var claimSQL = readyTypes("$5") + `, claimed AS (
 		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2,
 			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = greatest($3, updated_at)
-		WHERE id = ANY(ARRAY(SELECT id FROM jobs WHERE state = 'ready' AND next_run_at <= $4
-			AND (cardinality($5::text[]) = 0 OR type = ANY($5)) ORDER BY next_run_at LIMIT $6 FOR UPDATE SKIP LOCKED))
+		WHERE id = ANY(ARRAY(SELECT picked.id FROM types CROSS JOIN LATERAL (
+				SELECT id, next_run_at FROM jobs WHERE state = 'ready' AND type = types.type AND next_run_at <= $4
+				ORDER BY next_run_at LIMIT $6 FOR UPDATE SKIP LOCKED) picked
+			ORDER BY picked.next_run_at LIMIT $6))
 		RETURNING ` + jobColumns + `
 	), numbered AS (
 		SELECT claimed.*, nextval('runs_id_seq') AS run_id FROM claimed
-	), runs AS (
+	), started AS (
 		INSERT INTO runs (id, job_id, slot, attempt, generation, worker_id, started_at, outcome, reason)
 		SELECT run_id, id, CASE WHEN triggered THEN updated_at ELSE slot END, attempt, lease_generation, lease_owner,
 			greatest(updated_at, next_run_at), 'running', CASE WHEN triggered THEN '` + db.ReasonManual + `' END
@@ -460,14 +481,15 @@ func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) (
 // JobNextDue returns when the earliest ready job of types is due; see
 // db.Store. It reads the jobs_ready partial index only.
 func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
-	var next time.Time
-	err := d.pool.QueryRow(ctx, `SELECT next_run_at FROM jobs WHERE state = 'ready'
-		AND (cardinality($1::text[]) = 0 OR type = ANY($1)) ORDER BY next_run_at LIMIT 1`, append([]string{}, types...)).Scan(&next)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, false, nil
-	}
+	var next *time.Time
+	err := d.pool.QueryRow(ctx, readyTypes("$1")+` SELECT min(first.next_run_at) FROM types CROSS JOIN LATERAL (
+			SELECT next_run_at FROM jobs WHERE state = 'ready' AND type = types.type ORDER BY next_run_at LIMIT 1) first`,
+		append([]string{}, types...)).Scan(&next)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+	}
+	if next == nil {
+		return time.Time{}, false, nil
 	}
 	return next.UTC(), true, nil
 }

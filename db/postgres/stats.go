@@ -11,15 +11,15 @@ import (
 )
 
 // Stats reads the queue's gauges in one snapshot; see db.StatsReader. The
-// ready figures read the jobs_ready partial index.
+// ready figures read the jobs_ready partial index, type by type.
 func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	st := db.NewStats()
 	err := pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var oldest *time.Time
-		err := tx.QueryRow(ctx, `SELECT min(next_run_at) FILTER (WHERE next_run_at <= $1),
-				count(*) FILTER (WHERE next_run_at <= $2)
-			FROM jobs WHERE state = 'ready' AND next_run_at <= $2`,
-			now, now.Add(time.Minute)).Scan(&oldest, &st.DueNextMinute)
+		err := tx.QueryRow(ctx, readyTypes("$3")+` SELECT min(due.oldest), coalesce(sum(due.n), 0)::bigint
+			FROM types CROSS JOIN LATERAL (SELECT min(next_run_at) FILTER (WHERE next_run_at <= $1) AS oldest,
+				count(*) AS n FROM jobs WHERE state = 'ready' AND type = types.type AND next_run_at <= $2) due`,
+			now, now.Add(time.Minute), []string{}).Scan(&oldest, &st.DueNextMinute)
 		if err != nil {
 			return fmt.Errorf("read ready stats: %w", err)
 		}

@@ -7,8 +7,10 @@ import (
 )
 
 // The hot statements, for the plan checks of plans_test.go.
+var ClaimSQL, NextDueSQL = claimSQL, nextDueSQL
+
+// The other hot statements, for the same checks.
 const (
-	ClaimSQL      = claimSQL
 	ClaimRunsSQL  = claimRunsSQL
 	LeasedJobsSQL = leasedJobsSQL
 	UpdateJobSQL  = updateJobSQL
@@ -19,10 +21,6 @@ const (
 
 // ParseFixed exposes parseFixed to FuzzParseFixed.
 var ParseFixed = parseFixed
-
-// ClaimCandidatesQuery is the subquery RunClaim uses to pick due jobs (with
-// a fixed time and limit), for plan checks.
-const ClaimCandidatesQuery = `SELECT id FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= '2026-01-01T00:00:00.000Z' ORDER BY next_run_at LIMIT 100`
 
 // Schema returns the CREATE statements of sked's tables and indexes, as
 // schema.sql holds them.

@@ -193,14 +193,35 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')`))
 }
 
-// claimSQL leases due jobs. The candidates are named by rowid, which the
-// partial index holds, so that each is found without a search of the id
-// index. Arguments: worker, lease until, now, due by, the types as a JSON
-// array ("[]": any), the limit.
-const claimSQL = `UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2,
+// readyTypes starts a WITH list whose "types" are the job types a
+// statement reads ready jobs of: those of the JSON array param or, when it
+// is "[]", every type that has a ready job, found by stepping through
+// jobs_ready from one type to the next. A statement then reads each type's
+// own stretch of jobs_ready (type, next_run_at), so that a backlog of one
+// type is never walked to find another's jobs.
+func readyTypes(param string) string {
+	return `WITH RECURSIVE present(type) AS (
+		SELECT min(type) FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND ` + param + ` = '[]'
+		UNION ALL
+		SELECT (SELECT min(type) FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND type > p.type)
+		FROM present p WHERE p.type IS NOT NULL
+	), types(type) AS (
+		SELECT value FROM json_each(` + param + `) UNION ALL SELECT type FROM present WHERE type IS NOT NULL
+	)`
+}
+
+// claimSQL leases due jobs: each type's earliest due, up to the limit,
+// from its stretch of jobs_ready, and of those the earliest due of all.
+// The candidates are named by rowid, which the partial index holds, so
+// that each is found without a search of the id index. Arguments: worker,
+// lease until, now, due by, the types as a JSON array ("[]": any), the
+// limit.
+var claimSQL = readyTypes("?5") + ` UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2,
 		lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = 0, updated_at = max(?3, updated_at)
-	WHERE rowid IN (SELECT rowid FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?4
-		AND (?5 = '[]' OR type IN (SELECT value FROM json_each(?5))) ORDER BY next_run_at LIMIT ?6)
+	WHERE rowid IN (SELECT picked.rowid FROM types, jobs AS picked WHERE picked.rowid IN (
+			SELECT rowid FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND type = types.type AND next_run_at <= ?4
+			ORDER BY next_run_at LIMIT ?6)
+		ORDER BY picked.next_run_at LIMIT ?6)
 	RETURNING ` + jobColumns
 
 // claimRunsSQL writes the run rows of the just-claimed jobs named in a JSON
@@ -347,19 +368,24 @@ func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) (
 	return scanJobs(d.read.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...))
 }
 
+// nextDueSQL reads when the earliest ready job of some types is due, from
+// the first entry of each type's stretch of jobs_ready. Argument: the
+// types as a JSON array ("[]": any).
+var nextDueSQL = readyTypes("?1") + ` SELECT min((SELECT next_run_at FROM jobs INDEXED BY jobs_ready
+	WHERE state = 'ready' AND type = types.type ORDER BY next_run_at LIMIT 1)) FROM types`
+
 // JobNextDue returns when the earliest ready job of types is due; see
 // db.Store. It reads the jobs_ready index only.
 func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bool, error) {
-	var next time.Time
-	err := d.read.QueryRowContext(ctx, `SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready'
-		AND (?1 = '[]' OR type IN (SELECT value FROM json_each(?1))) ORDER BY next_run_at LIMIT 1`, jsonArray(types)).Scan(moment{&next})
-	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, false, nil
-	}
+	var next *time.Time
+	err := d.read.QueryRowContext(ctx, nextDueSQL, jsonArray(types)).Scan(at{&next})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", translate(err))
 	}
-	return next, true, nil
+	if next == nil {
+		return time.Time{}, false, nil
+	}
+	return *next, true, nil
 }
 
 // JobByName reads the job of a name; see engine.Reader.

@@ -12,16 +12,20 @@ import (
 )
 
 // TestStore_HotQueryPlans checks the plans of the statements that run for
-// every job: the claim reads the partial index of waiting jobs, and every
-// other statement finds its rows by key. None scans a table or sorts, so a
-// million waiting jobs or a long history cost them nothing.
+// every job: the claim and the next-due lookup read each type's stretch of
+// the partial index of waiting jobs, and every other statement finds its
+// rows by key. None scans a table, and only the claim sorts, the few jobs
+// it picked from the index, so a million waiting jobs, of this type or
+// another, or a long history cost them nothing.
 func TestStore_HotQueryPlans(t *testing.T) {
 	s := sqlitetest.Open(t)
 	for _, tc := range []struct {
 		name, q string
 		want    []string // substrings of the plan
 	}{
-		{"claim", sqlite.ClaimSQL, []string{"INDEX jobs_ready (next_run_at<?)", "jobs USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"claim", sqlite.ClaimSQL, []string{"INDEX jobs_ready (type=? AND next_run_at<?)", "jobs USING INTEGER PRIMARY KEY (rowid=?)",
+			"INDEX jobs_ready (type>?)"}},
+		{"next due", sqlite.NextDueSQL, []string{"INDEX jobs_ready (type=?)", "INDEX jobs_ready (type>?)"}},
 		{"claim's runs", sqlite.ClaimRunsSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
 		{"leased jobs", sqlite.LeasedJobsSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
 		{"update job", sqlite.UpdateJobSQL, []string{"sqlite_autoindex_jobs_1 (id=?)"}},
@@ -40,7 +44,7 @@ func TestStore_HotQueryPlans(t *testing.T) {
 			}
 		}
 		for _, bad := range []string{"SCAN jobs", "SCAN runs", "TEMP B-TREE"} {
-			if strings.Contains(plan, bad) {
+			if strings.Contains(plan, bad) && (tc.name != "claim" || bad != "TEMP B-TREE" || strings.Count(plan, bad) > 1) {
 				t.Errorf("%s: plan has %q:\n%s", tc.name, bad, plan)
 			}
 		}

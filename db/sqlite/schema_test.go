@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 )
 
@@ -36,22 +35,16 @@ func TestSchema(t *testing.T) {
 	}
 }
 
-// TestStore_QueryPlans checks that the due path reads the partial index of
-// waiting jobs, not the table.
+// TestStore_QueryPlans checks that the reaper reads the partial index of
+// running jobs, not the table.
 func TestStore_QueryPlans(t *testing.T) {
 	s := sqlitetest.Open(t)
-	for name, q := range map[string]string{
-		"claim":    sqlite.ClaimCandidatesQuery,
-		"next due": `SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' ORDER BY next_run_at LIMIT 1`,
-		"reap":     `SELECT id FROM jobs INDEXED BY jobs_running WHERE state = 'running' AND lease_until < '2026' ORDER BY lease_until LIMIT 500`,
-	} {
-		plan, err := s.ExplainQueryPlan(context.Background(), q)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !strings.Contains(plan, "INDEX jobs_ready") && !strings.Contains(plan, "INDEX jobs_running") ||
-			strings.Contains(plan, "SCAN jobs\n") || strings.Contains(plan, "TEMP B-TREE") {
-			t.Fatalf("%s plan does not use the partial index:\n%s", name, plan)
-		}
+	plan, err := s.ExplainQueryPlan(context.Background(), `SELECT id FROM jobs INDEXED BY jobs_running
+		WHERE state = 'running' AND lease_until < '2026' ORDER BY lease_until LIMIT 500`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "INDEX jobs_running") || strings.Contains(plan, "SCAN jobs\n") || strings.Contains(plan, "TEMP B-TREE") {
+		t.Fatalf("the reaper's plan does not use the partial index:\n%s", plan)
 	}
 }

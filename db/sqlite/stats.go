@@ -15,10 +15,12 @@ import (
 func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	st := db.NewStats()
 	var oldest *time.Time
-	err := d.read.QueryRowContext(ctx, `SELECT min(next_run_at),
-			(SELECT count(*) FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?)
-		FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND next_run_at <= ?`,
-		fmtTime(now.Add(time.Minute)), fmtTime(now)).Scan(at{&oldest}, &st.DueNextMinute)
+	err := d.read.QueryRowContext(ctx, readyTypes("'[]'")+` SELECT
+			min((SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND type = types.type AND next_run_at <= ?1
+				ORDER BY next_run_at LIMIT 1)),
+			coalesce(sum((SELECT count(*) FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND type = types.type AND next_run_at <= ?2)), 0)
+		FROM types`,
+		fmtTime(now), fmtTime(now.Add(time.Minute))).Scan(at{&oldest}, &st.DueNextMinute)
 	if err != nil {
 		return db.Stats{}, fmt.Errorf("read ready stats: %w", translate(err))
 	}
