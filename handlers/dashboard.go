@@ -28,8 +28,15 @@ type statsResponse struct {
 	States                map[db.JobState]int64 `json:"states"` // every state present
 	DueNextMinute         int64                 `json:"dueNextMinute"`
 	OldestReadyAgeSeconds float64               `json:"oldestReadyAgeSeconds"` // 0 when no ready job is due
+	DueByType             map[string]typeDue    `json:"dueByType"`             // types with a job due within a minute
 	RunningByType         map[string]int64      `json:"runningByType"`
 	MissedSlots           int64                 `json:"missedSlots"`
+}
+
+// typeDue is how far behind one type's ready jobs are, in GET /stats.
+type typeDue struct {
+	DueNextMinute         int64   `json:"dueNextMinute"`
+	OldestReadyAgeSeconds float64 `json:"oldestReadyAgeSeconds"` // 0 when none is due yet
 }
 
 // fireTime is one entry of GET /jobs/{id}/preview: the instant in the job's
@@ -70,10 +77,11 @@ func (h *handler) handleStats(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := statsResponse{
 		At: now, States: st.JobsByState, DueNextMinute: st.DueNextMinute,
+		OldestReadyAgeSeconds: db.Age(st.ReadyOldestDue, now).Seconds(), DueByType: make(map[string]typeDue, len(st.DueByType)),
 		RunningByType: st.RunningByType, MissedSlots: st.MissedSlots,
 	}
-	if !st.ReadyOldestDue.IsZero() {
-		resp.OldestReadyAgeSeconds = max(0, now.Sub(st.ReadyOldestDue).Seconds())
+	for typ, d := range st.DueByType {
+		resp.DueByType[typ] = typeDue{DueNextMinute: d.NextMinute, OldestReadyAgeSeconds: db.Age(d.Oldest, now).Seconds()}
 	}
 	h.writeJSON(w, r, http.StatusOK, resp)
 }

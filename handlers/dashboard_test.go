@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"maps"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -138,6 +139,7 @@ func TestHandler_Stats(t *testing.T) {
 		})
 		e.create(`{"type": "t"}`, http.StatusCreated)
 		e.create(`{"type": "t", "runAt": "2026-03-01T09:59:00Z"}`, http.StatusCreated)
+		e.create(`{"type": "u", "runAt": "2026-03-01T10:00:30Z"}`, http.StatusCreated)
 		j := e.create(`{"type": "t", "runAt": "2026-03-02T00:00:00Z"}`, http.StatusCreated)
 		e.do(http.MethodDelete, "/jobs/"+j.ID, "").wantStatus(t, http.StatusNoContent)
 
@@ -145,11 +147,14 @@ func TestHandler_Stats(t *testing.T) {
 		res.wantStatus(t, http.StatusOK)
 		var got statsResponse
 		res.decode(t, &got)
-		if got.States[db.StateReady] != 2 || got.States[db.StateCancelled] != 1 || len(got.States) != len(db.AllStates) {
-			t.Errorf("states: got %v, want 2 ready, 1 cancelled and every state", got.States)
+		if got.States[db.StateReady] != 3 || got.States[db.StateCancelled] != 1 || len(got.States) != len(db.AllStates) {
+			t.Errorf("states: got %v, want 3 ready, 1 cancelled and every state", got.States)
 		}
-		if got.DueNextMinute != 2 || got.OldestReadyAgeSeconds != 60 {
-			t.Errorf("got %d due, oldest %vs; want 2 due, the oldest 60s late", got.DueNextMinute, got.OldestReadyAgeSeconds)
+		if got.DueNextMinute != 3 || got.OldestReadyAgeSeconds != 60 {
+			t.Errorf("got %d due, oldest %vs; want 3 due, the oldest 60s late", got.DueNextMinute, got.OldestReadyAgeSeconds)
+		}
+		if want := map[string]typeDue{"t": {2, 60}, "u": {1, 0}}; !maps.Equal(got.DueByType, want) {
+			t.Errorf("by type: got %v, want %v (u's job is due in 30s)", got.DueByType, want)
 		}
 		series := e.do(http.MethodGet, "/stats/series", "")
 		series.wantStatus(t, http.StatusOK)

@@ -163,6 +163,7 @@ type dbCollector struct {
 	types *typeLabels
 
 	oldestAge, dueNextMinute, jobs, running, dead, missed, quiet *prometheus.Desc
+	typeOldestAge, typeDueNextMinute                             *prometheus.Desc
 }
 
 func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabels) *dbCollector {
@@ -174,6 +175,10 @@ func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabel
 			"How long the oldest due ready job, of any type (served by a worker or not), has waited past its due time; 0 when none is due.", nil, nil),
 		dueNextMinute: prometheus.NewDesc("sked_jobs_due_next_minute",
 			"Ready jobs due within the next minute, overdue ones included.", nil, nil),
+		typeOldestAge: prometheus.NewDesc("sked_ready_oldest_age_by_type_seconds",
+			"How long the oldest due ready job of a type has waited past its due time; types with no job due within a minute are absent.", []string{"type"}, nil),
+		typeDueNextMinute: prometheus.NewDesc("sked_jobs_due_next_minute_by_type",
+			"Ready jobs due within the next minute, overdue ones included, by type; types with none are absent.", []string{"type"}, nil),
 		jobs:    prometheus.NewDesc("sked_jobs", "Jobs in the database by state.", []string{"state"}, nil),
 		running: prometheus.NewDesc("sked_running_jobs", "Jobs leased to a worker, by type.", []string{"type"}, nil),
 		dead:    prometheus.NewDesc("sked_dead_jobs", "Jobs in the dead-letter list (state dead).", nil, nil),
@@ -185,7 +190,7 @@ func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabel
 }
 
 func (c *dbCollector) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.oldestAge, c.dueNextMinute, c.jobs, c.running, c.dead, c.missed, c.quiet}
+	return []*prometheus.Desc{c.oldestAge, c.dueNextMinute, c.typeOldestAge, c.typeDueNextMinute, c.jobs, c.running, c.dead, c.missed, c.quiet}
 }
 
 // Describe implements prometheus.Collector.
@@ -205,12 +210,12 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(c.oldestAge, err)
 		return
 	}
-	age := 0.0
-	if !st.ReadyOldestDue.IsZero() {
-		age = max(now.Sub(st.ReadyOldestDue).Seconds(), 0)
-	}
-	ch <- prometheus.MustNewConstMetric(c.oldestAge, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(c.oldestAge, prometheus.GaugeValue, db.Age(st.ReadyOldestDue, now).Seconds())
 	ch <- prometheus.MustNewConstMetric(c.dueNextMinute, prometheus.GaugeValue, float64(st.DueNextMinute))
+	for typ, d := range c.types.dueByLabel(st.DueByType) {
+		ch <- prometheus.MustNewConstMetric(c.typeOldestAge, prometheus.GaugeValue, db.Age(d.Oldest, now).Seconds(), typ)
+		ch <- prometheus.MustNewConstMetric(c.typeDueNextMinute, prometheus.GaugeValue, float64(d.NextMinute), typ)
+	}
 	for state, n := range st.JobsByState {
 		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(n), string(state))
 	}

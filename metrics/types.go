@@ -3,6 +3,8 @@ package metrics
 import (
 	"log/slog"
 	"sync"
+
+	"github.com/sked-dev/sked/db"
 )
 
 // MaxTypeLabels is how many job types get a type label of their own. Job
@@ -57,6 +59,23 @@ func (l *typeLabels) byLabel(byType map[string]int64) map[string]int64 {
 	out := make(map[string]int64, len(byType))
 	for typ, n := range byType {
 		out[l.label(typ)] += n
+	}
+	return out
+}
+
+// dueByLabel folds how far behind each type is into the same by type
+// label: the oldest due time and the sum of the counts.
+func (l *typeLabels) dueByLabel(byType map[string]db.Due) map[string]db.Due {
+	out := make(map[string]db.Due, len(byType))
+	for typ, d := range byType {
+		label := l.label(typ)
+		if prev, ok := out[label]; ok {
+			d.NextMinute += prev.NextMinute
+			if d.Oldest.IsZero() || !prev.Oldest.IsZero() && prev.Oldest.Before(d.Oldest) {
+				d.Oldest = prev.Oldest
+			}
+		}
+		out[label] = d
 	}
 	return out
 }

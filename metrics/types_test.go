@@ -32,6 +32,9 @@ func TestMetrics_TypeLabelsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	due := byType(t, scrape(t, m.Handler())["sked_jobs_due_next_minute_by_type"], nil)
+	checkBounded(t, "sked_jobs_due_next_minute_by_type", due, n, extra)
+
 	claims, err := obs.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Max: n, Lease: time.Minute})
 	if err != nil || len(claims) != n {
 		t.Fatalf("claim: %d claims, %v; want %d", len(claims), err, n)

@@ -110,10 +110,7 @@ func (s *Sampler) runOnce(ctx context.Context) error {
 	}
 	smp := sample{
 		at: now, ready: st.JobsByState[db.StateReady], running: st.JobsByState[db.StateRunning],
-		finished: act.Finished, lateness: act.Lateness,
-	}
-	if !st.ReadyOldestDue.IsZero() {
-		smp.oldestAge = max(0, now.Sub(st.ReadyOldestDue))
+		finished: act.Finished, lateness: act.Lateness, oldestAge: db.Age(st.ReadyOldestDue, now),
 	}
 
 	s.mu.Lock()

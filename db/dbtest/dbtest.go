@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -453,6 +454,11 @@ func testRunClaimTypesOrder(t *testing.T, f *fixture) {
 	st, err = f.Store.Stats(f.ctx, Start)
 	if err != nil || !st.ReadyOldestDue.Equal(at(-600)) || st.DueNextMinute != 304 {
 		t.Fatalf("stats: oldest due %v, due within a minute %d (%v); want %v and 304", st.ReadyOldestDue, st.DueNextMinute, err, at(-600))
+	}
+	wantDue := map[string]db.Due{"a": {Oldest: at(-600), NextMinute: 300}, "b": {Oldest: at(-30), NextMinute: 2},
+		"c": {Oldest: at(-20), NextMinute: 2}} // d's job is not due within the minute
+	if !maps.EqualFunc(st.DueByType, wantDue, func(x, y db.Due) bool { return x.Oldest.Equal(y.Oldest) && x.NextMinute == y.NextMinute }) {
+		t.Fatalf("stats by type: %v, want %v", st.DueByType, wantDue)
 	}
 	for _, c := range []struct {
 		types []string

@@ -15,16 +15,27 @@ import (
 func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	st := db.NewStats()
 	err := pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var oldest *time.Time
-		err := tx.QueryRow(ctx, readyTypes("$3")+` SELECT min(due.oldest), coalesce(sum(due.n), 0)::bigint
+		rows, err := tx.Query(ctx, readyTypes("$3")+` SELECT types.type, due.oldest, due.n
 			FROM types CROSS JOIN LATERAL (SELECT min(next_run_at) FILTER (WHERE next_run_at <= $1) AS oldest,
 				count(*) AS n FROM jobs WHERE state = 'ready' AND type = types.type AND next_run_at <= $2) due`,
-			now, now.Add(time.Minute), []string{}).Scan(&oldest, &st.DueNextMinute)
+			now, now.Add(time.Minute), []string{})
 		if err != nil {
 			return fmt.Errorf("read ready stats: %w", err)
 		}
-		if oldest != nil {
-			st.ReadyOldestDue = oldest.UTC()
+		var (
+			typ    string
+			oldest *time.Time
+			n      int64
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&typ, &oldest, &n}, func() error {
+			d := db.Due{NextMinute: n}
+			if oldest != nil {
+				d.Oldest = oldest.UTC()
+			}
+			st.AddDue(typ, d)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read ready stats: %w", err)
 		}
 		if err := readCounts(ctx, tx, `SELECT state, count(*) FROM jobs GROUP BY state`, func(k string, n int64) {
 			st.JobsByState[db.JobState(k)] = n

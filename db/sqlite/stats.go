@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -14,18 +15,13 @@ import (
 // recurring jobs' rows.
 func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	st := db.NewStats()
-	var oldest *time.Time
-	err := d.read.QueryRowContext(ctx, readyTypes("'[]'")+` SELECT
-			min((SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND type = types.type AND next_run_at <= ?1
-				ORDER BY next_run_at LIMIT 1)),
-			coalesce(sum((SELECT count(*) FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND type = types.type AND next_run_at <= ?2)), 0)
-		FROM types`,
-		fmtTime(now), fmtTime(now.Add(time.Minute))).Scan(at{&oldest}, &st.DueNextMinute)
-	if err != nil {
+	rows, err := d.read.QueryContext(ctx, readyTypes("'[]'")+` SELECT type,
+			(SELECT next_run_at FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND type = types.type AND next_run_at <= ?1
+				ORDER BY next_run_at LIMIT 1),
+			(SELECT count(*) FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND type = types.type AND next_run_at <= ?2)
+		FROM types`, fmtTime(now), fmtTime(now.Add(time.Minute)))
+	if err := addDues(&st, rows, err); err != nil {
 		return db.Stats{}, fmt.Errorf("read ready stats: %w", translate(err))
-	}
-	if oldest != nil {
-		st.ReadyOldestDue = *oldest
 	}
 	if err := d.readCounts(ctx, `SELECT state, count(*) FROM jobs GROUP BY state`, func(k string, n int64) {
 		st.JobsByState[db.JobState(k)] = n
@@ -51,22 +47,49 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	return st, nil
 }
 
+// addDues adds each row of (type, oldest due, due within a minute) to st.
+func addDues(st *db.Stats, rows *sql.Rows, err error) error {
+	return forEach(rows, err, func(r scanner) error {
+		var (
+			typ    string
+			oldest *time.Time
+			d      db.Due
+		)
+		if err := r.Scan(&typ, at{&oldest}, &d.NextMinute); err != nil {
+			return err
+		}
+		d.Oldest = deref(oldest)
+		st.AddDue(typ, d)
+		return nil
+	})
+}
+
 // readCounts runs a query of (key, count) rows and hands each to add.
 func (d *dialect) readCounts(ctx context.Context, q string, add func(string, int64)) error {
 	rows, err := d.read.QueryContext(ctx, q)
+	return forEach(rows, err, func(r scanner) error {
+		var (
+			k string
+			n int64
+		)
+		if err := r.Scan(&k, &n); err != nil {
+			return err
+		}
+		add(k, n)
+		return nil
+	})
+}
+
+// forEach hands each row of a query's answer to fn.
+func forEach(rows *sql.Rows, err error, fn func(scanner) error) error {
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var (
-			k string
-			n int64
-		)
-		if err := rows.Scan(&k, &n); err != nil {
+		if err := fn(rows); err != nil {
 			return err
 		}
-		add(k, n)
 	}
 	return rows.Err()
 }
