@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"regexp"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
 // Fingerprint identifies the job p defines: two creates with the same
@@ -73,6 +75,22 @@ func CheckName(name string) error {
 		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name %q looks like a job id; pick one that does not", name)}
 	}
 	return nil
+}
+
+// NewID is a new job's id: a ULID of its creation time t, so that ids sort
+// by when their jobs were created.
+func NewID(t time.Time) string {
+	return ulid.MustNew(ulid.Timestamp(t), ulid.DefaultEntropy()).String()
+}
+
+// IDCeiling is above the id of every job created at or before t, whose
+// ids NewID made: the least id of a job created a millisecond after t.
+func IDCeiling(t time.Time) string {
+	var id ulid.ULID
+	if err := id.SetTime(ulid.Timestamp(t) + 1); err != nil {
+		return "7ZZZZZZZZZZZZZZZZZZZZZZZZZ" // the greatest ULID
+	}
+	return id.String()
 }
 
 // IsID reports whether ref has the form of a job id rather than a name.

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/sked-dev/sked/db"
 )
@@ -26,5 +27,28 @@ func TestSameJSON(t *testing.T) {
 		if got := db.SameJSON([]byte(tc.a), []byte(tc.b)); got != tc.same {
 			t.Errorf("SameJSON(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
 		}
+	}
+}
+
+// TestIDCeiling: the ceiling of t is above the ids of jobs created up to t
+// and below those of jobs created later.
+func TestIDCeiling(t *testing.T) {
+	at := time.Date(2026, 12, 1, 8, 0, 0, 500_000, time.UTC) // half a millisecond in
+	ceiling := db.IDCeiling(at)
+	for _, c := range []struct {
+		created time.Time
+		below   bool
+	}{
+		{at.Add(-time.Hour), true}, {at.Add(-time.Millisecond), true}, {at.Truncate(time.Millisecond), true}, {at, true},
+		{at.Add(time.Millisecond), false}, {at.Add(time.Hour), false},
+	} {
+		for range 100 { // the ids' random part varies
+			if id := db.NewID(c.created); (id < ceiling) != c.below {
+				t.Fatalf("id %s of a job created at %v: below the ceiling %s of %v is %v, want %v", id, c.created, ceiling, at, !c.below, c.below)
+			}
+		}
+	}
+	if got := db.IDCeiling(time.Date(10900, 1, 1, 0, 0, 0, 0, time.UTC)); got <= db.NewID(at) {
+		t.Fatalf("the ceiling past the last time a ULID holds is %s, not above every id", got)
 	}
 }

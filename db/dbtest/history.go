@@ -21,10 +21,12 @@ func testPrune(t *testing.T, f *fixture) {
 	rec := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
 	f.Clock.Set(Start.Add(time.Hour))
 	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	justBefore := f.create(db.JobCreateParams{}) // created and done a second before the prune's instant
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
 
 	window := db.RunActivityParams{From: Start.Add(-time.Minute), To: Start.Add(2 * time.Hour)}
-	if act, err := p.RunActivity(f.ctx, window); err != nil || act.Finished != 3 {
-		t.Fatalf("finished runs before the prune = %d, %v; want 3", act.Finished, err)
+	if act, err := p.RunActivity(f.ctx, window); err != nil || act.Finished != 4 {
+		t.Fatalf("finished runs before the prune = %d, %v; want 4", act.Finished, err)
 	}
 	pinged := func(events []db.Event) bool {
 		return slices.ContainsFunc(events, func(e db.Event) bool { return e.JobID == done.ID })
@@ -34,11 +36,13 @@ func testPrune(t *testing.T, f *fixture) {
 	}
 	before := db.PruneParams{Before: Start.Add(time.Hour + time.Second), Limit: 10}
 	got, err := p.Prune(f.ctx, before)
-	if err != nil || got != (db.Pruned{Jobs: 1, Runs: 1}) {
-		t.Fatalf("Prune = %+v, %v; want the done job and the schedule's finished run", got, err)
+	if err != nil || got != (db.Pruned{Jobs: 2, Runs: 1}) {
+		t.Fatalf("Prune = %+v, %v; want the two done jobs and the schedule's finished run", got, err)
 	}
-	if _, err := f.Store.JobGet(f.ctx, done.ID); !errors.Is(err, db.ErrNotFound) {
-		t.Fatalf("pruned job: JobGet = %v, want ErrNotFound", err)
+	for _, id := range []string{done.ID, justBefore.ID} {
+		if _, err := f.Store.JobGet(f.ctx, id); !errors.Is(err, db.ErrNotFound) {
+			t.Fatalf("pruned job: JobGet = %v, want ErrNotFound", err)
+		}
 	}
 	for _, id := range []string{dead.ID, waiting.ID, rec.ID} {
 		f.get(id)
@@ -46,7 +50,7 @@ func testPrune(t *testing.T, f *fixture) {
 	if runs := f.runs(rec.ID); len(runs) != 0 {
 		t.Fatalf("runs of the schedule after the prune = %+v", runs)
 	}
-	// A pruned job leaves no run or event behind: of the window's three
+	// A pruned job leaves no run or event behind: of the window's four
 	// finished runs, only the dead job's is left.
 	if act, err := p.RunActivity(f.ctx, window); err != nil || act.Finished != 1 {
 		t.Fatalf("finished runs after the prune = %d, %v; want 1, the dead job's", act.Finished, err)

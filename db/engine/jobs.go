@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/failpoint"
 	"github.com/sked-dev/sked/lifecycle"
@@ -190,7 +188,7 @@ func (s *Store) checkNames(ctx context.Context, tx Tx, jobs []db.Job, idx []int)
 // the schedule does not parse or never fires.
 func (s *Store) newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
 	now = s.stored(now)
-	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
+	id := db.NewID(now)
 	slot, due, err := lifecycle.FirstSlot(p, id, now)
 	if err != nil {
 		return db.Job{}, err

@@ -153,7 +153,9 @@ func (t *tx) RunsSucceeded(ctx context.Context, job string, slots []time.Time) (
 
 // Prune deletes old history; see engine.Tx. A job's runs and events go
 // with it, deleted by the trigger jobs_delete_history (migration 00006).
-// The runs statement walks runs by id,
+// The jobs statement reads only the jobs created before p.Before (by id,
+// in the (state, id) index): a job changes only after it is created, so no
+// later one can have finished before then. The runs statement walks runs by id,
 // oldest first, so a batch ends as soon as it has found its Limit; runs has
 // no index on finished_at. Both take their rows FOR UPDATE SKIP LOCKED, so
 // pruners on several nodes share the work instead of waiting for each other.
@@ -163,8 +165,8 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 		return func(tag pgconn.CommandTag) error { *n = int(tag.RowsAffected()); return nil }
 	}
 	t.exec(count(&out.Jobs), `DELETE FROM jobs WHERE id = ANY(ARRAY(
-			SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND schedule IS NULL AND updated_at < $1
-			LIMIT $2 FOR UPDATE SKIP LOCKED))`, p.Before, p.Limit)
+			SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND id < $3 AND schedule IS NULL AND updated_at < $1
+			LIMIT $2 FOR UPDATE SKIP LOCKED))`, p.Before, p.Limit, db.IDCeiling(p.Before))
 	t.exec(count(&out.Runs), `DELETE FROM runs WHERE id = ANY(ARRAY(
 			SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id
 			WHERE j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < $1

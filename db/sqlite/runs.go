@@ -140,15 +140,18 @@ func (t *tx) RunsSucceeded(ctx context.Context, job string, slots []time.Time) (
 }
 
 // Prune deletes old history; see engine.Tx. A job's runs go with it through
-// the foreign key's ON DELETE CASCADE. The runs statement walks runs by id,
+// the foreign key's ON DELETE CASCADE. The jobs statement reads only the
+// jobs created before p.Before (by id, in the (state, id) index): a job
+// changes only after it is created, so no later one can have finished
+// before then. The runs statement walks runs by id,
 // oldest first, so a batch ends as soon as it has found its Limit; runs has
 // no index on finished_at.
 func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 	var out db.Pruned
 	before := fmtTime(p.Before)
 	res, err := t.tx.ExecContext(ctx, `DELETE FROM jobs WHERE id IN (
-			SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND schedule IS NULL AND updated_at < ?
-			LIMIT ?)`, before, p.Limit)
+			SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND id < ? AND schedule IS NULL AND updated_at < ?
+			LIMIT ?)`, db.IDCeiling(p.Before), before, p.Limit)
 	if err != nil {
 		return out, fmt.Errorf("delete jobs: %w", err)
 	}
