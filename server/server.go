@@ -224,7 +224,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		}
 		kinds["exec"] = worker.Exec(execCfg)
 	}
-	store, err := OpenStore(ctx, cfg.DB)
+	store, err := OpenStore(ctx, cfg.DB, log)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -362,7 +363,7 @@ func migrateCmd(env Env) *cobra.Command {
 				return err
 			}
 			_, statErr := os.Stat(dsn) // a new SQLite file is created
-			store, err := server.OpenStore(cmd.Context(), dsn)
+			store, err := server.OpenStore(cmd.Context(), dsn, slog.New(slog.NewTextHandler(env.Stderr, nil)))
 			if err != nil {
 				return err
 			}
