@@ -280,6 +280,48 @@ func TestWork_RunsJobAndCancel(t *testing.T) {
 	stopGracefully(t, w.proc)
 }
 
+// TestWork_ServeDrainsOnSIGTERM: a node stopped with SIGTERM keeps serving,
+// within --grace, the remote worker whose run it leased: the worker renews
+// its lease through it (a 1 s lease, a 4 s run) and reports, and the run is
+// recorded succeeded, not reaped. Meanwhile a new claim is refused, 503
+// with Retry-After as problem+json; the node exits once the run is in.
+func TestWork_ServeDrainsOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	dbPath, addr, ev := filepath.Join(dir, "sked.db"), freeAddr(t), filepath.Join(dir, "evidence")
+	node := startServe(t, dbPath, addr, "--grace", "30s")
+	c := client{t, "http://" + addr}
+	startWork(t, addr, "evid", ev, "--lease", "1s")
+	id := createEvidenceJobs(c, "evid", 1, 4, 4)[0]
+	waitFor(t, "the job to start on the worker", func() bool { return len(readExecutions(t, ev)) == 1 })
+
+	node.cmd.Process.Signal(syscall.SIGTERM)
+	var refused *http.Response
+	waitFor(t, "a claim to be refused", func() bool {
+		resp, err := http.Post(c.base+"/claims", "application/json",
+			strings.NewReader(`{"workerId": "test", "types": ["other"], "wait": "0s"}`))
+		if err != nil {
+			t.Fatalf("claim while the node shuts down: %v (it stopped answering with a run of its remote worker held)", err)
+		}
+		resp.Body.Close()
+		refused = resp
+		return resp.StatusCode != http.StatusOK
+	})
+	if refused.StatusCode != http.StatusServiceUnavailable || refused.Header.Get("Retry-After") == "" ||
+		refused.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("a claim while the node shuts down answered %d, Retry-After %q, %s; want 503 with Retry-After, problem+json",
+			refused.StatusCode, refused.Header.Get("Retry-After"), refused.Header.Get("Content-Type"))
+	}
+	stopGracefully(t, node)
+
+	startServe(t, dbPath, addr)
+	if runs := c.runs(id); len(runs) != 1 || runs[0].Outcome != db.OutcomeSucceeded {
+		t.Fatalf("runs = %+v, want one, succeeded", runs)
+	}
+	if execs := checkEvidence(t, ev, []string{id}, nil); len(execs) != 1 {
+		t.Fatalf("executions = %v, want one", execs)
+	}
+}
+
 // TestWork_BuiltinTypeWarns: a worker that claims exec jobs runs its own
 // command for them, not theirs; it says so when it starts.
 func TestWork_BuiltinTypeWarns(t *testing.T) {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -32,7 +33,8 @@ const ServeWorkerPrefix = "serve:"
 // the worker, waiting up to wait for one to become due. It answers as soon
 // as it has claimed at least one, and with an empty list when the wait ends
 // or the server shuts down. A claim that would wait while as many as
-// allowed wait already answers 503 at once (claimsFullError).
+// allowed wait already answers 503 at once (claimsFullError), and so does
+// one that arrives while the server shuts down (errShuttingDown).
 func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	var req wire.ClaimRequest
@@ -43,6 +45,10 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	p, wait, err := claimParams(&req)
 	if err != nil {
 		h.error(w, r, err)
+		return
+	}
+	if h.shuttingDown() {
+		h.error(w, r, errShuttingDown)
 		return
 	}
 	waiter := newClaimWaiter(p.Types, p.Max)
@@ -69,6 +75,9 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 				types[i] = c.Job.Type
 			}
 			h.claimers.claimed(waiter, types)
+			for _, c := range claims {
+				h.remote.hold(c.Job.ID, c.Job.LeaseGeneration, *c.Job.LeaseUntil)
+			}
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(claims, waited))
 			return
 		}
@@ -224,9 +233,10 @@ func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	}
 	hb, err := h.store.RunHeartbeat(r.Context(), db.RunHeartbeatParams{JobID: id, Generation: *req.Generation, Lease: lease})
 	if err != nil {
-		h.error(w, r, staleError(id, *req.Generation, err))
+		h.reportFailed(w, r, id, *req.Generation, err)
 		return
 	}
+	h.remote.hold(id, *req.Generation, hb.LeaseUntil)
 	h.writeJSON(w, r, http.StatusOK, wire.HeartbeatResponse{LeaseUntil: hb.LeaseUntil, CancelRequested: hb.CancelRequested})
 }
 
@@ -252,9 +262,10 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 		Error: req.Error, Retryable: req.Retryable, Output: req.Output,
 	})
 	if err != nil {
-		h.error(w, r, staleError(id, *req.Generation, err))
+		h.reportFailed(w, r, id, *req.Generation, err)
 		return
 	}
+	h.remote.end(id, *req.Generation)
 	if job.State == db.StateReady {
 		h.due(job.Type, 1) // a released job, or the next slot of a recurring one
 	}
@@ -279,10 +290,25 @@ func validateComplete(req *wire.CompleteRequest) error {
 	return nil
 }
 
-// staleError gives a refused worker write a detail that says why.
-func staleError(id string, gen int64, err error) error {
-	return &detailError{err: err, detail: fmt.Sprintf(
-		"generation %d no longer holds job %s: its lease expired or another worker claimed it; stop and do not report this run", gen, id)}
+// reportFailed answers a heartbeat or completion of job id with generation
+// that the store refused with err. A stale generation's lease is over, and
+// the answer's detail says why.
+func (h *handler) reportFailed(w http.ResponseWriter, r *http.Request, id string, gen int64, err error) {
+	if errors.Is(err, db.ErrStale) || errors.Is(err, db.ErrNotFound) {
+		h.remote.end(id, gen)
+	}
+	h.error(w, r, &detailError{err: err, detail: fmt.Sprintf(
+		"generation %d no longer holds job %s: its lease expired or another worker claimed it; stop and do not report this run", gen, id)})
+}
+
+// shuttingDown reports whether the server has begun shutting down.
+func (h *handler) shuttingDown() bool {
+	select {
+	case <-h.shutdown:
+		return true
+	default:
+		return false
+	}
 }
 
 // WakeClaims tells the waiting POST /claims that jobs became due through

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -114,6 +116,42 @@ func TestHandler_ClaimLifecycle(t *testing.T) {
 	}
 }
 
+// TestHandler_ClaimDrain: while the server shuts down, a new claim is
+// refused (503, Retry-After), and the run a remote worker claimed before is
+// still renewed and reported; Drain waits for it until it is reported, and
+// not for a run of another generation reported stale.
+func TestHandler_ClaimDrain(t *testing.T) {
+	t.Parallel()
+	shutdown := make(chan struct{})
+	e := newTestEnv(t, func(c *Config) { c.Shutdown = shutdown })
+	j := e.create(`{"type": "thumb"}`, http.StatusCreated)
+	e.create(`{"type": "thumb"}`, http.StatusCreated)
+	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`)
+
+	close(shutdown)
+	res := e.do(http.MethodPost, "/claims", `{"workerId": "box2/7", "types": ["thumb"], "wait": "0s"}`)
+	res.wantProblem(t, http.StatusServiceUnavailable, "shutting down")
+	if res.header.Get("Retry-After") == "" {
+		t.Errorf("a claim refused at shutdown has no Retry-After")
+	}
+	over, cancel := context.WithCancel(t.Context())
+	cancel()
+	if left := e.api.Drain(over); left != 1 {
+		t.Fatalf("Drain with a run held: %d left, want 1", left)
+	}
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", `{"generation": 2}`).wantStatus(t, http.StatusConflict)
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", fmt.Sprintf(`{"generation": %d}`, c.Generation)).wantStatus(t, http.StatusOK)
+	if left := e.api.Drain(over); left != 1 {
+		t.Fatalf("Drain after a renewal and a stale heartbeat of another generation: %d left, want 1", left)
+	}
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", fmt.Sprintf(`{"generation": %d, "outcome": "succeeded"}`, c.Generation)).wantStatus(t, http.StatusOK)
+	ctx, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	if left := e.api.Drain(ctx); left != 0 {
+		t.Fatalf("Drain after the run was reported: %d left, want 0", left)
+	}
+}
+
 // TestHandler_ClaimLongPoll checks that a waiting claim is answered by a job
 // created while it waits (or just before), that a claim with nothing due answers an empty
 // list when its wait ends, and that shutdown ends a wait at once.
@@ -151,6 +189,9 @@ func TestHandler_ClaimLongPoll(t *testing.T) {
 	go func() {
 		ended <- e.do(http.MethodPost, "/claims", `{"workerId": "w", "types": ["none"], "wait": "50s"}`)
 	}()
+	for waiting, _ := e.api.ClaimWaits(); waiting == 0; waiting, _ = e.api.ClaimWaits() {
+		time.Sleep(time.Millisecond)
+	}
 	close(shutdown)
 	select {
 	case r := <-ended:

@@ -65,8 +65,10 @@ type Config struct {
 	// SeriesFunc returns the sampled history GET /stats/series answers, as a
 	// JSON-encodable value. Nil answers 404.
 	SeriesFunc func() any
-	// Shutdown is closed when the server begins shutting down, so that
-	// waiting POST /claims answer at once. May be nil.
+	// Shutdown is closed when the server begins shutting down: waiting
+	// POST /claims answer at once, and new ones 503 with Retry-After,
+	// while heartbeats, completions and the rest are served as before
+	// (see API.Drain). May be nil.
 	Shutdown <-chan struct{}
 	// MaxClaimWaits bounds the POST /claims that wait for a due job at
 	// once; a claim past it that finds no job answers 503 at once, with
@@ -112,6 +114,7 @@ type handler struct {
 	seriesFunc      func() any
 	shutdown        <-chan struct{}
 	claimers        *claimWaiters // long polls of POST /claims; never nil
+	remote          *remoteLeases // leases handed to remote workers, for Drain; never nil
 	tokens          []token       // Config's tokens of every role
 	allowedHosts    []string      // Config.AllowedHosts as hostName has them
 	metrics         http.Handler
@@ -145,6 +148,7 @@ func New(cfg Config) *API {
 		seriesFunc:      cfg.SeriesFunc,
 		shutdown:        cfg.Shutdown,
 		claimers:        newClaimWaiters(cmp.Or(max(cfg.MaxClaimWaits, 0), DefaultMaxClaimWaits)),
+		remote:          newRemoteLeases(cfg.Store.Now),
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,

@@ -28,6 +28,7 @@ type testEnv struct {
 	t     *testing.T
 	store *sqlite.Store
 	srv   *httptest.Server
+	api   *API
 	wakes atomic.Int64
 }
 
@@ -40,7 +41,8 @@ func newTestEnv(t *testing.T, configure func(*Config)) *testEnv {
 	if configure != nil {
 		configure(&cfg)
 	}
-	e.srv = httptest.NewServer(New(cfg))
+	e.api = New(cfg)
+	e.srv = httptest.NewServer(e.api)
 	t.Cleanup(e.srv.Close)
 	return e
 }

@@ -62,17 +62,23 @@ type jobCreateRequest struct {
 	Notify json.RawMessage `json:"notify,omitempty"`
 }
 
+// typeDisabledError refuses a job of a type in Config.DisabledTypes. It
+// unwraps to its *db.ValidationError.
+type typeDisabledError struct{ db.ValidationError }
+
+func (e *typeDisabledError) Unwrap() error { return &e.ValidationError }
+
 // jobParams validates req as jobCreateParams does, at the store's now, then
-// refuses disabled types and checks the notification settings and the
-// payload of its kind, as this server has them. Every error is
-// a *db.ValidationError.
+// refuses disabled types (a *typeDisabledError, with the params read so
+// far) and checks the notification settings and the payload of its kind,
+// as this server has them. Every error is or wraps a *db.ValidationError.
 func (h *handler) jobParams(req *jobCreateRequest, headerKeys []string) (db.JobCreateParams, error) {
 	p, err := jobCreateParams(req, headerKeys, h.store.Now())
 	if err != nil {
 		return p, err
 	}
 	if reason, ok := h.disabledTypes[p.Type]; ok {
-		return p, &db.ValidationError{Field: "type", Msg: reason}
+		return p, &typeDisabledError{db.ValidationError{Field: "type", Msg: reason}}
 	}
 	if h.checkNotify != nil {
 		if err := h.checkNotify(p.Notify); err != nil {

@@ -67,11 +67,15 @@ func (e *claimsFullError) Error() string {
 	return fmt.Sprintf("as many claims wait as this server allows (%d)", e.limit)
 }
 
+// errShuttingDown refuses a claim that arrives while the server shuts down.
+var errShuttingDown = errors.New("this server is shutting down and takes no new claims")
+
 // problemFor maps err to its problem. It is the one place that decides
 // statuses: bad input 422 (400/413/415 for the request itself; a reused
 // idempotency key is the idempotencyKey field's), ErrNotFound
-// 404, ErrConflict and ErrStale 409, ErrStorageFull 507, ErrBusy and a
-// claimsFullError 503 (each with Retry-After: it can succeed later),
+// 404, ErrConflict and ErrStale 409, ErrStorageFull 507, ErrBusy, a
+// claimsFullError and errShuttingDown 503 (each with Retry-After: it can
+// succeed later),
 // anything else 500 with a generic detail.
 func problemFor(err error) problem {
 	p := problem{Type: "about:blank"}
@@ -101,6 +105,10 @@ func problemFor(err error) problem {
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryClaimAfter
 		p.Detail = fmt.Sprintf("no job was due, and this server already holds as many waiting claims as it allows (%d; sked serve --max-claim-waits): "+
 			"nothing was claimed; claim again after Retry-After seconds", fullErr.limit)
+	case errors.Is(err, errShuttingDown):
+		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryClaimAfter
+		p.Detail = "this server is shutting down: it takes no new claims, and serves the heartbeats and completions of the runs it leased " +
+			"until they end (sked serve --grace); nothing was claimed; claim again after Retry-After seconds, here or at another node"
 	case errors.Is(err, db.ErrStorageFull):
 		p.Status, p.retryAfter = http.StatusInsufficientStorage, retryFullAfter
 		p.Detail = "the disk holding sked's database is full: nothing was written; free space there and retry (no restart is needed)"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -110,11 +111,18 @@ func checkKept(j db.Job, req jobCreateRequest) error {
 // what it did: {job, created, changes}; Sked-Changed says whether anything
 // was written. The same PUT again changes nothing. With dryRun it answers
 // the same and writes nothing.
+//
+// A job of a type this server does not run (Config.DisabledTypes) is
+// refused as POST /jobs refuses it, unless the job that has the name has
+// that very definition: such a put changes nothing and is answered so, for
+// sked apply sends every job of its file, also those stored by a server
+// that runs their type.
 func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
-	p, err := h.jobCreateBody(w, r, name)
-	if err != nil {
-		h.error(w, r, err)
+	p, bodyErr := h.jobCreateBody(w, r, name)
+	var off *typeDisabledError
+	if bodyErr != nil && !errors.As(bodyErr, &off) {
+		h.error(w, r, bodyErr)
 		return
 	}
 	dry, err := strconv.ParseBool(cmp.Or(r.URL.Query().Get("dryRun"), "false"))
@@ -122,7 +130,11 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, &requestError{Status: http.StatusBadRequest, Field: "dryRun", Msg: "dryRun is true or false"})
 		return
 	}
-	res, err := h.store.JobPut(r.Context(), db.JobPutParams{Spec: p, Actor: actorOf(r), DryRun: dry})
+	res, err := h.store.JobPut(r.Context(), db.JobPutParams{Spec: p, Actor: actorOf(r), DryRun: dry || off != nil})
+	if off != nil && (err != nil || res.Changed()) {
+		h.error(w, r, off)
+		return
+	}
 	if err != nil {
 		h.error(w, r, jobError(name, action{}, err))
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -520,6 +521,57 @@ func TestHandler_JobPut(t *testing.T) {
 	}
 	if l := e.list(""); len(l.Jobs) != 1 {
 		t.Errorf("jobs: got %d, want 1", len(l.Jobs))
+	}
+}
+
+// TestHandler_JobPut_DisabledTypeUnchanged: a server that does not run
+// exec jobs answers a put of one that another server stored, with the very
+// definition, as unchanged (sked apply sends every job of its file); a put
+// that would change or create one is refused as before, and writes nothing.
+func TestHandler_JobPut_DisabledTypeUnchanged(t *testing.T) {
+	t.Parallel()
+	const off = "exec jobs are off; start sked serve with --enable-exec"
+	e := newTestEnv(t, func(c *Config) { c.DisabledTypes = map[string]string{"exec": off} })
+	runsExec := httptest.NewServer(New(Config{Store: e.store}))
+	defer runsExec.Close()
+	const deploy = `{"type": "exec", "schedule": "0 4 * * *", "payload": {"command": ["./deploy.sh"]}}`
+	req, err := http.NewRequest(http.MethodPut, runsExec.URL+"/jobs/by-name/deploy", strings.NewReader(deploy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	stored, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.Body.Close()
+	if stored.StatusCode != http.StatusCreated {
+		t.Fatalf("put on the server that runs exec jobs: %d", stored.StatusCode)
+	}
+
+	for _, path := range []string{"/jobs/by-name/deploy?dryRun=true", "/jobs/by-name/deploy"} {
+		res := e.do(http.MethodPut, path, deploy)
+		res.wantStatus(t, http.StatusOK)
+		var r db.JobPutResult
+		res.decode(t, &r)
+		if r.Changed() || r.Job.Name != "deploy" || res.header.Get("Sked-Changed") != "false" {
+			t.Errorf("PUT %s of the stored definition: %+v, Sked-Changed %q; want it unchanged", path, r, res.header.Get("Sked-Changed"))
+		}
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/jobs/by-name/deploy", `{"type": "exec", "schedule": "0 5 * * *", "payload": {"command": ["./deploy.sh"]}}`},
+		{"/jobs/by-name/deploy?dryRun=true", `{"type": "exec", "schedule": "0 4 * * *", "payload": {"command": ["./other.sh"]}}`},
+		{"/jobs/by-name/fresh", deploy},
+	} {
+		if p := e.do(http.MethodPut, c.path, c.body).wantProblem(t, http.StatusUnprocessableEntity, off); p.Field != "type" {
+			t.Errorf("PUT %s %s: field %q, want type", c.path, c.body, p.Field)
+		}
+	}
+	if l := e.list(""); len(l.Jobs) != 1 || l.Jobs[0].Schedule != "0 4 * * *" {
+		t.Errorf("jobs: got %+v, want deploy alone, unchanged", l.Jobs)
+	}
+	if events := e.events("deploy"); len(events) != 0 {
+		t.Errorf("the puts recorded %d events, want none", len(events))
 	}
 }
 

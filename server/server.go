@@ -124,9 +124,9 @@ type parts struct {
 	api      *handlers.API
 	handler  http.Handler // the API and the dashboard
 	pool     *worker.Pool
-	services []func(context.Context) error // run by Run until shutdown
+	services []func(context.Context) error // run by Run until shutdown, besides the pool
 	// shuttingDown is closed when shutdown begins, so that waiting claims
-	// answer at once.
+	// answer at once and new ones are refused.
 	shuttingDown chan struct{}
 }
 
@@ -224,7 +224,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		}
 		kinds["exec"] = worker.Exec(execCfg)
 	}
-	store, err := OpenStore(ctx, cfg.DB)
+	store, err := OpenStore(ctx, cfg.DB, log)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +297,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.handler = web.Mount(p.api)
 
 	p.services = []func(context.Context) error{
-		pool.Run, reaper.Run, sampler.Run, sweeper.Run,
+		reaper.Run, sampler.Run, sweeper.Run,
 		func(ctx context.Context) error {
 			return forwardWakeups(ctx, store, func(due map[string]int) { pool.Wake(); p.api.WakeClaims(due) }, log)
 		},
@@ -377,9 +377,11 @@ func (s *Server) close() error {
 }
 
 // Run starts the server if Start has not, then serves until ctx is done and
-// shuts down in reverse order: stop taking requests, stop claiming, let
+// shuts down in reverse order: refuse new claims and stop claiming; let
 // running jobs finish within the grace period and hand back the rest,
-// close the store. It listens on Config.Listener or Config.Addr, or
+// while the API still serves the heartbeats and completions of the remote
+// workers' runs claimed through it, waiting for those too within the grace
+// period; stop taking requests; close the store. It listens on Config.Listener or Config.Addr, or
 // nowhere when both are empty.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
@@ -448,6 +450,10 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, run := range p.services {
 		services.Go(func() error { return run(svcCtx) })
 	}
+	poolCtx, stopPool := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPool()
+	poolDone := make(chan error, 1)
+	go func() { poolDone <- p.pool.Run(poolCtx) }()
 
 	serveErr := make(chan error, 1)
 	if srv != nil {
@@ -460,6 +466,13 @@ func (s *Server) Run(ctx context.Context) error {
 		log.Info("shutting down", "grace", cfg.Grace)
 	}
 	close(p.shuttingDown)
+	stopPool()
+	if err == nil {
+		s.drainRemote(ctx, p)
+	}
+	if perr := <-poolDone; perr != nil {
+		err = errors.Join(err, perr)
+	}
 	if srv != nil {
 		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -473,6 +486,17 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	log.Info("stopped")
 	return err
+}
+
+// drainRemote waits, up to the grace period, for the runs that remote
+// workers claimed through this server to be reported or their leases to
+// run out, while the API still serves their heartbeats and completions.
+func (s *Server) drainRemote(ctx context.Context, p *parts) {
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Grace)
+	defer cancel()
+	if left := p.api.Drain(drainCtx); left > 0 {
+		s.cfg.Logger.Warn("grace period over; remote workers' runs claimed here are left to their leases", "running", left)
+	}
 }
 
 // claimAhead is the pool's PoolConfig.ClaimAhead for cfg. On a test clock

@@ -18,10 +18,11 @@ import (
 
 // OpenStore opens and migrates the store dsn names: a postgres:// or
 // postgresql:// URL is a PostgreSQL database that many sked processes may
-// share; anything else is the path of a SQLite file.
-func OpenStore(ctx context.Context, dsn string) (db.Store, error) {
+// share; anything else is the path of a SQLite file. On PostgreSQL, log
+// (nil: discard) hears of a wait for another node's migration.
+func OpenStore(ctx context.Context, dsn string, log *slog.Logger) (db.Store, error) {
 	if postgres.IsURL(dsn) {
-		s, err := postgres.Open(ctx, dsn)
+		s, err := postgres.OpenWith(ctx, dsn, postgres.Options{Logger: log})
 		if err != nil {
 			return nil, postgresOpenError(dsn, err)
 		}

@@ -32,7 +32,7 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 	ln.Close()
 	check := func(dsn string, want ...string) {
 		t.Helper()
-		s, err := server.OpenStore(ctx, dsn)
+		s, err := server.OpenStore(ctx, dsn, nil)
 		if err == nil {
 			s.Close()
 			t.Fatalf("OpenStore(%s) opened it", dsn)

@@ -82,9 +82,29 @@ type dialect struct {
 	channel string        // the LISTEN/NOTIFY channel of this schema's wake-ups; immutable
 }
 
+// Options tune OpenWith. Zero values mean the defaults.
+type Options struct {
+	// Logger becomes the Store's Logger. At Open it receives an INFO line
+	// when the migration lock has been held by another process for
+	// lockWaitNotice, and another when this one gets it, so that a node
+	// waiting for another's migration says why it does not start. Nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// lockWaitNotice is how long Open waits for another process's migration
+// lock before it logs that it does.
+const lockWaitNotice = time.Second
+
 // Open connects to the database at url (postgres://… or any connection
-// string pgx accepts) and migrates it to the current schema.
+// string pgx accepts) and migrates it to the current schema, with the
+// default Options.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return OpenWith(ctx, url, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse postgres url: %w", err)
@@ -112,11 +132,15 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, errors.New("no schema to keep sked's tables in: the search_path names no existing schema; create it, or fix search_path in the URL")
 	}
 	d.channel = wakeChannel(*schema)
-	if err := d.migrate(ctx); err != nil {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := d.migrate(ctx, log.With("schema", *schema)); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{Store: engine.New(engine.Config{Dialect: d}), d: d}, nil
+	return &Store{Store: engine.New(engine.Config{Dialect: d}), d: d, Logger: o.Logger}, nil
 }
 
 // migrate migrates the database under a session advisory lock keyed by the
@@ -127,15 +151,30 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // log an ERROR). Databases in other schemas of the same server (parallel
 // tests) do not wait for each other. The lock is held on a connection of
 // its own, outside the pool that goose migrates through, which may hold
-// only one.
-func (d *dialect) migrate(ctx context.Context) error {
+// only one. A wait for the lock longer than lockWaitNotice is logged to
+// log, and so is its end.
+func (d *dialect) migrate(ctx context.Context, log *slog.Logger) error {
 	lock, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return fmt.Errorf("lock migrations: %w", translate(err))
 	}
 	defer lock.Close(context.WithoutCancel(ctx))
 	const key = `hashtext('sked.migrate.' || current_schema())`
-	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
+	logged := make(chan struct{})
+	waiting := time.AfterFunc(lockWaitNotice, func() {
+		defer close(logged)
+		log.InfoContext(ctx, "waiting for the migration lock, which another node holds (it is migrating this database); "+
+			"this one starts when it has the lock", "waited", lockWaitNotice)
+	})
+	start := time.Now()
+	_, err = lock.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`)
+	if !waiting.Stop() {
+		<-logged
+		if err == nil {
+			log.InfoContext(ctx, "got the migration lock", "waited", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("lock migrations: %w", err)
 	}
 	defer lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+key+`)`)

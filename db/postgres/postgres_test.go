@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,6 +182,52 @@ func TestOpen_OneConnection(t *testing.T) {
 	done, err := s.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded})
 	if err != nil || done.State != db.StateDone {
 		t.Fatalf("finish: %s, %v; want done", done.State, err)
+	}
+}
+
+// TestOpen_WaitsForMigrationLockLogged: a store opened while another
+// connection holds sked's migration lock of the schema waits for it, says
+// so in the log (once), and says so again when it gets the lock.
+func TestOpen_WaitsForMigrationLockLogged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := postgrestest.URL(t)
+	holder, err := postgres.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	const key = `hashtext('sked.migrate.' || current_schema())`
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	opened := make(chan error, 1)
+	go func() {
+		s, err := postgres.OpenWith(ctx, u, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err == nil {
+			s.Close()
+		}
+		opened <- err
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), "waiting for the migration lock"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line about the wait 20 s after Open began waiting for the lock; logged:\n%s", logs.String())
+		}
+	}
+	select {
+	case err := <-opened:
+		t.Fatalf("Open returned (%v) while another connection held the migration lock", err)
+	default:
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock(`+key+`)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("open after the lock was released: %v", err)
+	}
+	if got := logs.String(); strings.Count(got, "waiting for the migration lock") != 1 || !strings.Contains(got, "got the migration lock") {
+		t.Fatalf("logged:\n%s\nwant one line about the wait, then one about getting the lock", got)
 	}
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -347,35 +346,6 @@ func listen(addr string) (net.Listener, error) {
 		err = oe.Err // not "listen tcp ADDR:" again
 	}
 	return nil, fmt.Errorf("cannot listen on %s: %w; give an address of this machine with --addr (SKED_ADDR), such as %s", addr, err, defaultAddr)
-}
-
-func migrateCmd(env Env) *cobra.Command {
-	var dsn string
-	cmd := &cobra.Command{
-		Use:   "migrate [--db sked.db]",
-		Short: "Create or upgrade the database (--db) and exit",
-		Long: "sked migrate creates the database, or upgrades it to this version's schema, and exits; sked serve does the\n" +
-			"same as it starts. It is for doing that alone, such as before the nodes that share a PostgreSQL database start.",
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkDB(dsn); err != nil {
-				return err
-			}
-			_, statErr := os.Stat(dsn) // a new SQLite file is created
-			store, err := server.OpenStore(cmd.Context(), dsn)
-			if err != nil {
-				return err
-			}
-			if !postgres.IsURL(dsn) && errors.Is(statErr, fs.ErrNotExist) {
-				fmt.Fprintf(env.Stdout, "created %s at the current schema\n", dsn)
-			} else {
-				fmt.Fprintf(env.Stdout, "%s is at the current schema\n", postgres.Redacted(dsn))
-			}
-			return store.Close()
-		},
-	}
-	dbFlag(cmd.Flags(), &dsn)
-	return cmd
 }
 
 // dbFlag registers --db, the database of sked serve and sked migrate, on fs,

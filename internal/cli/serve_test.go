@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/handlers"
 )
 
@@ -164,12 +169,51 @@ func TestMigrate_Flags(t *testing.T) {
 	if left, _ := os.ReadDir(filepath.Dir(dir)); len(left) != 1 {
 		t.Errorf("a --db that is a directory left files beside it: %v", left)
 	}
-	for _, want := range []string{"created " + path + " at the current schema\n", path + " is at the current schema\n"} {
+	for _, want := range []string{"created " + path + " at schema version ", path + ": schema is up to date at version "} {
 		code, out, stderr := mainOf("migrate", "--db", path)
-		if _, err := os.Stat(path); code != 0 || err != nil || out != want {
+		if _, err := os.Stat(path); code != 0 || err != nil || !strings.HasPrefix(out, want) {
 			t.Errorf("sked migrate --db %s: exit %d, %v\n%s%s; want %q", path, code, err, out, stderr, want)
 		}
 	}
+}
+
+// TestMigrate_SaysVersions: sked migrate says from which schema version to
+// which it migrated a database, or that it was up to date, on SQLite (a
+// file left at version 3) and on PostgreSQL (a new schema).
+func TestMigrate_SaysVersions(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sked.db")
+	conn, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sqlite.Migrations(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	sources := p.ListSources()
+	last := sources[len(sources)-1].Version
+	migrate := func(dsn, want string) {
+		t.Helper()
+		if code, out, stderr := mainOf("migrate", "--db", dsn); code != 0 || out != want {
+			t.Errorf("sked migrate --db %s: exit %d\n%s%s; want %q", dsn, code, out, stderr, want)
+		}
+	}
+	migrate(path, fmt.Sprintf("migrated %s: schema version 3 → %d\n", path, last))
+	migrate(path, fmt.Sprintf("%s: schema is up to date at version %d\n", path, last))
+
+	u := postgrestest.URL(t)
+	code, out, stderr := mainOf("migrate", "--db", u)
+	rest, ok := strings.CutPrefix(out, "migrated "+postgres.Redacted(u)+": schema version 0 → ")
+	to, err := strconv.Atoi(strings.TrimSuffix(rest, "\n"))
+	if code != 0 || !ok || err != nil || to < 1 {
+		t.Fatalf("sked migrate --db %s (a new schema): exit %d\n%s%s; want it migrated from version 0", u, code, out, stderr)
+	}
+	migrate(u, fmt.Sprintf("%s: schema is up to date at version %d\n", postgres.Redacted(u), to))
 }
 
 // TestServe_RefusedStartLeavesNothing: sked serve on a port in use, or

@@ -1,0 +1,108 @@
+package handlers
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// remoteLeases are the leases this API handed to remote workers (POST
+// /claims) that are not over as far as it knows: neither reported through
+// it (complete, or a stale heartbeat or completion) nor run out. Shutdown
+// waits for them (API.Drain), so that those workers can still renew and
+// report through this server while it stops.
+type remoteLeases struct {
+	now func() time.Time // the store's clock, which lease ends are read on
+
+	mu      sync.Mutex
+	held    map[string]heldLease // by job id; guarded by mu
+	pruneAt int                  // prune ended leases when held grows past this; guarded by mu
+	changed chan struct{}        // closed and replaced when a lease ends; guarded by mu
+}
+
+// heldLease is one lease of remoteLeases.
+type heldLease struct {
+	generation int64
+	until      time.Time
+}
+
+// minPruneAt is the fewest leases remoteLeases holds before it looks for
+// ended ones to drop.
+const minPruneAt = 64
+
+func newRemoteLeases(now func() time.Time) *remoteLeases {
+	return &remoteLeases{now: now, held: map[string]heldLease{}, pruneAt: minPruneAt, changed: make(chan struct{})}
+}
+
+// hold records that job id is leased with generation until until. A later
+// call for the job (a heartbeat's renewal) moves until. Leases that ran out
+// are dropped now and then, as held grows.
+func (l *remoteLeases) hold(id string, generation int64, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cur, ok := l.held[id]; ok && cur.generation > generation {
+		return
+	}
+	l.held[id] = heldLease{generation: generation, until: until}
+	if len(l.held) > l.pruneAt {
+		l.prune()
+		l.pruneAt = max(minPruneAt, 2*len(l.held))
+	}
+}
+
+// end records that the lease of job id with generation is over.
+func (l *remoteLeases) end(id string, generation int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cur, ok := l.held[id]; ok && cur.generation == generation {
+		delete(l.held, id)
+		close(l.changed)
+		l.changed = make(chan struct{})
+	}
+}
+
+// prune drops the leases that ran out and returns how many are left, the
+// earliest end among them and a channel closed when one ends. l.mu is held.
+func (l *remoteLeases) prune() (left int, next time.Time, changed <-chan struct{}) {
+	now := l.now()
+	for id, h := range l.held {
+		switch {
+		case !h.until.After(now):
+			delete(l.held, id)
+		case next.IsZero() || h.until.Before(next):
+			next = h.until
+		}
+	}
+	return len(l.held), next, l.changed
+}
+
+// wait returns when no lease is left, or when ctx is done with how many
+// are. Leases end when reported or when they run out, which it looks at
+// again at least every second (the store's clock may move by steps).
+func (l *remoteLeases) wait(ctx context.Context) int {
+	for {
+		l.mu.Lock()
+		left, next, changed := l.prune()
+		l.mu.Unlock()
+		if left == 0 {
+			return 0
+		}
+		t := time.NewTimer(min(max(next.Sub(l.now()), time.Millisecond), time.Second))
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return left
+		}
+		t.Stop()
+	}
+}
+
+// Drain waits, while the server shuts down (Config.Shutdown closed), for
+// the runs of remote workers that claimed through this API: until each has
+// been reported through it, or its lease has run out, or ctx is done. The
+// API keeps answering meanwhile, so that those workers can renew their
+// leases and report their runs; it refuses new claims. It returns how many
+// runs were left when ctx ended, 0 when none.
+func (a *API) Drain(ctx context.Context) int { return a.h.remote.wait(ctx) }
