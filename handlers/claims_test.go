@@ -128,7 +128,9 @@ func TestHandler_ClaimDrain(t *testing.T) {
 	e.create(`{"type": "thumb"}`, http.StatusCreated)
 	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`)
 
+	e.do(http.MethodGet, "/readyz", "").wantStatus(t, http.StatusOK)
 	close(shutdown)
+	e.do(http.MethodGet, "/readyz", "").wantProblem(t, http.StatusServiceUnavailable, "shutting down")
 	res := e.do(http.MethodPost, "/claims", `{"workerId": "box2/7", "types": ["thumb"], "wait": "0s"}`)
 	res.wantProblem(t, http.StatusServiceUnavailable, "shutting down")
 	if res.header.Get("Retry-After") == "" {

@@ -29,8 +29,14 @@ const notReadyDetail = "not ready; the server log says why, and so does /readyz 
 
 // handleReadyz serves GET, HEAD and OPTIONS /readyz: 200 when the database
 // takes writes and its schema is current, else 503 with Retry-After, and
-// what is wrong to a request that may use the API (mayUseAPI).
+// what is wrong to a request that may use the API (mayUseAPI). A server
+// shutting down is not ready, so that a load balancer sends new work to
+// the other nodes while this one still serves its runs' heartbeats.
 func (h *handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if h.shuttingDown() {
+		h.notReady(w, "not ready: shutting down; this node serves only the runs it leased until they end")
+		return
+	}
 	if h.readyFunc != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
@@ -40,15 +46,20 @@ func (h *handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
 			if h.mayUseAPI(r) {
 				detail = "not ready: " + err.Error()
 			}
-			w.Header().Set("Retry-After", strconv.Itoa(int(readyRetryAfter.Seconds())))
-			h.writeProblem(w, problem{
-				Type:   "about:blank",
-				Title:  http.StatusText(http.StatusServiceUnavailable),
-				Status: http.StatusServiceUnavailable,
-				Detail: detail,
-			})
+			h.notReady(w, detail)
 			return
 		}
 	}
 	h.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// notReady answers 503 with Retry-After, saying detail.
+func (h *handler) notReady(w http.ResponseWriter, detail string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(readyRetryAfter.Seconds())))
+	h.writeProblem(w, problem{
+		Type:   "about:blank",
+		Title:  http.StatusText(http.StatusServiceUnavailable),
+		Status: http.StatusServiceUnavailable,
+		Detail: detail,
+	})
 }
