@@ -492,8 +492,8 @@ func testRunClaimTypesOrder(t *testing.T, f *fixture) {
 		t.Fatalf("claim of any type: %v, want the earliest of a's backlog %v", got, want)
 	}
 	f.create(db.JobCreateParams{Type: "b", RunAt: at(-900)})
-	if got := claim(2); len(got) != 2 || got[1] != a[3].ID {
-		t.Fatalf("claim of any type: %v, want b's new job, then %s", got, a[3].ID)
+	if got := claim(2, "b", "a", "b"); len(got) != 2 || got[1] != a[3].ID {
+		t.Fatalf("claim of b, a, b: %v, want b's new job, then %s", got, a[3].ID)
 	}
 }
 

@@ -107,7 +107,7 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	err := s.inTx(ctx, func(tx Tx) error {
 		now := tx.Now()
 		got, err := tx.JobsClaim(ctx, ClaimArgs{
-			Worker: p.WorkerID, Types: p.Types, Max: p.Max,
+			Worker: p.WorkerID, Types: distinct(p.Types), Max: p.Max,
 			Until: now.Add(cmp.Or(p.Lease, db.DefaultLease)), DueBy: now.Add(max(p.Ahead, 0)),
 		})
 		if err != nil {
@@ -145,6 +145,13 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	}
 	failpoint.Hit(failpoint.AfterClaimCommit)
 	return claims, nil
+}
+
+// distinct is types without repeats, in order: a store's claim picks up to
+// its limit of each type it is given, and would count a repeated type's
+// jobs twice against the limit.
+func distinct(types []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(types)))
 }
 
 // startFiring applies the misfire policy to a just-claimed recurring job. It
