@@ -26,6 +26,7 @@ const (
 	ClaimSettings = claimSettings
 	LeasedJobsSQL = leasedJobsSQL
 	EndRunsSQL    = endRunsSQL
+	PruneJobsSQL  = pruneJobsSQL
 )
 
 // ClaimSQL and UpdateJobsSQL are claimSQL and updateJobsSQL, for
