@@ -22,15 +22,7 @@ func TestTx_Plans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := postgrestest.Open(t)
-	for range 2 {
-		ps := make([]db.JobCreateParams, db.MaxBatch)
-		for i := range ps {
-			ps[i] = db.JobCreateParams{Type: "plan"}
-		}
-		if _, err := s.JobCreateBatch(ctx, ps); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enqueue(t, s, 2)
 	claims, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Max: db.MaxBatch, Lease: time.Minute})
 	if err != nil || len(claims) != db.MaxBatch {
 		t.Fatalf("claimed %d jobs, %v", len(claims), err)
@@ -83,15 +75,7 @@ func TestTx_PrunePlan(t *testing.T) {
 	ctx := context.Background()
 	url := postgrestest.URL(t)
 	s := postgrestest.OpenURL(t, url)
-	for range 2 {
-		ps := make([]db.JobCreateParams, db.MaxBatch)
-		for i := range ps {
-			ps[i] = db.JobCreateParams{Type: "plan"}
-		}
-		if _, err := s.JobCreateBatch(ctx, ps); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enqueue(t, s, 2)
 	conn, err := postgres.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -112,5 +96,19 @@ func TestTx_PrunePlan(t *testing.T) {
 	}
 	if want := "Index Cond: ((state = ANY ('{done,cancelled}'::text[])) AND (id < $3))"; !strings.Contains(plan, want) {
 		t.Errorf("the prune's plan does not read %s:\n%s", want, plan)
+	}
+}
+
+// enqueue creates batches of db.MaxBatch jobs of type plan in s, due now.
+func enqueue(t *testing.T, s *postgres.Store, batches int) {
+	t.Helper()
+	for range batches {
+		ps := make([]db.JobCreateParams, db.MaxBatch)
+		for i := range ps {
+			ps[i] = db.JobCreateParams{Type: "plan"}
+		}
+		if _, err := s.JobCreateBatch(context.Background(), ps); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
