@@ -17,11 +17,16 @@ func InTx(ctx context.Context, s *Store, fn func(engine.Tx) error) error {
 	return s.d.InTx(ctx, nil, fn)
 }
 
+// Migrations are the embedded migrations, for tests that migrate a
+// database step by step.
+var Migrations = migrations
+
 // The statements whose plans TestTx_Plans checks.
 const (
 	ClaimSettings = claimSettings
 	LeasedJobsSQL = leasedJobsSQL
 	EndRunsSQL    = endRunsSQL
+	PruneJobsSQL  = pruneJobsSQL
 )
 
 // ClaimSQL and UpdateJobsSQL are claimSQL and updateJobsSQL, for

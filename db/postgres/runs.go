@@ -164,9 +164,7 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 	count := func(n *int) func(pgconn.CommandTag) error {
 		return func(tag pgconn.CommandTag) error { *n = int(tag.RowsAffected()); return nil }
 	}
-	t.exec(count(&out.Jobs), `DELETE FROM jobs WHERE id = ANY(ARRAY(
-			SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND id < $3 AND schedule IS NULL AND updated_at < $1
-			LIMIT $2 FOR UPDATE SKIP LOCKED))`, p.Before, p.Limit, db.IDCeiling(p.Before))
+	t.exec(count(&out.Jobs), pruneJobsSQL, p.Before, p.Limit, db.IDCeiling(p.Before))
 	t.exec(count(&out.Runs), `DELETE FROM runs WHERE id = ANY(ARRAY(
 			SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id
 			WHERE j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < $1
@@ -177,6 +175,16 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 			ORDER BY e.id LIMIT $2 FOR UPDATE OF e SKIP LOCKED))`, p.Before, p.Limit)
 	return out, t.flush(ctx)
 }
+
+// pruneJobsSQL deletes finished jobs that ended before a time and were
+// created before it (see Prune), oldest first: the order is the (state,
+// id) index's, so that the plan reads that index within both bounds; by
+// id alone (the primary key) it would walk every older job of any state
+// each pass, such as the dead ones, which are kept. Arguments: the time,
+// the limit, the least id of a job created after the time (db.IDCeiling).
+const pruneJobsSQL = `DELETE FROM jobs WHERE id = ANY(ARRAY(
+		SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND id < $3 AND schedule IS NULL AND updated_at < $1
+		ORDER BY state, id LIMIT $2 FOR UPDATE SKIP LOCKED))`
 
 // RunsPage reads a page of a job's runs; see engine.Reader.
 func (d *dialect) RunsPage(ctx context.Context, job string, before int64, limit int) ([]db.Run, error) {
