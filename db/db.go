@@ -267,7 +267,12 @@ type RunListParams struct {
 // RunClaimParams asks for up to Max due jobs of Types for WorkerID.
 type RunClaimParams struct {
 	WorkerID string
-	Types    []string // empty: any type
+	// Types are the job types to claim; empty: any type. A claim reads
+	// (and on PostgreSQL locks, until it commits) up to Max of each type's
+	// earliest due jobs and takes the earliest Max of them, so its cost
+	// grows with the number of types: name the types a worker serves
+	// rather than claiming any type of many.
+	Types []string
 	Max      int
 	Lease    time.Duration
 	// More says the caller claims again at once if this claim comes back

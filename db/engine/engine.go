@@ -144,7 +144,8 @@ type Tx interface {
 	// claim's time and the job's due time; for a triggered job (an
 	// operator's extra run) the slot is the claim's time and the reason
 	// db.ReasonManual. It returns the jobs as leased, with their run ids,
-	// in any order.
+	// in any order. It may read, and hold, up to a.Max of each type's
+	// earliest due jobs to pick the earliest a.Max of all.
 	JobsClaim(ctx context.Context, a ClaimArgs) ([]db.Claim, error)
 	// JobsUpdate writes the lifecycle columns of each job (state, times,
 	// attempt, lease, marks and counters; not its definition), each only
