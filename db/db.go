@@ -273,8 +273,8 @@ type RunClaimParams struct {
 	// grows with the number of types: name the types a worker serves
 	// rather than claiming any type of many.
 	Types []string
-	Max      int
-	Lease    time.Duration
+	Max   int
+	Lease time.Duration
 	// More says the caller claims again at once if this claim comes back
 	// full: it has more free slots than Max. A store may then hold its
 	// other writes back for the next claim, so that a spike of due jobs
