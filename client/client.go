@@ -36,7 +36,8 @@ type Client struct {
 	// server cannot be reached, or it did not answer in time) or a 503
 	// (shutting down, overloaded) moves the client on to the next server,
 	// round robin, and is sent again there, once to each server at most,
-	// while its context lasts; later requests go to the new server. Any
+	// while its context lasts (each server has an equal share of the time
+	// left); later requests go to the new server. Any
 	// other answer, a 4xx included, is the answer. A request may so reach
 	// two servers: as with any retry, give created jobs an idempotency key.
 	Fallbacks []string
@@ -112,6 +113,9 @@ func (c *Client) doResponse(ctx context.Context, method, path string, body, out 
 
 // send is doResponse with a body of media type contentType, sent to the
 // current server and, when that fails (see Fallbacks), to the next ones.
+// When ctx has a deadline, each attempt has an equal share of the time
+// left among the servers still to try, so that a server that does not
+// answer leaves the next ones time.
 func (c *Client) send(ctx context.Context, method, path, contentType string, body, out any) (*http.Response, error) {
 	var b []byte
 	if body != nil {
@@ -123,7 +127,12 @@ func (c *Client) send(ctx context.Context, method, path, contentType string, bod
 	servers := 1 + len(c.Fallbacks)
 	for tried := 1; ; tried++ {
 		i := c.current.Load()
-		resp, err := c.sendTo(ctx, c.server(i), method, path, contentType, b, out)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if end, ok := ctx.Deadline(); ok && tried < servers {
+			actx, cancel = context.WithTimeout(ctx, time.Until(end)/time.Duration(servers-tried+1))
+		}
+		resp, err := c.sendTo(actx, c.server(i), method, path, contentType, b, out)
+		cancel()
 		if servers == 1 || !failsOver(ctx, err) {
 			return resp, err
 		}
