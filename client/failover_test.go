@@ -39,23 +39,11 @@ func refusing(t *testing.T) string {
 	return srv.URL
 }
 
-// moves counts the "moved to another server" lines of a client's log.
-type moves struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (m *moves) Write(p []byte) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.buf.Write(p)
-}
-
-func (m *moves) lines() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// moves returns the "moved to another server" lines of a client's log. The
+// log's slog handler serializes its writes; it is read once they are done.
+func moves(log *bytes.Buffer) []string {
 	var out []string
-	for _, l := range strings.Split(m.buf.String(), "\n") {
+	for _, l := range strings.Split(log.String(), "\n") {
 		if strings.Contains(l, "moved to another server") {
 			out = append(out, l)
 		}
@@ -82,7 +70,7 @@ func TestClient_FailoverRunsWorkerProtocol(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			log := &moves{}
+			log := &bytes.Buffer{}
 			c := &client.Client{BaseURL: down, Fallbacks: []string{second}, ClaimWait: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(log, nil))}
 			claims, err := c.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1, Lease: time.Minute})
 			if err != nil || len(claims) != 1 || claims[0].Job.ID != j.ID {
@@ -101,7 +89,7 @@ func TestClient_FailoverRunsWorkerProtocol(t *testing.T) {
 			if sent != nil && sent.Load() != 1 {
 				t.Errorf("the first server got %d requests, want 1: the client stays on the second", sent.Load())
 			}
-			if got := log.lines(); len(got) != 1 || !strings.Contains(got[0], "server="+second) || !strings.Contains(got[0], "from="+down) {
+			if got := moves(log); len(got) != 1 || !strings.Contains(got[0], "server="+second) || !strings.Contains(got[0], "from="+down) {
 				t.Errorf("log: got %q, want one line naming the move from %s to %s", got, down, second)
 			}
 		})
@@ -165,7 +153,7 @@ func TestClient_FailoverConcurrent(t *testing.T) {
 	t.Parallel()
 	gone := refusing(t)
 	other, sent := answering(t, http.StatusOK)
-	log := &moves{}
+	log := &bytes.Buffer{}
 	c := &client.Client{BaseURL: gone, Fallbacks: []string{other}, Logger: slog.New(slog.NewTextHandler(log, nil))}
 	var wg sync.WaitGroup
 	for range 16 {
@@ -176,7 +164,7 @@ func TestClient_FailoverConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := log.lines(); len(got) != 1 || sent.Load() != 16 || c.Server() != other {
+	if got := moves(log); len(got) != 1 || sent.Load() != 16 || c.Server() != other {
 		t.Errorf("%d log lines of moves (%q), %d requests answered by %s, now on %s; want 1 line, 16, on it", len(got), got, sent.Load(), other, c.Server())
 	}
 }
