@@ -37,9 +37,9 @@ type Client struct {
 	// (shutting down, overloaded) moves the client on to the next server,
 	// round robin, and is sent again there, once to each server at most,
 	// while its context lasts (each server has an equal share of the time
-	// left); later requests go to the new server. Any
-	// other answer, a 4xx included, is the answer. A request may so reach
-	// two servers: as with any retry, give created jobs an idempotency key.
+	// left); later requests go to the new server. Any other answer, a 4xx
+	// included, is the answer. A request may so reach two servers: as with
+	// any retry, give created jobs an idempotency key.
 	Fallbacks []string
 	// Token is sent as "Authorization: Bearer <Token>" when not empty.
 	Token string

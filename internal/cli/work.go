@@ -61,7 +61,7 @@ func workCmd(env Env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.SetInterspersed(false) // the command's own flags are its own
 	hostname, _ := os.Hostname()
-	fs.StringSliceVar(&f.servers, "server", []string{DefaultServer}, "URL of the sked server; repeat for several nodes on one database, tried in turn")
+	fs.StringSliceVar(&f.servers, "server", []string{DefaultServer}, "URL of the sked server; several nodes of one database, comma-separated or repeated, are used in turn")
 	fs.StringVar(&f.token, "token", "", "bearer token for the server's API")
 	fs.StringVar(&f.workerID, "worker-id", hostname+"/"+strconv.Itoa(os.Getpid()), "name of this worker in leases and runs")
 	fs.StringArrayVar(&f.types, "type", nil, "job type to claim; repeat for several")
