@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,11 +24,23 @@ import (
 	"github.com/sked-dev/sked/wire"
 )
 
-// Client talks to one sked server. Its zero value is not usable: set
-// BaseURL. It is safe for concurrent use once its fields are set.
+// Client talks to a sked server, or to one at a time of several that share
+// a database. Its zero value is not usable: set BaseURL. It is safe for
+// concurrent use once its fields are set.
 type Client struct {
 	// BaseURL is the server's root, e.g. "http://sked.lan:8080".
 	BaseURL string
+	// Fallbacks are the roots of more servers on BaseURL's database (sked
+	// on PostgreSQL), any of which serves any request. Requests go to one
+	// server at a time, BaseURL first. A request that gets no answer (the
+	// server cannot be reached, or it did not answer in time) or a 503
+	// (shutting down, overloaded) moves the client on to the next server,
+	// round robin, and is sent again there, once to each server at most,
+	// while its context lasts (each server has an equal share of the time
+	// left); later requests go to the new server. Any other answer, a 4xx
+	// included, is the answer. A request may so reach two servers: as with
+	// any retry, give created jobs an idempotency key.
+	Fallbacks []string
 	// Token is sent as "Authorization: Bearer <Token>" when not empty.
 	Token string
 	// HTTP sends the requests; nil means http.DefaultClient. Do not give it
@@ -40,7 +54,11 @@ type Client struct {
 	// the changes, e.g. "ann@laptop", which the server records on the
 	// job's timeline with the client's address.
 	Actor string
+	// Logger, when not nil, logs each move to another server (see
+	// Fallbacks) at WARN, with the server and the error that caused it.
+	Logger *slog.Logger
 
+	current     atomic.Int64 // the server requests go to: 0 is BaseURL, i is Fallbacks[i-1]
 	claimFailed atomic.Bool  // the last RunClaim failed; see NextDue
 	claimAfter  atomic.Int64 // no claim is sent before this (Unix ns): the last one's Retry-After
 }
@@ -93,21 +111,83 @@ func (c *Client) doResponse(ctx context.Context, method, path string, body, out 
 	return c.send(ctx, method, path, "application/json", body, out)
 }
 
-// send is doResponse with a body of media type contentType.
+// send is doResponse with a body of media type contentType, sent to the
+// current server and, when that fails (see Fallbacks), to the next ones.
+// When ctx has a deadline, each attempt has an equal share of the time
+// left among the servers still to try, so that a server that does not
+// answer leaves the next ones time.
 func (c *Client) send(ctx context.Context, method, path, contentType string, body, out any) (*http.Response, error) {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := wire.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = wire.Marshal(body); err != nil {
 			return nil, fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
+	}
+	servers := 1 + len(c.Fallbacks)
+	for tried := 1; ; tried++ {
+		i := c.current.Load()
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if end, ok := ctx.Deadline(); ok && tried < servers {
+			actx, cancel = context.WithTimeout(ctx, time.Until(end)/time.Duration(servers-tried+1))
+		}
+		resp, err := c.sendTo(actx, c.server(i), method, path, contentType, b, out)
+		cancel()
+		if servers == 1 || !failsOver(ctx, err) {
+			return resp, err
+		}
+		c.moveOn(i, err)
+		if tried == servers || ctx.Err() != nil {
+			return resp, err
+		}
+	}
+}
+
+// Server is the root of the server that requests go to now: BaseURL, or
+// one of Fallbacks after a failure of the others.
+func (c *Client) Server() string {
+	return c.server(c.current.Load())
+}
+
+// server is the root of server i: 0 is BaseURL, i is Fallbacks[i-1].
+func (c *Client) server(i int64) string {
+	if i == 0 {
+		return c.BaseURL
+	}
+	return c.Fallbacks[i-1]
+}
+
+// failsOver says whether a request's error is the server's failure rather
+// than an answer: no answer, for another reason than the end of ctx by its
+// caller, or a 503.
+func failsOver(ctx context.Context, err error) bool {
+	if apiErr := (*Error)(nil); errors.As(err, &apiErr) {
+		return apiErr.Status == http.StatusServiceUnavailable
+	}
+	return errors.As(err, new(*url.Error)) && !errors.Is(ctx.Err(), context.Canceled)
+}
+
+// moveOn makes the server after i the current one, unless another request
+// has moved the client on from i already, and logs the move.
+func (c *Client) moveOn(i int64, err error) {
+	next := (i + 1) % int64(1+len(c.Fallbacks))
+	if c.current.CompareAndSwap(i, next) && c.Logger != nil {
+		c.Logger.Warn("moved to another server", "server", c.server(next), "from", c.server(i), "err", err)
+	}
+}
+
+// sendTo sends the request with body b (none when nil) to the server at
+// root base.
+func (c *Client) sendTo(ctx context.Context, base, method, path, contentType string, b []byte, out any) (*http.Response, error) {
+	var rd io.Reader
+	if b != nil {
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
 	}
-	if body != nil {
+	if b != nil {
 		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")

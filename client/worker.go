@@ -15,7 +15,8 @@ import (
 )
 
 // claimSlack is how much longer than its wait a claim may take before the
-// client gives up on the server.
+// client gives up on the server (on each server it may try; see
+// Client.Fallbacks).
 const claimSlack = 15 * time.Second
 
 // finishRetry is the pause between attempts to report an outcome while the
@@ -47,7 +48,7 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 		}
 	}
 	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
-	ctx, cancel := context.WithTimeout(ctx, wait+claimSlack)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
 	defer cancel()
 	var resp wire.ClaimResponse
 	sent := time.Now()

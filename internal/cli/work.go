@@ -24,24 +24,26 @@ import (
 
 // workFlags are what `sked work` runs with.
 type workFlags struct {
-	server, token, workerID string
-	types                   []string
-	concurrency             int
-	lease, grace            time.Duration
-	execEnv                 []string
-	log                     logFlags
+	token, workerID string
+	servers, types  []string
+	concurrency     int
+	lease, grace    time.Duration
+	execEnv         []string
+	log             logFlags
 }
 
 func workCmd(env Env) *cobra.Command {
 	var f workFlags
 	cmd := &cobra.Command{
-		Use:   "work --server URL --type T [--type T2] [flags] -- CMD ARGS…",
+		Use:   "work --server URL[,URL2…] --type T [--type T2] [flags] -- CMD ARGS…",
 		Short: "A worker on any machine: claims jobs of the types from a server and runs CMD per job",
 		Long: "sked work claims jobs of the given types from a sked server and runs CMD for each, with the payload on stdin\n" +
 			"and SKED_* in the environment. SIGTERM stops claiming, lets running commands finish within --grace and hands\n" +
-			"the rest back. It retries an unreachable server with growing, jittered waits (1s to 30s) and stops at once\n" +
-			"when the server refuses its token.",
-		Example: "  sked work --server http://sked.lan:8080 --type thumbnail -- ./make-thumbnail",
+			"the rest back. Given several servers (nodes on one PostgreSQL database), it talks to one at a time and moves to\n" +
+			"the next when one cannot be reached or answers 503. It retries unreachable servers with growing, jittered waits\n" +
+			"(1s to 30s) and stops at once when a server refuses its token.",
+		Example: "  sked work --server http://sked.lan:8080 --type thumbnail -- ./make-thumbnail\n" +
+			"  sked work --server http://sked1.lan:8080,http://sked2.lan:8080 --type thumbnail -- ./make-thumbnail",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash > 0 {
 				return usagef("unexpected argument %q: the command goes after --", args[0])
@@ -59,7 +61,7 @@ func workCmd(env Env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.SetInterspersed(false) // the command's own flags are its own
 	hostname, _ := os.Hostname()
-	fs.StringVar(&f.server, "server", DefaultServer, "URL of the sked server")
+	fs.StringSliceVar(&f.servers, "server", []string{DefaultServer}, "URL of the sked server; several nodes of one database, comma-separated or repeated, are used in turn")
 	fs.StringVar(&f.token, "token", "", "bearer token for the server's API")
 	fs.StringVar(&f.workerID, "worker-id", hostname+"/"+strconv.Itoa(os.Getpid()), "name of this worker in leases and runs")
 	fs.StringArrayVar(&f.types, "type", nil, "job type to claim; repeat for several")
@@ -68,6 +70,7 @@ func workCmd(env Env) *cobra.Command {
 	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "how long SIGTERM waits for running jobs before stopping them")
 	withEnv(fs, "server", "token", "worker-id", "type", "concurrency", "lease", "grace")
 	splitEnv(fs, "type", ",")
+	splitEnv(fs, "server", ",")
 	execEnvFlag(fs, &f.execEnv)
 	f.log.register(fs)
 	fs.SortFlags = false
@@ -86,8 +89,13 @@ func (f *workFlags) check(command []string) error {
 		// Every job it claimed would fail at once, without retry.
 		errs = append(errs, usagef("command %q cannot be run (%v): give the path of an executable, or a program in PATH", command[0], err))
 	}
-	if err := checkServer(f.server); err != nil {
-		errs = append(errs, err)
+	if len(f.servers) == 0 {
+		errs = append(errs, usagef("--server is empty: give the URL of a sked server, such as %s", DefaultServer))
+	}
+	for _, s := range f.servers {
+		if err := checkServer(s); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := checkExecEnv(f.execEnv); err != nil {
 		errs = append(errs, err)
@@ -112,8 +120,8 @@ func (f *workFlags) check(command []string) error {
 func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	c := &skedapi.Client{BaseURL: f.server, Token: f.token}
-	store := &patientStore{Client: c, log: log, refused: stop, server: f.server}
+	c := &skedapi.Client{BaseURL: f.servers[0], Fallbacks: f.servers[1:], Token: f.token, Logger: log}
+	store := &patientStore{Client: c, log: log, refused: stop}
 	cmd := worker.ExecPayload{Command: command}
 	execCfg := worker.ExecConfig{Env: f.execEnv}
 	run := func(ctx context.Context, job *worker.Job) error { return worker.RunCommand(ctx, job, cmd, execCfg) }
@@ -128,7 +136,7 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 		// may not agree with the server's: a claimed job starts at once.
 		ClaimAhead: -1,
 	})
-	log.Info("sked working", "server", f.server, "types", strings.Join(pool.Types(), ","),
+	log.Info("sked working", "server", strings.Join(f.servers, ","), "types", strings.Join(pool.Types(), ","),
 		"concurrency", f.concurrency, "worker_id", f.workerID, "version", buildinfo.Read().Version)
 	for _, t := range f.types {
 		if t == "exec" || t == "http" {
@@ -164,7 +172,6 @@ const (
 type patientStore struct {
 	*skedapi.Client
 	log     *slog.Logger
-	server  string
 	refused context.CancelCauseFunc
 }
 
@@ -186,7 +193,7 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 			return nil, 0, err
 		}
 		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
-			s.refused(fmt.Errorf("%w: %s answered %w; check --token (SKED_TOKEN) and --server", errRefused, s.server, ae))
+			s.refused(fmt.Errorf("%w: %s answered %w; check --token (SKED_TOKEN) and --server", errRefused, s.Server(), ae))
 			return nil, 0, err
 		}
 		failures++

@@ -1,16 +1,22 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestWorkCheck_Command: sked work refuses a command it cannot run before it
 // claims anything, since every job it claimed would fail without retry.
 func TestWorkCheck_Command(t *testing.T) {
-	f := workFlags{types: []string{"t"}, server: DefaultServer, concurrency: 1, lease: 30 * time.Second, grace: 30 * time.Second}
+	f := workFlags{types: []string{"t"}, servers: []string{DefaultServer}, concurrency: 1, lease: 30 * time.Second, grace: 30 * time.Second}
 	if err := f.check([]string{"sh", "-c", "true"}); err != nil {
 		t.Fatalf("check(sh) = %v, want nil", err)
 	}
@@ -44,6 +50,33 @@ func TestRetryWait(t *testing.T) {
 	} {
 		if lo, hi := retryWait(tc.n, tc.after, lowest), retryWait(tc.n, tc.after, highest); lo != tc.lo || hi <= tc.hiAt*99/100 || hi > tc.hiAt {
 			t.Errorf("failure %d, Retry-After %s: waits from %s to %s, want from %s to %s", tc.n, tc.after, lo, hi, tc.lo, tc.hiAt)
+		}
+	}
+}
+
+// TestWorkFlags_Servers: --server takes one URL, as it always did, or
+// several, comma-separated or repeated, and so does SKED_SERVER.
+func TestWorkFlags_Servers(t *testing.T) {
+	const a, b, c = "http://a:8080", "http://b:8080", "http://c:8080"
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want []string
+	}{
+		{nil, "", []string{DefaultServer}},
+		{[]string{"--server", a}, "", []string{a}},
+		{[]string{"--server", a + "," + b}, "", []string{a, b}},
+		{[]string{"--server", a, "--server", b + "," + c}, "", []string{a, b, c}},
+		{nil, a + "," + b, []string{a, b}},
+		{[]string{"--server", c}, a + "," + b, []string{c}},
+	} {
+		e := Env{Getenv: func(k string) string { return map[string]string{"SKED_SERVER": tc.env}[k] }, Stdout: io.Discard, Stderr: io.Discard}
+		root, cmd := bareRoot(e), workCmd(e)
+		cmd.RunE = func(*cobra.Command, []string) error { return nil }
+		root.AddCommand(cmd)
+		err := execute(context.Background(), root, append(append([]string{"work"}, tc.args...), "--type", "t", "--", "true"))
+		if got := cmd.Flag("server").Value.(pflag.SliceValue).GetSlice(); err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%q with SKED_SERVER=%q: got %q, %v; want %q", tc.args, tc.env, got, err, tc.want)
 		}
 	}
 }
