@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -28,8 +29,9 @@ import (
 // seconds. The worker is its parent's parent: its parent is the supervisor.
 func evidenceScript(path string) []string {
 	// The command sleeps the payload's "sleep" in tenths of a second and
-	// writes a mark after each: when its supervisor kills it (SIGKILL, no
-	// end line), the last mark says when it was last seen running.
+	// writes a mark after each: when it is killed (SIGKILL, no end line),
+	// the last mark says it still ran then, which the account of its end
+	// must not contradict (see checkEvidence).
 	// now retries date: on a machine short of processes a command
 	// substitution can come back empty, and a line without its time is
 	// not evidence. A stop's SIGTERM goes to the whole process group, so
@@ -109,7 +111,8 @@ type execution struct {
 	job        string
 	gen        int64
 	pid        int       // the worker process that ran it
-	start, end time.Time // end: its end line, else its last mark
+	start, end time.Time // end: its end line, else when it was killed (see checkEvidence)
+	mark       time.Time // its last mark, when it wrote one
 	ended      string    // "ok", "term", or "" when the script never wrote its end
 }
 
@@ -148,7 +151,7 @@ func readExecutions(t testing.TB, path string) []*execution {
 			e.end, e.ended = time.Unix(0, nanos), f[5]
 		case "mark":
 			if e := byKey[key]; e != nil {
-				e.end = time.Unix(0, nanos)
+				e.mark = time.Unix(0, nanos)
 			}
 		}
 	}
@@ -156,38 +159,55 @@ func readExecutions(t testing.TB, path string) []*execution {
 	return all
 }
 
-// markSlack is how long past its last mark an execution killed without an
-// end line is taken to have lived (see checkEvidence).
-const markSlack = 300 * time.Millisecond
+// workerEnds reads, from the logs of workers started with --log-format
+// json, when each of their runs ended ("ended" of its outcome line: its
+// command was over by then, whoever stopped it), keyed "job/generation".
+func workerEnds(workers []*workProc) map[string]time.Time {
+	ends := map[string]time.Time{}
+	for _, w := range workers {
+		for line := range strings.Lines(w.log()) {
+			var l struct {
+				JobID      string    `json:"job_id"`
+				Generation int64     `json:"generation"`
+				Ended      time.Time `json:"ended"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || l.JobID == "" || l.Ended.IsZero() {
+				continue
+			}
+			ends[l.JobID+"/"+strconv.FormatInt(l.Generation, 10)] = l.Ended
+		}
+	}
+	return ends
+}
 
 // checkEvidence fails the test when the evidence shows a job of jobs that
 // never ran to success (lost), or two executions of one job overlapping in
-// time. An execution without an end ran on a worker that was killed: it
-// lasted until deaths[pid], when the worker and its command died; or its
-// supervisor killed it, its lease about to lapse unrenewed: it lasted until
-// markSlack after its last mark. One with neither end, nor mark, nor a dead
-// worker is a fault. It returns the executions.
-func checkEvidence(t testing.TB, path string, jobs []string, deaths map[int]time.Time) []*execution {
+// time. An execution without an end line was killed: it lasted until its
+// worker logged that the run ended (ends, from workerEnds), which its last
+// mark must not follow; or, its worker killed first, until deaths[pid],
+// when the worker and its command died. One with neither an end, nor a
+// logged end, nor a dead worker is a fault. It returns the executions.
+func checkEvidence(t testing.TB, path string, jobs []string, ends map[string]time.Time, deaths map[int]time.Time) []*execution {
 	t.Helper()
 	all := readExecutions(t, path)
 	byJob := map[string][]*execution{}
 	for _, e := range all {
 		if e.ended == "" {
-			death, ok := deaths[e.pid]
-			if !ok && !e.end.IsZero() {
-				// Killed by its supervisor: live until a while after its
-				// last mark, at least the mark's interval. A correct kill
-				// comes a sixth of the lease before another worker may
-				// start the job, far more than this.
-				e.end = e.end.Add(markSlack)
-				byJob[e.job] = append(byJob[e.job], e)
-				continue
-			}
-			if !ok {
+			end, logged := ends[e.job+"/"+strconv.FormatInt(e.gen, 10)]
+			death, died := deaths[e.pid]
+			switch {
+			case logged:
+				e.end = end
+				if e.mark.After(end) {
+					t.Errorf("job %s generation %d (worker %d) still ran at %s, after its worker logged it ended at %s",
+						e.job, e.gen, e.pid, e.mark.Format(time.StampMicro), end.Format(time.StampMicro))
+				}
+			case died:
+				e.end = death
+			default:
 				t.Errorf("job %s generation %d started on live worker %d and never ended", e.job, e.gen, e.pid)
 				continue
 			}
-			e.end = death
 		}
 		byJob[e.job] = append(byJob[e.job], e)
 	}
@@ -273,7 +293,7 @@ func TestWork_RunsJobAndCancel(t *testing.T) {
 	if r := c.runs(slow); len(r) != 1 || r[0].Outcome != db.OutcomeCancelled {
 		t.Fatalf("runs of the cancelled job = %+v", r)
 	}
-	execs := checkEvidence(t, ev, []string{quick}, nil)
+	execs := checkEvidence(t, ev, []string{quick}, nil, nil)
 	if len(execs) != 2 || execs[1].ended != "term" {
 		t.Fatalf("executions = %v, want the slow one ended by SIGTERM", execs)
 	}
@@ -317,7 +337,7 @@ func TestWork_ServeDrainsOnSIGTERM(t *testing.T) {
 	if runs := c.runs(id); len(runs) != 1 || runs[0].Outcome != db.OutcomeSucceeded {
 		t.Fatalf("runs = %+v, want one, succeeded", runs)
 	}
-	if execs := checkEvidence(t, ev, []string{id}, nil); len(execs) != 1 {
+	if execs := checkEvidence(t, ev, []string{id}, nil, nil); len(execs) != 1 {
 		t.Fatalf("executions = %v, want one", execs)
 	}
 }
@@ -369,7 +389,7 @@ func TestWork_ClaimsFullBacksOff(t *testing.T) {
 	}
 	id := createEvidenceJobs(c, "evid", 1, 0, 0)[0]
 	c.waitState(id, db.StateDone)
-	checkEvidence(t, ev, []string{id}, nil)
+	checkEvidence(t, ev, []string{id}, nil, nil)
 	for _, w := range workers {
 		stopGracefully(t, w.proc)
 	}
@@ -449,8 +469,9 @@ func TestWork_Kill9Workers(t *testing.T) {
 	addr, ev := freeAddr(t), filepath.Join(dir, "evidence")
 	startServe(t, filepath.Join(dir, "sked.db"), addr)
 	c := client{t, "http://" + addr}
-	flags := []string{"--lease", "4s", "--concurrency", "3"}
+	flags := []string{"--lease", "4s", "--concurrency", "3", "--log-format", "json"}
 	workers := []*workProc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
+	started := slices.Clone(workers)
 	ids := createEvidenceJobs(c, "evid", 120, 0.05, 0.5)
 
 	deaths := map[int]time.Time{}
@@ -471,13 +492,14 @@ func TestWork_Kill9Workers(t *testing.T) {
 			killedMidRun++
 		}
 		workers[i] = startWork(t, addr, "evid", ev, flags...)
+		started = append(started, workers[i])
 		cycles++
 	}
 	waitLong(t, "every job to be done", 60*time.Second, func() bool { return allDone(c, ids) })
 	for _, w := range workers {
 		stopGracefully(t, w.proc)
 	}
-	execs := checkEvidence(t, ev, ids, deaths)
+	execs := checkEvidence(t, ev, ids, workerEnds(started), deaths)
 	t.Logf("%d kill cycles (%d with a run in flight), %d jobs, %d executions", cycles, killedMidRun, len(ids), len(execs))
 	if cycles < 20 {
 		t.Errorf("only %d kill cycles ran in the time allowed", cycles)
@@ -498,7 +520,7 @@ func TestWork_ServerRestarts(t *testing.T) {
 			dbPath, addr, ev := filepath.Join(dir, "sked.db"), freeAddr(t), filepath.Join(dir, "evidence")
 			srv := startServe(t, dbPath, addr, "--grace", "1s")
 			c := client{t, "http://" + addr}
-			flags := []string{"--lease", "4s", "--concurrency", "3"}
+			flags := []string{"--lease", "4s", "--concurrency", "3", "--log-format", "json"}
 			workers := []*workProc{startWork(t, addr, "evid", ev, flags...), startWork(t, addr, "evid", ev, flags...)}
 			ids := createEvidenceJobs(c, "evid", 40, 0.2, 1.5)
 
@@ -517,9 +539,19 @@ func TestWork_ServerRestarts(t *testing.T) {
 			for _, w := range workers {
 				stopGracefully(t, w.proc)
 			}
-			execs := checkEvidence(t, ev, ids, nil)
+			execs := checkEvidence(t, ev, ids, workerEnds(workers), nil)
 			reruns := len(execs) - len(ids)
-			t.Logf("%d restarts by %s, %d jobs, %d executions (%d reruns)", tc.cycles, tc.name, len(ids), len(execs), reruns)
+			killed, unmarked := 0, 0
+			for _, e := range execs {
+				if e.ended == "" {
+					killed++
+					if e.mark.IsZero() {
+						unmarked++
+					}
+				}
+			}
+			t.Logf("%d restarts by %s, %d jobs, %d executions (%d reruns, %d killed, %d of them before their first mark)",
+				tc.cycles, tc.name, len(ids), len(execs), reruns, killed, unmarked)
 		})
 	}
 }
@@ -691,31 +723,47 @@ func (r *errorRecorder) Errorf(format string, a ...any) {
 }
 
 // TestCheckEvidence shows the checker catches what it is for: an overlap
-// of two live executions, a job that never succeeded, and an execution that
-// never ended on a worker that did not die; and that a killed worker's
-// execution counts as over when the worker died.
+// of two live executions, a job that never succeeded, an execution that
+// never ended on a worker that did not die, a killed execution whose worker
+// logged its end after the next one started, and one that wrote a mark
+// after its logged end; and that a killed execution counts as over when its
+// worker died or when its worker logged that it ended.
 func TestCheckEvidence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "evidence")
 	lines := []string{
 		"start A 1 1000 10", "end A 1 2000 10 ok",
 		"start A 2 1500 11", "end A 2 2500 11 ok", // overlaps generation 1
 		"start B 1 1000 12", "end B 1 2000 12 term", // never succeeded
-		"start C 1 1000 13", // worker 13 lives: never ended
+		"start C 1 1000 13", // worker 13 lives and logged no end: never ended
 		"start D 1 1000 14", // worker 14 died at 1200
 		"start D 2 1300 15", "end D 2 1400 15 ok",
+		"start E 1 1000 16", "mark E 1 1100 16", // killed; its worker logged the end at 1200
+		"start E 2 1300 17", "end E 2 1400 17 ok",
+		"start F 1 1000 16",                       // killed; its worker logged the end at 1500
+		"start F 2 1300 17", "end F 2 1400 17 ok", // overlaps generation 1
+		"start G 1 1000 16", "mark G 1 1300 16", // killed; logged ended at 1200, before its mark
+		"start G 2 1400 17", "end G 2 1500 17 ok",
 	}
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Worker 16's outcome lines, as the pool writes them with --log-format json.
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	for job, ended := range map[string]int64{"E": 1200, "F": 1500, "G": 1200} {
+		log.Warn("run outcome refused: lease no longer held", "job_id", job, "generation", 1, "ended", time.Unix(0, ended))
+	}
+	w := &workProc{&proc{logs: logs}, &syncWriter{w: logs}}
 	r := &errorRecorder{TB: t}
-	checkEvidence(r, path, []string{"A", "B", "D"}, map[int]time.Time{14: time.Unix(0, 1200)})
-	want := []string{"job C generation 1 started on live worker 13", "job B never ran to success", "job A: generation 2"}
+	checkEvidence(r, path, []string{"A", "B", "D", "E", "F", "G"}, workerEnds([]*workProc{w}), map[int]time.Time{14: time.Unix(0, 1200)})
+	want := []string{"job C generation 1 started on live worker 13", "job B never ran to success", "job A: generation 2",
+		"job F: generation 2", "job G generation 1 (worker 16) still ran at"}
 	for _, w := range want {
 		if !slices.ContainsFunc(r.errs, func(e string) bool { return strings.Contains(e, w) }) {
 			t.Errorf("checker missed %q; it reported %q", w, r.errs)
 		}
 	}
-	if len(r.errs) != 3 {
-		t.Errorf("checker reported %d errors, want 3: %q", len(r.errs), r.errs)
+	if len(r.errs) != len(want) {
+		t.Errorf("checker reported %d errors, want %d: %q", len(r.errs), len(want), r.errs)
 	}
 }

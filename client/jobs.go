@@ -36,9 +36,22 @@ func (c *Client) JobCreate(ctx context.Context, req JobCreateRequest) (job db.Jo
 // JobGet returns the job of an id or a name; an *Error unwrapping to
 // db.ErrNotFound if there is none.
 func (c *Client) JobGet(ctx context.Context, id string) (db.Job, error) {
-	var job db.Job
-	err := c.do(ctx, http.MethodGet, jobPath(id, ""), nil, &job)
+	job, _, err := c.JobGetDated(ctx, id)
 	return job, err
+}
+
+// JobGetDated is JobGet with the server's time of its answer (its Date
+// header, to the second; zero when it has none), by the clock that says
+// what is due: compare the job's times with it, not with this machine's
+// clock, which may differ.
+func (c *Client) JobGetDated(ctx context.Context, id string) (db.Job, time.Time, error) {
+	var job db.Job
+	resp, err := c.doResponse(ctx, http.MethodGet, jobPath(id, ""), nil, &job)
+	if err != nil {
+		return db.Job{}, time.Time{}, err
+	}
+	at, _ := http.ParseTime(resp.Header.Get("Date"))
+	return job, at, nil
 }
 
 // JobPatch changes the definition of the job of an id or a name by a JSON

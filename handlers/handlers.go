@@ -246,6 +246,16 @@ func (h *handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, 
 	_, _ = w.Write(buf.Bytes())
 }
 
+// writeDated is writeJSON of an answer dated by the store's clock (its Date
+// header), the one that says what is due, rather than by this machine's
+// (net/http's default), which may differ: PostgreSQL's clock, a test
+// clock. A client judging how late a job is compares the job's times with
+// the server's.
+func (h *handler) writeDated(w http.ResponseWriter, r *http.Request, status int, v any) {
+	w.Header().Set("Date", h.store.Now().UTC().Format(http.TimeFormat))
+	h.writeJSON(w, r, status, v)
+}
+
 // recoverer turns a panic in a handler into a logged 500 problem instead of a
 // dropped connection. http.ErrAbortHandler keeps its meaning.
 func (h *handler) recoverer(next http.Handler) http.Handler {

@@ -132,7 +132,7 @@ func (h *handler) handleJobGet(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, jobError(id, action{}, err))
 		return
 	}
-	h.writeJSON(w, r, http.StatusOK, job)
+	h.writeDated(w, r, http.StatusOK, job)
 }
 
 // handleJobGetByName serves GET /jobs/by-name/{name}: GET /jobs/{id} for a
@@ -148,7 +148,7 @@ func (h *handler) handleJobGetByName(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, jobError(name, action{}, err))
 		return
 	}
-	h.writeJSON(w, r, http.StatusOK, job)
+	h.writeDated(w, r, http.StatusOK, job)
 }
 
 // handleJobList serves GET /jobs?state=&type=&name=&limit=&cursor=: a page of

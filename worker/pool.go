@@ -481,6 +481,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 			err = safeCall(tctx, p.cfg.Handlers[j.Type], job)
 		}
 	}
+	ended := time.Now()
 	// Let runs that are due now start before this one is recorded: when
 	// many start at once (a spike), short ones end before the others begin.
 	runtime.Gosched()
@@ -511,7 +512,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	default:
 		fin.Outcome, fin.Retryable, fin.Error = db.OutcomeFailed, !IsPermanent(err), err.Error()
 	}
-	p.record(runCtx, j, fin, start)
+	p.record(runCtx, j, fin, start, ended)
 }
 
 // waitFor waits d, and returns false if ctx ends first.
@@ -526,9 +527,11 @@ func waitFor(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// record records the outcome of j's run, which started at start, and logs
-// it.
-func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, start time.Time) {
+// record records the outcome of j's run, which started at start and ended
+// when its handler returned, and logs it. The line says when it ended: a
+// command the handler ran was over by then, however long the outcome took
+// to record.
+func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, start, ended time.Time) {
 	// The outcome is recorded even when shutdown cancelled runCtx.
 	fctx, cancelFinish := context.WithTimeout(context.WithoutCancel(runCtx), 10*time.Second)
 	defer cancelFinish()
@@ -555,7 +558,7 @@ func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, 
 	}
 	p.cfg.Logger.LogAttrs(runCtx, level, msg, append([]slog.Attr{slog.String("job_id", j.ID), slog.String("type", j.Type),
 		slog.Int("attempt", j.Attempt), slog.Int64("generation", j.LeaseGeneration), slog.Any("outcome", fin.Outcome),
-		slog.Duration("duration", time.Since(start).Round(time.Millisecond))}, extra...)...)
+		slog.Duration("duration", ended.Sub(start).Round(time.Millisecond)), slog.Time("ended", ended)}, extra...)...)
 }
 
 // finish records fin. A failure other than a stale lease (the disk, a lock,

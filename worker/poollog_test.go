@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -35,8 +36,8 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestPool_LogsEachOutcome checks the one structured line per run outcome
-// that an operator greps for: job id, type, attempt, generation, outcome
-// and duration.
+// that an operator greps for: job id, type, attempt, generation, outcome,
+// duration and when the run ended.
 func TestPool_LogsEachOutcome(t *testing.T) {
 	s := sqlitetest.Open(t)
 	var logs lockedBuffer
@@ -75,6 +76,11 @@ func TestPool_LogsEachOutcome(t *testing.T) {
 		}
 		if _, ok := m["duration"]; !ok {
 			t.Errorf("job %s: log line %v has no duration", id, m)
+		}
+		ended, err := time.Parse(time.RFC3339Nano, fmt.Sprint(m["ended"]))
+		logged, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["time"]))
+		if err != nil || ended.After(logged) {
+			t.Errorf("job %s: log line %v, want ended, when the handler returned, no later than the line (%v)", id, m, err)
 		}
 	}
 }

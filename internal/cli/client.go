@@ -590,7 +590,7 @@ func showCmd(env Env) *cobra.Command {
 
 // show prints a job, its newest runs and events.
 func (a *api) show(ctx context.Context, id string) error {
-	job, err := a.c.JobGet(ctx, id)
+	job, serverNow, err := a.c.JobGetDated(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -638,7 +638,10 @@ func (a *api) show(ctx context.Context, id string) error {
 		field("Jitter", time.Duration(job.Jitter).String())
 	}
 	field("Next run", optTime(nextRun(job)))
-	field("Waiting", overdue(job, time.Now()))
+	if serverNow.IsZero() { // an answer without a Date: this machine's clock is all there is
+		serverNow = time.Now()
+	}
+	field("Waiting", overdue(job, serverNow))
 	field("Attempt", fmt.Sprintf("%d of %d", job.Attempt, job.MaxAttempts))
 	field("Timeout", time.Duration(job.Timeout).String())
 	field("Backoff", time.Duration(job.Backoff).String())
@@ -716,8 +719,8 @@ func nextRun(job db.Job) *time.Time {
 	return job.NextRunAt
 }
 
-// overdue says why a ready job due over a minute before now has not
-// started, or "": no worker serves its type, or none is free.
+// overdue says why a ready job due over a minute before now, the server's
+// time, has not started, or "": no worker serves its type, or none is free.
 func overdue(job db.Job, now time.Time) string {
 	next := nextRun(job)
 	if next == nil || now.Sub(*next) < time.Minute {

@@ -1,13 +1,19 @@
 package cli
 
 import (
+	"context"
+	"net/http/httptest"
 	"os"
 	"os/user"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/dbtest"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/handlers"
 )
 
 // TestConnect_Actor: changes are signed USER@HOST, and with USER unset (in
@@ -51,5 +57,37 @@ func TestOverdue(t *testing.T) {
 		if got := overdue(c.job, now); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
 			t.Errorf("overdue(%s, due %v) = %q, want %q…", c.job.State, c.job.NextRunAt.Sub(now), got, c.want)
 		}
+	}
+}
+
+// TestShow_WaitingByServerClock: sked show says a job waits by the
+// server's clock, whatever the CLI's says. The server's runs three hours
+// behind this machine's: a job just due there is not overdue, however late
+// it looks here; one due there five minutes ago is, although it looks three
+// hours early here.
+func TestShow_WaitingByServerClock(t *testing.T) {
+	clock := dbtest.NewClock(time.Now().Add(-3 * time.Hour).Truncate(time.Second))
+	s := sqlitetest.Open(t)
+	s.NowFunc = clock.Now
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	j, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "thumb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := func() string {
+		t.Helper()
+		code, stdout, stderr := mainOf("show", j.ID, "--server", srv.URL)
+		if code != 0 {
+			t.Fatalf("sked show: exit %d: %s", code, stderr)
+		}
+		return stdout
+	}
+	if out := show(); strings.Contains(out, "Waiting:") {
+		t.Errorf("a job due now by the server's clock, 3 h ago by the CLI's, shown as waiting:\n%s", out)
+	}
+	clock.Advance(5 * time.Minute)
+	if out := show(); !regexp.MustCompile(`Waiting:\s+due 5m0s ago and not started: no worker serving type "thumb"`).MatchString(out) {
+		t.Errorf("a job due 5 min ago by the server's clock, in 2 h 55 min by the CLI's, not shown as waiting 5 min:\n%s", out)
 	}
 }
