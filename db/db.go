@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -255,6 +256,26 @@ type JobListParams struct {
 	Name   string
 	Limit  int
 	Cursor string
+}
+
+// Where is the WHERE clause of p's filters (empty when none is set), for
+// a page of jobs by id, newest first, and its arguments in order;
+// placeholder writes the nth argument's placeholder in the store's SQL.
+func (p JobListParams) Where(placeholder func(n int) string) (string, []any) {
+	var (
+		conds []string
+		args  []any
+	)
+	for _, f := range []struct{ cond, v string }{{"state =", string(p.State)}, {"type =", p.Type}, {"name =", p.Name}, {"id <", p.Cursor}} {
+		if f.v != "" {
+			args = append(args, f.v)
+			conds = append(conds, f.cond+" "+placeholder(len(args)))
+		}
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
 }
 
 // RunListParams pages a job's runs, newest first.

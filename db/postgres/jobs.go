@@ -460,22 +460,9 @@ func (d *dialect) JobGet(ctx context.Context, id string) (db.Job, error) {
 
 // JobsPage reads a page of jobs; see engine.Reader.
 func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) ([]db.Job, error) {
-	var (
-		where []string
-		args  []any
-	)
-	for _, f := range []struct{ cond, v string }{{"state =", string(p.State)}, {"type =", p.Type}, {"name =", p.Name}, {"id <", p.Cursor}} {
-		if f.v != "" {
-			args = append(args, f.v)
-			where = append(where, f.cond+" $"+strconv.Itoa(len(args)))
-		}
-	}
-	q := `SELECT ` + jobColumns + ` FROM jobs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
+	where, args := p.Where(func(n int) string { return "$" + strconv.Itoa(n) })
 	args = append(args, limit)
-	return queryJobs(ctx, d.pool, q+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+	return queryJobs(ctx, d.pool, `SELECT `+jobColumns+` FROM jobs`+where+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 }
 
 // JobNextDue returns when the earliest ready job of types is due; see

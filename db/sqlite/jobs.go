@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/sked-dev/sked/db"
@@ -352,20 +351,8 @@ func (d *dialect) JobGet(ctx context.Context, id string) (db.Job, error) {
 
 // JobsPage reads a page of jobs; see engine.Reader.
 func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) ([]db.Job, error) {
-	var (
-		where []string
-		args  []any
-	)
-	for _, f := range []struct{ cond, v string }{{"state = ?", string(p.State)}, {"type = ?", p.Type}, {"name = ?", p.Name}, {"id < ?", p.Cursor}} {
-		if f.v != "" {
-			where, args = append(where, f.cond), append(args, f.v)
-		}
-	}
-	q := `SELECT ` + jobColumns + ` FROM jobs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	return scanJobs(d.read.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...))
+	where, args := p.Where(func(int) string { return "?" })
+	return scanJobs(d.read.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs`+where+` ORDER BY id DESC LIMIT ?`, append(args, limit)...))
 }
 
 // nextDueSQL reads when the earliest ready job of some types is due, from
