@@ -395,26 +395,41 @@ func TestWork_ClaimsFullBacksOff(t *testing.T) {
 	}
 }
 
-// TestWork_BadTokenStops: a worker whose token the server refuses stops
-// at once, exiting 1 with a message that says what to check, instead of
-// retrying forever.
-func TestWork_BadTokenStops(t *testing.T) {
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	startServe(t, filepath.Join(dir, "sked.db"), addr, "--token", "s3cret")
-	w := startWork(t, addr, "evid", filepath.Join(dir, "evidence"), "--token", "wrong")
-	done := make(chan error, 1)
-	go func() { done <- w.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if w.cmd.ProcessState.ExitCode() != 1 {
-			t.Fatalf("sked work with a wrong token exited with %v, want 1:\n%s", err, w.log())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("sked work with a wrong token still runs after 20 s:\n%s", w.log())
-	}
-	if log := w.log(); !strings.Contains(log, "refused this worker") || !strings.Contains(log, "401") || !strings.Contains(log, "--token") {
-		t.Fatalf("sked work with a wrong token said:\n%s", log)
+// TestWork_RefusedStops: a worker whose token the server refuses, or whose
+// claims it refuses as such (a type that is no job type), stops at once,
+// exiting 1 with a message that says what to mend, instead of retrying
+// forever.
+func TestWork_RefusedStops(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		serve, work []string
+		says        []string
+	}{
+		{"token", []string{"--token", "s3cret"}, []string{"--token", "wrong"}, []string{"401", "--token"}},
+		{"type", nil, []string{"--type", "no type"}, []string{"422", "--type", `"no type"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			addr := freeAddr(t)
+			startServe(t, filepath.Join(dir, "sked.db"), addr, c.serve...)
+			w := startWork(t, addr, "evid", filepath.Join(dir, "evidence"), c.work...)
+			done := make(chan error, 1)
+			go func() { done <- w.cmd.Wait() }()
+			select {
+			case err := <-done:
+				if w.cmd.ProcessState.ExitCode() != 1 {
+					t.Fatalf("sked work %q exited with %v, want 1:\n%s", c.work, err, w.log())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("sked work %q still runs after 20 s:\n%s", c.work, w.log())
+			}
+			log := w.log()
+			for _, want := range append([]string{"refused this worker"}, c.says...) {
+				if !strings.Contains(log, want) {
+					t.Fatalf("sked work %q said, without %q:\n%s", c.work, want, log)
+				}
+			}
+		})
 	}
 }
 

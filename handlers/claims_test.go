@@ -3,7 +3,9 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,7 +125,11 @@ func TestHandler_ClaimLifecycle(t *testing.T) {
 func TestHandler_ClaimDrain(t *testing.T) {
 	t.Parallel()
 	shutdown := make(chan struct{})
-	e := newTestEnv(t, func(c *Config) { c.Shutdown = shutdown })
+	var logs syncBuffer
+	e := newTestEnv(t, func(c *Config) {
+		c.Shutdown = shutdown
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
 	j := e.create(`{"type": "thumb"}`, http.StatusCreated)
 	e.create(`{"type": "thumb"}`, http.StatusCreated)
 	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`)
@@ -135,6 +141,9 @@ func TestHandler_ClaimDrain(t *testing.T) {
 	res.wantProblem(t, http.StatusServiceUnavailable, "shutting down")
 	if res.header.Get("Retry-After") == "" {
 		t.Errorf("a claim refused at shutdown has no Retry-After")
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a claim refused at shutdown was logged as an error:\n%s", logs.String())
 	}
 	over, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -160,7 +169,11 @@ func TestHandler_ClaimDrain(t *testing.T) {
 func TestHandler_ClaimLongPoll(t *testing.T) {
 	t.Parallel()
 	shutdown := make(chan struct{})
-	e := newTestEnv(t, func(c *Config) { c.Shutdown = shutdown })
+	var logs syncBuffer
+	e := newTestEnv(t, func(c *Config) {
+		c.Shutdown = shutdown
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
 
 	got := make(chan wire.ClaimResponse, 1)
 	sent := time.Now()

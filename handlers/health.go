@@ -34,7 +34,7 @@ const notReadyDetail = "not ready; the server log says why, and so does /readyz 
 // the other nodes while this one still serves its runs' heartbeats.
 func (h *handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if h.shuttingDown() {
-		h.notReady(w, "not ready: shutting down; this node serves only the runs it leased until they end")
+		h.notReady(w, "not ready: shutting down; this node hands out no new jobs, and serves the runs it leased until they end")
 		return
 	}
 	if h.readyFunc != nil {

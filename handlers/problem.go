@@ -140,10 +140,12 @@ func validationDetail(e *db.ValidationError) string {
 }
 
 // error answers err as a problem. This is where a request's error stops:
-// 5xx are logged with the real error, 4xx are the client's and are not.
+// 5xx are logged with the real error, 4xx are the client's and are not,
+// nor is a claim turned away because the server is shutting down (it has
+// said so once, and its workers go elsewhere).
 func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
-	if p.Status >= 500 {
+	if p.Status >= 500 && !errors.Is(err, errShuttingDown) {
 		h.logger.ErrorContext(r.Context(), "http request failed",
 			"method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
 	}

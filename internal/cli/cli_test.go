@@ -74,6 +74,7 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"add", "--type", "t", "--payload", "{nope"}, `--payload "{nope": give valid JSON`},
 		{[]string{"add", "--type", "t", "--payload", "@cli_test.go"}, `--payload @cli_test.go: cli_test.go holds no valid JSON (invalid character 'p' looking for beginning of value)`},
 		{[]string{"ls", "--server", "localhost:8080"}, `--server "localhost:8080": give an http:// or https:// URL`},
+		{[]string{"ls", "--server", "http://a:8080,http://b:8080"}, `--server "http://a:8080,http://b:8080": give one URL; only sked work takes several`},
 		{[]string{"ls", "--limit", "many"}, `--limit "many": give a whole number`},
 	} {
 		code, _, stderr := mainOf(c.args...)

@@ -63,6 +63,9 @@ func (a *api) register(fs *pflag.FlagSet) {
 // checkServer checks the value of --server: an http:// or https:// URL
 // with a host.
 func checkServer(server string) error {
+	if strings.Contains(server, ",") {
+		return usagef("--server %q: give one URL; only sked work takes several, comma-separated", server)
+	}
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("--server %q: give an http:// or https:// URL, such as %s", server, DefaultServer)

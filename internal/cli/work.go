@@ -64,7 +64,7 @@ func workCmd(env Env) *cobra.Command {
 	fs.StringSliceVar(&f.servers, "server", []string{DefaultServer}, "URL of the sked server; several nodes of one database, comma-separated or repeated, are used in turn")
 	fs.StringVar(&f.token, "token", "", "bearer token for the server's API")
 	fs.StringVar(&f.workerID, "worker-id", hostname+"/"+strconv.Itoa(os.Getpid()), "name of this worker in leases and runs")
-	fs.StringArrayVar(&f.types, "type", nil, "job type to claim; repeat for several")
+	fs.StringSliceVar(&f.types, "type", nil, "job type to claim; several comma-separated or repeated")
 	fs.IntVar(&f.concurrency, "concurrency", 1, "jobs run at once")
 	fs.DurationVar(&f.lease, "lease", db.DefaultLease, "lease of a claimed job, renewed every third of it")
 	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "how long SIGTERM waits for running jobs before stopping them")
@@ -154,8 +154,16 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 }
 
 // errRefused is the cause sked work stops with when the server refuses its
-// token or its Host.
+// token, its Host or its claims as such.
 var errRefused = errors.New("the server refused this worker")
+
+// refusedForGood reports whether a claim answered status would be refused
+// the same way however often it were sent: a 4xx says the request itself
+// is wrong (a type that is no job type, a lease out of bounds, a bad
+// token), except a timeout (408) and too many requests (429).
+func refusedForGood(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
+}
 
 // Waits between failed claims: growing from claimRetryMin, doubled per
 // failure, to claimRetryMax, with jitter.
@@ -192,8 +200,12 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 		if ctx.Err() != nil {
 			return nil, 0, err
 		}
-		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
-			s.refused(fmt.Errorf("%w: %s answered %w; check --token (SKED_TOKEN) and --server", errRefused, s.Server(), ae))
+		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && refusedForGood(ae.Status) {
+			fix := "mend the flags the answer names (--type, --lease, --worker-id)"
+			if ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
+				fix = "check --token (SKED_TOKEN) and --server"
+			}
+			s.refused(fmt.Errorf("%w: %s answered %w; %s", errRefused, s.Server(), ae, fix))
 			return nil, 0, err
 		}
 		failures++

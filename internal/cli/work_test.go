@@ -54,29 +54,39 @@ func TestRetryWait(t *testing.T) {
 	}
 }
 
-// TestWorkFlags_Servers: --server takes one URL, as it always did, or
-// several, comma-separated or repeated, and so does SKED_SERVER.
-func TestWorkFlags_Servers(t *testing.T) {
+// TestWorkFlags_Lists: --server takes one URL, as it always did, or
+// several, comma-separated or repeated, and so does SKED_SERVER; --type
+// and SKED_TYPE take types the same way.
+func TestWorkFlags_Lists(t *testing.T) {
 	const a, b, c = "http://a:8080", "http://b:8080", "http://c:8080"
 	for _, tc := range []struct {
+		flag string
 		args []string
 		env  string
 		want []string
 	}{
-		{nil, "", []string{DefaultServer}},
-		{[]string{"--server", a}, "", []string{a}},
-		{[]string{"--server", a + "," + b}, "", []string{a, b}},
-		{[]string{"--server", a, "--server", b + "," + c}, "", []string{a, b, c}},
-		{nil, a + "," + b, []string{a, b}},
-		{[]string{"--server", c}, a + "," + b, []string{c}},
+		{"server", nil, "", []string{DefaultServer}},
+		{"server", []string{"--server", a}, "", []string{a}},
+		{"server", []string{"--server", a + "," + b}, "", []string{a, b}},
+		{"server", []string{"--server", a, "--server", b + "," + c}, "", []string{a, b, c}},
+		{"server", nil, a + "," + b, []string{a, b}},
+		{"server", []string{"--server", c}, a + "," + b, []string{c}},
+		{"type", []string{"--type", "x,y"}, "", []string{"x", "y"}},
+		{"type", []string{"--type", "x", "--type", "y,z"}, "", []string{"x", "y", "z"}},
+		{"type", nil, "x,y", []string{"x", "y"}},
 	} {
-		e := Env{Getenv: func(k string) string { return map[string]string{"SKED_SERVER": tc.env}[k] }, Stdout: io.Discard, Stderr: io.Discard}
+		env := "SKED_" + strings.ToUpper(tc.flag)
+		e := Env{Getenv: func(k string) string { return map[string]string{env: tc.env}[k] }, Stdout: io.Discard, Stderr: io.Discard}
 		root, cmd := bareRoot(e), workCmd(e)
 		cmd.RunE = func(*cobra.Command, []string) error { return nil }
 		root.AddCommand(cmd)
-		err := execute(context.Background(), root, append(append([]string{"work"}, tc.args...), "--type", "t", "--", "true"))
-		if got := cmd.Flag("server").Value.(pflag.SliceValue).GetSlice(); err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("%q with SKED_SERVER=%q: got %q, %v; want %q", tc.args, tc.env, got, err, tc.want)
+		args := tc.args
+		if tc.flag != "type" {
+			args = append(args, "--type", "t")
+		}
+		err := execute(context.Background(), root, append(append([]string{"work"}, args...), "--", "true"))
+		if got := cmd.Flag(tc.flag).Value.(pflag.SliceValue).GetSlice(); err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%q with %s=%q: got %q, %v; want %q", tc.args, env, tc.env, got, err, tc.want)
 		}
 	}
 }
