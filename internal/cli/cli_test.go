@@ -76,6 +76,7 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"ls", "--server", "localhost:8080"}, `--server "localhost:8080": give an http:// or https:// URL`},
 		{[]string{"ls", "--server", "http://a:8080,http://b:8080"}, `--server "http://a:8080,http://b:8080": give one URL; only sked work takes several`},
 		{[]string{"ls", "--limit", "many"}, `--limit "many": give a whole number`},
+		{[]string{"work", "--type", "t", "--lease", "48h", "--", "true"}, `--lease 48h0m0s: must be from 300ms to 24h0m0s`},
 	} {
 		code, _, stderr := mainOf(c.args...)
 		if code != 2 || !strings.HasPrefix(stderr, "sked: "+c.want) {

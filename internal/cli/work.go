@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,7 @@ func (f *workFlags) check(command []string) error {
 		// Every job it claimed would fail at once, without retry.
 		errs = append(errs, usagef("command %q cannot be run (%v): give the path of an executable, or a program in PATH", command[0], err))
 	}
+	f.servers = tidyServers(f.servers)
 	if len(f.servers) == 0 {
 		errs = append(errs, usagef("--server is empty: give the URL of a sked server, such as %s", DefaultServer))
 	}
@@ -103,13 +105,25 @@ func (f *workFlags) check(command []string) error {
 	if f.concurrency < 1 {
 		errs = append(errs, usagef("--concurrency %d: must be at least 1", f.concurrency))
 	}
-	if f.lease < wire.MinLease {
-		errs = append(errs, usagef("--lease %s: must be at least %s", f.lease, wire.MinLease))
+	if f.lease < wire.MinLease || f.lease > wire.MaxLease {
+		errs = append(errs, usagef("--lease %s: must be from %s to %s", f.lease, wire.MinLease, wire.MaxLease))
 	}
 	if err := checkGrace(f.grace); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// tidyServers is the --server list without spaces around a URL, empty
+// entries ("a,") or repeats, in order.
+func tidyServers(servers []string) []string {
+	var out []string
+	for _, s := range servers {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // run runs a remote worker until ctx is done: a worker.Pool over the

@@ -90,3 +90,12 @@ func TestWorkFlags_Lists(t *testing.T) {
 		}
 	}
 }
+
+// TestTidyServers: spaces around a URL, empty entries and repeats of the
+// --server list are dropped, so that "a, b," is the two servers a and b.
+func TestTidyServers(t *testing.T) {
+	const a, b = "http://a:8080", "http://b:8080"
+	if got := tidyServers([]string{a, " " + b, a, "", " "}); !slices.Equal(got, []string{a, b}) {
+		t.Fatalf("tidyServers = %q, want %q", got, []string{a, b})
+	}
+}
