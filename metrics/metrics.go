@@ -7,9 +7,9 @@
 // missed slots) are read from the database at every scrape through
 // db.StatsReader, so they are true whichever process changed the rows.
 // Counters and histograms of what happens (claim and completion latency,
-// start lateness, attempts, stale writes, lease expirations, run outcomes)
-// are observed by Store, a decorator of the store the pool, the reaper and the
-// worker API use.
+// start lateness, attempts, stale writes, lease expirations, run outcomes,
+// pruned history) are observed by Store, a decorator of the store the pool,
+// the reaper, the pruner and the worker API use.
 package metrics
 
 import (
@@ -57,6 +57,8 @@ type Metrics struct {
 	leaseExpirations prometheus.Counter
 	staleWrites      *prometheus.CounterVec // by write: heartbeat or finish
 	runs             *prometheus.CounterVec // by type and outcome
+	pruned           *prometheus.CounterVec // by what: jobs, runs or events
+	pruneErrors      prometheus.Counter
 }
 
 // latencyBuckets are for store calls: 0.5 ms to about 4 s.
@@ -108,12 +110,23 @@ func New(cfg Config) *Metrics {
 			Name: "sked_runs_total",
 			Help: "Runs whose outcome was recorded, by job type and outcome.",
 		}, []string{"type", "outcome"}),
+		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sked_pruned_total",
+			Help: "History deleted by retention: one-off jobs (each with its runs and events), and runs and events of recurring jobs.",
+		}, []string{"what"}),
+		pruneErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sked_prune_errors_total",
+			Help: "Retention deletions that failed (each is logged); the next pass tries again.",
+		}),
 	}
 	m.reg.MustRegister(m.claimSeconds, m.finishSeconds, m.startLateness, m.runAttempts,
-		m.leaseExpirations, m.staleWrites, m.runs, newBuildInfo(buildinfo.Read()),
+		m.leaseExpirations, m.staleWrites, m.runs, m.pruned, m.pruneErrors, newBuildInfo(buildinfo.Read()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, w := range []string{staleHeartbeat, staleFinish} {
 		m.staleWrites.WithLabelValues(w)
+	}
+	for _, w := range []string{prunedJobs, prunedRuns, prunedEvents} {
+		m.pruned.WithLabelValues(w)
 	}
 	if cfg.Stats != nil {
 		m.reg.MustRegister(newDBCollector(cfg.Stats, cfg.NowFunc, m.types))
@@ -139,6 +152,13 @@ func newBuildInfo(b buildinfo.Info) prometheus.Gauge {
 const (
 	staleHeartbeat = "heartbeat"
 	staleFinish    = "finish"
+)
+
+// Labels of sked_pruned_total.
+const (
+	prunedJobs   = "jobs"
+	prunedRuns   = "runs"
+	prunedEvents = "events"
 )
 
 // Registry is the registry behind Handler; an embedding program may register

@@ -23,8 +23,9 @@ import (
 )
 
 // TestMetrics_Scrape runs jobs through a pool on an observed real store,
-// provokes stale writes, a lease expiration and missed slots, and checks
-// every sked_ measure in a parsed scrape of /metrics.
+// provokes stale writes, a lease expiration and missed slots, prunes a
+// finished job, and checks every sked_ measure in a parsed scrape of
+// /metrics.
 func TestMetrics_Scrape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -93,6 +94,10 @@ func TestMetrics_Scrape(t *testing.T) {
 	}
 	create(db.JobCreateParams{Type: "other", RunAt: t1.Add(30 * time.Second)})
 	create(db.JobCreateParams{Type: "other", RunAt: t1.Add(2 * time.Hour)})
+	// Retention takes ok (done at t0); the dead jobs stay.
+	if n, err := obs.Prune(ctx, db.PruneParams{Before: t1, Limit: 10}); err != nil || n.Jobs != 1 {
+		t.Fatalf("prune: %+v, %v; want 1 job", n, err)
+	}
 
 	got := scrape(t, m.Handler())
 	for _, c := range []struct {
@@ -102,7 +107,7 @@ func TestMetrics_Scrape(t *testing.T) {
 	}{
 		{"sked_jobs", map[string]string{"state": "ready"}, 3},
 		{"sked_jobs", map[string]string{"state": "running"}, 1},
-		{"sked_jobs", map[string]string{"state": "done"}, 1},
+		{"sked_jobs", map[string]string{"state": "done"}, 0},
 		{"sked_jobs", map[string]string{"state": "dead"}, 2},
 		{"sked_jobs", map[string]string{"state": "cancelled"}, 0},
 		{"sked_jobs", map[string]string{"state": "paused"}, 0},
@@ -118,6 +123,9 @@ func TestMetrics_Scrape(t *testing.T) {
 		{"sked_lease_expirations_total", nil, 1},
 		{"sked_stale_writes_total", map[string]string{"write": "heartbeat"}, 1},
 		{"sked_stale_writes_total", map[string]string{"write": "finish"}, 1},
+		{"sked_pruned_total", map[string]string{"what": "jobs"}, 1},
+		{"sked_pruned_total", map[string]string{"what": "runs"}, 0},
+		{"sked_prune_errors_total", nil, 0},
 	} {
 		if v := value(t, got, c.name, c.labels); v != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
@@ -140,7 +148,8 @@ func TestMetrics_Scrape(t *testing.T) {
 }
 
 // TestMetrics_StatsFailure checks that a database that cannot be read
-// leaves its gauges out but still serves the observed metrics.
+// leaves its gauges out but still serves the observed metrics, and that a
+// prune it refuses is counted.
 func TestMetrics_StatsFailure(t *testing.T) {
 	t.Parallel()
 	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sked.db"))
@@ -151,12 +160,18 @@ func TestMetrics_StatsFailure(t *testing.T) {
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := m.Store(store).Prune(context.Background(), db.PruneParams{Before: time.Now(), Limit: 10}); err == nil {
+		t.Fatal("prune on a closed database: no error")
+	}
 	got := scrape(t, m.Handler())
 	if _, ok := got["sked_jobs"]; ok {
 		t.Error("sked_jobs served from a closed database")
 	}
 	if v := value(t, got, "sked_lease_expirations_total", nil); v != 0 {
 		t.Errorf("sked_lease_expirations_total = %v, want 0", v)
+	}
+	if v := value(t, got, "sked_prune_errors_total", nil); v != 1 {
+		t.Errorf("sked_prune_errors_total = %v, want 1 (the failed prune)", v)
 	}
 }
 

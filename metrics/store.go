@@ -13,9 +13,10 @@ var _ db.Store = (*Store)(nil)
 
 // Store is a db.Store that observes the worker-facing calls: it times
 // RunClaim and RunFinish, measures each claimed job's start lateness, counts
-// stale heartbeats and completions, lease expirations and run outcomes, and
-// the attempt number of each recorded run. Every other method passes through
-// unchanged. Hand it to the pool, the reaper and the worker API alike.
+// stale heartbeats and completions, lease expirations, run outcomes and
+// the history retention deletes, and the attempt number of each recorded
+// run. Every other method passes through unchanged. Hand it to the pool,
+// the reaper, the pruner and the worker API alike.
 type Store struct {
 	db.Store // the store observed; never nil
 
@@ -107,6 +108,19 @@ func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, er
 func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
 	n, err := s.Store.RunReapExpired(ctx)
 	s.m.leaseExpirations.Add(float64(n))
+	return n, err
+}
+
+// Prune deletes history through the store and counts what went, or the
+// failure.
+func (s *Store) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
+	n, err := s.Store.Prune(ctx, p)
+	s.m.pruned.WithLabelValues(prunedJobs).Add(float64(n.Jobs))
+	s.m.pruned.WithLabelValues(prunedRuns).Add(float64(n.Runs))
+	s.m.pruned.WithLabelValues(prunedEvents).Add(float64(n.Events))
+	if err != nil && ctx.Err() == nil {
+		s.m.pruneErrors.Inc()
+	}
 	return n, err
 }
 

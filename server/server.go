@@ -234,8 +234,9 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	if err := checkAtStart(ctx, store, cfg.DB, log); err != nil {
 		return nil, err
 	}
-	// The pool, the reaper and the worker API write through obs, which
-	// observes claims, completions and lease expirations for /metrics.
+	// The pool, the reaper, the pruner and the worker API write through obs,
+	// which observes claims, completions, lease expirations and pruned
+	// history for /metrics.
 	mtr := metrics.New(metrics.Config{Stats: store, NowFunc: store.Now, Logger: log})
 	obs := mtr.Store(store)
 	notifier := &notify.Notifier{Store: store, Sinks: cfg.NotifySinks, PublicURL: cfg.PublicURL}
@@ -302,7 +303,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 			return forwardWakeups(ctx, store, func(due map[string]int) { pool.Wake(); p.api.WakeClaims(due) }, log)
 		},
 	}
-	if pruner := newPruner(store, cfg.Retention, log); pruner != nil {
+	if pruner := newPruner(obs, cfg.Retention, log); pruner != nil {
 		p.services = append(p.services, pruner.Run)
 	}
 	if cp := newCheckpointer(store, mtr, log); cp != nil {

@@ -81,6 +81,8 @@ func (p *Pruner) runOnce(ctx context.Context) db.Pruned {
 	}
 	if total.Jobs > 0 || total.Runs > 0 || total.Events > 0 {
 		log.Info("pruned history", "jobs", total.Jobs, "runs", total.Runs, "events", total.Events, "before", before)
+	} else {
+		log.Debug("no history to prune", "before", before)
 	}
 	return total
 }
