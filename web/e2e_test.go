@@ -121,6 +121,17 @@ func TestDashboard_EndToEnd(t *testing.T) {
 		b.wait(`document.querySelector('#counts [data-state=cancelled] .n')?.textContent === '2' && 'ok'`)
 		b.wait(`document.querySelector('#counts [data-state=dead] .n')?.textContent === '1' && 'ok'`)
 		b.wait(`document.querySelectorAll('#charts svg.chart').length === 3 && 'ok'`)
+		// A job of a type no worker serves waits; its type's row says so
+		// and links to its ready jobs.
+		api.create(t, map[string]any{"type": "e2e-unserved"})
+		row := `#due-types tr[data-type="e2e-unserved"]`
+		b.wait(fmt.Sprintf(`document.querySelector('%s td:nth-child(2)')?.textContent === '1' && 'ok'`, row))
+		b.wait(fmt.Sprintf(`document.querySelector('%s td:nth-child(4)')?.textContent === '0' && 'ok'`, row))
+		b.do(chromedp.Click(chromedp.CSS(row + " a")))
+		b.wait(`location.hash === '#/jobs?state=ready&type=e2e-unserved' && 'ok'`)
+		b.wait(`document.querySelectorAll('#job-list tr[data-job]').length === 1 && 'ok'`)
+		b.do(chromedp.Navigate(base + "/#/"))
+		b.wait(`document.querySelector('#due-types tr[data-type]') && 'ok'`)
 		b.screenshot("overview")
 	})
 }

@@ -30,19 +30,39 @@ function countsBar() {
   };
 }
 
+// dueTypesTable says how far behind each job type is (dueByType of
+// GET /stats), the longest wait first: the mixed figure above it counts
+// types no worker serves too, and would hide how late the served ones are.
+function dueTypesTable(st) {
+  const rows = Object.entries(st.dueByType || {}).sort(([a, x], [b, y]) =>
+    y.oldestReadyAgeSeconds - x.oldestReadyAgeSeconds || a.localeCompare(b));
+  if (!rows.length) return [];
+  return h("table.jobs.due-types",
+    h("thead", h("tr", h("th", "Type"), h("th", "Due within a minute"), h("th", "Oldest due waiting"),
+      h("th", { title: "jobs of the type a worker holds now; none means no worker is taking them" }, "Running"))),
+    h("tbody", rows.map(([type, d]) => h("tr", { "data-type": type },
+      h("td.mono", h("a", { href: "#/jobs?" + new URLSearchParams({ state: "ready", type }) }, type)),
+      h("td", String(d.dueNextMinute)),
+      h("td", d.oldestReadyAgeSeconds > 0 ? fmtSeconds(d.oldestReadyAgeSeconds) : "not yet due"),
+      h("td", String(st.runningByType?.[type] ?? 0))))));
+}
+
 function overviewPage() {
   const counts = countsBar();
   const charts = h("div.charts#charts");
   const queue = h("p.muted#queue");
+  const dueTypes = h("div#due-types");
   const drawCharts = section(charts);
   const drawQueue = section(queue);
+  const drawDueTypes = section(dueTypes);
   return {
     title: "Overview",
-    el: h("div", h("h1", "Overview"), counts.el, queue, h("h2", "Last hour"), charts),
+    el: h("div", h("h1", "Overview"), counts.el, queue, dueTypes, h("h2", "Last hour"), charts),
     async refresh() {
       const [st, series] = await Promise.all([counts.refresh(), api("GET", "stats/series")]);
       drawQueue({ due: st.dueNextMinute, age: st.oldestReadyAgeSeconds, missed: st.missedSlots }, (q) => [
         `${q.due} due within a minute · oldest due ready job waiting ${fmtSeconds(q.age)} · ${q.missed} missed slots`]);
+      drawDueTypes({ dueByType: st.dueByType, runningByType: st.runningByType }, dueTypesTable);
       drawCharts(series, drawSeries);
     },
   };
