@@ -246,8 +246,13 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 			p.start(ctx, runCtx, c)
 		}
 		if err == nil && len(claims) == want {
+			// More may be due right now: claim again once the runs just
+			// started, if they are short, have freed their slots, so that
+			// a small pool claims whole batches rather than what the last
+			// claim left free.
 			p.drained = false
-			return // more may be due right now
+			p.settle(ctx, min(cap(p.sem), p.cfg.ClaimBatch))
+			return
 		}
 		p.drained = err == nil
 		p.readNextDue(ctx)
@@ -263,7 +268,7 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 	case <-p.wake:
 		p.drained = false
 	case <-p.freed:
-		p.settle(ctx)
+		p.settle(ctx, cap(p.sem)/2)
 	case <-p.recheck:
 		p.readNextDue(ctx)
 	case <-t.C:
@@ -277,11 +282,11 @@ const settleTime = time.Millisecond
 // settle gives slots that come free together (the runs of a spike ending at
 // once) time to do so, so that one claim takes jobs for all of them instead
 // of a claim, a transaction, per slot: it waits, at most settleTime, while
-// fewer than half the slots are free.
-func (p *Pool) settle(ctx context.Context) {
+// fewer than enough slots are free.
+func (p *Pool) settle(ctx context.Context, enough int) {
 	t := time.NewTimer(settleTime)
 	defer t.Stop()
-	for 2*(cap(p.sem)-len(p.sem)) < cap(p.sem) {
+	for cap(p.sem)-len(p.sem) < enough {
 		select {
 		case <-p.freed:
 		case <-t.C:
