@@ -55,8 +55,9 @@ type PoolConfig struct {
 	WorkerID string                 // names the pool in leases and runs
 	Slots    int                    // handlers running at once
 	Lease    time.Duration          // lease asked for at claim and renewed at a third of it
-	// ClaimBatch is the most jobs one claim takes; the dispatcher claims
-	// again at once while slots stay free and claims come back full.
+	// ClaimBatch is the most jobs one claim takes; while claims come back
+	// full the dispatcher claims again, as soon as a batch of slots is free
+	// or the runs just started stop freeing slots.
 	ClaimBatch int
 	// ClaimAhead claims the jobs that fall due within it before they are
 	// due, and starts each when it is due on the store's clock: a spike
@@ -94,9 +95,12 @@ type Pool struct {
 	// recheck: a run ended with its job ready again (a retry, a schedule's
 	// next slot), so the earliest due time may have moved; buffered(1).
 	recheck chan struct{}
-	handoff chan *claimed  // to an idle worker goroutine
 	wg      sync.WaitGroup // running handlers
 	workers sync.WaitGroup // worker goroutines
+
+	idleMu     sync.Mutex
+	idle       []chan *claimed // each idle worker's channel, the most recently idle last; guarded by idleMu
+	workerIdle time.Duration   // workerIdle, but in tests
 
 	// leasesMu is held for reading by claims and renewals in flight, and
 	// for writing by RenewAhead, which must see no other lease change.
@@ -164,9 +168,10 @@ func NewPool(cfg PoolConfig) *Pool {
 		wake:    make(chan struct{}, 1),
 		freed:   make(chan struct{}, 1),
 		recheck: make(chan struct{}, 1),
-		handoff: make(chan *claimed),
 		running: map[string]*claimed{},
 		sem:     make(chan struct{}, cfg.Slots),
+
+		workerIdle: workerIdle,
 	}
 }
 
@@ -246,12 +251,12 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 			p.start(ctx, runCtx, c)
 		}
 		if err == nil && len(claims) == want {
-			// More may be due right now: claim again once the runs just
-			// started, if they are short, have freed their slots, so that
-			// a small pool claims whole batches rather than what the last
-			// claim left free.
+			// More may be due right now: claim again once a batch of slots
+			// is free, or the runs just started stop freeing slots, so
+			// that a small pool of short runs claims whole batches rather
+			// than what the last claim left free.
 			p.drained = false
-			p.settle(ctx, min(cap(p.sem), p.cfg.ClaimBatch))
+			p.settle(ctx, min(cap(p.sem), p.cfg.ClaimBatch), settleQuiet)
 			return
 		}
 		p.drained = err == nil
@@ -268,7 +273,7 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 	case <-p.wake:
 		p.drained = false
 	case <-p.freed:
-		p.settle(ctx, cap(p.sem)/2)
+		p.settle(ctx, cap(p.sem)/2, settleTime)
 	case <-p.recheck:
 		p.readNextDue(ctx)
 	case <-t.C:
@@ -276,19 +281,31 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 	}
 }
 
-// settleTime bounds how long a freed slot waits for others (see settle).
-const settleTime = time.Millisecond
+// Bounds of settle: settleTime the whole wait, settleQuiet (after a full
+// claim) the wait for the next slot to come free. Slots still held that
+// long after a claim are held by long runs, and waiting for them would
+// only keep the free slots idle.
+const (
+	settleTime  = time.Millisecond
+	settleQuiet = 200 * time.Microsecond
+)
 
 // settle gives slots that come free together (the runs of a spike ending at
-// once) time to do so, so that one claim takes jobs for all of them instead
-// of a claim, a transaction, per slot: it waits, at most settleTime, while
-// fewer than enough slots are free.
-func (p *Pool) settle(ctx context.Context, enough int) {
+// once, short runs just started) time to do so, so that one claim takes
+// jobs for all of them instead of a claim, a transaction, per few slots: it
+// waits while fewer than enough slots are free, at most settleTime, and at
+// most quiet since a slot last came free.
+func (p *Pool) settle(ctx context.Context, enough int, quiet time.Duration) {
 	t := time.NewTimer(settleTime)
 	defer t.Stop()
+	q := time.NewTimer(quiet)
+	defer q.Stop()
 	for cap(p.sem)-len(p.sem) < enough {
 		select {
 		case <-p.freed:
+			q.Reset(quiet)
+		case <-q.C:
+			return
 		case <-t.C:
 			return
 		case <-ctx.Done():
@@ -392,12 +409,17 @@ func (p *Pool) readNextDue(ctx context.Context) {
 // start runs c on an idle worker goroutine, or on a new one.
 func (p *Pool) start(ctx, runCtx context.Context, c *claimed) {
 	p.wg.Add(1)
-	select {
-	case p.handoff <- c:
-	default:
-		p.workers.Add(1)
-		go p.work(ctx, runCtx, c)
+	p.idleMu.Lock()
+	if n := len(p.idle); n > 0 {
+		next := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.idleMu.Unlock()
+		next <- c // buffered(1), and emptied before its worker went idle
+		return
 	}
+	p.idleMu.Unlock()
+	p.workers.Add(1)
+	go p.work(ctx, runCtx, c)
 }
 
 // workerIdle is how long a worker goroutine waits for its next run.
@@ -405,30 +427,56 @@ const workerIdle = 10 * time.Second
 
 // work runs c, then the runs handed to it, until it has been idle for
 // workerIdle or shutdown began. Reused goroutines spare a busy pool a new
-// goroutine, and the growth of its stack, for every run. A worker waits for
-// its next run at the bottom of its grown stack (waitDeep), or each garbage
-// collection would halve the stack of every waiting worker and each next
-// run grow it again: copying stacks was an eighth of a busy pool's CPU.
+// goroutine, and the growth of its stack, for every run. The most recently
+// idle worker takes the next run, so that after a spike the workers beyond
+// what the pool keeps busy time out rather than share a trickle of runs
+// and all stay.
+//
+// A worker waits for its next run at the bottom of its grown stack
+// (waitDeep), or each garbage collection would halve the stack of every
+// waiting worker and each next run grow it again: copying stacks was an
+// eighth of a busy pool's CPU. An idle worker holds 16 KiB of stack (32
+// after a handler that needed more).
 func (p *Pool) work(ctx, runCtx context.Context, c *claimed) {
 	defer p.workers.Done()
-	idle := time.NewTimer(workerIdle)
+	next := make(chan *claimed, 1)
+	idle := time.NewTimer(p.workerIdle)
 	defer idle.Stop()
 	for {
 		p.execute(ctx, runCtx, c)
-		idle.Reset(workerIdle)
-		next := false // c is the next run to execute
-		waitDeep(aheadStackKiB, func() {
+		idle.Reset(p.workerIdle)
+		p.idleMu.Lock()
+		p.idle = append(p.idle, next)
+		p.idleMu.Unlock()
+		handed := false // c is a run handed to this worker
+		waitDeep(waitStackKiB, func() {
 			select {
-			case c = <-p.handoff:
-				next = true
+			case c = <-next:
+				handed = true
 			case <-idle.C:
 			case <-ctx.Done():
 			}
 		})
-		if !next {
+		if !handed && p.leaveIdle(next) {
 			return
 		}
+		if !handed { // start took this worker as it was leaving
+			c = <-next
+		}
 	}
+}
+
+// leaveIdle takes next, an idle worker's channel, off the idle list, and
+// reports false if start has already taken it to hand it a run.
+func (p *Pool) leaveIdle(next chan *claimed) bool {
+	p.idleMu.Lock()
+	defer p.idleMu.Unlock()
+	i := slices.Index(p.idle, next)
+	if i < 0 {
+		return false
+	}
+	p.idle = slices.Delete(p.idle, i, i+1)
+	return true
 }
 
 // execute runs one claimed job and records its outcome. ctx is the
@@ -483,7 +531,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	err := errNotDue
 	due := true
 	if wait > 0 {
-		waitDeep(aheadStackKiB, func() { due = waitFor(ctx, wait) })
+		waitDeep(waitStackKiB, func() { due = waitFor(ctx, wait) })
 		left = c.lease.left()
 	}
 	start := time.Now()
@@ -664,11 +712,11 @@ func safeCall(ctx context.Context, h HandlerFunc, job *Job) (err error) {
 	return h(ctx, job)
 }
 
-// aheadStackKiB is how much stack, in KiB, waitDeep holds for a job
+// waitStackKiB is how much stack, in KiB, waitDeep holds for a job
 // claimed ahead and for a worker waiting for its next run: with the frames
 // below it, the goroutine's stack grows to 16 KiB, room for a short handler
 // and for recording its outcome.
-const aheadStackKiB = 7
+const waitStackKiB = 7
 
 // waitDeep calls wait about kib KiB deeper in the calling goroutine's stack
 // than it is now, so that the stack is grown (and its memory touched)
@@ -678,7 +726,8 @@ const aheadStackKiB = 7
 // growing that stack while the job waits, rather than when its handler
 // first needs the room, takes the copying and the first touch of fresh
 // memory out of the instant it falls due. When thousands fall due
-// together, that growth was most of the work of starting them.
+// together, that growth was most of the work of starting them. An idle
+// worker waits for its next run so too (see work).
 //
 //go:noinline
 func waitDeep(kib int, wait func()) byte {

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -371,5 +372,56 @@ func TestPool_ShutdownReleases(t *testing.T) {
 	}
 	if q, _ := s.JobGet(context.Background(), quick.ID); q.State != db.StateDone || !finished.Load() {
 		t.Fatalf("quick job was not let finish within the grace period: %s", q.State)
+	}
+}
+
+// TestPool_SpareWorkersLeave runs a spike that needs a worker goroutine per
+// slot, then a trickle of runs one at a time, faster than every spare
+// worker's idle time could lapse if the runs went round them: the most
+// recently idle worker takes each run, so the spares time out.
+func TestPool_SpareWorkersLeave(t *testing.T) {
+	s := sqlitetest.Open(t)
+	const slots = 20
+	const idle = 200 * time.Millisecond
+	var started sync.WaitGroup
+	started.Add(slots)
+	release := make(chan struct{})
+	var trickled atomic.Int64
+	p := worker.NewPool(worker.PoolConfig{
+		Store: s, NextDueFunc: s.JobNextDue, NowFunc: s.Now, Slots: slots, MaxIdle: time.Hour,
+		Handlers: map[string]worker.HandlerFunc{
+			"spike":   func(context.Context, *worker.Job) error { started.Done(); <-release; return nil },
+			"trickle": func(context.Context, *worker.Job) error { trickled.Add(1); return nil },
+		},
+	})
+	worker.SetWorkerIdle(p, idle)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	for range slots {
+		create(t, s, db.JobCreateParams{Type: "spike"})
+	}
+	p.Wake()
+	started.Wait()
+	close(release)
+	for deadline := time.Now().Add(10 * time.Second); p.IdleWorkers() < slots; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d idle workers after the spike, want %d", p.IdleWorkers(), slots)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// A run every idle/slots or so: round robin would keep every worker.
+	var last db.Job
+	for end := time.Now().Add(4 * idle); time.Now().Before(end); {
+		last = create(t, s, db.JobCreateParams{Type: "trickle"})
+		p.Wake()
+		time.Sleep(idle / slots / 2)
+	}
+	waitState(t, s, last.ID, db.StateDone)
+	if n := p.IdleWorkers(); n > slots/2 {
+		t.Fatalf("%d workers still idle after %d runs one at a time; want the spares gone, at most %d left", n, trickled.Load(), slots/2)
 	}
 }
