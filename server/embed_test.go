@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -304,4 +305,21 @@ func TestServer_StartTwiceOnOneFile(t *testing.T) {
 	if err := third.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestServer_HandleAfterStart checks that a handler registered after Start,
+// which the pool would never run, is refused loudly.
+func TestServer_HandleAfterStart(t *testing.T) {
+	s := server.New(server.Config{DB: filepath.Join(t.TempDir(), "sked.db")})
+	s.Handle("early", func(context.Context, *worker.Job) error { return nil })
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "before Start") {
+			t.Errorf("Handle after Start: recovered %v, want a panic saying to register before Start", r)
+		}
+	}()
+	s.Handle("late", func(context.Context, *worker.Job) error { return nil })
 }

@@ -169,8 +169,16 @@ func New(cfg Config) *Server {
 
 // Handle registers h for jobs of type typ, run by this process's pool. Call
 // it before Start (or Run); a later registration of the same type replaces
-// the earlier.
-func (s *Server) Handle(typ string, h worker.HandlerFunc) { s.handlers[typ] = h }
+// the earlier. It panics after Start: the pool claims only the types it was
+// built with, and a handler registered later would never run.
+func (s *Server) Handle(typ string, h worker.HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.built != nil || s.closed {
+		panic("server: Handle(" + strconv.Quote(typ) + ") called after Start: register every handler before Start or Run")
+	}
+	s.handlers[typ] = h
+}
 
 // Start opens and checks the store and builds the API, the pool and the
 // services over it, without running them: after Start, Handler and Enqueue
