@@ -61,7 +61,14 @@ type ValidationError struct {
 	Msg   string // what is wrong and how to fix it
 }
 
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Msg }
+// Error is Msg, prefixed with the field unless Msg begins by naming it
+// ("type is required"), as most messages of the API do.
+func (e *ValidationError) Error() string {
+	if rest, ok := strings.CutPrefix(e.Msg, e.Field); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, ":")) {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
 // JobState is where a job is in its lifecycle.
