@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -164,9 +165,9 @@ func bareRoot(env Env) *cobra.Command {
 		Version:       buildinfo.Read().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args: func(_ *cobra.Command, args []string) error {
+		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q", args[0])
+				return unknownCommand(cmd, args[0])
 			}
 			return nil
 		},
@@ -179,7 +180,14 @@ func bareRoot(env Env) *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return flagError(err) })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// sked ad --type x: the flags were parsed as the root's, but the
+		// mistake is the command's name.
+		if args := cmd.Flags().Args(); !cmd.HasParent() && len(args) > 0 {
+			return unknownCommand(cmd, args[0])
+		}
+		return flagError(cmd, err)
+	})
 	// Env fallbacks are read before every command runs, so that its flags
 	// hold their final values in RunE.
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return applyEnv(cmd, env.Getenv) }
@@ -294,12 +302,39 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 
 // flagError rewrites pflag's errors into usage errors that name the flag
 // and say what to give.
-func flagError(err error) error {
+func flagError(cmd *cobra.Command, err error) error {
 	var iv *pflag.InvalidValueError
 	if errors.As(err, &iv) {
 		return usagef("--%s %q: %s", iv.GetFlag().Name, iv.GetValue(), valueHint(iv.GetFlag(), iv.Unwrap()))
 	}
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) && len(ne.GetSpecifiedName()) > 1 {
+		if near := nearFlag(cmd, ne.GetSpecifiedName()); near != "" {
+			return usagef("%s; did you mean --%s?", err, near)
+		}
+	}
 	return &usageError{msg: err.Error()}
+}
+
+// unknownCommand refuses name, not a command of root, naming the nearest
+// commands when there are some.
+func unknownCommand(root *cobra.Command, name string) error {
+	if near := root.SuggestionsFor(name); len(near) > 0 {
+		return usagef("unknown command %q; did you mean %s?", name, strings.Join(near, " or "))
+	}
+	return usagef("unknown command %q", name)
+}
+
+// nearFlag is the flag of cmd whose name is nearest to name, a flag it
+// does not have, within two edits; "" when none is.
+func nearFlag(cmd *cobra.Command, name string) string {
+	best, bestDist := "", 3
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if d := levenshtein.ComputeDistance(name, f.Name); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	return best
 }
 
 // valueHint says what a flag of f's type takes, after err from setting it.

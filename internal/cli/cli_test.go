@@ -87,3 +87,27 @@ func TestMain_BadValues(t *testing.T) {
 		t.Errorf("backfill without --to: exit %d, said %q", code, stderr)
 	}
 }
+
+// TestMain_Mistyped: a mistyped command is called one, flags and all, and a
+// mistyped flag or command is answered with the nearest one.
+func TestMain_Mistyped(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ad", "--type", "x"}, `unknown command "ad"; did you mean add?`},
+		{[]string{"serv"}, `unknown command "serv"; did you mean serve?`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"add", "--type", "x", "--max-attemps", "3"}, "unknown flag: --max-attemps; did you mean --max-attempts?"},
+		{[]string{"serve", "--enable-exce"}, "unknown flag: --enable-exce; did you mean --enable-exec?"},
+		{[]string{"add", "--zzzzzz"}, "unknown flag: --zzzzzz"},
+	} {
+		code, _, stderr := mainOf(c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("sked %s: exit %d, %q; want exit 2 and %q", strings.Join(c.args, " "), code, stderr, c.want)
+		}
+		if !strings.Contains(c.want, "did you mean") && strings.Contains(stderr, "did you mean") {
+			t.Errorf("sked %s: %q suggests something far from it", strings.Join(c.args, " "), stderr)
+		}
+	}
+}

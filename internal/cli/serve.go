@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -179,16 +180,27 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
-// checkDB refuses a --db that is, not a postgres:// URL, a libpq
-// keyword/value connection string ("host=db dbname=sked …"), which would
-// otherwise name a SQLite file (the value is not echoed: such a string
-// usually holds a password), or a directory.
+// checkDB refuses a --db that is, not a postgres:// URL, one that would
+// otherwise name a SQLite file by mistake: a URL of another scheme (a typo
+// of postgres://, another database, a sqlite:// or file: URI), a libpq
+// keyword/value connection string ("host=db dbname=sked …"), a directory,
+// or a path in a directory that does not exist. A URL or connection string
+// is not echoed: it may hold a password.
 func checkDB(db string) error {
 	if postgres.IsURL(db) {
 		return nil
 	}
+	if scheme, _, ok := strings.Cut(db, ":"); ok && (strings.Contains(db, "://") || scheme == "file") && !strings.ContainsAny(scheme, `/\.`) {
+		return usagef("--db with a %s: URL: only postgres:// (or postgresql://) URLs name a database; anything else is the path of a SQLite file, "+
+			"such as ./sked.db", scheme)
+	}
 	if fi, err := os.Stat(db); err == nil && fi.IsDir() {
 		return usagef("--db %s is a directory; give the path of the database file, such as %s", db, filepath.Join(db, "sked.db"))
+	}
+	if dir := filepath.Dir(db); dir != "" {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return usagef("--db %s: directory %s does not exist; create it (mkdir -p %s) or give a path in one that does", db, dir, dir)
+		}
 	}
 	for f := range strings.FieldsSeq(db) {
 		key, _, ok := strings.Cut(f, "=")

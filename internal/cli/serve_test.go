@@ -145,7 +145,8 @@ func TestServeFlags_AllowedHosts(t *testing.T) {
 }
 
 // TestMigrate_Flags: sked migrate offers the one flag it reads, --db, and
-// refuses sked serve's others instead of taking and ignoring them.
+// refuses sked serve's others instead of taking and ignoring them; both
+// commands refuse a --db that would name a SQLite file by mistake.
 func TestMigrate_Flags(t *testing.T) {
 	code, help, _ := mainOf("migrate", "--help")
 	if code != 0 || !strings.Contains(help, "--db string") {
@@ -164,6 +165,19 @@ func TestMigrate_Flags(t *testing.T) {
 	for _, args := range [][]string{{"migrate", "--db", dir}, {"serve", "--db", dir, "--addr", "127.0.0.1:0"}} {
 		if code, _, stderr := mainOf(args...); code != 2 || !strings.Contains(stderr, "--db "+dir+" is a directory; give the path of the database file, such as "+path) {
 			t.Errorf("sked %s --db DIR: exit %d, %s", args[0], code, stderr)
+		}
+	}
+	for _, bad := range []struct{ db, want string }{
+		{"postgress://u:secret@db/sked", "--db with a postgress: URL: only postgres:// (or postgresql://) URLs name a database"},
+		{"mysql://u:secret@db/sked", "--db with a mysql: URL"},
+		{"sqlite://" + path, "--db with a sqlite: URL"},
+		{"file:" + path, "--db with a file: URL"},
+		{filepath.Join(dir, "nope", "sked.db"), "directory " + filepath.Join(dir, "nope") + " does not exist; create it"},
+	} {
+		for _, args := range [][]string{{"migrate", "--db", bad.db}, {"serve", "--db", bad.db, "--addr", "127.0.0.1:0"}} {
+			if code, _, stderr := mainOf(args...); code != 2 || !strings.Contains(stderr, bad.want) || strings.Contains(stderr, "secret") {
+				t.Errorf("sked %s --db %s: exit %d, %s; want exit 2 and %q, no password", args[0], bad.db, code, stderr, bad.want)
+			}
 		}
 	}
 	if left, _ := os.ReadDir(filepath.Dir(dir)); len(left) != 1 {
