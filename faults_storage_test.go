@@ -357,14 +357,14 @@ func TestFaults_ImmutableFile(t *testing.T) {
 // one is serving, then kills the first with SIGKILL.
 //
 // Pass: the second exits non-zero within 30 s, without touching the
-// database, saying another sked serve (naming its pid) holds the file; after
+// database, saying another sked (naming its pid) holds the file; after
 // the first is killed, a new one starts (the lock dies with its holder).
 func TestFaults_SecondServe(t *testing.T) {
 	r := newFaultRig(t, t.TempDir())
 	first := r.start("")
 	waitFor(t, "sked to listen", r.listening)
 	msg := refusedStart(t, r.db)
-	want := "another sked serve (pid " + strconv.Itoa(first.cmd.Process.Pid) + ") holds " + r.db
+	want := "another sked (sked serve, or a program that embeds it; pid " + strconv.Itoa(first.cmd.Process.Pid) + ") holds " + r.db
 	if !strings.Contains(msg, want) {
 		t.Errorf("second sked serve said %q; want %q", msg, want)
 	}

@@ -80,7 +80,7 @@ func lockDB(path string) (*os.File, error) {
 					holder = "pid " + strconv.Itoa(pid)
 				}
 			}
-			return nil, fmt.Errorf("another sked serve (%s) holds %s (lock file %s); stop it first, or give this one its own --db", holder, path, name)
+			return nil, fmt.Errorf("another sked (sked serve, or a program that embeds it; %s) holds %s (lock file %s); stop it first, or give this one its own --db (embedded: Config.DB)", holder, path, name)
 		}
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}

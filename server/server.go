@@ -265,13 +265,13 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 
 	disabled := map[string]string{}
 	if !cfg.EnableExec {
-		disabled["exec"] = "exec jobs run commands on this machine and are off; start sked serve with --enable-exec to allow them"
+		disabled["exec"] = "exec jobs run commands on this machine and are off; start sked serve with --enable-exec (embedded: Config.EnableExec) to allow them"
 	}
 	validate := worker.ValidatePayload
 	if s.mailer != nil {
 		validate = s.mailer.ValidatePayload
 	} else {
-		disabled["email"] = "email jobs send through an SMTP sink of sked serve, and none is configured; give one with --notify smtp://user:password@host:587?to=you@example.com"
+		disabled["email"] = "email jobs send through an SMTP sink of sked serve, and none is configured; give one with --notify smtp://user:password@host:587?to=you@example.com (embedded: Config.NotifySinks)"
 	}
 	if !cfg.AllowPrivateTargets {
 		validate = refusingPrivateTargets(validate)
