@@ -85,6 +85,32 @@ func (a *API) JobCreate(ctx context.Context, req wire.JobCreateRequest) (job db.
 	return a.h.createJob(ctx, p)
 }
 
+// JobPut gives the job named name the definition req, in-process, as
+// PUT /jobs/by-name/{name} does with req as its body: it creates the job
+// when no job that is not cancelled has the name, and otherwise changes
+// that job to req (a put of the same definition changes nothing), with
+// the same checks and wake-up. req.Name is name or empty. The timeline
+// records the change by the actor ctx carries (db.WithActor), "embedded"
+// when none.
+func (a *API) JobPut(ctx context.Context, name string, req wire.JobCreateRequest) (db.JobPutResult, error) {
+	if req.Name != "" && req.Name != name {
+		return db.JobPutResult{}, fieldError("name", "name %q in the request differs from %q; leave it out or make them agree", req.Name, name)
+	}
+	req.Name = name
+	p, err := a.JobParams(req)
+	if err != nil {
+		return db.JobPutResult{}, err
+	}
+	res, err := a.h.store.JobPut(ctx, db.JobPutParams{Spec: p, Actor: cmp.Or(db.ActorFrom(ctx), "embedded")})
+	if err != nil {
+		return db.JobPutResult{}, err
+	}
+	if res.Changed() {
+		a.h.due(res.Job.Type, 1)
+	}
+	return res, nil
+}
+
 // JobParams checks req as POST /jobs checks its body, at the store's now:
 // req is encoded and decoded as that body is, then validated with this
 // API's disabled types, notification settings and payload checks. It

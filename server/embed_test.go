@@ -323,3 +323,36 @@ func TestServer_HandleAfterStart(t *testing.T) {
 	}()
 	s.Handle("late", func(context.Context, *worker.Job) error { return nil })
 }
+
+// TestServer_Put: a program that declares a recurring job at every start
+// puts it by name: the first put creates it, the same put again changes
+// nothing, a changed definition changes the job in place, and Enqueue of
+// the name is refused.
+func TestServer_Put(t *testing.T) {
+	s, _ := embed(t, server.Config{DB: filepath.Join(t.TempDir(), "sked.db")})
+	ctx := context.Background()
+	req := wire.JobCreateRequest{Type: "greet", Schedule: "@every 1h"}
+	first, err := s.Put(ctx, "nightly", req)
+	if err != nil || !first.Created || first.Job.Name != "nightly" {
+		t.Fatalf("first Put: %+v, %v; want nightly created", first, err)
+	}
+	again, err := s.Put(ctx, "nightly", req)
+	if err != nil || again.Changed() || again.Job.ID != first.Job.ID {
+		t.Fatalf("the same Put again: %+v, %v; want job %s unchanged", again, err, first.Job.ID)
+	}
+	req.Schedule = "@every 2h"
+	changed, err := s.Put(ctx, "nightly", req)
+	if err != nil || changed.Created || changed.Job.ID != first.Job.ID || changed.Job.Schedule != "@every 2h" {
+		t.Fatalf("Put of a new schedule: %+v, %v; want job %s at @every 2h", changed, err, first.Job.ID)
+	}
+	if _, ok := changed.Changes["schedule"]; !ok {
+		t.Errorf("Put of a new schedule says changes %v; want schedule among them", changed.Changes)
+	}
+	if _, _, err := s.Enqueue(ctx, wire.JobCreateRequest{Name: "nightly", Type: "greet", Schedule: "@every 1h"}); !errors.Is(err, db.ErrConflict) {
+		t.Errorf("Enqueue of a name in use: %v, want a conflict", err)
+	}
+	req.Name = "other"
+	if _, err := s.Put(ctx, "nightly", req); !errors.Is(err, db.ErrInvalid) {
+		t.Errorf("Put with another name in the request: %v, want a *db.ValidationError", err)
+	}
+}

@@ -25,6 +25,22 @@ func (s *Server) Enqueue(ctx context.Context, req wire.JobCreateRequest) (job db
 	return p.api.JobCreate(ctx, req)
 }
 
+// Put gives the job named name the definition req, as PUT
+// /jobs/by-name/{name} and sked apply do: it creates the job when no job
+// that is not cancelled has the name, and otherwise changes that job to
+// req; the same Put again changes nothing. A program that declares its
+// recurring jobs at every start puts them: Enqueue of a name in use is
+// refused. res.Created and res.Changes say what it did; a bad field is a
+// *db.ValidationError, a change the job's state forbids a
+// *db.ConflictError.
+func (s *Server) Put(ctx context.Context, name string, req wire.JobCreateRequest) (res db.JobPutResult, err error) {
+	p, err := s.parts()
+	if err != nil {
+		return db.JobPutResult{}, err
+	}
+	return p.api.JobPut(ctx, name, req)
+}
+
 // EnqueueTx is Enqueue inside tx, a transaction of the caller's on the
 // PostgreSQL database (and schema) the server uses: the job exists if and
 // only if tx commits, together with the caller's own writes (an order and
