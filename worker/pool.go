@@ -412,6 +412,7 @@ func (p *Pool) start(ctx, runCtx context.Context, c *claimed) {
 	p.idleMu.Lock()
 	if n := len(p.idle); n > 0 {
 		next := p.idle[n-1]
+		p.idle[n-1] = nil // its worker may yet time out and go
 		p.idle = p.idle[:n-1]
 		p.idleMu.Unlock()
 		next <- c // buffered(1), and emptied before its worker went idle

@@ -382,7 +382,9 @@ func TestPool_ShutdownReleases(t *testing.T) {
 func TestPool_SpareWorkersLeave(t *testing.T) {
 	s := sqlitetest.Open(t)
 	const slots = 20
-	const idle = 200 * time.Millisecond
+	// Long enough for every worker of the spike to be idle at once on a
+	// loaded machine before the first times out.
+	const idle = time.Second
 	var started sync.WaitGroup
 	started.Add(slots)
 	release := make(chan struct{})
