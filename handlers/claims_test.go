@@ -118,18 +118,24 @@ func TestHandler_ClaimLifecycle(t *testing.T) {
 	}
 }
 
+// newShutdownEnv is a test env whose shutdown the test starts by closing
+// shutdown, logging as text into logs.
+func newShutdownEnv(t *testing.T) (e *testEnv, shutdown chan struct{}, logs *syncBuffer) {
+	shutdown, logs = make(chan struct{}), &syncBuffer{}
+	e = newTestEnv(t, func(c *Config) {
+		c.Shutdown = shutdown
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	return e, shutdown, logs
+}
+
 // TestHandler_ClaimDrain: while the server shuts down, a new claim is
 // refused (503, Retry-After), and the run a remote worker claimed before is
 // still renewed and reported; Drain waits for it until it is reported, and
 // not for a run of another generation reported stale.
 func TestHandler_ClaimDrain(t *testing.T) {
 	t.Parallel()
-	shutdown := make(chan struct{})
-	var logs syncBuffer
-	e := newTestEnv(t, func(c *Config) {
-		c.Shutdown = shutdown
-		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	e, shutdown, logs := newShutdownEnv(t)
 	j := e.create(`{"type": "thumb"}`, http.StatusCreated)
 	e.create(`{"type": "thumb"}`, http.StatusCreated)
 	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`)
@@ -168,12 +174,7 @@ func TestHandler_ClaimDrain(t *testing.T) {
 // list when its wait ends, and that shutdown ends a wait at once.
 func TestHandler_ClaimLongPoll(t *testing.T) {
 	t.Parallel()
-	shutdown := make(chan struct{})
-	var logs syncBuffer
-	e := newTestEnv(t, func(c *Config) {
-		c.Shutdown = shutdown
-		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	e, shutdown, _ := newShutdownEnv(t)
 
 	got := make(chan wire.ClaimResponse, 1)
 	sent := time.Now()

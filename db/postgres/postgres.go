@@ -80,7 +80,13 @@ type Store struct {
 type dialect struct {
 	pool    *pgxpool.Pool // immutable; never nil
 	channel string        // the LISTEN/NOTIFY channel of this schema's wake-ups; immutable
+
+	migrated schema.Versions // what Open found and left; immutable after
 }
+
+// Migrated says from which schema version to which Open migrated the
+// database (the same when it was up to date).
+func (s *Store) Migrated() schema.Versions { return s.d.migrated }
 
 // Options tune OpenWith. Zero values mean the defaults.
 type Options struct {
@@ -178,7 +184,10 @@ func (d *dialect) migrate(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("lock migrations: %w", err)
 	}
 	defer lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+key+`)`)
-	return d.withProvider(func(p *goose.Provider) error { return schema.Up(ctx, p) })
+	return d.withProvider(func(p *goose.Provider) (err error) {
+		d.migrated, err = schema.Up(ctx, p)
+		return err
+	})
 }
 
 // withProvider runs fn with the goose provider of the embedded migrations.

@@ -31,6 +31,12 @@ func Check(ctx context.Context, p *goose.Provider) error {
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
+	return check(current, target)
+}
+
+// check is Check of a database at version current, for a binary whose last
+// migration is target.
+func check(current, target int64) error {
 	switch {
 	case current > target:
 		return fmt.Errorf("%w: the database is at version %d, this sked knows versions up to %d; "+
@@ -41,14 +47,25 @@ func Check(ctx context.Context, p *goose.Provider) error {
 	return nil
 }
 
+// Versions are the schema versions a database was found at (From: 0 when
+// never migrated) and left at (To) by Up.
+type Versions struct{ From, To int64 }
+
 // Up migrates the database to this binary's last migration, after refusing
-// one that is newer. The caller serializes Up across processes.
-func Up(ctx context.Context, p *goose.Provider) error {
-	if err := Check(ctx, p); err == nil || !errors.Is(err, ErrBehind) {
-		return err
+// one that is newer, and says from which version to which. The caller
+// serializes Up across processes.
+func Up(ctx context.Context, p *goose.Provider) (Versions, error) {
+	current, target, err := p.GetVersions(ctx)
+	if err != nil {
+		return Versions{}, fmt.Errorf("read schema version: %w", err)
+	}
+	v := Versions{From: current, To: current}
+	if err := check(current, target); err == nil || !errors.Is(err, ErrBehind) {
+		return v, err
 	}
 	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return v, fmt.Errorf("migrate: %w", err)
 	}
-	return nil
+	v.To = target
+	return v, nil
 }

@@ -63,7 +63,13 @@ type dialect struct {
 	write *sql.DB // one connection: all writes
 	read  *sql.DB // a pool: reads outside transactions
 	stmts statements
+
+	migrated schema.Versions // what Open found and left; immutable after
 }
+
+// Migrated says from which schema version to which Open migrated the
+// database (the same when it was up to date).
+func (s *Store) Migrated() schema.Versions { return s.d.migrated }
 
 // Options tune Open. Zero values mean the defaults.
 type Options struct {
@@ -155,7 +161,8 @@ func (d *dialect) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return schema.Up(ctx, p)
+	d.migrated, err = schema.Up(ctx, p)
+	return err
 }
 
 // Migrations returns the goose provider of the embedded migrations on conn.
