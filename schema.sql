@@ -64,6 +64,13 @@ CREATE TABLE runs (
     output      TEXT
 , late_outcome TEXT, late_error TEXT, late_finished_at TEXT, slot_count INTEGER, last_slot TEXT) STRICT;
 
+CREATE TABLE workers (
+    id            TEXT PRIMARY KEY,
+    types         TEXT NOT NULL DEFAULT '[]',
+    first_seen_at TEXT NOT NULL,
+    last_seen_at  TEXT NOT NULL
+) STRICT;
+
 CREATE INDEX job_events_job ON job_events (job_id, id);
 
 CREATE UNIQUE INDEX jobs_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL AND state <> 'cancelled';
@@ -87,3 +94,5 @@ CREATE INDEX jobs_watched ON jobs (id) WHERE expect_success_ms > 0;
 CREATE INDEX runs_job ON runs (job_id, id);
 
 CREATE INDEX runs_live ON runs (job_id, generation) WHERE outcome = 'running';
+
+CREATE INDEX workers_last_seen ON workers (last_seen_at);

@@ -439,6 +439,7 @@ type Store interface {
 	ActivityReader
 	ReadyChecker
 	Pruner
+	WorkerLister
 
 	// Close releases the store's connections.
 	Close() error

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -426,4 +427,42 @@ func TestPool_SpareWorkersLeave(t *testing.T) {
 	if n := p.IdleWorkers(); n > slots/2 {
 		t.Fatalf("%d workers still idle after %d runs one at a time; want the spares gone, at most %d left", n, trickled.Load(), slots/2)
 	}
+}
+
+// TestPool_IdleShowsItself: a pool with nothing due still claims (every
+// MaxIdle), so the store keeps seeing it alive, with the types it serves,
+// and records it again db.WorkerSeenEvery later (GET /workers, sked add's
+// warning for a type nobody serves).
+func TestPool_IdleShowsItself(t *testing.T) {
+	s := sqlitetest.Open(t)
+	var (
+		mu  sync.Mutex
+		now = time.Now().UTC().Truncate(time.Second)
+	)
+	s.NowFunc = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	startPool(t, s, worker.PoolConfig{WorkerID: "idle-1", Slots: 2, MaxIdle: time.Millisecond,
+		Handlers: map[string]worker.HandlerFunc{"quick": func(context.Context, *worker.Job) error { return nil }}})
+	seenAt := func(want time.Time) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ws, err := s.Workers(context.Background(), time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ws) == 1 && ws[0].ID == "idle-1" && ws[0].LastSeen.Equal(want) && slices.Equal(ws[0].Types, []string{"quick"}) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("workers %+v; want idle-1 serving [quick], last seen %s", ws, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	start := now
+	seenAt(start)
+	mu.Lock()
+	now = now.Add(db.WorkerSeenEvery)
+	mu.Unlock()
+	seenAt(start.Add(db.WorkerSeenEvery))
 }

@@ -124,6 +124,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RescheduleKeepsSlot": testRescheduleKeepsPassedSlot,
 		"TriggeredSlot":       testTriggeredSlot,
 		"ControlEvents":       testControlEvents,
+		"Workers":             testWorkers,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

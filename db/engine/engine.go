@@ -85,6 +85,8 @@ type Reader interface {
 	// that started in it, newest first, at most p.MaxLateness; both among
 	// the newest p.Scan runs.
 	RunStarts(ctx context.Context, p db.RunActivityParams) (finished int64, starts []Start, err error)
+	// Workers: see db.Store.
+	Workers(ctx context.Context, since time.Time) ([]db.Worker, error)
 }
 
 // Start is a first attempt's start, for the lateness of RunActivity.
@@ -190,6 +192,10 @@ type Tx interface {
 	Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (cancelRequested bool, err error)
 	// Prune deletes history as db.Store.Prune says.
 	Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error)
+	// WorkerSeen records that worker w.ID claimed at Now with w.Types: a
+	// new worker is first seen then; a known one takes the types and is
+	// last seen then. It forgets the workers last seen before forget.
+	WorkerSeen(ctx context.Context, w db.Worker, forget time.Time) error
 	// Notify wakes, when the transaction commits, the dispatchers of every
 	// process sharing the database (PostgreSQL's NOTIFY), telling them how
 	// many jobs of each type became due; a no-op where one process owns the
@@ -291,6 +297,8 @@ type Store struct {
 	quit       chan struct{} // closed by Close: the committer stops
 	quitOnce   sync.Once
 	stopped    chan struct{} // closed when the committer has returned
+
+	seen seenWorkers
 }
 
 // New returns a Store over cfg.Dialect and starts its committer; Close stops

@@ -104,16 +104,25 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 		s.claiming.Add(-1)
 		signal(s.claimsDone)
 	}()
+	types := distinct(p.Types)
+	var seenAt time.Time // when the claim recorded its worker; zero: it did not
 	err := s.inTx(ctx, func(tx Tx) error {
 		now := tx.Now()
+		recorded, err := s.recordWorker(ctx, tx, p.WorkerID, types)
+		if err != nil {
+			return err
+		}
+		if recorded {
+			seenAt = now
+		}
 		got, err := tx.JobsClaim(ctx, ClaimArgs{
-			Worker: p.WorkerID, Types: distinct(p.Types), Max: p.Max,
+			Worker: p.WorkerID, Types: types, Max: p.Max,
 			Until: now.Add(cmp.Or(p.Lease, db.DefaultLease)), DueBy: now.Add(max(p.Ahead, 0)),
 		})
 		if err != nil {
 			return err
 		}
-		if len(got) == 0 {
+		if len(got) == 0 && !recorded {
 			return errNothingWritten
 		}
 		slices.SortFunc(got, func(a, b db.Claim) int { return a.Job.NextRunAt.Compare(*b.Job.NextRunAt) })
@@ -142,6 +151,9 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	if err != nil {
 		claims = nil
 		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	if !seenAt.IsZero() {
+		s.seen.recorded(p.WorkerID, types, seenAt)
 	}
 	failpoint.Hit(failpoint.AfterClaimCommit)
 	return claims, nil

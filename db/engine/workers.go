@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// Workers lists the workers seen claiming since since; see db.Store.
+func (s *Store) Workers(ctx context.Context, since time.Time) ([]db.Worker, error) {
+	ws, err := s.d.Workers(ctx, s.stored(since))
+	s.health.saw(err, false)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	return ws, nil
+}
+
+// seenWorkers is when this store last recorded each worker that claimed
+// through it, so that a worker claiming many times a second is written at
+// most every db.WorkerSeenEvery.
+type seenWorkers struct {
+	mu   sync.Mutex
+	last map[string]seenMark // by worker id; guarded by mu
+}
+
+type seenMark struct {
+	types string // the claimed types, sorted and joined
+	at    time.Time
+}
+
+// typesKey is types as a seenMark keeps them.
+func typesKey(types []string) string { return strings.Join(types, "\x00") }
+
+// due says whether a claim by worker with types (distinct and sorted) at
+// now is to be recorded: the worker is new to this store, claims other
+// types, or was last recorded db.WorkerSeenEvery ago or more.
+func (w *seenWorkers) due(worker string, types []string, now time.Time) bool {
+	if worker == "" {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m, ok := w.last[worker]
+	return !ok || m.types != typesKey(types) || now.Sub(m.at) >= db.WorkerSeenEvery || now.Before(m.at)
+}
+
+// recorded notes that the claim of worker with types at now was recorded,
+// and forgets the workers this store has not recorded for a while.
+func (w *seenWorkers) recorded(worker string, types []string, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[string]seenMark{}
+	}
+	w.last[worker] = seenMark{types: typesKey(types), at: now}
+	for id, m := range w.last {
+		if now.Sub(m.at) > 4*db.WorkerSeenEvery {
+			delete(w.last, id)
+		}
+	}
+}
+
+// recordWorker writes, in a claim's transaction, that worker claimed types
+// (distinct, sorted) when the claim is due to be recorded; it returns
+// whether it wrote.
+func (s *Store) recordWorker(ctx context.Context, tx Tx, worker string, types []string) (bool, error) {
+	now := tx.Now()
+	if !s.seen.due(worker, types, now) {
+		return false, nil
+	}
+	w := db.Worker{ID: worker, Types: slices.Clone(types)}
+	if err := tx.WorkerSeen(ctx, w, s.stored(now.Add(-db.WorkerForgetAfter))); err != nil {
+		return false, fmt.Errorf("record worker %s: %w", worker, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,37 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// WorkerSeen records a worker's claim, sent with the claim in one round
+// trip; see engine.Tx.
+func (t *tx) WorkerSeen(_ context.Context, w db.Worker, forget time.Time) error {
+	t.exec(nil, `INSERT INTO workers (id, types, first_seen_at, last_seen_at) VALUES ($1, $2, $3, $3)
+		ON CONFLICT (id) DO UPDATE SET types = excluded.types, last_seen_at = greatest(workers.last_seen_at, excluded.last_seen_at)`,
+		w.ID, append([]string{}, w.Types...), t.now)
+	t.exec(nil, `DELETE FROM workers WHERE last_seen_at < $1`, forget)
+	return nil
+}
+
+// Workers lists the workers seen since since; see db.Store.
+func (d *dialect) Workers(ctx context.Context, since time.Time) ([]db.Worker, error) {
+	rows, err := d.pool.Query(ctx, `SELECT id, types, first_seen_at, last_seen_at FROM workers
+		WHERE last_seen_at >= $1 ORDER BY last_seen_at DESC, id`, since)
+	if err != nil {
+		return nil, err
+	}
+	ws := []db.Worker{}
+	var w db.Worker
+	_, err = pgx.ForEachRow(rows, []any{&w.ID, &w.Types, &w.FirstSeen, &w.LastSeen}, func() error {
+		ws = append(ws, db.Worker{ID: w.ID, Types: slices.Clone(w.Types), FirstSeen: w.FirstSeen.UTC(), LastSeen: w.LastSeen.UTC()})
+		return nil
+	})
+	return ws, err
+}

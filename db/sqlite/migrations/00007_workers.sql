@@ -1,0 +1,14 @@
+-- +goose Up
+-- The workers seen claiming: one row per worker id (a process), written
+-- by a claim at most every 15 seconds, forgotten a week after its last.
+-- types is a JSON array of the types it claims; [] is any type.
+CREATE TABLE workers (
+    id            TEXT PRIMARY KEY,
+    types         TEXT NOT NULL DEFAULT '[]',
+    first_seen_at TEXT NOT NULL,
+    last_seen_at  TEXT NOT NULL
+) STRICT;
+CREATE INDEX workers_last_seen ON workers (last_seen_at);
+
+-- +goose Down
+DROP TABLE workers;

@@ -1,0 +1,49 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// WorkerSeen records a worker's claim; see engine.Tx.
+func (t *tx) WorkerSeen(ctx context.Context, w db.Worker, forget time.Time) error {
+	now := fmtTime(t.now)
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO workers (id, types, first_seen_at, last_seen_at) VALUES (?1, ?2, ?3, ?3)
+		ON CONFLICT (id) DO UPDATE SET types = excluded.types, last_seen_at = max(last_seen_at, excluded.last_seen_at)`,
+		w.ID, jsonArray(w.Types), now); err != nil {
+		return fmt.Errorf("upsert: %w", err)
+	}
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM workers WHERE last_seen_at < ?`, fmtTime(forget)); err != nil {
+		return fmt.Errorf("forget: %w", err)
+	}
+	return nil
+}
+
+// Workers lists the workers seen since since; see db.Store.
+func (d *dialect) Workers(ctx context.Context, since time.Time) ([]db.Worker, error) {
+	rows, err := d.read.QueryContext(ctx, `SELECT id, types, first_seen_at, last_seen_at FROM workers
+		WHERE last_seen_at >= ? ORDER BY last_seen_at DESC, id`, fmtTime(since))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ws := []db.Worker{}
+	for rows.Next() {
+		var (
+			w     db.Worker
+			types string
+		)
+		if err := rows.Scan(&w.ID, &types, moment{&w.FirstSeen}, moment{&w.LastSeen}); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(types), &w.Types); err != nil {
+			return nil, fmt.Errorf("worker %s: types %q: %w", w.ID, types, err)
+		}
+		ws = append(ws, w)
+	}
+	return ws, rows.Err()
+}

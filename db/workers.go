@@ -1,0 +1,43 @@
+package db
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// Worker is a worker as its claims show it: the types it asks for and when
+// it first and last asked. A store records a worker when it claims (with
+// or without finding a job), at most every WorkerSeenEvery. A worker
+// busy on all its slots claims nothing, and its LastSeen stays where its
+// last claim left it.
+type Worker struct {
+	ID        string
+	Types     []string // the types it claims; empty: any type
+	FirstSeen time.Time
+	LastSeen  time.Time
+}
+
+// Serves reports whether w claims jobs of type typ.
+func (w Worker) Serves(typ string) bool {
+	return len(w.Types) == 0 || slices.Contains(w.Types, typ)
+}
+
+// WorkerSeenEvery is how often a store records a worker that keeps
+// claiming with the same types (a claim with other types at once). A pool
+// with a free slot claims every second or so, finding jobs or not
+// (worker.DefaultMaxIdle), so a live worker's LastSeen is at most about
+// this old unless it is busy on all its slots.
+const WorkerSeenEvery = 15 * time.Second
+
+// WorkerForgetAfter is how long a store keeps a worker that has stopped
+// claiming: a worker's ID names one process (host/pid), so each restart
+// adds one.
+const WorkerForgetAfter = 7 * 24 * time.Hour
+
+// WorkerLister lists the workers a store has seen claim; part of Store.
+type WorkerLister interface {
+	// Workers returns the workers that claimed at or after since, the
+	// most recently seen first.
+	Workers(ctx context.Context, since time.Time) ([]Worker, error)
+}
