@@ -218,3 +218,11 @@ func withQuery(path string, q url.Values) string {
 	}
 	return path + "?" + q.Encode()
 }
+
+// Workers returns GET /workers: the workers that hold jobs now or were seen
+// claiming in the last hour, the most recently seen first.
+func (c *Client) Workers(ctx context.Context) (wire.WorkersResponse, error) {
+	var ws wire.WorkersResponse
+	err := c.do(ctx, http.MethodGet, "/workers", nil, &ws)
+	return ws, err
+}

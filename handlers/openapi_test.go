@@ -138,9 +138,9 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		{"PauseRequest", pauseRequest{}},
 		{"BackfillRequest", backfillRequest{}},
 		{"Backfill", db.Backfill{}},
-		{"Workers", workersResponse{}},
-		{"Worker", workerView{}},
-		{"WorkerJob", workerWork{}},
+		{"Workers", wire.WorkersResponse{}},
+		{"Worker", wire.Worker{}},
+		{"WorkerJob", wire.WorkerJob{}},
 	} {
 		name, v := tc.name, tc.v
 		s, ok := schemas[name]

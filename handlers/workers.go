@@ -8,43 +8,27 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
-// The workers view of GET /workers. The store keeps no record of workers: a
-// worker is known by the jobs it holds. So the view is derived from the
-// running jobs (their lease owner and lease end) and each one's live run
-// (when it was claimed); a worker holding nothing does not appear.
+// The workers view of GET /workers: the workers that hold jobs now, from
+// the running jobs (their lease owner and lease end) and each one's live
+// run (when it was claimed), and the workers the store saw claim in the
+// last workersSeenWithin, holding jobs or not, with the types they claim.
 
-// workersResponse is the body of GET /workers.
-type workersResponse struct {
-	At      time.Time    `json:"at"`
-	Workers []workerView `json:"workers"` // never null; newest claim first
-	// Truncated says more jobs were running than one page of MaxPageLimit,
-	// which is all that was read.
-	Truncated bool `json:"truncated"`
-}
+// workersSeenWithin is how far back GET /workers lists the workers that
+// hold nothing.
+const workersSeenWithin = time.Hour
 
-// workerView is one worker: what it runs, when it last claimed a job and
-// how far its heartbeats have extended its leases.
-type workerView struct {
-	WorkerID string `json:"workerId"`
-	// LastClaimAt is when its newest live run began (its claim).
-	LastClaimAt *time.Time `json:"lastClaimAt,omitempty"`
-	// LeaseUntil is the latest lease end among its jobs; each heartbeat
-	// moves it on, and a lease that passes is taken back by the reaper.
-	LeaseUntil *time.Time   `json:"leaseUntil,omitempty"`
-	Running    []workerWork `json:"running"`
-}
-
-// workerWork is a job a worker holds and its live run (nil when it has
-// none: its lease ended between the two reads).
-type workerWork struct {
-	Job db.Job  `json:"job"`
-	Run *db.Run `json:"run,omitempty"`
-}
-
-// handleWorkers serves GET /workers: the workers that hold jobs now.
+// handleWorkers serves GET /workers: the workers that hold jobs now or
+// claimed in the last workersSeenWithin.
 func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
+	now := h.store.Now()
+	seen, err := h.store.Workers(r.Context(), now.Add(-workersSeenWithin))
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
 	jobs, next, err := h.store.JobList(r.Context(), db.JobListParams{State: db.StateRunning, Limit: MaxPageLimit})
 	if err != nil {
 		h.error(w, r, fmt.Errorf("list running jobs: %w", err))
@@ -59,29 +43,41 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 	for i := range runs {
 		runOf[runs[i].JobID] = &runs[i]
 	}
-	byID := map[string]*workerView{}
+	byID := map[string]*wire.Worker{}
+	view := func(id string) *wire.Worker {
+		v := byID[id]
+		if v == nil {
+			v = &wire.Worker{WorkerID: id, Running: []wire.WorkerJob{}}
+			byID[id] = v
+		}
+		return v
+	}
+	for _, s := range seen {
+		v := view(s.ID)
+		v.Types, v.FirstSeenAt, v.LastSeenAt = append([]string{}, s.Types...), &s.FirstSeen, &s.LastSeen
+	}
 	for _, j := range jobs {
 		run := runOf[j.ID]
-		v := byID[j.LeaseOwner]
-		if v == nil {
-			v = &workerView{WorkerID: j.LeaseOwner}
-			byID[j.LeaseOwner] = v
-		}
-		v.Running = append(v.Running, workerWork{Job: j, Run: run})
+		v := view(j.LeaseOwner)
+		v.Running = append(v.Running, wire.WorkerJob{Job: j, Run: run})
 		v.LeaseUntil = later(v.LeaseUntil, j.LeaseUntil)
 		if run != nil {
 			v.LastClaimAt = later(v.LastClaimAt, run.StartedAt)
 		}
 	}
-	resp := workersResponse{At: h.store.Now(), Workers: []workerView{}, Truncated: next != ""}
+	resp := wire.WorkersResponse{At: now, Workers: []wire.Worker{}, Truncated: next != ""}
 	for _, v := range byID {
 		resp.Workers = append(resp.Workers, *v)
 	}
-	slices.SortFunc(resp.Workers, func(a, b workerView) int {
-		return cmp.Or(orZero(b.LastClaimAt).Compare(orZero(a.LastClaimAt)), cmp.Compare(a.WorkerID, b.WorkerID))
+	slices.SortFunc(resp.Workers, func(a, b wire.Worker) int {
+		return cmp.Or(orZero(lastSeen(b)).Compare(orZero(lastSeen(a))), cmp.Compare(a.WorkerID, b.WorkerID))
 	})
 	h.writeJSON(w, r, http.StatusOK, resp)
 }
+
+// lastSeen is the later of v's last recorded claim and its newest live
+// run's.
+func lastSeen(v wire.Worker) *time.Time { return later(v.LastSeenAt, v.LastClaimAt) }
 
 // later is the later of a and b; nil is never.
 func later(a, b *time.Time) *time.Time {

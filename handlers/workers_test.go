@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,15 +12,17 @@ import (
 // TestHandler_Workers claims jobs for two workers over HTTP, renews one
 // lease and finishes one worker's job, and checks that GET /workers shows
 // each worker that holds jobs with those jobs, their live runs, its last
-// claim and its latest lease end, the newest claim first.
+// claim and its latest lease end, the newest claim first; and that a
+// worker that holds nothing is listed, with the types it claims, for an
+// hour after its last claim.
 func TestHandler_Workers(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, nil)
-	workers := func(t *testing.T) workersResponse {
+	workers := func(t *testing.T) wire.WorkersResponse {
 		t.Helper()
 		res := e.do(http.MethodGet, "/workers", "")
 		res.wantStatus(t, http.StatusOK)
-		var got workersResponse
+		var got wire.WorkersResponse
 		res.decode(t, &got)
 		return got
 	}
@@ -73,8 +76,25 @@ func TestHandler_Workers(t *testing.T) {
 		}
 	}
 
+	if !slices.Equal(w1.Types, []string{"thumb"}) || !slices.Equal(w2.Types, []string{"mail"}) ||
+		w1.FirstSeenAt == nil || !w1.FirstSeenAt.Equal(testNow) || w2.LastSeenAt == nil || !w2.LastSeenAt.Equal(testNow.Add(time.Minute)) {
+		t.Errorf("box1/7 types %v first seen %v, box2/9 types %v last seen %v; want [thumb] at the start, [mail] a minute in",
+			w1.Types, w1.FirstSeenAt, w2.Types, w2.LastSeenAt)
+	}
+
 	e.do(http.MethodPost, "/jobs/"+c.ID+"/complete", `{"generation": 1, "outcome": "succeeded"}`).wantStatus(t, http.StatusOK)
-	if got := workers(t); len(got.Workers) != 1 || got.Workers[0].WorkerID != "box1/7" {
-		t.Errorf("after box2/9's job finished: got %+v, want box1/7 alone", got.Workers)
+	e.do(http.MethodPost, "/claims", `{"workerId": "box3/1", "types": ["idle"], "wait": "0s"}`).wantStatus(t, http.StatusOK)
+	got = workers(t)
+	if len(got.Workers) != 3 || got.Workers[0].WorkerID != "box3/1" || got.Workers[1].WorkerID != "box2/9" ||
+		len(got.Workers[1].Running) != 0 || got.Workers[1].Running == nil {
+		t.Fatalf("after box2/9's job finished: got %+v, want box3/1, then box2/9 holding nothing, then box1/7", got.Workers)
+	}
+	if w3 := got.Workers[0]; !slices.Equal(w3.Types, []string{"idle"}) || len(w3.Running) != 1 {
+		t.Errorf("box3/1: types %v, running %+v; want [idle] and the idle job", w3.Types, w3.Running)
+	}
+
+	clock = testNow.Add(time.Minute + workersSeenWithin + time.Second)
+	if got := workers(t); len(got.Workers) != 2 || got.Workers[0].WorkerID != "box3/1" || got.Workers[1].WorkerID != "box1/7" {
+		t.Errorf("over an hour after box2/9's last claim: got %+v, want box3/1 (holds a job) and box1/7 (holds two)", got.Workers)
 	}
 }

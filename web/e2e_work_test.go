@@ -235,6 +235,9 @@ func TestDashboard_WorkingWithJobs(t *testing.T) {
 				t.Errorf("the row of worker box-7 reads %q, want it to contain %q", remote, want)
 			}
 		}
+		if types := b.wait(`document.querySelector('#workers tr[data-worker="box-7"] td.types')?.textContent`); types != "remote-test" {
+			t.Errorf("worker box-7's types read %q, want the type it claimed, remote-test", types)
+		}
 		pool := b.wait(fmt.Sprintf(`(li => li && li.closest('tr').textContent)(document.querySelector('#workers li[data-job=%q]'))`, slow))
 		if !strings.HasPrefix(pool, "serve:") || !strings.Contains(pool, "in sked serve") || !strings.Contains(pool, "slow-sync") {
 			t.Errorf("the row of the job slow-sync reads %q, want sked serve's own pool", pool)

@@ -1,8 +1,9 @@
 // Package wire holds what both ends of sked's HTTP API must agree on: the
 // bodies of the worker protocol (POST /claims, /jobs/{id}/heartbeat and
-// /jobs/{id}/complete), the body of a new job (POST /jobs), and the
-// protocol's limits. The server (package handlers) decodes them and the Go
-// client (package client) encodes them, so neither keeps a copy of its own;
+// /jobs/{id}/complete), the body of a new job (POST /jobs), the workers
+// view (GET /workers), and the protocol's limits. The server (package
+// handlers) decodes or writes them and the Go client (package client)
+// encodes or reads them, so neither keeps a copy of its own;
 // only a new job's body the server decodes into a form of its own, with
 // raw fields, so that each error names its field (JobCreateRequest is what
 // that form reads).
@@ -135,4 +136,45 @@ func DurationJSON(d time.Duration) json.RawMessage {
 	}
 	b, _ := db.Duration(d).MarshalJSON() // a string: it cannot fail
 	return b
+}
+
+// WorkersResponse is the body of GET /workers.
+type WorkersResponse struct {
+	At      time.Time `json:"at"`
+	Workers []Worker  `json:"workers"` // never null; most recently seen first
+	// Truncated says more jobs were running than one page (500),
+	// which is all that was read.
+	Truncated bool `json:"truncated"`
+}
+
+// Worker is one worker of GET /workers: what it claims and runs, when it
+// was last seen claiming, and how far its heartbeats have extended its
+// leases.
+type Worker struct {
+	WorkerID string `json:"workerId"`
+	// Types are the job types it claims; []: any type. Absent when the
+	// store has no record of its claims (it holds jobs it claimed over a
+	// week ago, or before sked recorded workers).
+	Types []string `json:"types,omitzero"`
+	// FirstSeenAt and LastSeenAt are its first and last recorded claims,
+	// whether or not they found a job. A claim is recorded at most every
+	// 15 s and a worker with a free slot claims every second or so (sked
+	// work's claims wait up to 25 s on the server), so a live worker's is
+	// at most about 15 s old, unless it is busy on all its slots: then it
+	// claims nothing, but holds jobs.
+	FirstSeenAt *time.Time `json:"firstSeenAt,omitempty"`
+	LastSeenAt  *time.Time `json:"lastSeenAt,omitempty"`
+	// LastClaimAt is when its newest live run began (its claim).
+	LastClaimAt *time.Time `json:"lastClaimAt,omitempty"`
+	// LeaseUntil is the latest lease end among its jobs; each heartbeat
+	// moves it on, and a lease that passes is taken back by the reaper.
+	LeaseUntil *time.Time  `json:"leaseUntil,omitempty"`
+	Running    []WorkerJob `json:"running"` // never null
+}
+
+// WorkerJob is a job a worker holds and its live run (nil when it has
+// none: its lease ended between the two reads).
+type WorkerJob struct {
+	Job db.Job  `json:"job"`
+	Run *db.Run `json:"run,omitempty"`
 }

@@ -184,7 +184,7 @@ func clientCmds(env Env) []*cobra.Command {
 		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of", (*skedapi.Client).JobSkip),
 		actionCmd(env, "cancel-run", "Stop a job's running run (its handler's context ends; commands get SIGTERM)", "asked to stop the run of",
 			(*skedapi.Client).JobCancelRun),
-		backfillCmd(env),
+		backfillCmd(env), workersCmd(env),
 	}
 }
 
@@ -317,6 +317,9 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	job, created, err := a.c.JobCreate(ctx, req)
 	if err != nil {
 		return err
+	}
+	if job.State == db.StateReady || job.State == db.StatePaused {
+		warnUnserved(ctx, a, job)
 	}
 	if a.json {
 		return a.printJSON(job)
@@ -729,7 +732,7 @@ func overdue(job db.Job, now time.Time) string {
 	if next == nil || now.Sub(*next) < time.Minute {
 		return ""
 	}
-	return fmt.Sprintf("due %s ago and not started: no worker serving type %q has claimed it (is one running? sked serve runs "+
+	return fmt.Sprintf("due %s ago and not started: no worker serving type %q has claimed it (is one running? sked workers lists them; sked serve runs "+
 		"its built-in types; sked work --type %s serves others), or all of them are busy",
 		now.Sub(*next).Truncate(time.Second), job.Type, job.Type)
 }

@@ -1,4 +1,4 @@
-// The workers view: who holds jobs now, from GET /workers.
+// The workers view: who holds jobs now and who claimed lately, from GET /workers.
 
 import { api } from "./api.js";
 import { h, section, jobLink } from "./dom.js";
@@ -14,14 +14,23 @@ function leaseCell(until, at) {
   return h("span", { class: lapsed ? "err" : null }, lapsed ? "lapsed " : "", timeEl(until));
 }
 
+// typesText is what a worker claims: its types, any type ([]), or unknown
+// (absent: the store has no record of its claims).
+function typesText(types) {
+  if (!types) return h("span.muted", "?");
+  return types.length ? types.join(", ") : "any";
+}
+
 function workersTable(res) {
-  if (!res.workers.length) return h("p.muted.empty", "No worker holds a job now.");
+  if (!res.workers.length) return h("p.muted.empty", "No worker holds a job now or claimed in the last hour.");
   return h("table.jobs.workers",
-    h("thead", h("tr", h("th", "Worker"), h("th", "Kind"), h("th", "Last claim"),
+    h("thead", h("tr", h("th", "Worker"), h("th", "Kind"), h("th", "Types"), h("th", "Last seen"), h("th", "Last claim"),
       h("th", { title: "each heartbeat moves the lease on" }, "Lease until"), h("th", "Running"))),
     h("tbody", res.workers.map((w) => h("tr", { "data-worker": w.workerId },
       h("td.mono", w.workerId),
       h("td", isServePool(w.workerId) ? "in sked serve" : "remote"),
+      h("td.types", typesText(w.types)),
+      h("td", timeEl(w.lastSeenAt)),
       h("td", timeEl(w.lastClaimAt)),
       h("td", leaseCell(w.leaseUntil, res.at)),
       h("td", h("ul.running", w.running.map(({ job, run }) => h("li", { "data-job": job.jobId },
@@ -35,10 +44,10 @@ export function workersPage() {
   return {
     title: "Workers",
     el: h("div", h("h1", "Workers"),
-      h("p.muted.note", "The server keeps no register of workers: this view is derived from the running jobs. ",
-        "A worker appears while it holds a job; its last claim is when its newest run began, and its lease ",
-        "end moves on with each heartbeat. A worker that stops heartbeating loses its jobs when the lease lapses; ",
-        "one that holds nothing is not shown."),
+      h("p.muted.note", "The workers holding jobs now, and those seen claiming in the last hour. ",
+        "A worker with a free slot claims every second or so, recorded at most every 15 s: last seen is its last ",
+        "recorded claim. Its last claim is when its newest run began, and its lease end moves on with each ",
+        "heartbeat. A worker that stops heartbeating loses its jobs when the lease lapses."),
       list),
     async refresh() {
       const res = await api("GET", "workers");

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
+)
+
+// workersCmd lists the workers that hold jobs or were seen claiming in the
+// last hour.
+func workersCmd(env Env) *cobra.Command {
+	return clientCommand(env, &cobra.Command{
+		Use:   "workers",
+		Short: "List the workers: what they claim, when they were last seen, what they run",
+		Args:  noArgs,
+	}, func(ctx context.Context, a *api, _ []string) error {
+		ws, err := a.c.Workers(ctx)
+		if err != nil {
+			return err
+		}
+		if a.json {
+			return a.printJSON(ws)
+		}
+		if len(ws.Workers) == 0 {
+			fmt.Fprintln(a.env.Stdout, "no worker has claimed in the last hour (sked serve runs its built-in types; sked work --type T serves others)")
+			return nil
+		}
+		tw := table(a.env.Stdout, "WORKER", "TYPES", "LAST SEEN", "RUNNING", "FIRST SEEN")
+		for _, w := range ws.Workers {
+			row(tw, w.WorkerID, typesText(w.Types), sinceText(lastSeen(w), ws.At), strconv.Itoa(len(w.Running)), timeText(w.FirstSeenAt))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if ws.Truncated {
+			fmt.Fprintln(a.env.Stdout, "more jobs run than the 500 read: some workers holding jobs may be missing")
+		}
+		return nil
+	})
+}
+
+// typesText is a worker's types for a table cell.
+func typesText(types []string) string {
+	switch {
+	case types == nil:
+		return "?"
+	case len(types) == 0:
+		return "any"
+	}
+	return strings.Join(types, ",")
+}
+
+// sinceText is how long before now t was, to the second, or "-".
+func sinceText(t *time.Time, now time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return max(now.Sub(*t), 0).Truncate(time.Second).String() + " ago"
+}
+
+// lastSeen is the later of w's last recorded claim and its newest live
+// run's start.
+func lastSeen(w wire.Worker) *time.Time {
+	if w.LastSeenAt == nil || w.LastClaimAt != nil && w.LastClaimAt.After(*w.LastSeenAt) {
+		return w.LastClaimAt
+	}
+	return w.LastSeenAt
+}
+
+// aliveWithin is how recently a worker that holds no job must have been
+// seen claiming to count as serving its types: the store records claims
+// every db.WorkerSeenEvery, and a worker with a free slot claims every
+// second or so.
+const aliveWithin = 4 * db.WorkerSeenEvery
+
+// serves says whether some worker of ws may claim jobs of type typ: it
+// claims the type (or any type, or the store does not know what it
+// claims) and holds jobs or was seen claiming within aliveWithin.
+func serves(ws wire.WorkersResponse, typ string) bool {
+	return slices.ContainsFunc(ws.Workers, func(w wire.Worker) bool {
+		claims := len(w.Types) == 0 || slices.Contains(w.Types, typ) // none: any type, or unknown
+		seen := lastSeen(w)
+		return claims && (len(w.Running) > 0 || seen != nil && ws.At.Sub(*seen) <= aliveWithin)
+	})
+}
+
+// warnUnserved tells on stderr when no worker seems to serve the type of a
+// job just created; it says nothing when the workers cannot be read (an
+// older server, a token that may not read them).
+func warnUnserved(ctx context.Context, a *api, job db.Job) {
+	ws, err := a.c.Workers(ctx)
+	if err != nil || serves(ws, job.Type) {
+		return
+	}
+	fmt.Fprintf(a.env.Stderr, "warning: no worker has claimed type %q in the last %s, so the job waits until one does "+
+		"(sked workers lists them; sked serve runs its built-in types, sked work --type %s serves others)\n",
+		job.Type, aliveWithin, job.Type)
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/dbtest"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/handlers"
+)
+
+// TestWorkers_AddWarnsUnserved: sked add warns on stderr when no worker
+// has claimed the job's type lately, and not once one has; sked workers
+// lists the worker with its types and when it was last seen, and says so
+// when there is none.
+func TestWorkers_AddWarnsUnserved(t *testing.T) {
+	clock := dbtest.NewClock(time.Now().Truncate(time.Second))
+	s := sqlitetest.Open(t)
+	s.NowFunc = clock.Now
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	run := func(args ...string) (stdout, stderr string) {
+		t.Helper()
+		code, stdout, stderr := mainOf(append(args, "--server", srv.URL)...)
+		if code != 0 {
+			t.Fatalf("sked %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		return stdout, stderr
+	}
+	const warning = `warning: no worker has claimed type "thumb" in the last 1m0s`
+
+	if out, _ := run("workers"); !strings.Contains(out, "no worker has claimed in the last hour") {
+		t.Errorf("sked workers with none:\n%s", out)
+	}
+	if _, stderr := run("add", "--type", "thumb"); !strings.Contains(stderr, warning) {
+		t.Errorf("sked add of a type nobody serves: stderr %q, want %q", stderr, warning)
+	}
+	claim := func(worker string, types ...string) {
+		t.Helper()
+		if _, err := s.RunClaim(context.Background(), db.RunClaimParams{WorkerID: worker, Types: types, Max: 1, Lease: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim("box/1", "thumb", "mail") // takes the first job
+	clock.Advance(10 * time.Second)
+	if _, stderr := run("add", "--type", "thumb"); stderr != "" {
+		t.Errorf("sked add of a type box/1 claimed 10 s ago: stderr %q, want none", stderr)
+	}
+	if _, stderr := run("add", "--type", "video", "--json"); !strings.Contains(stderr, `type "video"`) {
+		t.Errorf("sked add of a type box/1 does not claim: stderr %q, want the warning", stderr)
+	}
+	out, _ := run("workers")
+	if !regexp.MustCompile(`(?m)^box/1\s+mail,thumb\s+10s ago\s+1\s+`).MatchString(out) {
+		t.Errorf("sked workers:\n%s\nwant box/1 claiming mail,thumb, seen 10s ago, running 1", out)
+	}
+	// It holds a job: still serving however long ago it claimed.
+	clock.Advance(10 * time.Minute)
+	if _, stderr := run("add", "--type", "thumb"); stderr != "" {
+		t.Errorf("sked add of a type whose worker holds a job: stderr %q, want none", stderr)
+	}
+	// Holding nothing and silent for minutes: not serving.
+	jobs, _, err := s.JobList(context.Background(), db.JobListParams{State: db.StateRunning})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("running jobs %v, %v; want box/1's", jobs, err)
+	}
+	if _, err := s.RunFinish(context.Background(), db.RunFinishParams{JobID: jobs[0].ID, Generation: jobs[0].LeaseGeneration, Outcome: db.OutcomeSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr := run("add", "--type", "thumb"); !strings.Contains(stderr, warning) {
+		t.Errorf("sked add after box/1 went silent: stderr %q, want %q", stderr, warning)
+	}
+}
