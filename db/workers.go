@@ -26,8 +26,9 @@ func (w Worker) Serves(typ string) bool {
 // WorkerSeenEvery is how often a store records a worker that keeps
 // claiming with the same types (a claim with other types at once). A pool
 // with a free slot claims every second or so, finding jobs or not
-// (worker.DefaultMaxIdle), so a live worker's LastSeen is at most about
-// this old unless it is busy on all its slots.
+// (worker.DefaultMaxIdle), and a remote worker's claim is recorded as it
+// begins its wait on the server, so a live worker's LastSeen is at most
+// about this old, or its claim wait, unless it is busy on all its slots.
 const WorkerSeenEvery = 15 * time.Second
 
 // WorkerForgetAfter is how long a store keeps a worker that has stopped

@@ -14,7 +14,9 @@ import (
 // The workers view of GET /workers: the workers that hold jobs now, from
 // the running jobs (their lease owner and lease end) and each one's live
 // run (when it was claimed), and the workers the store saw claim in the
-// last workersSeenWithin, holding jobs or not, with the types they claim.
+// last workersSeenWithin, holding jobs or not; each with the types it
+// claims and when it was first and last seen, from the store's record of
+// it, however old (a worker busy on all its slots claims nothing).
 
 // workersSeenWithin is how far back GET /workers lists the workers that
 // hold nothing.
@@ -24,7 +26,7 @@ const workersSeenWithin = time.Hour
 // claimed in the last workersSeenWithin.
 func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 	now := h.store.Now()
-	seen, err := h.store.Workers(r.Context(), now.Add(-workersSeenWithin))
+	seen, err := h.store.Workers(r.Context(), time.Time{}) // a week's worth: one row per worker process
 	if err != nil {
 		h.error(w, r, err)
 		return
@@ -52,9 +54,12 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		}
 		return v
 	}
+	record := make(map[string]db.Worker, len(seen))
 	for _, s := range seen {
-		v := view(s.ID)
-		v.Types, v.FirstSeenAt, v.LastSeenAt = append([]string{}, s.Types...), &s.FirstSeen, &s.LastSeen
+		record[s.ID] = s
+		if now.Sub(s.LastSeen) <= workersSeenWithin {
+			view(s.ID)
+		}
 	}
 	for _, j := range jobs {
 		run := runOf[j.ID]
@@ -65,8 +70,11 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 			v.LastClaimAt = later(v.LastClaimAt, run.StartedAt)
 		}
 	}
-	resp := wire.WorkersResponse{At: now, Workers: []wire.Worker{}, Truncated: next != ""}
-	for _, v := range byID {
+	resp := wire.WorkersResponse{At: now, Workers: []wire.Worker{}, SeenWithin: db.Duration(workersSeenWithin), Truncated: next != ""}
+	for id, v := range byID {
+		if s, ok := record[id]; ok {
+			v.Types, v.FirstSeenAt, v.LastSeenAt = append([]string{}, s.Types...), &s.FirstSeen, &s.LastSeen
+		}
 		resp.Workers = append(resp.Workers, *v)
 	}
 	slices.SortFunc(resp.Workers, func(a, b wire.Worker) int {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/wire"
 )
 
@@ -94,7 +95,16 @@ func TestHandler_Workers(t *testing.T) {
 	}
 
 	clock = testNow.Add(time.Minute + workersSeenWithin + time.Second)
-	if got := workers(t); len(got.Workers) != 2 || got.Workers[0].WorkerID != "box3/1" || got.Workers[1].WorkerID != "box1/7" {
-		t.Errorf("over an hour after box2/9's last claim: got %+v, want box3/1 (holds a job) and box1/7 (holds two)", got.Workers)
+	got = workers(t)
+	if len(got.Workers) != 2 || got.Workers[0].WorkerID != "box3/1" || got.Workers[1].WorkerID != "box1/7" {
+		t.Fatalf("over an hour after box2/9's last claim: got %+v, want box3/1 (holds a job) and box1/7 (holds two)", got.Workers)
+	}
+	// box1/7 last claimed over an hour ago, busy since: its record still
+	// says what it claims.
+	if w1 := got.Workers[1]; !slices.Equal(w1.Types, []string{"thumb"}) || w1.LastSeenAt == nil || !w1.LastSeenAt.Equal(testNow) {
+		t.Errorf("box1/7 an hour on: types %v, last seen %v; want [thumb] and its claim at the start", w1.Types, w1.LastSeenAt)
+	}
+	if got.SeenWithin != db.Duration(workersSeenWithin) {
+		t.Errorf("seenWithin %v, want %v", got.SeenWithin, workersSeenWithin)
 	}
 }

@@ -142,6 +142,10 @@ func DurationJSON(d time.Duration) json.RawMessage {
 type WorkersResponse struct {
 	At      time.Time `json:"at"`
 	Workers []Worker  `json:"workers"` // never null; most recently seen first
+	// SeenWithin is how far back the workers that hold no job are listed:
+	// an hour. It is absent from a server that keeps no record of workers
+	// (lists only those holding jobs).
+	SeenWithin db.Duration `json:"seenWithin,omitzero"`
 	// Truncated says more jobs were running than one page (500),
 	// which is all that was read.
 	Truncated bool `json:"truncated"`
@@ -153,15 +157,17 @@ type WorkersResponse struct {
 type Worker struct {
 	WorkerID string `json:"workerId"`
 	// Types are the job types it claims; []: any type. Absent when the
-	// store has no record of its claims (it holds jobs it claimed over a
-	// week ago, or before sked recorded workers).
+	// store has no record of it: it holds jobs, but its last claim was over
+	// a week ago, or before the server recorded workers.
 	Types []string `json:"types,omitzero"`
 	// FirstSeenAt and LastSeenAt are its first and last recorded claims,
-	// whether or not they found a job. A claim is recorded at most every
-	// 15 s and a worker with a free slot claims every second or so (sked
-	// work's claims wait up to 25 s on the server), so a live worker's is
-	// at most about 15 s old, unless it is busy on all its slots: then it
-	// claims nothing, but holds jobs.
+	// whether or not they found a job. A claim is recorded as it begins,
+	// at most every 15 s per worker. A pool inside sked serve with a free
+	// slot claims every second or so; sked work's claims wait on the
+	// server for a job (25 s by default, MaxClaimWait at most) and begin
+	// again at once. So a live worker's LastSeenAt is at most about that
+	// old, unless it is busy on all its slots: then it claims nothing, but
+	// holds jobs.
 	FirstSeenAt *time.Time `json:"firstSeenAt,omitempty"`
 	LastSeenAt  *time.Time `json:"lastSeenAt,omitempty"`
 	// LastClaimAt is when its newest live run began (its claim).

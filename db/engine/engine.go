@@ -192,9 +192,10 @@ type Tx interface {
 	Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (cancelRequested bool, err error)
 	// Prune deletes history as db.Store.Prune says.
 	Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error)
-	// WorkerSeen records that worker w.ID claimed at Now with w.Types: a
-	// new worker is first seen then; a known one takes the types and is
-	// last seen then. It forgets the workers last seen before forget.
+	// WorkerSeen forgets the workers last seen before forget, passing over
+	// rows another transaction holds and w.ID's, then records that worker
+	// w.ID claimed at Now with w.Types: a new worker is first seen then; a
+	// known one takes the types and is last seen then.
 	WorkerSeen(ctx context.Context, w db.Worker, forget time.Time) error
 	// Notify wakes, when the transaction commits, the dispatchers of every
 	// process sharing the database (PostgreSQL's NOTIFY), telling them how
@@ -383,7 +384,8 @@ func (s *Store) UseClock(g *clock.Guard) {
 
 // inTx runs fn in a write transaction on the store's clock. Its outcome
 // tells the store's health: a committed transaction that wrote shows the
-// disk has room again (a claim that found nothing wrote nothing).
+// disk has room again (a claim that found nothing, and did not record its
+// worker, wrote nothing).
 func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
 	var now func() time.Time
 	if s.NowFunc != nil {

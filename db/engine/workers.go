@@ -68,10 +68,12 @@ func (w *seenWorkers) recorded(worker string, types []string, now time.Time) {
 
 // recordWorker writes, in a claim's transaction, that worker claimed types
 // (distinct, sorted) when the claim is due to be recorded; it returns
-// whether it wrote.
+// whether it wrote. While writes fail for lack of space it writes nothing,
+// so that a claim that finds nothing still succeeds, as it did before
+// workers were recorded.
 func (s *Store) recordWorker(ctx context.Context, tx Tx, worker string, types []string) (bool, error) {
 	now := tx.Now()
-	if !s.seen.due(worker, types, now) {
+	if s.health.fullSince.Load() != 0 || !s.seen.due(worker, types, now) {
 		return false, nil
 	}
 	w := db.Worker{ID: worker, Types: slices.Clone(types)}

@@ -11,12 +11,16 @@ import (
 )
 
 // WorkerSeen records a worker's claim, sent with the claim in one round
-// trip; see engine.Tx.
+// trip; see engine.Tx. The forgetting goes first and skips locked rows, so
+// that the transaction holds no row but its worker's while it waits for
+// that one (two claims of the worker on two nodes): no two claims can wait
+// for each other.
 func (t *tx) WorkerSeen(_ context.Context, w db.Worker, forget time.Time) error {
+	t.exec(nil, `DELETE FROM workers WHERE id IN (
+		SELECT id FROM workers WHERE last_seen_at < $1 AND id <> $2 FOR UPDATE SKIP LOCKED)`, forget, w.ID)
 	t.exec(nil, `INSERT INTO workers (id, types, first_seen_at, last_seen_at) VALUES ($1, $2, $3, $3)
 		ON CONFLICT (id) DO UPDATE SET types = excluded.types, last_seen_at = greatest(workers.last_seen_at, excluded.last_seen_at)`,
 		w.ID, append([]string{}, w.Types...), t.now)
-	t.exec(nil, `DELETE FROM workers WHERE last_seen_at < $1`, forget)
 	return nil
 }
 

@@ -11,14 +11,13 @@ import (
 
 // WorkerSeen records a worker's claim; see engine.Tx.
 func (t *tx) WorkerSeen(ctx context.Context, w db.Worker, forget time.Time) error {
-	now := fmtTime(t.now)
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM workers WHERE last_seen_at < ? AND id <> ?`, fmtTime(forget), w.ID); err != nil {
+		return fmt.Errorf("forget: %w", err)
+	}
 	if _, err := t.tx.ExecContext(ctx, `INSERT INTO workers (id, types, first_seen_at, last_seen_at) VALUES (?1, ?2, ?3, ?3)
 		ON CONFLICT (id) DO UPDATE SET types = excluded.types, last_seen_at = max(last_seen_at, excluded.last_seen_at)`,
-		w.ID, jsonArray(w.Types), now); err != nil {
+		w.ID, jsonArray(w.Types), fmtTime(t.now)); err != nil {
 		return fmt.Errorf("upsert: %w", err)
-	}
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM workers WHERE last_seen_at < ?`, fmtTime(forget)); err != nil {
-		return fmt.Errorf("forget: %w", err)
 	}
 	return nil
 }

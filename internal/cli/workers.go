@@ -76,28 +76,30 @@ func lastSeen(w wire.Worker) *time.Time {
 }
 
 // aliveWithin is how recently a worker that holds no job must have been
-// seen claiming to count as serving its types: the store records claims
-// every db.WorkerSeenEvery, and a worker with a free slot claims every
-// second or so.
-const aliveWithin = 4 * db.WorkerSeenEvery
+// seen claiming to count as serving its types: a claim is recorded as it
+// begins, at most every db.WorkerSeenEvery, and sked work's claims wait on
+// the server up to wire.MaxClaimWait.
+const aliveWithin = wire.MaxClaimWait + 2*db.WorkerSeenEvery
 
 // serves says whether some worker of ws may claim jobs of type typ: it
-// claims the type (or any type, or the store does not know what it
-// claims) and holds jobs or was seen claiming within aliveWithin.
+// claims the type (or any type), or, when the store has no record of what
+// it claims, runs a job of the type; and it holds jobs or was seen
+// claiming within aliveWithin.
 func serves(ws wire.WorkersResponse, typ string) bool {
 	return slices.ContainsFunc(ws.Workers, func(w wire.Worker) bool {
-		claims := len(w.Types) == 0 || slices.Contains(w.Types, typ) // none: any type, or unknown
+		claims := w.Types != nil && (len(w.Types) == 0 || slices.Contains(w.Types, typ)) ||
+			w.Types == nil && slices.ContainsFunc(w.Running, func(r wire.WorkerJob) bool { return r.Job.Type == typ })
 		seen := lastSeen(w)
 		return claims && (len(w.Running) > 0 || seen != nil && ws.At.Sub(*seen) <= aliveWithin)
 	})
 }
 
 // warnUnserved tells on stderr when no worker seems to serve the type of a
-// job just created; it says nothing when the workers cannot be read (an
-// older server, a token that may not read them).
+// job just created; it says nothing when the workers cannot be read (a
+// server that keeps no record of them, or does not answer).
 func warnUnserved(ctx context.Context, a *api, job db.Job) {
 	ws, err := a.c.Workers(ctx)
-	if err != nil || serves(ws, job.Type) {
+	if err != nil || ws.SeenWithin == 0 || serves(ws, job.Type) {
 		return
 	}
 	fmt.Fprintf(a.env.Stderr, "warning: no worker has claimed type %q in the last %s, so the job waits until one does "+
