@@ -35,6 +35,11 @@ func testPauseUntil(t *testing.T, f *fixture) {
 		t.Fatalf("pause kept after resume: %q %v", got.PauseReason, got.PauseUntil)
 	}
 	wantCounts(t, f.outcomes(j.ID), map[string]int{"missed:paused": 2})
+	// The timeline says the pause ran out: resumed, by sked.
+	events, _, err := c.EventList(f.ctx, db.EventListParams{JobID: j.ID, Limit: 1})
+	if err != nil || len(events) != 1 || events[0].Kind != db.EventResumed || events[0].Actor != "sked" || !events[0].At.Equal(f.Clock.Now()) {
+		t.Fatalf("newest event %+v (%v); want resumed by sked at %s", events, err, f.Clock.Now())
+	}
 }
 
 func testTrigger(t *testing.T, f *fixture) {

@@ -277,7 +277,7 @@ func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
 }
 
 // JobResumeDue resumes the paused jobs whose pause has run out, each as of
-// its end; see db.Store.
+// its end, with an EventResumed by sked on its timeline; see db.Store.
 func (s *Store) JobResumeDue(ctx context.Context) (int, error) {
 	n := 0
 	err := s.inTx(ctx, func(tx Tx) error {
@@ -286,19 +286,25 @@ func (s *Store) JobResumeDue(ctx context.Context) (int, error) {
 			return err
 		}
 		n = 0 // should the dialect try the transaction again
+		var events []db.Event
 		for _, j := range jobs {
-			_, err := s.resume(ctx, tx, j, *j.PauseUntil)
+			out, err := s.resume(ctx, tx, j, *j.PauseUntil)
 			switch {
 			case unparseable(err):
 				_, err = s.setAside(ctx, tx, j, j, err) // kept paused: not counted
 			case err == nil:
 				n++
+				events = append(events, s.controlEvent(db.WithActor(ctx, skedActor), tx, db.EventResumed, j.ID,
+					controlDetail(db.EventResumed, j, out)))
 			}
 			if err != nil {
 				return err
 			}
 		}
-		return nil
+		if len(events) == 0 {
+			return nil
+		}
+		return tx.EventsInsert(ctx, events)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("resume paused jobs: %w", err)
@@ -663,8 +669,9 @@ func unparseable(err error) bool {
 	return errors.As(err, &se)
 }
 
-// setAsideActor is the actor of the events of setAside: sked itself.
-const setAsideActor = "sked"
+// skedActor is the actor of the changes sked makes by itself: a pause run
+// out, a job set aside.
+const skedActor = "sked"
 
 // setAside takes j, whose stored schedule no longer parses (err, from
 // parse), out of circulation inside tx: it pauses j, with a reason that
@@ -685,7 +692,7 @@ func (s *Store) setAside(ctx context.Context, tx Tx, j, was db.Job, err error) (
 	if err != nil {
 		return db.Job{}, err
 	}
-	ev := s.controlEvent(db.WithActor(ctx, setAsideActor), tx, db.EventPaused, j.ID, controlDetail(db.EventPaused, was, out))
+	ev := s.controlEvent(db.WithActor(ctx, skedActor), tx, db.EventPaused, j.ID, controlDetail(db.EventPaused, was, out))
 	if err := tx.EventsInsert(ctx, []db.Event{ev}); err != nil {
 		return db.Job{}, err
 	}

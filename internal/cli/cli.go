@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,11 +146,20 @@ func newRoot(env Env) *cobra.Command {
 		c.GroupID = "client"
 		root.AddCommand(c)
 	}
+	for _, c := range root.Commands() {
+		c.SuggestFor = otherCommandWords[c.Name()]
+	}
 	for _, c := range []*cobra.Command{versionCmd(env), backupCmd(env), healthcheckCmd(env), checkCmd(env), benchCmd(env)} {
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}
 	return root
+}
+
+// otherCommandWords are words people type for sked's commands.
+var otherCommandWords = map[string][]string{
+	"ls": {"list"}, "add": {"create", "new", "submit"}, "show": {"get", "info", "status", "describe"},
+	"runs": {"logs", "history"}, "cancel": {"rm", "delete", "remove", "kill"}, "workers": {"nodes"},
 }
 
 // bareRoot is the sked command without its commands: its help, --version,
@@ -308,26 +318,77 @@ func flagError(cmd *cobra.Command, err error) error {
 		return usagef("--%s %q: %s", iv.GetFlag().Name, iv.GetValue(), valueHint(iv.GetFlag(), iv.Unwrap()))
 	}
 	var ne *pflag.NotExistError
-	if errors.As(err, &ne) && len(ne.GetSpecifiedName()) > 1 {
-		if near := nearFlag(cmd, ne.GetSpecifiedName()); near != "" {
+	if errors.As(err, &ne) {
+		if near := nearFlag(cmd, ne.GetSpecifiedName()); len(ne.GetSpecifiedName()) > 1 && near != "" {
 			return usagef("%s; did you mean --%s?", err, near)
+		}
+		if eg := commandAfterDash(cmd); eg != "" {
+			return usagef("%s; a command and its own flags go after --, as in %s", err, eg)
 		}
 	}
 	return &usageError{msg: err.Error()}
 }
 
+// commandAfterDash is an example of cmd given a command after --, when cmd
+// takes one (sked add --exec, sked work): an unknown flag is then most
+// likely the command's own, given without the --; "" otherwise.
+func commandAfterDash(cmd *cobra.Command) string {
+	switch {
+	case cmd.Name() == "add" && cmd.Flags().Changed("exec"):
+		return "sked add --exec -- sh -c 'date'"
+	case cmd.Name() == "work":
+		return "sked work --type thumbnail -- ./thumb.sh --fast"
+	}
+	return ""
+}
+
 // unknownCommand refuses name, not a command of root, naming the nearest
 // commands when there are some.
 func unknownCommand(root *cobra.Command, name string) error {
-	if near := root.SuggestionsFor(name); len(near) > 0 {
+	if near := nearCommands(root, name); len(near) > 0 {
 		return usagef("unknown command %q; did you mean %s?", name, strings.Join(near, " or "))
 	}
 	return usagef("unknown command %q", name)
 }
 
+// nearCommands are the commands of root nearest to name: those it begins
+// or that name as another word for them (SuggestFor, such as list for ls),
+// else those within two edits of it, the nearest only.
+func nearCommands(root *cobra.Command, name string) []string {
+	name = strings.ToLower(name)
+	var near []string
+	best := 3
+	for _, c := range root.Commands() {
+		if !c.IsAvailableCommand() {
+			continue
+		}
+		d := levenshtein.ComputeDistance(name, c.Name())
+		if strings.HasPrefix(c.Name(), name) || slices.Contains(c.SuggestFor, name) {
+			d = 0
+		}
+		switch {
+		case d < best:
+			near, best = []string{c.Name()}, d
+		case d == best:
+			near = append(near, c.Name())
+		}
+	}
+	return near
+}
+
+// otherFlagWords are names people give for flags of sked's commands.
+var otherFlagWords = map[string]string{
+	"cron": "schedule", "every": "schedule", "retries": "max-attempts", "attempts": "max-attempts",
+	"timezone": "tz", "zone": "tz", "delay": "in", "after": "in", "command": "exec", "cmd": "exec",
+}
+
 // nearFlag is the flag of cmd whose name is nearest to name, a flag it
-// does not have, within two edits; "" when none is.
+// does not have, within two edits, or that name is another word for; ""
+// when none is.
 func nearFlag(cmd *cobra.Command, name string) string {
+	if f := otherFlagWords[name]; f != "" && cmd.Flags().Lookup(f) != nil {
+		return f
+	}
 	best, bestDist := "", 3
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if d := levenshtein.ComputeDistance(name, f.Name); d < bestDist {

@@ -101,6 +101,14 @@ func TestMain_Mistyped(t *testing.T) {
 		{[]string{"add", "--type", "x", "--max-attemps", "3"}, "unknown flag: --max-attemps; did you mean --max-attempts?"},
 		{[]string{"serve", "--enable-exce"}, "unknown flag: --enable-exce; did you mean --enable-exec?"},
 		{[]string{"add", "--zzzzzz"}, "unknown flag: --zzzzzz"},
+		{[]string{"lsit"}, `unknown command "lsit"; did you mean edit or ls?`},
+		{[]string{"shwo", "x"}, `unknown command "shwo"; did you mean show?`},
+		{[]string{"retyr", "x"}, `unknown command "retyr"; did you mean retry?`},
+		{[]string{"list"}, `unknown command "list"; did you mean ls?`},
+		{[]string{"wor"}, `unknown command "wor"; did you mean work or workers?`},
+		{[]string{"add", "--exec", "--cron", "* * * * *"}, "unknown flag: --cron; did you mean --schedule?"},
+		{[]string{"add", "--type", "t", "--retries", "3"}, "unknown flag: --retries; did you mean --max-attempts?"},
+		{[]string{"add", "--exec", "sh", "-c", "echo hi"}, "unknown shorthand flag: 'c' in -c; a command and its own flags go after --, as in sked add --exec -- sh -c 'date'"},
 	} {
 		code, _, stderr := mainOf(c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

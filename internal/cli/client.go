@@ -230,7 +230,7 @@ func addCmd(env Env) *cobra.Command {
 	fs.StringVar(&f.req.Timezone, "tz", "", "recurring: IANA time zone of the schedule (default UTC)")
 	fs.IntVar(&f.req.MaxAttempts, "max-attempts", 0, "attempts before the job goes dead (server default by type)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "limit of one attempt (server default 1h)")
-	fs.DurationVar(&f.backoff, "backoff", 0, "first retry delay, doubled per attempt (server default by type)")
+	fs.DurationVar(&f.backoff, "backoff", 0, "first retry delay, doubled per attempt, each drawn from its upper half (server default by type)")
 	fs.DurationVar(&f.jitter, "jitter", 0, "recurring: spread the slots by a fixed offset inside this window")
 	fs.DurationVar(&f.expect, "expect-success-within", 0, "recurring: mark the job quiet when no run succeeded for this long")
 	fs.StringVar(&f.req.IdempotencyKey, "key", "", "idempotency key: a second add with it returns the first job")
@@ -418,8 +418,9 @@ func lsCmd(env Env) *cobra.Command {
 
 func runsCmd(env Env) *cobra.Command {
 	var (
-		p   db.RunListParams
-		all bool
+		p      db.RunListParams
+		all    bool
+		output bool
 	)
 	cmd := jobCommand(env, "runs ID|NAME", "List a job's runs, newest first", func(ctx context.Context, a *api, id string) error {
 		p.JobID = id
@@ -433,10 +434,17 @@ func runsCmd(env Env) *cobra.Command {
 		if a.json {
 			return a.printJSON(append([]db.Run{}, runs...))
 		}
-		return a.runTable(runs)
+		if err := a.runTable(runs); err != nil || !output {
+			return err
+		}
+		for _, r := range runs {
+			fmt.Fprintf(a.env.Stdout, "\n── run %d, attempt %d, %s ──\n%s\n", r.ID, r.Attempt, r.Outcome, cmp.Or(strings.TrimRight(r.Output, "\n"), "(no output)"))
+		}
+		return nil
 	})
 	cmd.Flags().IntVar(&p.Limit, "limit", 0, "runs per page (server default 50, at most 500)")
 	cmd.Flags().BoolVar(&all, "all", false, "every run, not only the newest page")
+	cmd.Flags().BoolVar(&output, "output", false, "after the table, each run's output (the last 4 KiB it wrote)")
 	return cmd
 }
 
@@ -460,7 +468,7 @@ func pages[T any, C comparable](cursor C, all bool, list func(C) ([]T, C, error)
 
 // runTable prints runs, newest first, as a table.
 func (a *api) runTable(runs []db.Run) error {
-	tw := table(a.env.Stdout, "RUN", "ATTEMPT", "SLOT", "WORKER", "STARTED", "DURATION", "OUTCOME", "ERROR")
+	tw := table(a.env.Stdout, "RUN", "ATTEMPT", "SLOT", "WORKER", "STARTED", "DURATION", "OUTCOME", "ERROR", "OUTPUT (LAST LINE)")
 	for _, r := range runs {
 		outcome := string(r.Outcome)
 		if r.Reason != "" {
@@ -474,9 +482,15 @@ func (a *api) runTable(runs []db.Run) error {
 			dur = r.FinishedAt.Sub(*r.StartedAt).Round(time.Millisecond).String()
 		}
 		row(tw, strconv.FormatInt(r.ID, 10), strconv.Itoa(r.Attempt), timeText(r.Slot), cmp.Or(r.WorkerID, "-"),
-			timeText(r.StartedAt), dur, outcome, oneLine(r.Error, 60))
+			timeText(r.StartedAt), dur, outcome, oneLine(r.Error, 60), oneLine(lastLine(r.Output), 40))
 	}
 	return tw.Flush()
+}
+
+// lastLine is the last line of s that is not blank.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, " \t\r\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 // actionCmd is a command that changes one job's state with do (a client
@@ -558,6 +572,8 @@ func pauseCmd(env Env) *cobra.Command {
 	})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the job is paused, shown on it")
 	cmd.Flags().Var(&until, "until", "resume by itself at this RFC 3339 time, or after this duration, e.g. 2h")
+	cmd.Long = "Pause a ready job, with a reason and an end. A job a worker holds cannot be paused (409): its run\n" +
+		"finishes as it began; pause it once the run has ended (sked cancel-run stops the run first)."
 	return cmd
 }
 
@@ -647,7 +663,11 @@ func (a *api) show(ctx context.Context, id string) error {
 	if serverNow.IsZero() { // an answer without a Date: this machine's clock is all there is
 		serverNow = time.Now()
 	}
-	field("Waiting", overdue(job, serverNow))
+	waiting := overdue(job, serverNow)
+	if next := nextRun(job); waiting == "" && next != nil && !next.After(serverNow) {
+		waiting = unserved(ctx, a, job)
+	}
+	field("Waiting", waiting)
 	field("Attempt", fmt.Sprintf("%d of %d", job.Attempt, job.MaxAttempts))
 	field("Timeout", time.Duration(job.Timeout).String())
 	field("Backoff", time.Duration(job.Backoff).String())

@@ -83,11 +83,42 @@ func TestShow_WaitingByServerClock(t *testing.T) {
 		}
 		return stdout
 	}
-	if out := show(); strings.Contains(out, "Waiting:") {
-		t.Errorf("a job due now by the server's clock, 3 h ago by the CLI's, shown as waiting:\n%s", out)
+	if out := show(); strings.Contains(out, " ago and not started") {
+		t.Errorf("a job due now by the server's clock, 3 h ago by the CLI's, shown as waiting long:\n%s", out)
+	} else if !regexp.MustCompile(`Waiting:\s+no worker has claimed type "thumb" in the last 1m20s`).MatchString(out) {
+		t.Errorf("a job due now of a type no worker serves, not shown as waiting for one:\n%s", out)
 	}
 	clock.Advance(5 * time.Minute)
 	if out := show(); !regexp.MustCompile(`Waiting:\s+due 5m0s ago and not started: no worker serving type "thumb"`).MatchString(out) {
 		t.Errorf("a job due 5 min ago by the server's clock, in 2 h 55 min by the CLI's, not shown as waiting 5 min:\n%s", out)
+	}
+}
+
+// TestRuns_Output: sked runs shows the last line of each run's output, and
+// with --output all of it that the run kept.
+func TestRuns_Output(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "thumb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim: %v, %v", c, err)
+	}
+	if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: c[0].Job.LeaseGeneration,
+		Outcome: db.OutcomeFailed, Error: "exit status 4", Output: "resizing 1.jpg\nbad header\n\n"}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := mainOf("runs", j.ID, "--server", srv.URL)
+	if code != 0 || !regexp.MustCompile(`exit status 4\s+bad header\n`).MatchString(out) {
+		t.Errorf("sked runs: exit %d, %q %q; want the error and the output's last line", code, out, stderr)
+	}
+	code, out, _ = mainOf("runs", j.ID, "--output", "--server", srv.URL)
+	if code != 0 || !strings.Contains(out, "── run 1, attempt 1, failed ──\nresizing 1.jpg\nbad header\n") {
+		t.Errorf("sked runs --output: exit %d, %q; want the whole output under its run", code, out)
 	}
 }

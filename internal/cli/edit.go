@@ -61,7 +61,7 @@ func editCmd(env Env) *cobra.Command {
 	fs.String("payload", "", "payload JSON, or @FILE to read it from a file")
 	fs.Int("max-attempts", 0, "attempts before a firing gives up")
 	fs.Duration("timeout", 0, "limit of one attempt")
-	fs.Duration("backoff", 0, "first retry delay, doubled per attempt")
+	fs.Duration("backoff", 0, "first retry delay, doubled per attempt, each drawn from its upper half")
 	fs.Duration("jitter", 0, "spread the slots by a fixed offset inside this window")
 	fs.String("overlap", "", "skip or queue_one")
 	fs.String("misfire", "", "run_once, skip or run_all")

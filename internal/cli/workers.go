@@ -95,14 +95,22 @@ func serves(ws wire.WorkersResponse, typ string) bool {
 }
 
 // warnUnserved tells on stderr when no worker seems to serve the type of a
-// job just created; it says nothing when the workers cannot be read (a
-// server that keeps no record of them, or does not answer).
+// job just created.
 func warnUnserved(ctx context.Context, a *api, job db.Job) {
+	if msg := unserved(ctx, a, job); msg != "" {
+		fmt.Fprintf(a.env.Stderr, "warning: %s\n", msg)
+	}
+}
+
+// unserved says that no worker seems to serve job's type, or "": some
+// worker does, or the workers cannot be read (a server that keeps no
+// record of them, or does not answer).
+func unserved(ctx context.Context, a *api, job db.Job) string {
 	ws, err := a.c.Workers(ctx)
 	if err != nil || ws.SeenWithin == 0 || serves(ws, job.Type) {
-		return
+		return ""
 	}
-	fmt.Fprintf(a.env.Stderr, "warning: no worker has claimed type %q in the last %s, so the job waits until one does "+
-		"(sked workers lists them; sked serve runs its built-in types, sked work --type %s serves others)\n",
+	return fmt.Sprintf("no worker has claimed type %q in the last %s, so the job waits until one does "+
+		"(sked workers lists them; sked serve runs its built-in types, sked work --type %s serves others)",
 		job.Type, aliveWithin, job.Type)
 }
