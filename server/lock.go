@@ -15,10 +15,14 @@ import (
 // at dsn (see lockDB) until the returned file, which holds the lock, is
 // closed, by this process and by every supervisor it gave the file to (see
 // worker.ExecConfig.Hold). A PostgreSQL store is shared by design and is not
-// locked: the file is nil.
+// locked: the file is nil. A file that is not a SQLite database is refused
+// first, so that no lock file is left beside it.
 func lockStore(dsn string) (*os.File, error) {
 	if postgres.IsURL(dsn) {
 		return nil, nil
+	}
+	if err := sqlite.CheckFile(dsn); err != nil {
+		return nil, err
 	}
 	return lockDB(dsn)
 }

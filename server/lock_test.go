@@ -3,6 +3,9 @@
 package server
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,4 +24,30 @@ func TestLockDB_MissingDirectory(t *testing.T) {
 			t.Errorf("error %q; want it to say %q", err, want)
 		}
 	}
+}
+
+// TestLockStore_NotADatabase: a file that is not a SQLite database is
+// refused before its lock file is made, so nothing is left beside it; an
+// empty file, a new database, is locked.
+func TestLockStore_NotADatabase(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "thumb.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nconvert \"$1\" -resize 10% out.jpg\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockStore(script); err == nil || !strings.Contains(err.Error(), "it is not a SQLite database") {
+		t.Fatalf("lockStore(a shell script): %v; want it refused as not a SQLite database", err)
+	}
+	if _, err := os.Stat(script + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a lock file was left beside the refused file: %v", err)
+	}
+	empty := filepath.Join(dir, "new.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := lockStore(empty)
+	if err != nil {
+		t.Fatalf("lockStore(an empty file): %v", err)
+	}
+	f.Close()
 }

@@ -31,8 +31,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -85,6 +87,40 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return OpenWith(ctx, path, Options{})
 }
 
+// notADatabase is the error of opening path, which is not a SQLite
+// database, for err.
+func notADatabase(path string, err error) error {
+	return fmt.Errorf("open %s: it is not a SQLite database (a file of another kind, damaged, or encrypted); "+
+		"name a sked database or a new file: %w", path, err)
+}
+
+// errNoHeader is why CheckFile refuses a file.
+var errNoHeader = errors.New("it does not begin with the SQLite header")
+
+// CheckFile refuses an existing file at path that is not empty and does not
+// begin as a SQLite database does, before anything is written beside it (a
+// lock file); a missing or empty file is a new database, and a damaged one
+// with the header is left to Open to find.
+func CheckFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	// Nothing read: empty, or a directory, which Open names.
+	if n, _ := io.ReadFull(f, head); n > 0 && string(head[:n]) != sqliteHeader {
+		return notADatabase(path, errNoHeader)
+	}
+	return nil
+}
+
+// sqliteHeader is how every SQLite database file begins.
+const sqliteHeader = "SQLite format 3\x00"
+
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	sync := strings.ToUpper(o.Synchronous)
@@ -105,8 +141,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if err := d.migrate(ctx); err != nil {
 		w.Close()
 		if isNotADatabase(err) {
-			return nil, fmt.Errorf("open %s: it is not a SQLite database (a file of another kind, damaged, or encrypted); "+
-				"name a sked database or a new file: %w", path, err)
+			return nil, notADatabase(path, err)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, d.full(err))
 	}
