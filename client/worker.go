@@ -124,6 +124,13 @@ func (c *Client) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, e
 	}
 }
 
+// WorkerStopped tells the server that worker id has shut down (POST
+// /workers/stopped), so that it is not taken for one still serving its
+// types; a pool whose store is the client does so when it stops.
+func (c *Client) WorkerStopped(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodPost, "/workers/stopped", wire.WorkerStoppedRequest{WorkerID: id}, nil)
+}
+
 // staleOn409 makes a 409 answer to a worker write db.ErrStale, which is
 // what a conflict means there.
 func staleOn409(err error) error {

@@ -16,6 +16,9 @@ type Worker struct {
 	Types     []string // the types it claims; empty: any type
 	FirstSeen time.Time
 	LastSeen  time.Time
+	// StoppedAt is when it said it shut down (its pool stopped), nil while
+	// it has not since its last claim.
+	StoppedAt *time.Time
 }
 
 // Serves reports whether w claims jobs of type typ.
@@ -36,9 +39,13 @@ const WorkerSeenEvery = 15 * time.Second
 // adds one.
 const WorkerForgetAfter = 7 * 24 * time.Hour
 
-// WorkerLister lists the workers a store has seen claim; part of Store.
+// WorkerLister keeps the record of the workers a store has seen claim;
+// part of Store.
 type WorkerLister interface {
 	// Workers returns the workers that claimed at or after since, the
 	// most recently seen first.
 	Workers(ctx context.Context, since time.Time) ([]Worker, error)
+	// WorkerStopped records that worker id shut down, as of the store's
+	// clock: it claims no more. A worker with no record is no error.
+	WorkerStopped(ctx context.Context, id string) error
 }

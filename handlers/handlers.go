@@ -218,6 +218,7 @@ func (h *handler) routes(r chi.Router) {
 	r.Get("/stats", h.handleStats)
 	r.Get("/stats/series", h.handleStatsSeries)
 	r.Get("/workers", h.handleWorkers)
+	r.Post("/workers/stopped", h.handleWorkerStopped)
 
 	r.Post("/claims", h.handleClaim)
 	r.Post("/jobs/{id}/heartbeat", h.handleHeartbeat)

@@ -132,6 +132,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		{"HeartbeatRequest", wire.HeartbeatRequest{}},
 		{"HeartbeatResponse", wire.HeartbeatResponse{}},
 		{"CompleteRequest", wire.CompleteRequest{}},
+		{"WorkerStoppedRequest", wire.WorkerStoppedRequest{}},
 		{"Stats", statsResponse{}},
 		{"Series", web.Series{}},
 		{"TestClockMove", testClockRequest{}},

@@ -73,7 +73,7 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 	resp := wire.WorkersResponse{At: now, Workers: []wire.Worker{}, SeenWithin: db.Duration(workersSeenWithin), Truncated: next != ""}
 	for id, v := range byID {
 		if s, ok := record[id]; ok {
-			v.Types, v.FirstSeenAt, v.LastSeenAt = append([]string{}, s.Types...), &s.FirstSeen, &s.LastSeen
+			v.Types, v.FirstSeenAt, v.LastSeenAt, v.StoppedAt = append([]string{}, s.Types...), &s.FirstSeen, &s.LastSeen, s.StoppedAt
 		}
 		resp.Workers = append(resp.Workers, *v)
 	}
@@ -81,6 +81,25 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		return cmp.Or(orZero(lastSeen(b)).Compare(orZero(lastSeen(a))), cmp.Compare(a.WorkerID, b.WorkerID))
 	})
 	h.writeJSON(w, r, http.StatusOK, resp)
+}
+
+// handleWorkerStopped serves POST /workers/stopped: a worker that has shut
+// down says so, and is listed as stopped until it claims again.
+func (h *handler) handleWorkerStopped(w http.ResponseWriter, r *http.Request) {
+	var req wire.WorkerStoppedRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	if req.WorkerID == "" || len(req.WorkerID) > maxWorkerIDLen {
+		h.error(w, r, &db.ValidationError{Field: "workerId", Msg: fmt.Sprintf("workerId is required, at most %d bytes: the id the worker claimed with", maxWorkerIDLen)})
+		return
+	}
+	if err := h.store.WorkerStopped(r.Context(), req.WorkerID); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // lastSeen is the later of v's last recorded claim and its newest live

@@ -94,6 +94,14 @@ func TestHandler_Workers(t *testing.T) {
 		t.Errorf("box3/1: types %v, running %+v; want [idle] and the idle job", w3.Types, w3.Running)
 	}
 
+	// box2/9 shuts down and says so; it is listed stopped.
+	e.do(http.MethodPost, "/workers/stopped", `{"workerId": "box2/9"}`).wantStatus(t, http.StatusNoContent)
+	e.do(http.MethodPost, "/workers/stopped", `{}`).wantStatus(t, http.StatusUnprocessableEntity)
+	got = workers(t)
+	if w2 := got.Workers[1]; w2.WorkerID != "box2/9" || w2.StoppedAt == nil || !w2.StoppedAt.Equal(clock) {
+		t.Errorf("box2/9 after it said it stopped: %+v, want stoppedAt %s", w2, clock)
+	}
+
 	clock = testNow.Add(time.Minute + workersSeenWithin + time.Second)
 	got = workers(t)
 	if len(got.Workers) != 2 || got.Workers[0].WorkerID != "box3/1" || got.Workers[1].WorkerID != "box1/7" {

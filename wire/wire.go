@@ -138,6 +138,13 @@ func DurationJSON(d time.Duration) json.RawMessage {
 	return b
 }
 
+// WorkerStoppedRequest is the body of POST /workers/stopped: a worker that
+// has shut down says so, so that it is not taken for one still serving its
+// types.
+type WorkerStoppedRequest struct {
+	WorkerID string `json:"workerId"`
+}
+
 // WorkersResponse is the body of GET /workers.
 type WorkersResponse struct {
 	At      time.Time `json:"at"`
@@ -170,6 +177,9 @@ type Worker struct {
 	// holds jobs.
 	FirstSeenAt *time.Time `json:"firstSeenAt,omitempty"`
 	LastSeenAt  *time.Time `json:"lastSeenAt,omitempty"`
+	// StoppedAt is when it said it shut down (POST /workers/stopped);
+	// absent while it has not since its last claim.
+	StoppedAt *time.Time `json:"stoppedAt,omitempty"`
 	// LastClaimAt is when its newest live run began (its claim).
 	LastClaimAt *time.Time `json:"lastClaimAt,omitempty"`
 	// LeaseUntil is the latest lease end among its jobs; each heartbeat

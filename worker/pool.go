@@ -34,6 +34,14 @@ type ClaimWaiter interface {
 	RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.Claim, time.Duration, error)
 }
 
+// WorkerStopper is a Store that keeps a record of the workers that claim
+// (db.Store; the HTTP client, through the server): a pool tells it when it
+// has shut down, so that it is not taken for a worker still serving its
+// types until its record grows old.
+type WorkerStopper interface {
+	WorkerStopped(ctx context.Context, id string) error
+}
+
 // Defaults of PoolConfig.
 const (
 	DefaultSlots   = 16
@@ -226,6 +234,13 @@ func (p *Pool) Run(ctx context.Context) error {
 		<-done
 	}
 	p.workers.Wait()
+	if s, ok := p.cfg.Store.(WorkerStopper); ok {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := s.WorkerStopped(sctx, p.cfg.WorkerID); err != nil {
+			p.cfg.Logger.Warn("record this worker stopped", "err", err)
+		}
+	}
 	return nil
 }
 

@@ -432,7 +432,7 @@ func TestPool_SpareWorkersLeave(t *testing.T) {
 // TestPool_IdleShowsItself: a pool with nothing due still claims (every
 // MaxIdle), so the store keeps seeing it alive, with the types it serves,
 // and records it again db.WorkerSeenEvery later (GET /workers, sked add's
-// warning for a type nobody serves).
+// warning for a type nobody serves); when it stops, it says so.
 func TestPool_IdleShowsItself(t *testing.T) {
 	s := sqlitetest.Open(t)
 	var (
@@ -440,7 +440,7 @@ func TestPool_IdleShowsItself(t *testing.T) {
 		now = time.Now().UTC().Truncate(time.Second)
 	)
 	s.NowFunc = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	startPool(t, s, worker.PoolConfig{WorkerID: "idle-1", Slots: 2, MaxIdle: time.Millisecond,
+	_, stop := startPool(t, s, worker.PoolConfig{WorkerID: "idle-1", Slots: 2, MaxIdle: time.Millisecond,
 		Handlers: map[string]worker.HandlerFunc{"quick": func(context.Context, *worker.Job) error { return nil }}})
 	seenAt := func(want time.Time) {
 		t.Helper()
@@ -465,4 +465,9 @@ func TestPool_IdleShowsItself(t *testing.T) {
 	now = now.Add(db.WorkerSeenEvery)
 	mu.Unlock()
 	seenAt(start.Add(db.WorkerSeenEvery))
+	stop()
+	ws, err := s.Workers(context.Background(), time.Time{})
+	if err != nil || len(ws) != 1 || ws[0].StoppedAt == nil || !ws[0].StoppedAt.Equal(now) {
+		t.Fatalf("after the pool stopped: %+v (%v); want idle-1 stopped at %s", ws, err, now)
+	}
 }

@@ -13,7 +13,8 @@ import (
 // worker claiming again within db.WorkerSeenEvery with the same types
 // is not written again; other types, or a claim after that, are. A worker
 // that stops claiming is listed until since passes it, and forgotten
-// db.WorkerForgetAfter after its last claim.
+// db.WorkerForgetAfter after its last claim. A worker that says it stopped
+// is listed stopped until it claims again.
 func testWorkers(_ *testing.T, f *fixture) {
 	workers := func(since time.Time) []db.Worker {
 		f.Helper()
@@ -68,6 +69,23 @@ func testWorkers(_ *testing.T, f *fixture) {
 	claim("a", "http")
 	if ws := workers(time.Time{}); !ws[0].LastSeen.Equal(f.Clock.Now()) {
 		f.Fatalf("a claimed %s later: last seen %s, want %s", db.WorkerSeenEvery, ws[0].LastSeen, f.Clock.Now())
+	}
+
+	// A worker that says it stopped is listed stopped, until it claims
+	// again: that claim is recorded at once, and clears it.
+	if err := f.Store.WorkerStopped(f.ctx, "a"); err != nil {
+		f.Fatalf("WorkerStopped: %v", err)
+	}
+	if err := f.Store.WorkerStopped(f.ctx, "nobody"); err != nil {
+		f.Fatalf("WorkerStopped of a worker with no record: %v", err)
+	}
+	if ws := workers(time.Time{}); ws[0].ID != "a" || ws[0].StoppedAt == nil || !ws[0].StoppedAt.Equal(f.Clock.Now()) || len(ws) != 2 {
+		f.Fatalf("after a stopped: %+v, want a stopped at %s (and no record of nobody)", ws, f.Clock.Now())
+	}
+	f.Clock.Advance(time.Second)
+	claim("a", "http")
+	if ws := workers(time.Time{}); ws[0].StoppedAt != nil || !ws[0].LastSeen.Equal(f.Clock.Now()) {
+		f.Fatalf("a claimed after it stopped: %+v, want it seen now and no longer stopped", ws[0])
 	}
 
 	// since leaves out who was last seen before it.

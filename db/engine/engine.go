@@ -197,6 +197,9 @@ type Tx interface {
 	// w.ID claimed at Now with w.Types: a new worker is first seen then; a
 	// known one takes the types and is last seen then.
 	WorkerSeen(ctx context.Context, w db.Worker, forget time.Time) error
+	// WorkerStopped records that worker id stopped at Now, if it has a
+	// record; WorkerSeen clears it.
+	WorkerStopped(ctx context.Context, id string) error
 	// Notify wakes, when the transaction commits, the dispatchers of every
 	// process sharing the database (PostgreSQL's NOTIFY), telling them how
 	// many jobs of each type became due; a no-op where one process owns the

@@ -21,6 +21,16 @@ func (s *Store) Workers(ctx context.Context, since time.Time) ([]db.Worker, erro
 	return ws, nil
 }
 
+// WorkerStopped records that a worker shut down; see db.Store. Its next
+// claim, should it claim again, is recorded at once.
+func (s *Store) WorkerStopped(ctx context.Context, id string) error {
+	s.seen.forget(id)
+	if err := s.inTx(ctx, func(tx Tx) error { return tx.WorkerStopped(ctx, id) }); err != nil {
+		return fmt.Errorf("record worker %s stopped: %w", id, err)
+	}
+	return nil
+}
+
 // seenWorkers is when this store last recorded each worker that claimed
 // through it, so that a worker claiming many times a second is written at
 // most every db.WorkerSeenEvery.
@@ -48,6 +58,13 @@ func (w *seenWorkers) due(worker string, types []string, now time.Time) bool {
 	defer w.mu.Unlock()
 	m, ok := w.last[worker]
 	return !ok || m.types != typesKey(types) || now.Sub(m.at) >= db.WorkerSeenEvery || now.Before(m.at)
+}
+
+// forget drops worker's mark: its next claim is recorded.
+func (w *seenWorkers) forget(worker string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, worker)
 }
 
 // recorded notes that the claim of worker with types at now was recorded,

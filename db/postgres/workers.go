@@ -19,22 +19,34 @@ func (t *tx) WorkerSeen(_ context.Context, w db.Worker, forget time.Time) error 
 	t.exec(nil, `DELETE FROM workers WHERE id IN (
 		SELECT id FROM workers WHERE last_seen_at < $1 AND id <> $2 FOR UPDATE SKIP LOCKED)`, forget, w.ID)
 	t.exec(nil, `INSERT INTO workers (id, types, first_seen_at, last_seen_at) VALUES ($1, $2, $3, $3)
-		ON CONFLICT (id) DO UPDATE SET types = excluded.types, last_seen_at = greatest(workers.last_seen_at, excluded.last_seen_at)`,
+		ON CONFLICT (id) DO UPDATE SET types = excluded.types, last_seen_at = greatest(workers.last_seen_at, excluded.last_seen_at),
+			stopped_at = NULL`,
 		w.ID, append([]string{}, w.Types...), t.now)
 	return nil
 }
 
+// WorkerStopped records that a worker shut down; see engine.Tx.
+func (t *tx) WorkerStopped(ctx context.Context, id string) error {
+	t.exec(nil, `UPDATE workers SET stopped_at = $1 WHERE id = $2`, t.now, id)
+	return t.flush(ctx)
+}
+
 // Workers lists the workers seen since since; see db.Store.
 func (d *dialect) Workers(ctx context.Context, since time.Time) ([]db.Worker, error) {
-	rows, err := d.pool.Query(ctx, `SELECT id, types, first_seen_at, last_seen_at FROM workers
+	rows, err := d.pool.Query(ctx, `SELECT id, types, first_seen_at, last_seen_at, stopped_at FROM workers
 		WHERE last_seen_at >= $1 ORDER BY last_seen_at DESC, id`, since)
 	if err != nil {
 		return nil, err
 	}
 	ws := []db.Worker{}
 	var w db.Worker
-	_, err = pgx.ForEachRow(rows, []any{&w.ID, &w.Types, &w.FirstSeen, &w.LastSeen}, func() error {
-		ws = append(ws, db.Worker{ID: w.ID, Types: slices.Clone(w.Types), FirstSeen: w.FirstSeen.UTC(), LastSeen: w.LastSeen.UTC()})
+	_, err = pgx.ForEachRow(rows, []any{&w.ID, &w.Types, &w.FirstSeen, &w.LastSeen, &w.StoppedAt}, func() error {
+		v := db.Worker{ID: w.ID, Types: slices.Clone(w.Types), FirstSeen: w.FirstSeen.UTC(), LastSeen: w.LastSeen.UTC()}
+		if w.StoppedAt != nil {
+			t := w.StoppedAt.UTC()
+			v.StoppedAt = &t
+		}
+		ws = append(ws, v)
 		return nil
 	})
 	return ws, err

@@ -35,7 +35,11 @@ func workersCmd(env Env) *cobra.Command {
 		}
 		tw := table(a.env.Stdout, "WORKER", "TYPES", "LAST SEEN", "RUNNING", "FIRST SEEN")
 		for _, w := range ws.Workers {
-			row(tw, w.WorkerID, typesText(w.Types), sinceText(lastSeen(w), ws.At), strconv.Itoa(len(w.Running)), timeText(w.FirstSeenAt))
+			seen := sinceText(lastSeen(w), ws.At)
+			if w.StoppedAt != nil {
+				seen = "stopped " + sinceText(w.StoppedAt, ws.At)
+			}
+			row(tw, w.WorkerID, typesText(w.Types), seen, strconv.Itoa(len(w.Running)), timeText(w.FirstSeenAt))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -81,12 +85,15 @@ func lastSeen(w wire.Worker) *time.Time {
 // the server up to wire.MaxClaimWait.
 const aliveWithin = wire.MaxClaimWait + 2*db.WorkerSeenEvery
 
-// serves says whether some worker of ws may claim jobs of type typ: it
-// claims the type (or any type), or, when the store has no record of what
-// it claims, runs a job of the type; and it holds jobs or was seen
-// claiming within aliveWithin.
+// serves says whether some worker of ws may claim jobs of type typ: it has
+// not said it stopped; it claims the type (or any type), or, when the
+// store has no record of what it claims, runs a job of the type; and it
+// holds jobs or was seen claiming within aliveWithin.
 func serves(ws wire.WorkersResponse, typ string) bool {
 	return slices.ContainsFunc(ws.Workers, func(w wire.Worker) bool {
+		if w.StoppedAt != nil {
+			return false
+		}
 		claims := w.Types != nil && (len(w.Types) == 0 || slices.Contains(w.Types, typ)) ||
 			w.Types == nil && slices.ContainsFunc(w.Running, func(r wire.WorkerJob) bool { return r.Job.Type == typ })
 		seen := lastSeen(w)

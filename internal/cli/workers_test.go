@@ -58,6 +58,18 @@ func TestWorkers_AddWarnsUnserved(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^box/1\s+mail,thumb\s+10s ago\s+1\s+`).MatchString(out) {
 		t.Errorf("sked workers:\n%s\nwant box/1 claiming mail,thumb, seen 10s ago, running 1", out)
 	}
+	// A worker that says it stopped no longer counts.
+	claim("box/2", "audio") // finds nothing
+	if err := s.WorkerStopped(context.Background(), "box/2"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(3 * time.Second)
+	if _, stderr := run("add", "--type", "audio"); !strings.Contains(stderr, `type "audio"`) {
+		t.Errorf("sked add of a type only a stopped worker claimed: stderr %q, want the warning", stderr)
+	}
+	if out, _ := run("workers"); !regexp.MustCompile(`(?m)^box/2\s+audio\s+stopped 3s ago\s+`).MatchString(out) {
+		t.Errorf("sked workers:\n%s\nwant box/2 stopped 3s ago", out)
+	}
 	// It holds a job: still serving however long ago it claimed.
 	clock.Advance(10 * time.Minute)
 	if _, stderr := run("add", "--type", "thumb"); stderr != "" {

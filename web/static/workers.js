@@ -30,7 +30,7 @@ function workersTable(res) {
       h("td.mono", w.workerId),
       h("td", isServePool(w.workerId) ? "in sked serve" : "remote"),
       h("td.types", typesText(w.types)),
-      h("td", timeEl(w.lastSeenAt)),
+      h("td", w.stoppedAt ? h("span.muted", "stopped ", timeEl(w.stoppedAt)) : timeEl(w.lastSeenAt)),
       h("td", timeEl(w.lastClaimAt)),
       h("td", leaseCell(w.leaseUntil, res.at)),
       h("td", h("ul.running", w.running.map(({ job, run }) => h("li", { "data-job": job.jobId },
