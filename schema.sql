@@ -68,7 +68,8 @@ CREATE TABLE workers (
     id            TEXT PRIMARY KEY,
     types         TEXT NOT NULL DEFAULT '[]',
     first_seen_at TEXT NOT NULL,
-    last_seen_at  TEXT NOT NULL
+    last_seen_at  TEXT NOT NULL,
+    stopped_at    TEXT
 ) STRICT;
 
 CREATE INDEX job_events_job ON job_events (job_id, id);
