@@ -127,8 +127,16 @@ func (c *Client) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, e
 // WorkerStopped tells the server that worker id has shut down (POST
 // /workers/stopped), so that it is not taken for one still serving its
 // types; a pool whose store is the client does so when it stops.
+// A server older than the route (404, 405, or 403 to a worker token) is
+// not told, and that is no error: the record is advice.
 func (c *Client) WorkerStopped(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodPost, "/workers/stopped", wire.WorkerStoppedRequest{WorkerID: id}, nil)
+	err := c.do(ctx, http.MethodPost, "/workers/stopped", wire.WorkerStoppedRequest{WorkerID: id}, nil)
+	for _, old := range []int{http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusForbidden} {
+		if IsStatus(err, old) {
+			return nil
+		}
+	}
+	return err
 }
 
 // staleOn409 makes a 409 answer to a worker write db.ErrStale, which is

@@ -136,6 +136,30 @@ func TestClient_Pool(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
+	// The pool said it stopped, through the server.
+	ws, err := s.Workers(context.Background(), time.Time{})
+	if err != nil || len(ws) != 1 || ws[0].ID != "remote" || ws[0].StoppedAt == nil {
+		t.Errorf("workers after the pool stopped: %+v (%v); want remote, stopped", ws, err)
+	}
+}
+
+// TestClient_WorkerStoppedOldServer: a server without POST /workers/stopped
+// (404, 405, or 403 to a worker token) is not told, and that is no error.
+func TestClient_WorkerStoppedOldServer(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusForbidden} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
+		c := &client.Client{BaseURL: srv.URL}
+		if err := c.WorkerStopped(context.Background(), "box/1"); err != nil {
+			t.Errorf("WorkerStopped against a server answering %d: %v, want nil", status, err)
+		}
+		srv.Close()
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnprocessableEntity) }))
+	defer srv.Close()
+	if err := (&client.Client{BaseURL: srv.URL}).WorkerStopped(context.Background(), "box/1"); !client.IsStatus(err, http.StatusUnprocessableEntity) {
+		t.Errorf("WorkerStopped answered 422: %v, want that error", err)
+	}
 }
 
 // TestClient_RunClaimCapsMax asks for more jobs than one claim may take, as a

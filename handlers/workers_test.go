@@ -97,6 +97,7 @@ func TestHandler_Workers(t *testing.T) {
 	// box2/9 shuts down and says so; it is listed stopped.
 	e.do(http.MethodPost, "/workers/stopped", `{"workerId": "box2/9"}`).wantStatus(t, http.StatusNoContent)
 	e.do(http.MethodPost, "/workers/stopped", `{}`).wantStatus(t, http.StatusUnprocessableEntity)
+	e.do(http.MethodPost, "/workers/stopped", `{"workerId": "serve:box/1"}`).wantStatus(t, http.StatusUnprocessableEntity)
 	got = workers(t)
 	if w2 := got.Workers[1]; w2.WorkerID != "box2/9" || w2.StoppedAt == nil || !w2.StoppedAt.Equal(clock) {
 		t.Errorf("box2/9 after it said it stopped: %+v, want stoppedAt %s", w2, clock)

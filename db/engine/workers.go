@@ -22,9 +22,14 @@ func (s *Store) Workers(ctx context.Context, since time.Time) ([]db.Worker, erro
 }
 
 // WorkerStopped records that a worker shut down; see db.Store. Its next
-// claim, should it claim again, is recorded at once.
+// claim, should it claim again, is recorded at once. While writes fail for
+// lack of space it records nothing (as recordWorker), so that a write that
+// may change no row does not pass for one that found room.
 func (s *Store) WorkerStopped(ctx context.Context, id string) error {
 	s.seen.forget(id)
+	if s.health.fullSince.Load() != 0 {
+		return nil
+	}
 	if err := s.inTx(ctx, func(tx Tx) error { return tx.WorkerStopped(ctx, id) }); err != nil {
 		return fmt.Errorf("record worker %s stopped: %w", id, err)
 	}

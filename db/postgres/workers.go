@@ -25,10 +25,11 @@ func (t *tx) WorkerSeen(_ context.Context, w db.Worker, forget time.Time) error 
 	return nil
 }
 
-// WorkerStopped records that a worker shut down; see engine.Tx.
-func (t *tx) WorkerStopped(ctx context.Context, id string) error {
+// WorkerStopped records that a worker shut down, sent with the commit; see
+// engine.Tx.
+func (t *tx) WorkerStopped(_ context.Context, id string) error {
 	t.exec(nil, `UPDATE workers SET stopped_at = $1 WHERE id = $2`, t.now, id)
-	return t.flush(ctx)
+	return nil
 }
 
 // Workers lists the workers seen since since; see db.Store.

@@ -117,7 +117,7 @@ func unserved(ctx context.Context, a *api, job db.Job) string {
 	if err != nil || ws.SeenWithin == 0 || serves(ws, job.Type) {
 		return ""
 	}
-	return fmt.Sprintf("no worker has claimed type %q in the last %s, so the job waits until one does "+
+	return fmt.Sprintf("no worker has claimed type %q in the last %s (or those that did have stopped), so the job waits until one does "+
 		"(sked workers lists them; sked serve runs its built-in types, sked work --type %s serves others)",
 		job.Type, aliveWithin, job.Type)
 }
