@@ -1,6 +1,10 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,5 +97,49 @@ func TestSummary_EverythingRan(t *testing.T) {
 	want := "\nEverything ran: no test skipped, the race detector on.\nPASS: 1 test passed, 0 failed, 0 skipped, in 1 package\n"
 	if out.String() != want {
 		t.Errorf("printed:\n%q\nwant:\n%q", out.String(), want)
+	}
+}
+
+// TestCIRunsTheREADMECommand: .ci/run runs, on a line of its own, the
+// command of the README's **Run the tests** block, so that CI runs what a
+// newcomer is told to run.
+func TestCIRunsTheREADMECommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(readme), "**Run the tests**")
+	_, block, ok := strings.Cut(block, "```sh\n")
+	if !ok {
+		t.Fatal("README.md has no sh block under **Run the tests**")
+	}
+	command, _, _ := strings.Cut(block, "\n```")
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(ci), "\n"), command) {
+		t.Errorf(".ci/run has no line %q, the README's test command; it must run what the README says", command)
+	}
+}
+
+// TestRun_WithoutCompiler: on a machine with Go and no C compiler, as a
+// newcomer's, the run goes on without the race detector and says so, and
+// how to turn it on.
+func TestRun_WithoutCompiler(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	t.Setenv("PATH", filepath.Dir(goBin)) // Go's own bin holds no C compiler
+	t.Setenv("SKED_TESTNEEDS_HELPER", "own")
+	t.Setenv(testneeds.Env, "")
+	var stdout, stderr strings.Builder
+	if status := run([]string{"-count=1", "-run=^TestHelperNeedsPostgres$", "../testneeds"}, &stdout, &stderr); status != 0 {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", status, &stdout, &stderr)
+	}
+	want := "  race: the race detector was off: cgo is off (CGO_ENABLED=0, or no C compiler on PATH)\n    to run: " + testneeds.How[testneeds.Race] + "\n"
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout lacks %q:\n%s", want, &stdout)
 	}
 }
