@@ -79,7 +79,7 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		resp.Workers = append(resp.Workers, *v)
 	}
 	slices.SortFunc(resp.Workers, func(a, b wire.Worker) int {
-		return cmp.Or(orZero(lastSeen(b)).Compare(orZero(lastSeen(a))), cmp.Compare(a.WorkerID, b.WorkerID))
+		return cmp.Or(orZero(b.LastSeen()).Compare(orZero(a.LastSeen())), cmp.Compare(a.WorkerID, b.WorkerID))
 	})
 	h.writeJSON(w, r, http.StatusOK, resp)
 }
@@ -103,10 +103,6 @@ func (h *handler) handleWorkerStopped(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
-
-// lastSeen is the later of v's last recorded claim and its newest live
-// run's.
-func lastSeen(v wire.Worker) *time.Time { return later(v.LastSeenAt, v.LastClaimAt) }
 
 // later is the later of a and b; nil is never.
 func later(a, b *time.Time) *time.Time {

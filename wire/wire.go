@@ -188,6 +188,15 @@ type Worker struct {
 	Running    []WorkerJob `json:"running"` // never null
 }
 
+// LastSeen is the later of w's last recorded claim and its newest live
+// run's start; nil when it has neither.
+func (w Worker) LastSeen() *time.Time {
+	if w.LastSeenAt == nil || w.LastClaimAt != nil && w.LastClaimAt.After(*w.LastSeenAt) {
+		return w.LastClaimAt
+	}
+	return w.LastSeenAt
+}
+
 // WorkerJob is a job a worker holds and its live run (nil when it has
 // none: its lease ended between the two reads).
 type WorkerJob struct {

@@ -456,6 +456,9 @@ func (h *health) saw(err error, wrote bool) {
 	}
 }
 
+// full says whether writes fail for lack of space.
+func (h *health) full() bool { return h.fullSince.Load() != 0 }
+
 // err is why the database is not ready, or nil.
 func (h *health) err() error {
 	if c := h.corrupt.Load(); c != nil {

@@ -108,7 +108,7 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	var seenAt time.Time // when the claim recorded its worker; zero: it did not
 	err := s.inTx(ctx, func(tx Tx) error {
 		now := tx.Now()
-		recorded, err := s.recordWorker(ctx, tx, p.WorkerID, types)
+		recorded, err := s.recordWorker(ctx, tx, p.WorkerID, types, now)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +26,7 @@ func (s *Store) Workers(ctx context.Context, since time.Time) ([]db.Worker, erro
 // may change no row does not pass for one that found room.
 func (s *Store) WorkerStopped(ctx context.Context, id string) error {
 	s.seen.forget(id)
-	if s.health.fullSince.Load() != 0 {
+	if s.health.full() {
 		return nil
 	}
 	if err := s.inTx(ctx, func(tx Tx) error { return tx.WorkerStopped(ctx, id) }); err != nil {
@@ -40,17 +39,15 @@ func (s *Store) WorkerStopped(ctx context.Context, id string) error {
 // through it, so that a worker claiming many times a second is written at
 // most every db.WorkerSeenEvery.
 type seenWorkers struct {
-	mu   sync.Mutex
-	last map[string]seenMark // by worker id; guarded by mu
+	mu    sync.Mutex
+	last  map[string]seenMark // by worker id; guarded by mu
+	swept time.Time           // when last was last cleared of old marks; guarded by mu
 }
 
 type seenMark struct {
-	types string // the claimed types, sorted and joined
+	types []string // the claimed types, distinct and sorted
 	at    time.Time
 }
-
-// typesKey is types as a seenMark keeps them.
-func typesKey(types []string) string { return strings.Join(types, "\x00") }
 
 // due says whether a claim by worker with types (distinct and sorted) at
 // now is to be recorded: the worker is new to this store, claims other
@@ -62,7 +59,7 @@ func (w *seenWorkers) due(worker string, types []string, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, ok := w.last[worker]
-	return !ok || m.types != typesKey(types) || now.Sub(m.at) >= db.WorkerSeenEvery || now.Before(m.at)
+	return !ok || !slices.Equal(m.types, types) || now.Sub(m.at) >= db.WorkerSeenEvery || now.Before(m.at)
 }
 
 // forget drops worker's mark: its next claim is recorded.
@@ -73,32 +70,36 @@ func (w *seenWorkers) forget(worker string) {
 }
 
 // recorded notes that the claim of worker with types at now was recorded,
-// and forgets the workers this store has not recorded for a while.
+// and, at most every db.WorkerSeenEvery, forgets the marks old enough that
+// their workers' next claims are due anyway.
 func (w *seenWorkers) recorded(worker string, types []string, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.last == nil {
 		w.last = map[string]seenMark{}
 	}
-	w.last[worker] = seenMark{types: typesKey(types), at: now}
+	w.last[worker] = seenMark{types: types, at: now}
+	if now.Sub(w.swept) < db.WorkerSeenEvery {
+		return
+	}
+	w.swept = now
 	for id, m := range w.last {
-		if now.Sub(m.at) > 4*db.WorkerSeenEvery {
+		if now.Sub(m.at) > db.WorkerSeenEvery {
 			delete(w.last, id)
 		}
 	}
 }
 
-// recordWorker writes, in a claim's transaction, that worker claimed types
-// (distinct, sorted) when the claim is due to be recorded; it returns
-// whether it wrote. While writes fail for lack of space it writes nothing,
-// so that a claim that finds nothing still succeeds, as it did before
-// workers were recorded.
-func (s *Store) recordWorker(ctx context.Context, tx Tx, worker string, types []string) (bool, error) {
-	now := tx.Now()
-	if s.health.fullSince.Load() != 0 || !s.seen.due(worker, types, now) {
+// recordWorker writes, in a claim's transaction at now, that worker
+// claimed types (distinct, sorted, the claim's own copy) when the claim is
+// due to be recorded; it returns whether it wrote. While writes fail for
+// lack of space it writes nothing, so that a claim that finds nothing
+// still succeeds, as it did before workers were recorded.
+func (s *Store) recordWorker(ctx context.Context, tx Tx, worker string, types []string, now time.Time) (bool, error) {
+	if s.health.full() || !s.seen.due(worker, types, now) {
 		return false, nil
 	}
-	w := db.Worker{ID: worker, Types: slices.Clone(types)}
+	w := db.Worker{ID: worker, Types: types}
 	if err := tx.WorkerSeen(ctx, w, s.stored(now.Add(-db.WorkerForgetAfter))); err != nil {
 		return false, fmt.Errorf("record worker %s: %w", worker, err)
 	}

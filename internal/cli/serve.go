@@ -197,10 +197,9 @@ func checkDB(db string) error {
 	if fi, err := os.Stat(db); err == nil && fi.IsDir() {
 		return usagef("--db %s is a directory; give the path of the database file, such as %s", db, filepath.Join(db, "sked.db"))
 	}
-	if dir := filepath.Dir(db); dir != "" {
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			return usagef("--db %s: directory %s does not exist; create it (mkdir -p %s) or give a path in one that does", db, dir, dir)
-		}
+	dir := filepath.Dir(db)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return usagef("--db %s: directory %s does not exist; create it (mkdir -p %s) or give a path in one that does", db, dir, dir)
 	}
 	for f := range strings.FieldsSeq(db) {
 		key, _, ok := strings.Cut(f, "=")

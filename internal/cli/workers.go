@@ -35,7 +35,7 @@ func workersCmd(env Env) *cobra.Command {
 		}
 		tw := table(a.env.Stdout, "WORKER", "TYPES", "LAST SEEN", "RUNNING", "FIRST SEEN")
 		for _, w := range ws.Workers {
-			seen := sinceText(lastSeen(w), ws.At)
+			seen := sinceText(w.LastSeen(), ws.At)
 			if w.StoppedAt != nil {
 				seen = "stopped " + sinceText(w.StoppedAt, ws.At)
 			}
@@ -70,15 +70,6 @@ func sinceText(t *time.Time, now time.Time) string {
 	return max(now.Sub(*t), 0).Truncate(time.Second).String() + " ago"
 }
 
-// lastSeen is the later of w's last recorded claim and its newest live
-// run's start.
-func lastSeen(w wire.Worker) *time.Time {
-	if w.LastSeenAt == nil || w.LastClaimAt != nil && w.LastClaimAt.After(*w.LastSeenAt) {
-		return w.LastClaimAt
-	}
-	return w.LastSeenAt
-}
-
 // aliveWithin is how recently a worker that holds no job must have been
 // seen claiming to count as serving its types: a claim is recorded as it
 // begins, at most every db.WorkerSeenEvery, and sked work's claims wait on
@@ -96,7 +87,7 @@ func serves(ws wire.WorkersResponse, typ string) bool {
 		}
 		claims := w.Types != nil && (len(w.Types) == 0 || slices.Contains(w.Types, typ)) ||
 			w.Types == nil && slices.ContainsFunc(w.Running, func(r wire.WorkerJob) bool { return r.Job.Type == typ })
-		seen := lastSeen(w)
+		seen := w.LastSeen()
 		return claims && (len(w.Running) > 0 || seen != nil && ws.At.Sub(*seen) <= aliveWithin)
 	})
 }
