@@ -102,6 +102,12 @@ func TestCLI_ApplyExport(t *testing.T) {
 	if j := named()["cert-renewal"]; j.Schedule != "0 3,15 * * *" {
 		t.Fatalf("the dry run changed the schedule to %q", j.Schedule)
 	}
+	// A dead-man's switch taken away shows as none, not as a window of 0s.
+	unwatched := filepath.Join(dir, "unwatched.yaml")
+	os.WriteFile(unwatched, []byte(strings.Replace(string(example), "  expectSuccessWithin: 26h\n", "", 1)), 0o600)
+	if plan := ok(t, srv, "apply", "-f", unwatched, "--dry-run"); !strings.Contains(plan, "- expectSuccessWithin: \"26h0m0s\"\n    + expectSuccessWithin: null\n") {
+		t.Errorf("dry run without expectSuccessWithin:\n%s", plan)
+	}
 	// --prune cancels every named job the file does not name, one made by
 	// hand too: without --yes it names them and changes nothing.
 	handmade := okJSON[db.Job](t, srv, "add", "--type", "noop", "--name", "handmade", "--in", "1h")

@@ -257,9 +257,18 @@ func Diff(a, b JobCreateParams) Changes {
 	add("jitter", Duration(a.Jitter), Duration(b.Jitter))
 	add("overlap", a.Overlap, b.Overlap)
 	add("misfire", a.Misfire, b.Misfire)
-	add("expectSuccessWithin", Duration(a.ExpectSuccessWithin), Duration(b.ExpectSuccessWithin))
+	add("expectSuccessWithin", watch(a.ExpectSuccessWithin), watch(b.ExpectSuccessWithin))
 	add("notify", a.Notify, b.Notify)
 	return c
+}
+
+// watch is a dead-man's switch's window as a change shows it: nil (JSON
+// null) for none, not "0s".
+func watch(d time.Duration) any {
+	if d == 0 {
+		return nil
+	}
+	return Duration(d)
 }
 
 // SameJSON reports whether a and b are the same JSON text but for spacing
