@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"slices"
 	"time"
 )
 
@@ -19,11 +18,6 @@ type Worker struct {
 	// StoppedAt is when it said it shut down (its pool stopped), nil while
 	// it has not since its last claim.
 	StoppedAt *time.Time
-}
-
-// Serves reports whether w claims jobs of type typ.
-func (w Worker) Serves(typ string) bool {
-	return len(w.Types) == 0 || slices.Contains(w.Types, typ)
 }
 
 // WorkerSeenEvery is how often a store records a worker that keeps

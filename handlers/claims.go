@@ -143,6 +143,24 @@ func (h *handler) refuseClaim(w http.ResponseWriter, r *http.Request, req *wire.
 	h.writeProblem(w, problemFor(&claimsFullError{limit: h.claimers.limit}))
 }
 
+// checkWorkerID refuses an id that a remote worker may not claim or report
+// under, with a *db.ValidationError.
+func checkWorkerID(id string) error {
+	invalid := func(format string, args ...any) error {
+		return &db.ValidationError{Field: "workerId", Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case id == "":
+		return invalid("workerId is required: a name for this worker, such as its host name and process id")
+	case len(id) > maxWorkerIDLen:
+		return invalid("workerId is %d bytes long; at most %d are allowed", len(id), maxWorkerIDLen)
+	case strings.HasPrefix(id, ServeWorkerPrefix):
+		return invalid("workerId %q begins with %q, which names the workers inside sked serve, whose jobs a restart of sked serve "+
+			"takes back while they run; name this worker otherwise, such as by its host name and process id", id, ServeWorkerPrefix)
+	}
+	return nil
+}
+
 // claimParams validates a claim request and fills in the defaults: one job,
 // the default lease, wire.DefaultClaimWait. Every error is a *db.ValidationError.
 func claimParams(req *wire.ClaimRequest) (db.RunClaimParams, time.Duration, error) {
@@ -150,14 +168,10 @@ func claimParams(req *wire.ClaimRequest) (db.RunClaimParams, time.Duration, erro
 		return db.RunClaimParams{}, 0, &db.ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	p := db.RunClaimParams{WorkerID: req.WorkerID, Types: req.Types, Max: 1, Lease: db.DefaultLease}
+	if err := checkWorkerID(req.WorkerID); err != nil {
+		return db.RunClaimParams{}, 0, err
+	}
 	switch {
-	case req.WorkerID == "":
-		return invalid("workerId", "workerId is required: a name for this worker, such as its host name and process id")
-	case len(req.WorkerID) > maxWorkerIDLen:
-		return invalid("workerId", "workerId is %d bytes long; at most %d are allowed", len(req.WorkerID), maxWorkerIDLen)
-	case strings.HasPrefix(req.WorkerID, ServeWorkerPrefix):
-		return invalid("workerId", "workerId %q begins with %q, which names the workers inside sked serve, whose jobs a restart of sked serve "+
-			"takes back while they run; name this worker otherwise, such as by its host name and process id", req.WorkerID, ServeWorkerPrefix)
 	case len(req.Types) == 0:
 		return invalid("types", "types is required: the job types this worker runs, such as [\"thumbnail\"]")
 	case len(req.Types) > maxClaimTypes:

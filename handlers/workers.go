@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sked-dev/sked/db"
@@ -92,9 +91,8 @@ func (h *handler) handleWorkerStopped(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	if req.WorkerID == "" || len(req.WorkerID) > maxWorkerIDLen || strings.HasPrefix(req.WorkerID, ServeWorkerPrefix) {
-		h.error(w, r, &db.ValidationError{Field: "workerId", Msg: fmt.Sprintf("workerId is required, at most %d bytes: the id "+
-			"the worker claimed with (not one of sked serve's own pools, %q…, which say so themselves)", maxWorkerIDLen, ServeWorkerPrefix)})
+	if err := checkWorkerID(req.WorkerID); err != nil {
+		h.error(w, r, err)
 		return
 	}
 	if err := h.store.WorkerStopped(r.Context(), req.WorkerID); err != nil {

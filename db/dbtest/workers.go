@@ -47,9 +47,6 @@ func testWorkers(_ *testing.T, f *fixture) {
 	if !slices.EqualFunc(ws, want, sameWorker) {
 		f.Fatalf("Workers = %+v, want %+v (newest first)", ws, want)
 	}
-	if !ws[0].Serves("anything") || !ws[1].Serves("mail") || ws[1].Serves("http") {
-		f.Fatalf("Serves: b any, a mail and not http; got %+v", ws)
-	}
 
 	// Within WorkerSeenEvery with the same types: not written again.
 	f.Clock.Advance(db.WorkerSeenEvery - 2*time.Second)
