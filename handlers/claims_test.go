@@ -132,13 +132,18 @@ func newShutdownEnv(t *testing.T) (e *testEnv, shutdown chan struct{}, logs *syn
 // TestHandler_ClaimDrain: while the server shuts down, a new claim is
 // refused (503, Retry-After), and the run a remote worker claimed before is
 // still renewed and reported; Drain waits for it until it is reported, and
-// not for a run of another generation reported stale.
+// not for a run of another generation reported stale, nor for a run
+// reported through another node.
 func TestHandler_ClaimDrain(t *testing.T) {
 	t.Parallel()
 	e, shutdown, logs := newShutdownEnv(t)
 	j := e.create(`{"type": "thumb"}`, http.StatusCreated)
 	e.create(`{"type": "thumb"}`, http.StatusCreated)
+	e.create(`{"type": "thumb"}`, http.StatusCreated)
 	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`)
+	// A worker that reports its run through another node, sharing the
+	// store, once this one shuts down.
+	moved := e.claimOne(`{"workerId": "box3/5", "types": ["thumb"], "wait": "0s"}`)
 
 	e.do(http.MethodGet, "/readyz", "").wantStatus(t, http.StatusOK)
 	close(shutdown)
@@ -153,15 +158,18 @@ func TestHandler_ClaimDrain(t *testing.T) {
 	}
 	over, cancel := context.WithCancel(t.Context())
 	cancel()
-	if left := e.api.Drain(over); left != 1 {
-		t.Fatalf("Drain with a run held: %d left, want 1", left)
+	if left := e.api.Drain(over); left != 2 {
+		t.Fatalf("Drain with two runs held: %d left, want 2", left)
 	}
 	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", `{"generation": 2}`).wantStatus(t, http.StatusConflict)
 	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", fmt.Sprintf(`{"generation": %d}`, c.Generation)).wantStatus(t, http.StatusOK)
-	if left := e.api.Drain(over); left != 1 {
-		t.Fatalf("Drain after a renewal and a stale heartbeat of another generation: %d left, want 1", left)
+	if left := e.api.Drain(over); left != 2 {
+		t.Fatalf("Drain after a renewal and a stale heartbeat of another generation: %d left, want 2", left)
 	}
 	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", fmt.Sprintf(`{"generation": %d, "outcome": "succeeded"}`, c.Generation)).wantStatus(t, http.StatusOK)
+	if _, err := e.store.RunFinish(t.Context(), db.RunFinishParams{JobID: moved.ID, Generation: moved.Generation, Outcome: db.OutcomeSucceeded}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, stop := context.WithTimeout(t.Context(), 10*time.Second)
 	defer stop()
 	if left := e.api.Drain(ctx); left != 0 {

@@ -148,7 +148,7 @@ func New(cfg Config) *API {
 		seriesFunc:      cfg.SeriesFunc,
 		shutdown:        cfg.Shutdown,
 		claimers:        newClaimWaiters(cmp.Or(max(cfg.MaxClaimWaits, 0), DefaultMaxClaimWaits)),
-		remote:          newRemoteLeases(cfg.Store.Now),
+		remote:          newRemoteLeases(cfg.Store.Now, leaseHeld(cfg.Store)),
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,

@@ -2,17 +2,26 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"sync"
 	"time"
+
+	"github.com/sked-dev/sked/db"
 )
 
 // remoteLeases are the leases this API handed to remote workers (POST
 // /claims) that are not over as far as it knows: neither reported through
-// it (complete, or a stale heartbeat or completion) nor run out. Shutdown
-// waits for them (API.Drain), so that those workers can still renew and
-// report through this server while it stops.
+// it (complete, or a stale heartbeat or completion) nor run out, nor, while
+// it waits for them, found over in the store (a worker that moved to
+// another node reports there). Shutdown waits for them (API.Drain), so that
+// those workers can still renew and report through this server while it
+// stops.
 type remoteLeases struct {
 	now func() time.Time // the store's clock, which lease ends are read on
+	// held reports whether the store still has job id leased with
+	// generation; an error counts as held.
+	stillHeld func(ctx context.Context, id string, generation int64) bool
 
 	mu      sync.Mutex
 	held    map[string]heldLease // by job id; guarded by mu
@@ -30,8 +39,8 @@ type heldLease struct {
 // ended ones to drop.
 const minPruneAt = 64
 
-func newRemoteLeases(now func() time.Time) *remoteLeases {
-	return &remoteLeases{now: now, held: map[string]heldLease{}, pruneAt: minPruneAt, changed: make(chan struct{})}
+func newRemoteLeases(now func() time.Time, stillHeld func(ctx context.Context, id string, generation int64) bool) *remoteLeases {
+	return &remoteLeases{now: now, stillHeld: stillHeld, held: map[string]heldLease{}, pruneAt: minPruneAt, changed: make(chan struct{})}
 }
 
 // hold records that job id is leased with generation until until. A later
@@ -78,14 +87,22 @@ func (l *remoteLeases) prune() (left int, next time.Time, changed <-chan struct{
 
 // wait returns when no lease is left, or when ctx is done with how many
 // are. Leases end when reported or when they run out, which it looks at
-// again at least every second (the store's clock may move by steps).
+// again at least every second (the store's clock may move by steps), or
+// when the store no longer holds them, which it reads at most as often.
 func (l *remoteLeases) wait(ctx context.Context) int {
+	var read time.Time // when the store was last read
 	for {
 		l.mu.Lock()
 		left, next, changed := l.prune()
 		l.mu.Unlock()
 		if left == 0 {
 			return 0
+		}
+		if time.Since(read) >= time.Second {
+			read = time.Now()
+			if left = l.dropReleased(ctx); left == 0 {
+				return 0
+			}
 		}
 		t := time.NewTimer(min(max(next.Sub(l.now()), time.Millisecond), time.Second))
 		select {
@@ -96,6 +113,40 @@ func (l *remoteLeases) wait(ctx context.Context) int {
 			return left
 		}
 		t.Stop()
+	}
+}
+
+// dropReleased ends the leases the store no longer holds, and returns how
+// many are left.
+func (l *remoteLeases) dropReleased(ctx context.Context) int {
+	l.mu.Lock()
+	held := maps.Clone(l.held)
+	l.mu.Unlock()
+	for id, h := range held {
+		if ctx.Err() != nil {
+			break
+		}
+		if !l.stillHeld(ctx, id, h.generation) {
+			l.end(id, h.generation)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.held)
+}
+
+// leaseHeld reports whether store still has job id leased with generation
+// (running under it); a failed read counts as held.
+func leaseHeld(store db.Store) func(ctx context.Context, id string, generation int64) bool {
+	return func(ctx context.Context, id string, generation int64) bool {
+		j, err := store.JobGet(ctx, id)
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+			return false
+		case err != nil:
+			return true
+		}
+		return j.State == db.StateRunning && j.LeaseGeneration == generation
 	}
 }
 
