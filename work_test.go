@@ -398,7 +398,8 @@ func TestWork_ClaimsFullBacksOff(t *testing.T) {
 // TestWork_RefusedStops: a worker whose token the server refuses, or whose
 // claims it refuses as such (a type that is no job type), stops at once,
 // exiting 1 with a message that says what to mend, instead of retrying
-// forever.
+// forever, and without a warning that it could not say it stopped (it was
+// never seen).
 func TestWork_RefusedStops(t *testing.T) {
 	for _, c := range []struct {
 		name        string
@@ -428,6 +429,9 @@ func TestWork_RefusedStops(t *testing.T) {
 				if !strings.Contains(log, want) {
 					t.Fatalf("sked work %q said, without %q:\n%s", c.work, want, log)
 				}
+			}
+			if strings.Contains(log, "level=WARN") {
+				t.Errorf("sked work %q warned:\n%s", c.work, log)
 			}
 		})
 	}
