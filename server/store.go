@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -51,12 +53,38 @@ func postgresOpenError(dsn string, err error) error {
 		return fmt.Errorf("%s: %s: create it, owned by sked's role (createdb --owner ROLE NAME), or fix the database name in --db", where, pgErr.Message)
 	case errors.As(err, &pgErr) && (pgErr.Code == "28000" || pgErr.Code == "28P01"): // invalid_authorization_specification, invalid_password
 		return fmt.Errorf("%s: the server refused the login: %s; check the user and password in --db", where, pgErr.Message)
+	case errors.As(err, &connErr) && errors.As(err, &dnsErr) && strings.Contains(dnsErr.Name, "@"):
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: the host name %q holds an @: an @ (or :, /, ?, #) in the user name "+
+			"or password is written percent-encoded in --db, @ as %%40", where, dnsErr.Name)
 	case errors.As(err, &connErr) && errors.As(err, &dnsErr):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check the host name in --db", where, dnsErr)
 	case errors.As(err, &connErr) && errors.As(err, &opErr):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check that it runs there and that --db names its host and port", where, opErr)
+	case errors.As(err, &connErr) && strings.Contains(err.Error(), "invalid body length"):
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: what answers there is not PostgreSQL (is it sked's own HTTP port?); "+
+			"check the host and port in --db", where)
+	case errors.As(err, &connErr) && strings.Contains(err.Error(), "server refused TLS connection") && requiresTLS(dsn):
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: the server does not offer TLS, which sslmode=%s asks for; "+
+			"turn ssl on in the server, or set sslmode=disable in --db where the network between them is trusted", where, sslMode(dsn))
+	case errors.As(err, &connErr):
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: %w", where, connErr)
 	}
 	return err
+}
+
+// sslMode is dsn's sslmode, "prefer" (pgx's default) when it has none.
+func sslMode(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Query().Get("sslmode") != "" {
+		return u.Query().Get("sslmode")
+	}
+	return "prefer"
+}
+
+// requiresTLS reports whether dsn's sslmode refuses a connection without
+// TLS.
+func requiresTLS(dsn string) bool {
+	m := sslMode(dsn)
+	return m == "require" || strings.HasPrefix(m, "verify-")
 }
 
 // quickCheckMax is the largest SQLite file checked at start: quick_check

@@ -61,6 +61,21 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 	check(with(base.User.Username(), "", "sked_no_such_database"), `database "sked_no_such_database" does not exist: create it, owned by sked's role`)
 	check(with("sked_no_such_role", "x", ""), `the server refused the login`, "check the user and password in --db")
 
+	// An @ of a password not percent-encoded ends the user name and
+	// password early, and the rest is taken for the host.
+	check("postgres://sked:p@ss@"+nothing+"/sked?connect_timeout=5", `the host name "ss@127.0.0.1" holds an @`, "@ as %40")
+	// A port where something else answers, such as an HTTP server.
+	check("postgres://sked@"+answering(t, "HTTP/1.1 400 Bad Request\r\n\r\n")+"/sked?connect_timeout=5",
+		"what answers there is not PostgreSQL", "check the host and port in --db")
+	// TLS asked of a server without it.
+	if !serverOffersTLS(t, base.String()) {
+		u := *base
+		q := u.Query()
+		q.Set("sslmode", "require")
+		u.RawQuery = q.Encode()
+		check(u.String(), "the server does not offer TLS, which sslmode=require asks for", "sslmode=disable")
+	}
+
 	// A role that does not own the database may not create tables in its
 	// public schema (PostgreSQL 15 and later).
 	conn, err := pgx.Connect(ctx, base.String())
@@ -85,6 +100,43 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 		t.Skipf("PostgreSQL %d lets every role create tables in public", version)
 	}
 	check(with(role, "guest", ""), "sked's role may not create its tables (permission denied for schema public): make the role the database's owner")
+}
+
+// answering listens on a loopback port that answers every connection with
+// reply and closes it, and returns its address.
+func answering(t *testing.T, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(reply))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// serverOffersTLS reports whether the PostgreSQL server at dsn has ssl on.
+func serverOffersTLS(t *testing.T, dsn string) bool {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var on string
+	if err := conn.QueryRow(t.Context(), "SHOW ssl").Scan(&on); err != nil {
+		t.Fatal(err)
+	}
+	return on == "on"
 }
 
 // TestServer_PostgresPoolOfOne: a node whose pool holds one connection
