@@ -29,17 +29,21 @@ type token struct {
 	role   role
 }
 
-// tokenSet is one of Config's lists of tokens: its role, and the variable
-// sked serve reads it from.
+// tokenSet is one of Config's lists of tokens: its role, and the flag and
+// variable sked serve reads it from.
 type tokenSet struct {
 	tokens []string
 	role   role
-	env    string
+	source string
 }
 
 // tokenSets are cfg's lists of tokens.
 func tokenSets(cfg Config) []tokenSet {
-	return []tokenSet{{cfg.Tokens, roleAdmin, "SKED_TOKEN"}, {cfg.WorkerTokens, roleWorker, "SKED_WORKER_TOKEN"}, {cfg.ReadTokens, roleReader, "SKED_READ_TOKEN"}}
+	return []tokenSet{
+		{cfg.Tokens, roleAdmin, "--token (SKED_TOKEN)"},
+		{cfg.WorkerTokens, roleWorker, "--worker-token (SKED_WORKER_TOKEN)"},
+		{cfg.ReadTokens, roleReader, "--read-token (SKED_READ_TOKEN)"},
+	}
 }
 
 // tokensOf is cfg's tokens with their roles.
@@ -56,16 +60,16 @@ func tokensOf(cfg Config) []token {
 // CheckTokens refuses an empty token in cfg, or one given for two roles:
 // which role it has would be a guess.
 func CheckTokens(cfg Config) error {
-	seen := map[string]string{} // token: the variable it was first seen in
+	seen := map[string]string{} // token: the source it was first seen in
 	for _, set := range tokenSets(cfg) {
 		for _, t := range set.tokens {
 			if t == "" {
-				return fmt.Errorf("an empty token in %s: give each token at least one character", set.env)
+				return fmt.Errorf("an empty token in %s: give each token at least one character", set.source)
 			}
-			if other, ok := seen[t]; ok && other != set.env {
-				return fmt.Errorf("a token is given both in %s and in %s: give each role its own tokens", other, set.env)
+			if other, ok := seen[t]; ok && other != set.source {
+				return fmt.Errorf("a token is given both in %s and in %s: give each role its own tokens", other, set.source)
 			}
-			seen[t] = set.env
+			seen[t] = set.source
 		}
 	}
 	return nil

@@ -14,9 +14,9 @@ func TestCheckTokens(t *testing.T) {
 		{"None", Config{}, ""},
 		{"OneOfEach", Config{Tokens: []string{"a"}, WorkerTokens: []string{"w1", "w2"}, ReadTokens: []string{"r"}}, ""},
 		{"RepeatedInOneRole", Config{Tokens: []string{"a", "a"}}, ""},
-		{"AdminAndWorker", Config{Tokens: []string{"a"}, WorkerTokens: []string{"a"}}, "both in SKED_TOKEN and in SKED_WORKER_TOKEN"},
-		{"WorkerAndReader", Config{WorkerTokens: []string{"x"}, ReadTokens: []string{"x"}}, "both in SKED_WORKER_TOKEN and in SKED_READ_TOKEN"},
-		{"Empty", Config{ReadTokens: []string{""}}, "an empty token in SKED_READ_TOKEN"},
+		{"AdminAndWorker", Config{Tokens: []string{"a"}, WorkerTokens: []string{"a"}}, "both in --token (SKED_TOKEN) and in --worker-token (SKED_WORKER_TOKEN)"},
+		{"WorkerAndReader", Config{WorkerTokens: []string{"x"}, ReadTokens: []string{"x"}}, "both in --worker-token (SKED_WORKER_TOKEN) and in --read-token (SKED_READ_TOKEN)"},
+		{"Empty", Config{ReadTokens: []string{""}}, "an empty token in --read-token (SKED_READ_TOKEN)"},
 	} {
 		err := checkTokens(c.cfg)
 		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
