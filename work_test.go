@@ -476,6 +476,16 @@ func TestWork_WorkerToken(t *testing.T) {
 	if r := as("read-token", "ls"); r.code != 0 || !strings.Contains(r.stdout, j.ID) {
 		t.Errorf("ls with the read token: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The plan of sked apply (a CI step, say) needs no more than a read
+	// token; applying it does.
+	plan := filepath.Join(dir, "schedules.yaml")
+	os.WriteFile(plan, []byte("- name: nightly\n  type: evid\n  schedule: \"0 3 * * *\"\n"), 0o600)
+	if r := as("read-token", "apply", "-f", plan, "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "1 would be created") {
+		t.Errorf("apply --dry-run with the read token: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := as("read-token", "apply", "-f", plan); r.code != 1 || !strings.Contains(r.stderr, "read-only token") {
+		t.Errorf("apply with the read token: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	stopGracefully(t, w.proc)
 }
 

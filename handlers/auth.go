@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -113,11 +114,18 @@ func (ro role) allows(r *http.Request) bool {
 	case roleAdmin:
 		return true
 	case roleReader:
-		return r.Method == http.MethodGet || r.Method == http.MethodHead
+		return r.Method == http.MethodGet || r.Method == http.MethodHead || isDryRun(r)
 	case roleWorker:
 		return r.Method == http.MethodPost && isWorkerPath(r.URL.Path)
 	}
 	return false
+}
+
+// isDryRun reports whether r is a put of a named job as a dry run (sked
+// apply --dry-run): it writes nothing, so a read token may make it.
+func isDryRun(r *http.Request) bool {
+	dry, err := strconv.ParseBool(r.URL.Query().Get("dryRun"))
+	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/jobs/by-name/") && err == nil && dry
 }
 
 // refusal is the detail of a 403 to a token of this role for r.
@@ -130,7 +138,7 @@ func (ro role) refusal(r *http.Request) string {
 		return "this is a worker token (SKED_WORKER_TOKEN): it may only claim jobs and report on their runs " +
 			"(POST /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete, /workers/stopped); use a token from SKED_TOKEN for anything else"
 	}
-	return "this is a read-only token (SKED_READ_TOKEN): it may only read (GET); use a token from SKED_TOKEN to change anything"
+	return "this is a read-only token (SKED_READ_TOKEN): it may only read (GET, and dry runs of sked apply); use a token from SKED_TOKEN to change anything"
 }
 
 // isWorkerPath reports whether path is one of the routes a worker uses:

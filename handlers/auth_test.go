@@ -66,6 +66,15 @@ func TestAuth_RoleRefusals(t *testing.T) {
 	} {
 		e.do(c.method, c.path, "{}", "Authorization", "Bearer "+c.token).wantProblem(t, http.StatusForbidden, c.detail)
 	}
+	// A dry run of a put (sked apply --dry-run) writes nothing: a read
+	// token may make it, and it is answered as a dry run.
+	put := `{"type": "backup", "schedule": "0 3 * * *"}`
+	res := e.do("PUT", "/jobs/by-name/nightly?dryRun=true", put, "Authorization", "Bearer r")
+	res.wantStatus(t, http.StatusCreated)
+	e.do("GET", "/jobs/nightly", "", "Authorization", "Bearer r").wantStatus(t, http.StatusNotFound)
+	for _, path := range []string{"/jobs/by-name/nightly", "/jobs/by-name/nightly?dryRun=false", "/jobs/by-name/nightly?dryRun=maybe"} {
+		e.do("PUT", path, put, "Authorization", "Bearer r").wantProblem(t, http.StatusForbidden, "it may only read")
+	}
 }
 
 func TestAuth_NoTokens(t *testing.T) {

@@ -69,7 +69,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.workerTokens, "worker-token", "",
 		"also accept these tokens, comma-separated, for claiming jobs and reporting their runs only: give them to sked work's machines")
 	fs.StringVar(&s.readTokens, "read-token", "",
-		"also accept these tokens, comma-separated, for reading only (GET: the dashboard, the API's reads, /metrics)")
+		"also accept these tokens, comma-separated, for reading only (GET: the dashboard, the API's reads, /metrics; and sked apply --dry-run)")
 	fs.BoolVar(&s.cfg.Insecure, "insecure", false, "allow listening beyond loopback without a token")
 	fs.StringVar(&s.allowedHosts, "allowed-hosts", "",
 		"without a token the API answers only the Host names localhost, 127.0.0.1 and [::1]; "+
