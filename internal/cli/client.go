@@ -182,8 +182,7 @@ func clientCmds(env Env) []*cobra.Command {
 		actionCmd(env, "retry", "Move a dead job back to ready", "retried", (*skedapi.Client).JobRetry),
 		actionCmd(env, "trigger", "Run a job once now (a schedule keeps its pending slot)", "triggered", (*skedapi.Client).JobTrigger),
 		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of", (*skedapi.Client).JobSkip),
-		actionCmd(env, "cancel-run", "Stop a job's running run (its handler's context ends; commands get SIGTERM)", "asked to stop the run of",
-			(*skedapi.Client).JobCancelRun),
+		cancelRunCmd(env),
 		backfillCmd(env), workersCmd(env),
 	}
 }
@@ -504,6 +503,23 @@ func actionCmd(env Env, name, short, verb string, do func(*skedapi.Client, conte
 		}
 		return a.printAction(verb, id, job)
 	})
+}
+
+// cancelRunCmd asks the handler of a job's running run to stop.
+func cancelRunCmd(env Env) *cobra.Command {
+	return jobCommand(env, "cancel-run ID|NAME", "Stop a job's running run (its handler's context ends; commands get SIGTERM)",
+		func(ctx context.Context, a *api, id string) error {
+			job, err := a.c.JobCancelRun(ctx, id)
+			if err != nil {
+				return err
+			}
+			if err := a.printAction("asked to stop the run of", id, job); err != nil || a.json {
+				return err
+			}
+			_, err = fmt.Fprintln(a.env.Stdout, "(a worker in this server's own pool stops it at once; another node's pool or sked work "+
+				"at its next heartbeat, within a third of its lease: 10s by default)")
+			return err
+		})
 }
 
 // cancelCmd cancels a job no worker holds; the server answers with no job.
