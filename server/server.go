@@ -265,7 +265,8 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 
 	disabled := map[string]string{}
 	if !cfg.EnableExec {
-		disabled["exec"] = "exec jobs run commands on this machine and are off; start sked serve with --enable-exec (embedded: Config.EnableExec) to allow them"
+		disabled["exec"] = "exec jobs run commands on this machine and are off on this server; start sked serve with --enable-exec (embedded: Config.EnableExec) to allow them " +
+			"(with several nodes, give every node the same flags)"
 	}
 	validate := worker.ValidatePayload
 	if s.mailer != nil {
