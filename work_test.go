@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // evidenceScript is the command the workers under test run. It appends
@@ -434,6 +435,30 @@ func TestWork_RefusedStops(t *testing.T) {
 				t.Errorf("sked work %q warned:\n%s", c.work, log)
 			}
 		})
+	}
+}
+
+// TestWork_StoppedInItsFirstWait: a worker stopped with SIGTERM while its
+// first claim waits on the server for a job (an empty queue) was recorded
+// by that claim, and is listed stopped.
+func TestWork_StoppedInItsFirstWait(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr)
+	srv := "http://" + addr
+	w := startWork(t, addr, "evid", filepath.Join(dir, "evidence"), "--worker-id", "box/1")
+	listed := func() (wire.Worker, bool) {
+		for _, wk := range okJSON[wire.WorkersResponse](t, srv, "workers").Workers {
+			if wk.WorkerID == "box/1" {
+				return wk, true
+			}
+		}
+		return wire.Worker{}, false
+	}
+	waitFor(t, "the worker's claim to be recorded", func() bool { _, ok := listed(); return ok })
+	stopGracefully(t, w.proc)
+	if wk, _ := listed(); wk.StoppedAt == nil {
+		t.Fatalf("a worker stopped in its first wait is listed %+v, not stopped:\n%s", wk, w.log())
 	}
 }
 

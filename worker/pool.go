@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sked-dev/sked/clock"
@@ -116,10 +115,6 @@ type Pool struct {
 	leasesMu sync.RWMutex
 	runsMu   sync.Mutex
 	running  map[string]*claimed // the pool's claims by job ID; guarded by runsMu
-	// answered is set by the first claim the store answered: a pool refused
-	// from the start (a wrong token, a worker id not allowed) was never
-	// seen, and does not say it stopped.
-	answered atomic.Bool
 
 	// The dispatcher goroutine's own: drained is set when the last claim
 	// took every due job, and then next (if hasNext) is the earliest due
@@ -239,7 +234,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		<-done
 	}
 	p.workers.Wait()
-	if s, ok := p.cfg.Store.(WorkerStopper); ok && p.answered.Load() {
+	if s, ok := p.cfg.Store.(WorkerStopper); ok {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := s.WorkerStopped(sctx, p.cfg.WorkerID); err != nil {
@@ -351,9 +346,6 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		claims, waited, err = w.RunClaimWaited(ctx, params)
 	} else {
 		claims, err = p.cfg.Store.RunClaim(ctx, params)
-	}
-	if err == nil {
-		p.answered.Store(true)
 	}
 	out := make([]*claimed, len(claims))
 	p.runsMu.Lock()

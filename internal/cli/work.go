@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -195,6 +196,18 @@ type patientStore struct {
 	*skedapi.Client
 	log     *slog.Logger
 	refused context.CancelCauseFunc
+	// wasRefused is set when the server refused this worker: it was never
+	// recorded, so it does not say it stopped.
+	wasRefused atomic.Bool
+}
+
+// WorkerStopped tells the server this worker stopped, unless the server
+// refused it.
+func (s *patientStore) WorkerStopped(ctx context.Context, id string) error {
+	if s.wasRefused.Load() {
+		return nil
+	}
+	return s.Client.WorkerStopped(ctx, id)
 }
 
 // RunClaimWaited claims, trying again after failures (see patientStore)
@@ -219,6 +232,7 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 			if ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
 				fix = "check --token (SKED_TOKEN) and --server"
 			}
+			s.wasRefused.Store(true)
 			s.refused(fmt.Errorf("%w: %s answered %w; %s", errRefused, s.Server(), ae, fix))
 			return nil, 0, err
 		}
