@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
@@ -44,6 +45,7 @@ func postgresOpenError(dsn string, err error) error {
 		connErr *pgconn.ConnectError
 		opErr   *net.OpError
 		dnsErr  *net.DNSError
+		bodyErr *pgproto3.ExceededMaxBodyLenErr
 	)
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42501": // insufficient_privilege
@@ -54,18 +56,19 @@ func postgresOpenError(dsn string, err error) error {
 	case errors.As(err, &pgErr) && (pgErr.Code == "28000" || pgErr.Code == "28P01"): // invalid_authorization_specification, invalid_password
 		return fmt.Errorf("%s: the server refused the login: %s; check the user and password in --db", where, pgErr.Message)
 	case errors.As(err, &connErr) && errors.As(err, &dnsErr) && strings.Contains(dnsErr.Name, "@"):
-		return fmt.Errorf("cannot connect to PostgreSQL at %s: the host name %q holds an @: an @ (or :, /, ?, #) in the user name "+
-			"or password is written percent-encoded in --db, @ as %%40", where, dnsErr.Name)
+		// The name is what follows the URL's first @: part of a password.
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: the host name read from --db holds an @, so the user name or "+
+			"password has one: write an @ (or :, /, ?, #) in them percent-encoded, @ as %%40", where)
 	case errors.As(err, &connErr) && errors.As(err, &dnsErr):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check the host name in --db", where, dnsErr)
 	case errors.As(err, &connErr) && errors.As(err, &opErr):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check that it runs there and that --db names its host and port", where, opErr)
-	case errors.As(err, &connErr) && strings.Contains(err.Error(), "invalid body length"):
+	case errors.As(err, &connErr) && errors.As(err, &bodyErr): // a reply no PostgreSQL sends
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: what answers there is not PostgreSQL (is it sked's own HTTP port?); "+
 			"check the host and port in --db", where)
 	case errors.As(err, &connErr) && strings.Contains(err.Error(), "server refused TLS connection") && requiresTLS(dsn):
-		return fmt.Errorf("cannot connect to PostgreSQL at %s: the server does not offer TLS, which sslmode=%s asks for; "+
-			"turn ssl on in the server, or set sslmode=disable in --db where the network between them is trusted", where, sslMode(dsn))
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: what answers there refused TLS, which sslmode=%s asks for; "+
+			"check the host and port in --db, then that the server has ssl on (or, on a network you trust, use sslmode=disable)", where, sslMode(dsn))
 	case errors.As(err, &connErr):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %w", where, connErr)
 	}

@@ -63,7 +63,11 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 
 	// An @ of a password not percent-encoded ends the user name and
 	// password early, and the rest is taken for the host.
-	check("postgres://sked:p@ss@"+nothing+"/sked?connect_timeout=5", `the host name "ss@127.0.0.1" holds an @`, "@ as %40")
+	atTwice := "postgres://sked:p@ss@" + nothing + "/sked?connect_timeout=5"
+	check(atTwice, "the host name read from --db holds an @", "@ as %40")
+	if _, err := server.OpenStore(ctx, atTwice, nil); strings.Contains(err.Error(), "ss@") {
+		t.Errorf("the refusal of a password with @ shows part of it: %v", err)
+	}
 	// A port where something else answers, such as an HTTP server.
 	check("postgres://sked@"+answering(t, "HTTP/1.1 400 Bad Request\r\n\r\n")+"/sked?connect_timeout=5",
 		"what answers there is not PostgreSQL", "check the host and port in --db")
@@ -73,7 +77,7 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 		q := u.Query()
 		q.Set("sslmode", "require")
 		u.RawQuery = q.Encode()
-		check(u.String(), "the server does not offer TLS, which sslmode=require asks for", "sslmode=disable")
+		check(u.String(), "what answers there refused TLS, which sslmode=require asks for", "check the host and port", "sslmode=disable")
 	}
 
 	// A role that does not own the database may not create tables in its

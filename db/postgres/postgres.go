@@ -45,6 +45,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -265,6 +266,10 @@ func nullString(s string) *string {
 	return &s
 }
 
+// queryPassword matches the value of a password parameter in a URL's
+// query, after the name (group 1).
+var queryPassword = regexp.MustCompile(`([?&](?:ssl)?password=)[^&#]*`)
+
 // IsURL says whether dsn names a PostgreSQL database (a postgres:// or
 // postgresql:// URL) rather than the path of a SQLite file.
 func IsURL(dsn string) bool {
@@ -273,12 +278,21 @@ func IsURL(dsn string) bool {
 
 // Redacted is dsn fit for a log or a terminal: a PostgreSQL URL's
 // passwords, in its user info or its query (?password=, ?sslpassword=, as
-// pgx takes them from either), are replaced by "xxxxx". Anything else (a
-// SQLite path) is returned as it is.
+// pgx takes them from either), are replaced by "xxxxx". Of a URL that Go's
+// URL parser refuses (a password with | or {, which pgx takes) only what
+// follows its last @ is kept. Anything else (a SQLite path) is returned as
+// it is.
 func Redacted(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || !IsURL(dsn) {
+	if !IsURL(dsn) {
 		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		scheme, rest, _ := strings.Cut(dsn, "://")
+		if i := strings.LastIndex(rest, "@"); i >= 0 {
+			rest = "xxxxx@" + rest[i+1:]
+		}
+		return scheme + "://" + queryPassword.ReplaceAllString(rest, "${1}xxxxx")
 	}
 	q := u.Query()
 	for _, k := range []string{"password", "sslpassword"} {
