@@ -20,7 +20,7 @@ type role uint8
 const (
 	roleNone   role = iota // no valid token
 	roleWorker             // claim jobs and report on the runs it holds
-	roleReader             // read: GET and HEAD
+	roleReader             // read: GET and HEAD, and dry runs of puts
 	roleAdmin              // everything
 )
 

@@ -155,8 +155,8 @@ func checkWorkerID(id string) error {
 	case len(id) > maxWorkerIDLen:
 		return invalid("workerId is %d bytes long; at most %d are allowed", len(id), maxWorkerIDLen)
 	case strings.HasPrefix(id, ServeWorkerPrefix):
-		return invalid("workerId %q begins with %q, which names the workers inside sked serve, whose jobs a restart of sked serve "+
-			"takes back while they run; name this worker otherwise, such as by its host name and process id", id, ServeWorkerPrefix)
+		return invalid("workerId %q begins with %q, which names the pools inside sked serve (a restart of sked serve takes their "+
+			"jobs back while they run); name this worker otherwise, such as by its host name and process id", id, ServeWorkerPrefix)
 	}
 	return nil
 }

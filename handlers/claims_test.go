@@ -166,10 +166,17 @@ func TestHandler_ClaimDrain(t *testing.T) {
 	if left := e.api.Drain(over); left != 2 {
 		t.Fatalf("Drain after a renewal and a stale heartbeat of another generation: %d left, want 2", left)
 	}
-	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", fmt.Sprintf(`{"generation": %d, "outcome": "succeeded"}`, c.Generation)).wantStatus(t, http.StatusOK)
 	if _, err := e.store.RunFinish(t.Context(), db.RunFinishParams{JobID: moved.ID, Generation: moved.Generation, Outcome: db.OutcomeSucceeded}); err != nil {
 		t.Fatal(err)
 	}
+	// The store shows the moved worker's run over, and the other still
+	// held.
+	briefly, stopBriefly := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer stopBriefly()
+	if left := e.api.Drain(briefly); left != 1 {
+		t.Fatalf("Drain after a run was reported through another node: %d left, want 1", left)
+	}
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", fmt.Sprintf(`{"generation": %d, "outcome": "succeeded"}`, c.Generation)).wantStatus(t, http.StatusOK)
 	ctx, stop := context.WithTimeout(t.Context(), 10*time.Second)
 	defer stop()
 	if left := e.api.Drain(ctx); left != 0 {

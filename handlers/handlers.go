@@ -148,7 +148,6 @@ func New(cfg Config) *API {
 		seriesFunc:      cfg.SeriesFunc,
 		shutdown:        cfg.Shutdown,
 		claimers:        newClaimWaiters(cmp.Or(max(cfg.MaxClaimWaits, 0), DefaultMaxClaimWaits)),
-		remote:          newRemoteLeases(cfg.Store.Now, leaseHeld(cfg.Store)),
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,
@@ -167,6 +166,7 @@ func New(cfg Config) *API {
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
+	h.remote = newRemoteLeases(cfg.Store.Now, leaseHeld(cfg.Store, h.logger))
 	h.tokens = tokensOf(cfg)
 	for _, host := range cfg.AllowedHosts {
 		h.allowedHosts = append(h.allowedHosts, hostName(host))

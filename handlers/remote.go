@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"sync"
 	"time"
@@ -19,7 +20,7 @@ import (
 // stops.
 type remoteLeases struct {
 	now func() time.Time // the store's clock, which lease ends are read on
-	// held reports whether the store still has job id leased with
+	// stillHeld reports whether the store still has job id leased with
 	// generation; an error counts as held.
 	stillHeld func(ctx context.Context, id string, generation int64) bool
 
@@ -99,8 +100,9 @@ func (l *remoteLeases) wait(ctx context.Context) int {
 			return 0
 		}
 		if time.Since(read) >= time.Second {
-			read = time.Now()
-			if left = l.dropReleased(ctx); left == 0 {
+			left = l.dropReleased(ctx)
+			read = time.Now() // a second from the end of a slow round
+			if left == 0 {
 				return 0
 			}
 		}
@@ -126,7 +128,10 @@ func (l *remoteLeases) dropReleased(ctx context.Context) int {
 		if ctx.Err() != nil {
 			break
 		}
-		if !l.stillHeld(ctx, id, h.generation) {
+		readCtx, cancel := context.WithTimeout(ctx, time.Second)
+		still := l.stillHeld(readCtx, id, h.generation)
+		cancel()
+		if !still {
 			l.end(id, h.generation)
 		}
 	}
@@ -136,14 +141,17 @@ func (l *remoteLeases) dropReleased(ctx context.Context) int {
 }
 
 // leaseHeld reports whether store still has job id leased with generation
-// (running under it); a failed read counts as held.
-func leaseHeld(store db.Store) func(ctx context.Context, id string, generation int64) bool {
+// (running under it); a failed read counts as held, and is logged.
+func leaseHeld(store db.Store, log *slog.Logger) func(ctx context.Context, id string, generation int64) bool {
 	return func(ctx context.Context, id string, generation int64) bool {
 		j, err := store.JobGet(ctx, id)
 		switch {
 		case errors.Is(err, db.ErrNotFound):
 			return false
 		case err != nil:
+			if ctx.Err() == nil { // not a read cut short (the drain's end, or its second)
+				log.WarnContext(ctx, "read a job that a remote worker held, to see whether its run was reported elsewhere", "job_id", id, "err", err)
+			}
 			return true
 		}
 		return j.State == db.StateRunning && j.LeaseGeneration == generation
@@ -152,7 +160,8 @@ func leaseHeld(store db.Store) func(ctx context.Context, id string, generation i
 
 // Drain waits, while the server shuts down (Config.Shutdown closed), for
 // the runs of remote workers that claimed through this API: until each has
-// been reported through it, or its lease has run out, or ctx is done. The
+// been reported, through it or through another node sharing the store, or
+// its lease has run out, or ctx is done. The
 // API keeps answering meanwhile, so that those workers can renew their
 // leases and report their runs; it refuses new claims. It returns how many
 // runs were left when ctx ended, 0 when none.

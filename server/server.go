@@ -499,8 +499,9 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // drainRemote waits, up to the grace period, for the runs that remote
-// workers claimed through this server to be reported or their leases to
-// run out, while the API still serves their heartbeats and completions.
+// workers claimed through this server to be reported (through it or
+// another node) or their leases to run out, while the API still serves
+// their heartbeats and completions.
 func (s *Server) drainRemote(ctx context.Context, p *parts) {
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Grace)
 	defer cancel()
