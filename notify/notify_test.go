@@ -59,6 +59,11 @@ func TestParseSink(t *testing.T) {
 		{in: "gotify:https://g.example.com/", wantErr: "token"},
 		{in: "slack:https://hooks.slack.com", wantErr: "whole webhook URL"},
 		{in: "nocolon", wantErr: "kind:URL"},
+		// A webhook's path and query may be its secret: an error names the
+		// sink by its kind and host.
+		{in: "gotify:gotify.example.com/?token=AppTokSECRET", wantErr: `notify sink "gotify:…": not an absolute http(s) URL`},
+		{in: "teams:https://x.example.com/hook/SECRET", wantErr: `notify sink "teams:https://x.example.com/…": unknown kind "teams"`},
+		{in: "slack:ftp://hooks.slack.com/services/T/B/SECRET", wantErr: `"slack:ftp://hooks.slack.com/…": not an absolute http(s) URL`},
 		{in: "smtp:alerts:s3cret@mail.example.com", wantErr: "write an email sink as a URL"},
 		{in: "smtp://alerts:s3cret@mail.example.com:587", wantErr: "at least one recipient"},
 		{in: "smtp://alerts:s3cret@mail.example.com?to=a@example.com", wantErr: "give the sender as from="},
@@ -74,7 +79,7 @@ func TestParseSink(t *testing.T) {
 		if c.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Errorf("ParseSink(%q) err = %v, want %q", c.in, err, c.wantErr)
-			} else if strings.Contains(err.Error(), "s3c") {
+			} else if strings.Contains(err.Error(), "s3c") || strings.Contains(err.Error(), "SECRET") {
 				t.Errorf("ParseSink(%q) err = %v shows the password", c.in, err)
 			}
 			continue

@@ -62,38 +62,53 @@ func ParseSink(s string) (Sink, error) {
 	}
 	kind, rawURL, ok := strings.Cut(s, ":")
 	if !ok {
-		return Sink{}, fmt.Errorf("notify sink %q: write it as kind:URL, e.g. webhook:https://example.com/hook, ntfy:https://ntfy.sh/topic, slack:https://hooks.slack.com/services/…, or as smtp://user:password@host:587?to=you@example.com", s)
+		return Sink{}, errors.New("notify sink without a kind: write it as kind:URL, e.g. webhook:https://example.com/hook, ntfy:https://ntfy.sh/topic, slack:https://hooks.slack.com/services/…, or as smtp://user:password@host:587?to=you@example.com")
 	}
 	switch kind {
 	case SinkWebhook, SinkNtfy, SinkGotify, SinkSlack, SinkDiscord:
 	case SinkSMTP, "smtps":
 		return Sink{}, errors.New("notify sink smtp:…: write an email sink as a URL, smtp://user:password@host:587?to=you@example.com")
 	default:
-		return Sink{}, fmt.Errorf("notify sink %q: unknown kind %q; use webhook, ntfy, gotify, slack, discord or an smtp:// URL", s, kind)
+		return Sink{}, fmt.Errorf("notify sink %s: unknown kind %q; use webhook, ntfy, gotify, slack, discord or an smtp:// URL", sinkLabel(kind, rawURL), kind)
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Sink{}, fmt.Errorf("notify sink %q: %q is not an absolute http(s) URL", s, rawURL)
+		return Sink{}, fmt.Errorf("notify sink %s: not an absolute http(s) URL", sinkLabel(kind, rawURL))
 	}
 	switch kind {
 	case SinkNtfy:
 		topic := strings.Trim(u.Path, "/")
 		if topic == "" || strings.Contains(topic, "/") {
-			return Sink{}, fmt.Errorf("notify sink %q: give the topic as the URL's path, e.g. ntfy:https://ntfy.sh/my-topic", s)
+			return Sink{}, fmt.Errorf("notify sink %s: give the topic as the URL's path, e.g. ntfy:https://ntfy.sh/my-topic", sinkLabel(kind, rawURL))
 		}
 		return Sink{Kind: kind, URL: u.Scheme + "://" + u.Host + "/", Topic: topic}, nil
 	case SinkGotify:
 		token := u.Query().Get("token")
 		if token == "" {
-			return Sink{}, fmt.Errorf("notify sink %q: give the application token as ?token=…", s)
+			return Sink{}, fmt.Errorf("notify sink %s: give the application token as ?token=…", sinkLabel(kind, rawURL))
 		}
 		return Sink{Kind: kind, URL: u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/") + "/message", Token: token}, nil
 	case SinkSlack, SinkDiscord:
 		if strings.Trim(u.Path, "/") == "" {
-			return Sink{}, fmt.Errorf("notify sink %q: give the whole webhook URL the %s settings show, path included", s, kind)
+			return Sink{}, fmt.Errorf("notify sink %s: give the whole webhook URL the %s settings show, path included", sinkLabel(kind, rawURL), kind)
 		}
 	}
 	return Sink{Kind: kind, URL: u.String()}, nil
+}
+
+// sinkLabel names a sink in an error without what may be its secret (a
+// webhook's path, a token in the query): its kind and its URL's scheme and
+// host, "…" for the rest.
+func sinkLabel(kind, rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return fmt.Sprintf("%q", kind+":…")
+	}
+	label := kind + ":" + u.Scheme + "://" + u.Host
+	if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+		label += "/…"
+	}
+	return fmt.Sprintf("%q", label)
 }
 
 // parseSMTP reads smtp://user:password@host:port?from=…&to=…&to=… (or

@@ -44,7 +44,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -278,28 +277,26 @@ func IsURL(dsn string) bool {
 
 // Redacted is dsn fit for a log or a terminal: a PostgreSQL URL's
 // passwords, in its user info or its query (?password=, ?sslpassword=, as
-// pgx takes them from either), are replaced by "xxxxx". Of a URL that Go's
-// URL parser refuses (a password with | or {, which pgx takes) only what
-// follows its last @ is kept. Anything else (a SQLite path) is returned as
-// it is.
+// pgx takes them from either), are replaced by "xxxxx". It does not parse
+// the URL as Go's URL parser would (pgx reads it as libpq does, and takes
+// a password with #, ? or @ unencoded that Go reads otherwise): everything
+// between the user name and the URL's last @ is hidden. Anything else (a
+// SQLite path) is returned as it is.
 func Redacted(dsn string) string {
 	if !IsURL(dsn) {
 		return dsn
 	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		scheme, rest, _ := strings.Cut(dsn, "://")
-		if i := strings.LastIndex(rest, "@"); i >= 0 {
-			rest = "xxxxx@" + rest[i+1:]
+	scheme, rest, _ := strings.Cut(dsn, "://")
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		userinfo := rest[:at]
+		user, _, hasPassword := strings.Cut(userinfo, ":")
+		switch {
+		case strings.ContainsAny(user, "/?#"): // no user name to tell
+			userinfo = "xxxxx"
+		case hasPassword:
+			userinfo = user + ":xxxxx"
 		}
-		return scheme + "://" + queryPassword.ReplaceAllString(rest, "${1}xxxxx")
+		rest = userinfo + "@" + rest[at+1:]
 	}
-	q := u.Query()
-	for _, k := range []string{"password", "sslpassword"} {
-		if q.Has(k) {
-			q.Set(k, "xxxxx")
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.Redacted()
+	return scheme + "://" + queryPassword.ReplaceAllString(rest, "${1}xxxxx")
 }

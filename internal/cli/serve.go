@@ -90,15 +90,22 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.SortFlags = false
 }
 
-// splitTokens is the comma-separated tokens of list, trimmed.
-func splitTokens(list string) []string {
+// splitTokens is the comma-separated tokens of list, trimmed, given by
+// flag: none for an empty list. A list of blanks (" , ", a templated value
+// that came out blank) is refused: taken as no token, it would turn
+// authentication off.
+func splitTokens(flag, list string) ([]string, error) {
 	var out []string
 	for t := range strings.SplitSeq(list, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			out = append(out, t)
 		}
 	}
-	return out
+	if list != "" && len(out) == 0 {
+		return nil, usagef("--%s (%s) is %q, which holds no token: give one of at least one character, or leave both unset for none",
+			flag, envName(flag), list)
+	}
+	return out, nil
 }
 
 // finish checks the flags of fs and reads those that are not cfg's fields
@@ -153,8 +160,15 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		}
 		c.NotifySinks = append(c.NotifySinks, sink)
 	}
-	c.Tokens, c.WorkerTokens, c.ReadTokens = splitTokens(s.tokens), splitTokens(s.workerTokens), splitTokens(s.readTokens)
 	var err error
+	for _, t := range []struct {
+		flag, list string
+		into       *[]string
+	}{{"token", s.tokens, &c.Tokens}, {"worker-token", s.workerTokens, &c.WorkerTokens}, {"read-token", s.readTokens, &c.ReadTokens}} {
+		if *t.into, err = splitTokens(t.flag, t.list); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.AllowedHosts, err = parseAllowedHosts(s.allowedHosts); err != nil {
 		errs = append(errs, err)
 	}

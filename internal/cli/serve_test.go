@@ -105,6 +105,21 @@ func TestServeFlags_Tokens(t *testing.T) {
 	if err != nil || strings.Join(s.cfg.Tokens, " ") != "one two" || s.cfg.Retention != -1 || !s.cfg.Insecure {
 		t.Fatalf("SKED_TOKEN=%q: tokens %q retention %v insecure %v, %v", "one, two,", s.cfg.Tokens, s.cfg.Retention, s.cfg.Insecure, err)
 	}
+	// A list of blanks would turn authentication off: refused.
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"SKED_TOKEN": " , "}, "--token (SKED_TOKEN)"},
+		{[]string{"--read-token", " "}, nil, "--read-token (SKED_READ_TOKEN)"},
+		{nil, map[string]string{"SKED_WORKER_TOKEN": ","}, "--worker-token (SKED_WORKER_TOKEN)"},
+	} {
+		_, err := parseServe(t, c.args, c.env)
+		if ExitCode(err) != 2 || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "holds no token") {
+			t.Errorf("%v %v: %v, want a refusal naming %s", c.args, c.env, err, c.want)
+		}
+	}
 }
 
 func TestServeFlags_NotifyAndPublicURL(t *testing.T) {
