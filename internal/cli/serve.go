@@ -102,8 +102,8 @@ func splitTokens(flag, list string) ([]string, error) {
 		}
 	}
 	if list != "" && len(out) == 0 {
-		return nil, usagef("--%s (%s) is %q, which holds no token: give one of at least one character, or leave both unset for none",
-			flag, envName(flag), list)
+		return nil, usagef("--%s %q: it holds no token, only blanks and commas: give each token at least one character, or leave it unset for none",
+			flag, list)
 	}
 	return out, nil
 }

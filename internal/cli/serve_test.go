@@ -111,9 +111,9 @@ func TestServeFlags_Tokens(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{nil, map[string]string{"SKED_TOKEN": " , "}, "--token (SKED_TOKEN)"},
-		{[]string{"--read-token", " "}, nil, "--read-token (SKED_READ_TOKEN)"},
-		{nil, map[string]string{"SKED_WORKER_TOKEN": ","}, "--worker-token (SKED_WORKER_TOKEN)"},
+		{nil, map[string]string{"SKED_TOKEN": " , "}, `--token " , " (from SKED_TOKEN): `},
+		{[]string{"--read-token", " "}, nil, `--read-token " ": `},
+		{nil, map[string]string{"SKED_WORKER_TOKEN": ","}, `--worker-token "," (from SKED_WORKER_TOKEN): `},
 	} {
 		_, err := parseServe(t, c.args, c.env)
 		if ExitCode(err) != 2 || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "holds no token") {
