@@ -265,6 +265,28 @@ func TestServer_EnqueueTx(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM orders`).Scan(&orders); err != nil || orders != 1 {
 		t.Errorf("orders: %d, %v; want the committed one", orders, err)
 	}
+
+	// A transaction that has ended is refused: the job's statements would
+	// commit on their own.
+	for _, end := range []func(pgx.Tx) error{func(tx pgx.Tx) error { return tx.Commit(ctx) }, func(tx pgx.Tx) error { return tx.Rollback(ctx) }} {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := end(tx); err != nil {
+			t.Fatal(err)
+		}
+		if j, _, err := s.EnqueueTx(ctx, tx, wire.JobCreateRequest{Type: "greet"}); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Errorf("EnqueueTx on an ended transaction: job %q, %v; want pgx.ErrTxClosed", j.ID, err)
+		}
+	}
+	if _, _, err := s.EnqueueTx(ctx, nil, wire.JobCreateRequest{Type: "greet"}); err == nil || !strings.Contains(err.Error(), "no transaction") {
+		t.Errorf("EnqueueTx without a transaction: %v", err)
+	}
+	var jobs int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&jobs); err != nil || jobs != 1 {
+		t.Errorf("jobs: %d, %v; want the committed one only", jobs, err)
+	}
 }
 
 func mustParse(t *testing.T, s string) *url.URL {

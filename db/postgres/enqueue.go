@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,15 +17,21 @@ import (
 // (an order and the job that ships it). It is JobCreate otherwise, with the
 // transaction's clock; the dispatchers of every node are woken when ptx
 // commits. A failed statement leaves ptx aborted, as any does: roll it
-// back.
+// back. A transaction that has ended (committed or rolled back) is refused
+// with pgx.ErrTxClosed: the job's statements would commit on their own.
 func (s *Store) JobCreateTx(ctx context.Context, ptx pgx.Tx, p db.JobCreateParams) (db.Job, bool, error) {
+	if ptx == nil {
+		return db.Job{}, false, errors.New("create job in transaction: no transaction given; begin one on the store's database")
+	}
 	t := s.d.newTx(ptx.Conn())
 	var at *time.Time
 	if s.NowFunc != nil {
 		now := s.Now()
 		at = &now
 	}
-	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now) }, `SELECT coalesce($1::timestamptz, now())`, at); err != nil {
+	// Through ptx, which refuses to run once it has ended; the rest goes
+	// on its connection, batched.
+	if err := ptx.QueryRow(ctx, `SELECT coalesce($1::timestamptz, now())`, at).Scan(&t.now); err != nil {
 		return db.Job{}, false, fmt.Errorf("create job in transaction: read clock: %w", translate(err))
 	}
 	t.now = t.now.UTC()
