@@ -188,8 +188,17 @@ func dsn(path, sync string, writer bool) string {
 	} else {
 		q.Add("_pragma", "query_only(1)")
 	}
-	return "file:" + path + "?" + q.Encode()
+	return fileURI(path, q)
 }
+
+// fileURI is the SQLite URI of the file at path with the parameters q: the
+// characters a URI gives a meaning to (% ? #) are escaped, so that the file
+// opened is the one named, the one the lock file is made beside.
+func fileURI(path string, q url.Values) string {
+	return "file:" + uriPath.Replace(path) + "?" + q.Encode()
+}
+
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 func (d *dialect) migrate(ctx context.Context) error {
 	p, err := Migrations(d.write)

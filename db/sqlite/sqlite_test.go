@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,32 @@ func TestOpen_NotADatabase(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "shopping list: milk, eggs\n" {
 		t.Errorf("the file was changed: %q", b)
+	}
+}
+
+// TestOpen_PathWithURICharacters opens a file whose name holds the
+// characters a SQLite URI gives a meaning to (% ? #): the file made is the
+// one named, backed up as such, not a file named by the name's first part.
+func TestOpen_PathWithURICharacters(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "jobs #1?x%41.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "noop"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if jobs, _, err := sqlite.Backup(context.Background(), path, filepath.Join(dir, "copy.db")); err != nil || jobs != 1 {
+		t.Fatalf("backup of %s: %d jobs, %v", path, jobs, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if _, err := os.Stat(path); err != nil || slices.ContainsFunc(names, func(n string) bool { return n == "jobs " || strings.HasPrefix(n, "jobs #1?xA") }) {
+		t.Fatalf("files made: %q; want %q and its WAL", names, filepath.Base(path))
 	}
 }
