@@ -178,7 +178,7 @@ func claimParams(req *wire.ClaimRequest) (db.RunClaimParams, time.Duration, erro
 		return invalid("types", "types lists %d types; at most %d are allowed", len(req.Types), maxClaimTypes)
 	}
 	for _, t := range req.Types {
-		if t == "" || len(t) > maxTypeLen || strings.IndexFunc(t, func(c rune) bool { return !isTypeChar(c) }) >= 0 {
+		if !IsJobType(t) {
 			return invalid("types", "type %q is not a job type: 1 to %d letters, digits and _ . : -", t, maxTypeLen)
 		}
 	}

@@ -358,6 +358,12 @@ func setDuration(dst *time.Duration, field string, raw json.RawMessage, def time
 	return nil
 }
 
+// IsJobType reports whether t may be a job's type: 1 to 100 letters,
+// digits and _ . : - (maxTypeLen).
+func IsJobType(t string) bool {
+	return t != "" && len(t) <= maxTypeLen && strings.IndexFunc(t, func(c rune) bool { return !isTypeChar(c) }) < 0
+}
+
 // isTypeChar reports whether c may appear in a job type.
 func isTypeChar(c rune) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -298,6 +300,43 @@ func mustParse(t *testing.T, s string) *url.URL {
 	return u
 }
 
+// TestServer_StartRefusesConfig: Start refuses, naming the field and the
+// fix, a Config the CLI's flags would refuse: a database setting that is
+// not a SQLite path nor a postgres:// URL, no worker slot, a lease too short
+// to renew, a negative grace; and it leaves no file and no lock behind.
+func TestServer_StartRefusesConfig(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "sked.db")
+	for _, c := range []struct {
+		cfg  server.Config
+		want string
+	}{
+		{server.Config{DB: "host=127.0.0.1 user=sked password=hunter2 dbname=sked"}, "Config.DB reads as a PostgreSQL connection string"},
+		{server.Config{DB: "postgress://sked:hunter2@127.0.0.1/sked"}, "Config.DB with a postgress: URL"},
+		{server.Config{DB: dir}, "Config.DB " + dir + " is a directory"},
+		{server.Config{DB: file, Workers: -1}, "Config.Workers -1: must be at least 1"},
+		{server.Config{DB: file, Lease: time.Millisecond}, "Config.Lease 1ms: must be at least"},
+		{server.Config{DB: file, Grace: -time.Second}, "Config.Grace -1s: must be above zero"},
+	} {
+		s := server.New(c.cfg)
+		err := s.Start(context.Background())
+		if err == nil {
+			s.Close()
+			t.Errorf("Start(%+v) started", c.cfg)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Start: %v; want %q, without the password", err, c.want)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("refused starts left %v", left)
+	}
+	if left, _ := filepath.Glob("host=*"); len(left) != 0 {
+		t.Errorf("a refused start made %v", left)
+	}
+}
+
 // TestServer_StartTwiceOnOneFile starts a second server on the SQLite file
 // a started one holds: it is refused, saying who holds the file, and once
 // the first is closed a third starts.
@@ -344,6 +383,30 @@ func TestServer_HandleAfterStart(t *testing.T) {
 		}
 	}()
 	s.Handle("late", func(context.Context, *worker.Job) error { return nil })
+}
+
+// TestServer_HandleRefuses: a type no job may have, or a nil handler, whose
+// jobs would wait or fail for ever, is refused loudly.
+func TestServer_HandleRefuses(t *testing.T) {
+	s := server.New(server.Config{DB: filepath.Join(t.TempDir(), "sked.db")})
+	for _, c := range []struct {
+		typ  string
+		h    worker.HandlerFunc
+		want string
+	}{
+		{"", func(context.Context, *worker.Job) error { return nil }, "not a job type"},
+		{"thumb nail", func(context.Context, *worker.Job) error { return nil }, "not a job type"},
+		{"thumbnail", nil, "nil): give the function"},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), c.want) {
+					t.Errorf("Handle(%q, …): recovered %v, want a panic saying %q", c.typ, r, c.want)
+				}
+			}()
+			s.Handle(c.typ, c.h)
+		}()
+	}
 }
 
 // TestServer_Put: a program that declares a recurring job at every start

@@ -169,13 +169,19 @@ func New(cfg Config) *Server {
 
 // Handle registers h for jobs of type typ, run by this process's pool. Call
 // it before Start (or Run); a later registration of the same type replaces
-// the earlier. It panics after Start: the pool claims only the types it was
-// built with, and a handler registered later would never run.
+// the earlier. It panics after Start (the pool claims only the types it was
+// built with, and a handler registered later would never run), for a type
+// that no job may have, and for a nil h.
 func (s *Server) Handle(typ string, h worker.HandlerFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.built != nil || s.closed {
+	switch {
+	case s.built != nil || s.closed:
 		panic("server: Handle(" + strconv.Quote(typ) + ") called after Start: register every handler before Start or Run")
+	case !handlers.IsJobType(typ):
+		panic("server: Handle(" + strconv.Quote(typ) + "): not a job type; give letters, digits and _ . : -, such as \"thumbnail\"")
+	case h == nil:
+		panic("server: Handle(" + strconv.Quote(typ) + ", nil): give the function that runs its jobs")
 	}
 	s.handlers[typ] = h
 }
@@ -193,6 +199,9 @@ func (s *Server) Start(ctx context.Context) error {
 		return ErrClosed
 	case s.built != nil:
 		return errors.New("sked server already started")
+	}
+	if err := checkConfig(s.cfg); err != nil {
+		return err
 	}
 	if err := checkTokens(s.cfg); err != nil {
 		return err

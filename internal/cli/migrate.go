@@ -24,8 +24,8 @@ func migrateCmd(env Env) *cobra.Command {
 			"the nodes that share a PostgreSQL database start.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkDB(dsn); err != nil {
-				return err
+			if err := server.CheckDB("--db", dsn); err != nil {
+				return usagef("%v", err)
 			}
 			where := postgres.Redacted(dsn)
 			_, statErr := os.Stat(dsn) // a new SQLite file is created

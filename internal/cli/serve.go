@@ -3,11 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -129,8 +126,8 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if err := checkGrace(c.Grace); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkDB(c.DB); err != nil {
-		errs = append(errs, err)
+	if err := server.CheckDB("--db", c.DB); err != nil {
+		errs = append(errs, usagef("%v", err))
 	}
 	if !fs.Changed("claim-ahead") {
 		s.claimAhead = min(s.claimAhead, c.Lease/4) // the default fits a short --lease
@@ -192,37 +189,6 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		c.JobDefaults[server.AnyType] = db.Defaults{MaxAttempts: s.defaultAttempts, Backoff: s.defaultBackoff}
 	}
 	return errors.Join(errs...)
-}
-
-// checkDB refuses a --db that is, not a postgres:// URL, one that would
-// otherwise name a SQLite file by mistake: a URL of another scheme (a typo
-// of postgres://, another database, a sqlite:// or file: URI), a libpq
-// keyword/value connection string ("host=db dbname=sked …"), a directory,
-// or a path in a directory that does not exist. A URL or connection string
-// is not echoed: it may hold a password.
-func checkDB(db string) error {
-	if postgres.IsURL(db) {
-		return nil
-	}
-	if scheme, _, ok := strings.Cut(db, ":"); ok && (strings.Contains(db, "://") || scheme == "file") && !strings.ContainsAny(scheme, `/\.`) {
-		return usagef("--db with a %s: URL: only postgres:// (or postgresql://) URLs name a database; anything else is the path of a SQLite file, "+
-			"such as ./sked.db", scheme)
-	}
-	if fi, err := os.Stat(db); err == nil && fi.IsDir() {
-		return usagef("--db %s is a directory; give the path of the database file, such as %s", db, filepath.Join(db, "sked.db"))
-	}
-	dir := filepath.Dir(db)
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return usagef("--db %s: directory %s does not exist; create it (mkdir -p %s) or give a path in one that does", db, dir, dir)
-	}
-	for f := range strings.FieldsSeq(db) {
-		key, _, ok := strings.Cut(f, "=")
-		if ok && (key == "host" || key == "hostaddr" || key == "dbname" || key == "user" || key == "password" || key == "port" || key == "sslmode") {
-			return usagef("--db reads as a PostgreSQL connection string of key=value pairs, which sked would take for a SQLite file name; " +
-				"give a URL such as postgres://USER:PASSWORD@HOST:5432/DBNAME")
-		}
-	}
-	return nil
 }
 
 // checkGrace refuses a --grace that is not above zero: 0, which the pool

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/wire"
+	"github.com/sked-dev/sked/worker"
+)
+
+// CheckDB refuses a database setting (named name in its errors: --db,
+// Config.DB) that is, not a postgres:// URL, one that would otherwise name
+// a SQLite file by mistake: a URL of another scheme (a typo of
+// postgres://, another database, a sqlite:// or file: URI), a libpq
+// keyword/value connection string ("host=db dbname=sked …"), a directory,
+// or a path in a directory that does not exist. A URL or connection string
+// is not echoed: it may hold a password.
+func CheckDB(name, db string) error {
+	if postgres.IsURL(db) {
+		return nil
+	}
+	if scheme, _, ok := strings.Cut(db, ":"); ok && (strings.Contains(db, "://") || scheme == "file") && !strings.ContainsAny(scheme, `/\.`) {
+		return fmt.Errorf("%s with a %s: URL: only postgres:// (or postgresql://) URLs name a database; anything else is the path of a SQLite file, "+
+			"such as ./sked.db", name, scheme)
+	}
+	for f := range strings.FieldsSeq(db) {
+		key, _, ok := strings.Cut(f, "=")
+		if ok && (key == "host" || key == "hostaddr" || key == "dbname" || key == "user" || key == "password" || key == "port" || key == "sslmode") {
+			return fmt.Errorf("%s reads as a PostgreSQL connection string of key=value pairs, which sked would take for a SQLite file name; "+
+				"give a URL such as postgres://USER:PASSWORD@HOST:5432/DBNAME", name)
+		}
+	}
+	if fi, err := os.Stat(db); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s %s is a directory; give the path of the database file, such as %s", name, db, filepath.Join(db, "sked.db"))
+	}
+	dir := filepath.Dir(db)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s %s: directory %s does not exist; create it (mkdir -p %s) or give a path in one that does", name, db, dir, dir)
+	}
+	return nil
+}
+
+// checkConfig refuses what cfg, with its defaults filled in, cannot run
+// with: the database setting CheckDB refuses, no worker slot, a lease
+// shorter than wire.MinLease (renewals could not keep it), a negative
+// grace.
+func checkConfig(cfg Config) error {
+	var errs []error
+	if err := CheckDB("Config.DB", cfg.DB); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Workers < 1 {
+		errs = append(errs, fmt.Errorf("Config.Workers %d: must be at least 1 (0: the default, %d)", cfg.Workers, worker.DefaultSlots))
+	}
+	if cfg.Lease < wire.MinLease {
+		errs = append(errs, fmt.Errorf("Config.Lease %s: must be at least %s (0: the default, %s)", cfg.Lease, wire.MinLease, db.DefaultLease))
+	}
+	if cfg.Grace < 0 {
+		errs = append(errs, fmt.Errorf("Config.Grace %s: must be above zero, such as 1ms to stop running jobs at once (0: the default, %s)", cfg.Grace, worker.DefaultGrace))
+	}
+	return errors.Join(errs...)
+}
