@@ -179,6 +179,9 @@ func (c *Client) moveOn(i int64, err error) {
 // sendTo sends the request with body b (none when nil) to the server at
 // root base.
 func (c *Client) sendTo(ctx context.Context, base, method, path, contentType string, b []byte, out any) (*http.Response, error) {
+	if base == "" {
+		return nil, errors.New("client: BaseURL is not set; give the server's root, such as http://127.0.0.1:8080")
+	}
 	var rd io.Reader
 	if b != nil {
 		rd = bytes.NewReader(b)

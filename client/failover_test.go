@@ -197,3 +197,12 @@ func TestClient_FailoverContext(t *testing.T) {
 		t.Fatalf("heartbeat to one server that does not answer: got %v, want context.DeadlineExceeded", err)
 	}
 }
+
+// TestClient_NoBaseURL: a Client whose BaseURL was not set says so, not
+// "unsupported protocol scheme".
+func TestClient_NoBaseURL(t *testing.T) {
+	var c client.Client
+	if _, err := c.JobGet(t.Context(), "x"); err == nil || !strings.Contains(err.Error(), "BaseURL is not set") {
+		t.Errorf("JobGet on a zero Client: %v", err)
+	}
+}

@@ -285,6 +285,22 @@ func TestServer_EnqueueTx(t *testing.T) {
 	if _, _, err := s.EnqueueTx(ctx, nil, wire.JobCreateRequest{Type: "greet"}); err == nil || !strings.Contains(err.Error(), "no transaction") {
 		t.Errorf("EnqueueTx without a transaction: %v", err)
 	}
+	// A transaction on another schema (where sked has no tables) is told
+	// the rule, not only PostgreSQL's "relation does not exist".
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA elsewhere`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL search_path TO elsewhere`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.EnqueueTx(ctx, tx, wire.JobCreateRequest{Type: "greet"}); err == nil || !strings.Contains(err.Error(), "not on sked's database and schema") {
+		t.Errorf("EnqueueTx on another schema: %v", err)
+	}
+	tx.Rollback(ctx)
 	var jobs int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&jobs); err != nil || jobs != 1 {
 		t.Errorf("jobs: %d, %v; want the committed one only", jobs, err)

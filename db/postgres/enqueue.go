@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sked-dev/sked/db"
 )
@@ -38,6 +39,10 @@ func (s *Store) JobCreateTx(ctx context.Context, ptx pgx.Tx, p db.JobCreateParam
 	jobs, created, err := s.CreateIn(ctx, t, []db.JobCreateParams{p}, false)
 	if err == nil {
 		err = t.flush(ctx) // the writes still queued; the caller commits
+	}
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		return db.Job{}, false, fmt.Errorf("create job in transaction: %s: the transaction is not on sked's database and schema; "+
+			"begin it on a connection to the database sked uses, with the same search_path: %w", pgErr.Message, translate(err))
 	}
 	if err != nil {
 		return db.Job{}, false, fmt.Errorf("create job in transaction: %w", translate(err))
