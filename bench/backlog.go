@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"time"
+
+	"github.com/sked-dev/sked/db/sqlite"
 )
 
 // backlogChunk is the jobs inserted per transaction.
@@ -26,7 +29,7 @@ func (e *env) insertBacklog(ctx context.Context, n int) error {
 
 // insertSQLiteBacklog is insertBacklog on the SQLite database at path.
 func insertSQLiteBacklog(ctx context.Context, path string, n int) error {
-	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_txlock=immediate")
+	conn, err := sql.Open("sqlite", sqlite.FileURI(path, url.Values{"_pragma": {"busy_timeout(10000)"}, "_txlock": {"immediate"}}))
 	if err != nil {
 		return fmt.Errorf("open backlog connection: %w", err)
 	}

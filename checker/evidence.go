@@ -14,7 +14,7 @@ import (
 	"sort"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"github.com/sked-dev/sked/db/sqlite" // registers the "sqlite" driver too
 )
 
 // Client log operations.
@@ -286,7 +286,7 @@ func (e *evidence) loadDB(ctx context.Context) error {
 	q.Set("mode", "ro")
 	q.Add("_pragma", "busy_timeout(5000)")
 	q.Add("_pragma", "query_only(1)")
-	conn, err := sql.Open("sqlite", "file:"+e.in.DB+"?"+q.Encode())
+	conn, err := sql.Open("sqlite", sqlite.FileURI(e.in.DB, q))
 	if err != nil {
 		return fmt.Errorf("open database %s: %w", e.in.DB, err)
 	}

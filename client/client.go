@@ -117,6 +117,9 @@ func (c *Client) doResponse(ctx context.Context, method, path string, body, out 
 // left among the servers still to try, so that a server that does not
 // answer leaves the next ones time.
 func (c *Client) send(ctx context.Context, method, path, contentType string, body, out any) (*http.Response, error) {
+	if c.BaseURL == "" {
+		return nil, errors.New("client: BaseURL is not set; give the server's root, such as http://127.0.0.1:8080")
+	}
 	var b []byte
 	if body != nil {
 		var err error
@@ -179,9 +182,6 @@ func (c *Client) moveOn(i int64, err error) {
 // sendTo sends the request with body b (none when nil) to the server at
 // root base.
 func (c *Client) sendTo(ctx context.Context, base, method, path, contentType string, b []byte, out any) (*http.Response, error) {
-	if base == "" {
-		return nil, errors.New("client: BaseURL is not set; give the server's root, such as http://127.0.0.1:8080")
-	}
 	var rd io.Reader
 	if b != nil {
 		rd = bytes.NewReader(b)

@@ -19,11 +19,19 @@ import (
 // a SQLite file by mistake: a URL of another scheme (a typo of
 // postgres://, another database, a sqlite:// or file: URI), a libpq
 // keyword/value connection string ("host=db dbname=sked …"), a directory,
-// or a path in a directory that does not exist. A URL or connection string
-// is not echoed: it may hold a password.
+// a database in memory (":memory:"), or a path in a directory that does
+// not exist. A URL or connection string is not echoed: it may hold a
+// password.
 func CheckDB(name, db string) error {
 	if postgres.IsURL(db) {
 		return nil
+	}
+	if lower := strings.ToLower(db); strings.HasPrefix(lower, "postgres:") || strings.HasPrefix(lower, "postgresql:") {
+		return fmt.Errorf("%s begins like a PostgreSQL URL but is not one; write it as postgres://USER:PASSWORD@HOST:5432/DBNAME", name)
+	}
+	if strings.HasPrefix(db, ":memory:") {
+		return fmt.Errorf("%s %s is a database in memory, which sked's connections would not share and which is lost when it stops; "+
+			"give the path of a file, such as ./sked.db", name, db)
 	}
 	if scheme, _, ok := strings.Cut(db, ":"); ok && (strings.Contains(db, "://") || scheme == "file") && !strings.ContainsAny(scheme, `/\.`) {
 		return fmt.Errorf("%s with a %s: URL: only postgres:// (or postgresql://) URLs name a database; anything else is the path of a SQLite file, "+
@@ -41,6 +49,10 @@ func CheckDB(name, db string) error {
 	}
 	dir := filepath.Dir(db)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if strings.Contains(db, "@") { // a mistyped URL, whose password is not shown
+			return fmt.Errorf("%s …%s: the directory of this path does not exist; if it is a URL, write it as "+
+				"postgres://USER:PASSWORD@HOST:5432/DBNAME, else create the directory or give a path in one that does", name, db[strings.LastIndex(db, "@"):])
+		}
 		return fmt.Errorf("%s %s: directory %s does not exist; create it (mkdir -p %s) or give a path in one that does", name, db, dir, dir)
 	}
 	return nil

@@ -270,7 +270,11 @@ func TestServer_EnqueueTx(t *testing.T) {
 
 	// A transaction that has ended is refused: the job's statements would
 	// commit on their own.
-	for _, end := range []func(pgx.Tx) error{func(tx pgx.Tx) error { return tx.Commit(ctx) }, func(tx pgx.Tx) error { return tx.Rollback(ctx) }} {
+	for _, end := range []func(pgx.Tx) error{
+		func(tx pgx.Tx) error { return tx.Commit(ctx) },
+		func(tx pgx.Tx) error { return tx.Rollback(ctx) },
+		func(tx pgx.Tx) error { _, err := tx.Exec(ctx, "COMMIT"); return err },
+	} {
 		tx, err := conn.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -330,6 +334,9 @@ func TestServer_StartRefusesConfig(t *testing.T) {
 		{server.Config{DB: "host=127.0.0.1 user=sked password=hunter2 dbname=sked"}, "Config.DB reads as a PostgreSQL connection string"},
 		{server.Config{DB: "postgress://sked:hunter2@127.0.0.1/sked"}, "Config.DB with a postgress: URL"},
 		{server.Config{DB: dir}, "Config.DB " + dir + " is a directory"},
+		{server.Config{DB: "postgres:/sked:hunter2@127.0.0.1/sked"}, "Config.DB begins like a PostgreSQL URL but is not one"},
+		{server.Config{DB: "postgrse:/sked:hunter2@127.0.0.1/sked"}, "Config.DB …@127.0.0.1/sked: the directory of this path does not exist"},
+		{server.Config{DB: ":memory:"}, "Config.DB :memory: is a database in memory"},
 		{server.Config{DB: file, Workers: -1}, "Config.Workers -1: must be at least 1"},
 		{server.Config{DB: file, Lease: time.Millisecond}, "Config.Lease 1ms: must be at least"},
 		{server.Config{DB: file, Grace: -time.Second}, "Config.Grace -1s: must be above zero"},

@@ -18,8 +18,9 @@ import (
 // (an order and the job that ships it). It is JobCreate otherwise, with the
 // transaction's clock; the dispatchers of every node are woken when ptx
 // commits. A failed statement leaves ptx aborted, as any does: roll it
-// back. A transaction that has ended (committed or rolled back) is refused
-// with pgx.ErrTxClosed: the job's statements would commit on their own.
+// back. A transaction that has ended (committed or rolled back, through
+// pgx or as SQL) is refused with pgx.ErrTxClosed: the job's statements
+// would commit on their own.
 func (s *Store) JobCreateTx(ctx context.Context, ptx pgx.Tx, p db.JobCreateParams) (db.Job, bool, error) {
 	if ptx == nil {
 		return db.Job{}, false, errors.New("create job in transaction: no transaction given; begin one on the store's database")
@@ -35,14 +36,17 @@ func (s *Store) JobCreateTx(ctx context.Context, ptx pgx.Tx, p db.JobCreateParam
 	if err := ptx.QueryRow(ctx, `SELECT coalesce($1::timestamptz, now())`, at).Scan(&t.now); err != nil {
 		return db.Job{}, false, fmt.Errorf("create job in transaction: read clock: %w", translate(err))
 	}
+	if ptx.Conn().PgConn().TxStatus() != 'T' { // ended by a COMMIT or ROLLBACK sent as SQL
+		return db.Job{}, false, fmt.Errorf("create job in transaction: the transaction has ended: %w", pgx.ErrTxClosed)
+	}
 	t.now = t.now.UTC()
 	jobs, created, err := s.CreateIn(ctx, t, []db.JobCreateParams{p}, false)
 	if err == nil {
 		err = t.flush(ctx) // the writes still queued; the caller commits
 	}
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
-		return db.Job{}, false, fmt.Errorf("create job in transaction: %s: the transaction is not on sked's database and schema; "+
-			"begin it on a connection to the database sked uses, with the same search_path: %w", pgErr.Message, translate(err))
+		return db.Job{}, false, fmt.Errorf("create job in transaction: the transaction is not on sked's database and schema; "+
+			"begin it on a connection to the database sked uses, with the same search_path: %w", translate(err))
 	}
 	if err != nil {
 		return db.Job{}, false, fmt.Errorf("create job in transaction: %w", translate(err))

@@ -40,7 +40,7 @@ func openReadOnly(path string) (*sql.DB, error) {
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", 2*busyTimeout.Milliseconds()))
-	d, err := sql.Open("sqlite", fileURI(path, q))
+	d, err := sql.Open("sqlite", FileURI(path, q))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -188,14 +188,21 @@ func dsn(path, sync string, writer bool) string {
 	} else {
 		q.Add("_pragma", "query_only(1)")
 	}
-	return fileURI(path, q)
+	return FileURI(path, q)
 }
 
-// fileURI is the SQLite URI of the file at path with the parameters q: the
-// characters a URI gives a meaning to (% ? #) are escaped, so that the file
-// opened is the one named, the one the lock file is made beside.
-func fileURI(path string, q url.Values) string {
-	return "file:" + uriPath.Replace(path) + "?" + q.Encode()
+// FileURI is the SQLite URI of the file at path with the parameters q (the
+// driver's _pragma and _txlock among them): the characters a URI gives a
+// meaning to (% ? #) are escaped, and an absolute path is written after
+// an empty authority (file:///…), so that a path beginning with // is not
+// read as a host; the file opened is the one named, the one the lock file
+// is made beside.
+func FileURI(path string, q url.Values) string {
+	prefix := "file:"
+	if strings.HasPrefix(path, "/") {
+		prefix = "file://"
+	}
+	return prefix + uriPath.Replace(path) + "?" + q.Encode()
 }
 
 var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")

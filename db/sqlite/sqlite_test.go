@@ -113,4 +113,13 @@ func TestOpen_PathWithURICharacters(t *testing.T) {
 	if _, err := os.Stat(path); err != nil || slices.ContainsFunc(names, func(n string) bool { return n == "jobs " || strings.HasPrefix(n, "jobs #1?xA") }) {
 		t.Fatalf("files made: %q; want %q and its WAL", names, filepath.Base(path))
 	}
+	// A path beginning with // is a path, not a URI's host.
+	s, err = sqlite.Open(context.Background(), "/"+filepath.Join(dir, "slashed.db"))
+	if err != nil {
+		t.Fatalf("open //…: %v", err)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, "slashed.db")); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -40,7 +40,7 @@ func OpenRaw(t testing.TB) (*sqlite.Store, *sql.DB) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sked.db")
 	s := openAt(t, path)
-	raw, err := sql.Open("sqlite", "file:"+path)
+	raw, err := sql.Open("sqlite", sqlite.FileURI(path, nil))
 	if err != nil {
 		t.Fatalf("open the store's file: %v", err)
 	}
