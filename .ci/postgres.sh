@@ -4,8 +4,9 @@
 # when we are root: PostgreSQL refuses to run as root), listening on
 # 127.0.0.1 only, and exports SKED_TEST_POSTGRES naming a fresh database.
 #
-# Sourced (as .ci/run does), the server is stopped and removed when the
-# calling script exits. Run directly, it stays up and the script prints the
+# Sourced, the server is stopped and removed when the calling script
+# exits (.ci/run does not source it: the tests start their own, see
+# internal/testpg). Run directly, it stays up and the script prints the
 # line to export:
 #
 #   eval "$(.ci/postgres.sh)"     # then: go test ./db/postgres/...

@@ -24,7 +24,7 @@ func TestRun(t *testing.T) {
 		{"postgres", "", 0, []string{
 			"go test -json -timeout=20m -race=false -count=1 -run=^TestHelperNeedsPostgres$ ../testneeds\n",
 			"ok  \tgithub.com/sked-dev/sked/internal/testneeds\t",
-			"Not run here (SKED_TEST_REQUIRE=NAME,… turns a missing NAME into a failure; .ci/run installs them all and sets it):\n" +
+			"Not run here (SKED_TEST_REQUIRE=NAME,… turns a missing NAME into a failure; .ci/run installs them all and fails on anything listed here):\n" +
 				"  postgres: 1 test in ./internal/testneeds skipped:\n" +
 				"    the test says so (1)\n" +
 				"    to run: " + how + "\n" +
@@ -84,17 +84,21 @@ func TestRun_RaceRequired(t *testing.T) {
 	}
 }
 
-// TestSummary_EverythingRan says so when no test skipped and the race
-// detector was on.
+// TestSummary_EverythingRan says so when no test skipped for want of a
+// need (one skipped by its own choice is listed below) and the race
+// detector was on: the line .ci/run looks for.
 func TestSummary_EverythingRan(t *testing.T) {
 	var out strings.Builder
 	s := newSummary(&out, "example.com/m")
 	s.event(event{Action: "pass", Package: "example.com/m/a", Test: "TestA"})
+	s.event(event{Action: "output", Package: "example.com/m/a", Test: "TestB", Output: "    b_test.go:3: a helper process\n"})
+	s.event(event{Action: "skip", Package: "example.com/m/a", Test: "TestB"})
 	s.event(event{Action: "pass", Package: "example.com/m/a"})
 	if status := s.print("", 0); status != 0 {
 		t.Errorf("status %d, want 0", status)
 	}
-	want := "\nEverything ran: no test skipped, the race detector on.\nPASS: 1 test passed, 0 failed, 0 skipped, in 1 package\n"
+	want := "\n" + everythingRan + "\nSkipped by the tests' own choice (1 test):\n  ./a TestB: b_test.go:3: a helper process\n" +
+		"PASS: 1 test passed, 0 failed, 1 skipped, in 1 package\n"
 	if out.String() != want {
 		t.Errorf("printed:\n%q\nwant:\n%q", out.String(), want)
 	}
