@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -124,8 +123,11 @@ func (ro role) allows(r *http.Request) bool {
 // isDryRun reports whether r is a put of a named job as a dry run (sked
 // apply --dry-run): it writes nothing, so a read token may make it.
 func isDryRun(r *http.Request) bool {
-	dry, err := strconv.ParseBool(r.URL.Query().Get("dryRun"))
-	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/jobs/by-name/") && err == nil && dry
+	if r.Method != http.MethodPut || !strings.HasPrefix(r.URL.Path, "/jobs/by-name/") {
+		return false
+	}
+	dry, err := dryRunParam(r)
+	return err == nil && dry
 }
 
 // refusal is the detail of a 403 to a token of this role for r.

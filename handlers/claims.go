@@ -146,16 +146,13 @@ func (h *handler) refuseClaim(w http.ResponseWriter, r *http.Request, req *wire.
 // checkWorkerID refuses an id that a remote worker may not claim or report
 // under, with a *db.ValidationError.
 func checkWorkerID(id string) error {
-	invalid := func(format string, args ...any) error {
-		return &db.ValidationError{Field: "workerId", Msg: fmt.Sprintf(format, args...)}
-	}
 	switch {
 	case id == "":
-		return invalid("workerId is required: a name for this worker, such as its host name and process id")
+		return fieldError("workerId", "workerId is required: a name for this worker, such as its host name and process id")
 	case len(id) > maxWorkerIDLen:
-		return invalid("workerId is %d bytes long; at most %d are allowed", len(id), maxWorkerIDLen)
+		return fieldError("workerId", "workerId is %d bytes long; at most %d are allowed", len(id), maxWorkerIDLen)
 	case strings.HasPrefix(id, ServeWorkerPrefix):
-		return invalid("workerId %q begins with %q, which names the pools inside sked serve (a restart of sked serve takes their "+
+		return fieldError("workerId", "workerId %q begins with %q, which names the pools inside sked serve (a restart of sked serve takes their "+
 			"jobs back while they run); name this worker otherwise, such as by its host name and process id", id, ServeWorkerPrefix)
 	}
 	return nil

@@ -166,7 +166,7 @@ func New(cfg Config) *API {
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
-	h.remote = newRemoteLeases(cfg.Store.Now, leaseHeld(cfg.Store, h.logger))
+	h.remote = newRemoteLeases(cfg.Store, h.logger)
 	h.tokens = tokensOf(cfg)
 	for _, host := range cfg.AllowedHosts {
 		h.allowedHosts = append(h.allowedHosts, hostName(host))

@@ -145,7 +145,7 @@ func (c *jobCheck) checkType() error {
 		return fieldError("type", "type is required: the kind of work, such as \"http\", \"exec\" or a handler's name")
 	case len(t) > maxTypeLen:
 		return fieldError("type", "type is %d characters long; at most %d are allowed", len(t), maxTypeLen)
-	case strings.IndexFunc(t, func(c rune) bool { return !isTypeChar(c) }) >= 0:
+	case !IsJobType(t):
 		return fieldError("type", "type %q may contain only letters, digits and _ . : -", t)
 	}
 	return nil

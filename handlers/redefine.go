@@ -117,6 +117,13 @@ func checkKept(j db.Job, req jobCreateRequest) error {
 // that very definition: such a put changes nothing and is answered so, for
 // sked apply sends every job of its file, also those stored by a server
 // that runs their type.
+// dryRunParam reads r's dryRun query parameter: false when absent, an
+// error when it is not a boolean. The read role's check (isDryRun) reads it
+// here too, so that both agree on what is a dry run.
+func dryRunParam(r *http.Request) (bool, error) {
+	return strconv.ParseBool(cmp.Or(r.URL.Query().Get("dryRun"), "false"))
+}
+
 func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	p, bodyErr := h.jobCreateBody(w, r, name)
@@ -125,7 +132,7 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, bodyErr)
 		return
 	}
-	dry, err := strconv.ParseBool(cmp.Or(r.URL.Query().Get("dryRun"), "false"))
+	dry, err := dryRunParam(r)
 	if err != nil {
 		h.error(w, r, &requestError{Status: http.StatusBadRequest, Field: "dryRun", Msg: "dryRun is true or false"})
 		return

@@ -19,10 +19,8 @@ import (
 // those workers can still renew and report through this server while it
 // stops.
 type remoteLeases struct {
-	now func() time.Time // the store's clock, which lease ends are read on
-	// stillHeld reports whether the store still has job id leased with
-	// generation; an error counts as held.
-	stillHeld func(ctx context.Context, id string, generation int64) bool
+	store db.Store // whose clock lease ends are read on
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	held    map[string]heldLease // by job id; guarded by mu
@@ -40,8 +38,8 @@ type heldLease struct {
 // ended ones to drop.
 const minPruneAt = 64
 
-func newRemoteLeases(now func() time.Time, stillHeld func(ctx context.Context, id string, generation int64) bool) *remoteLeases {
-	return &remoteLeases{now: now, stillHeld: stillHeld, held: map[string]heldLease{}, pruneAt: minPruneAt, changed: make(chan struct{})}
+func newRemoteLeases(store db.Store, log *slog.Logger) *remoteLeases {
+	return &remoteLeases{store: store, log: log, held: map[string]heldLease{}, pruneAt: minPruneAt, changed: make(chan struct{})}
 }
 
 // hold records that job id is leased with generation until until. A later
@@ -74,7 +72,7 @@ func (l *remoteLeases) end(id string, generation int64) {
 // prune drops the leases that ran out and returns how many are left, the
 // earliest end among them and a channel closed when one ends. l.mu is held.
 func (l *remoteLeases) prune() (left int, next time.Time, changed <-chan struct{}) {
-	now := l.now()
+	now := l.store.Now()
 	for id, h := range l.held {
 		switch {
 		case !h.until.After(now):
@@ -106,7 +104,7 @@ func (l *remoteLeases) wait(ctx context.Context) int {
 				return 0
 			}
 		}
-		t := time.NewTimer(min(max(next.Sub(l.now()), time.Millisecond), time.Second))
+		t := time.NewTimer(min(max(next.Sub(l.store.Now()), time.Millisecond), time.Second))
 		select {
 		case <-changed:
 		case <-t.C:
@@ -140,22 +138,21 @@ func (l *remoteLeases) dropReleased(ctx context.Context) int {
 	return len(l.held)
 }
 
-// leaseHeld reports whether store still has job id leased with generation
-// (running under it); a failed read counts as held, and is logged.
-func leaseHeld(store db.Store, log *slog.Logger) func(ctx context.Context, id string, generation int64) bool {
-	return func(ctx context.Context, id string, generation int64) bool {
-		j, err := store.JobGet(ctx, id)
-		switch {
-		case errors.Is(err, db.ErrNotFound):
-			return false
-		case err != nil:
-			if ctx.Err() == nil { // not a read cut short (the drain's end, or its second)
-				log.WarnContext(ctx, "read a job that a remote worker held, to see whether its run was reported elsewhere", "job_id", id, "err", err)
-			}
-			return true
+// stillHeld reports whether the store still has job id leased with
+// generation (running under it); a failed read counts as held, and is
+// logged.
+func (l *remoteLeases) stillHeld(ctx context.Context, id string, generation int64) bool {
+	j, err := l.store.JobGet(ctx, id)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return false
+	case err != nil:
+		if ctx.Err() == nil { // not a read cut short (the drain's end, or its second)
+			l.log.WarnContext(ctx, "read a job that a remote worker held, to see whether its run was reported elsewhere", "job_id", id, "err", err)
 		}
-		return j.State == db.StateRunning && j.LeaseGeneration == generation
+		return true
 	}
+	return j.State == db.StateRunning && j.LeaseGeneration == generation
 }
 
 // Drain waits, while the server shuts down (Config.Shutdown closed), for

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +40,7 @@ func OpenStore(ctx context.Context, dsn string, log *slog.Logger) (db.Store, err
 // there, no such database or role, a role that may not create tables.
 // Other errors pass as they are.
 func postgresOpenError(dsn string, err error) error {
-	where := postgres.Redacted(dsn)
+	where, mode := postgres.Redacted(dsn), sslMode(dsn)
 	var (
 		pgErr   *pgconn.PgError
 		connErr *pgconn.ConnectError
@@ -66,9 +67,9 @@ func postgresOpenError(dsn string, err error) error {
 	case errors.As(err, &connErr) && errors.As(err, &bodyErr): // a reply no PostgreSQL sends
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: what answers there is not PostgreSQL (is it sked's own HTTP port?); "+
 			"check the host and port in --db", where)
-	case errors.As(err, &connErr) && strings.Contains(err.Error(), "server refused TLS connection") && requiresTLS(dsn):
+	case errors.As(err, &connErr) && strings.Contains(err.Error(), "server refused TLS connection") && (mode == "require" || strings.HasPrefix(mode, "verify-")):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: what answers there refused TLS, which sslmode=%s asks for; "+
-			"check the host and port in --db, then that the server has ssl on (or, on a network you trust, use sslmode=disable)", where, sslMode(dsn))
+			"check the host and port in --db, then that the server has ssl on (or, on a network you trust, use sslmode=disable)", where, mode)
 	case errors.As(err, &connErr):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %w", where, connErr)
 	}
@@ -77,17 +78,11 @@ func postgresOpenError(dsn string, err error) error {
 
 // sslMode is dsn's sslmode, "prefer" (pgx's default) when it has none.
 func sslMode(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Query().Get("sslmode") != "" {
-		return u.Query().Get("sslmode")
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "prefer"
 	}
-	return "prefer"
-}
-
-// requiresTLS reports whether dsn's sslmode refuses a connection without
-// TLS.
-func requiresTLS(dsn string) bool {
-	m := sslMode(dsn)
-	return m == "require" || strings.HasPrefix(m, "verify-")
+	return cmp.Or(u.Query().Get("sslmode"), "prefer")
 }
 
 // quickCheckMax is the largest SQLite file checked at start: quick_check

@@ -178,11 +178,13 @@ func clientCmds(env Env) []*cobra.Command {
 		addCmd(env), lsCmd(env), showCmd(env), runsCmd(env), editCmd(env), applyCmd(env), exportCmd(env),
 		cancelCmd(env),
 		pauseCmd(env),
-		actionCmd(env, "resume", "Resume a paused job", "resumed", (*skedapi.Client).JobResume),
-		actionCmd(env, "retry", "Move a dead job back to ready", "retried", (*skedapi.Client).JobRetry),
-		actionCmd(env, "trigger", "Run a job once now (a schedule keeps its pending slot)", "triggered", (*skedapi.Client).JobTrigger),
-		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of", (*skedapi.Client).JobSkip),
-		cancelRunCmd(env),
+		actionCmd(env, "resume", "Resume a paused job", "resumed", "", (*skedapi.Client).JobResume),
+		actionCmd(env, "retry", "Move a dead job back to ready", "retried", "", (*skedapi.Client).JobRetry),
+		actionCmd(env, "trigger", "Run a job once now (a schedule keeps its pending slot)", "triggered", "", (*skedapi.Client).JobTrigger),
+		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of", "", (*skedapi.Client).JobSkip),
+		actionCmd(env, "cancel-run", "Stop a job's running run (its handler's context ends; commands get SIGTERM)", "asked to stop the run of",
+			"(a worker in this server's own pool stops it at once; another node's pool or sked work "+
+				"at its next heartbeat, within a third of its lease: 10s by default)", (*skedapi.Client).JobCancelRun),
 		backfillCmd(env), workersCmd(env),
 	}
 }
@@ -494,32 +496,19 @@ func lastLine(s string) string {
 
 // actionCmd is a command that changes one job's state with do (a client
 // method: resume, retry, trigger, skip, cancel-run) and prints the job
-// after it.
-func actionCmd(env Env, name, short, verb string, do func(*skedapi.Client, context.Context, string) (db.Job, error)) *cobra.Command {
+// after it, and then note, when there is one, unless the output is JSON.
+func actionCmd(env Env, name, short, verb, note string, do func(*skedapi.Client, context.Context, string) (db.Job, error)) *cobra.Command {
 	return jobCommand(env, name+" ID|NAME", short, func(ctx context.Context, a *api, id string) error {
 		job, err := do(a.c, ctx, id)
 		if err != nil {
 			return err
 		}
-		return a.printAction(verb, id, job)
-	})
-}
-
-// cancelRunCmd asks the handler of a job's running run to stop.
-func cancelRunCmd(env Env) *cobra.Command {
-	return jobCommand(env, "cancel-run ID|NAME", "Stop a job's running run (its handler's context ends; commands get SIGTERM)",
-		func(ctx context.Context, a *api, id string) error {
-			job, err := a.c.JobCancelRun(ctx, id)
-			if err != nil {
-				return err
-			}
-			if err := a.printAction("asked to stop the run of", id, job); err != nil || a.json {
-				return err
-			}
-			_, err = fmt.Fprintln(a.env.Stdout, "(a worker in this server's own pool stops it at once; another node's pool or sked work "+
-				"at its next heartbeat, within a third of its lease: 10s by default)")
+		if err := a.printAction(verb, id, job); err != nil || a.json || note == "" {
 			return err
-		})
+		}
+		_, err = fmt.Fprintln(a.env.Stdout, note)
+		return err
+	})
 }
 
 // cancelCmd cancels a job no worker holds; the server answers with no job.
