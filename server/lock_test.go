@@ -51,3 +51,46 @@ func TestLockStore_NotADatabase(t *testing.T) {
 	}
 	f.Close()
 }
+
+// TestLockDB_Symlinks: a symbolic link to the database, or to its
+// directory, names the database's own lock, so that a second sked serve
+// through the link is refused rather than running the same jobs at once.
+func TestLockDB_Symlinks(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "data", "sked.db")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fileLink, dirLink := filepath.Join(dir, "other.db"), filepath.Join(dir, "linked")
+	if err := os.Symlink(real, fileLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(real), dirLink); err != nil {
+		t.Fatal(err)
+	}
+	want := lockName(real)
+	for _, path := range []string{fileLink, filepath.Join(dirLink, "sked.db"), filepath.Join(dir, "data", ".", "sked.db")} {
+		if got := lockName(path); got != want {
+			t.Errorf("lockName(%s) = %s; want the database's own lock %s", path, got, want)
+		}
+	}
+	// A new database through a linked directory: the lock is in the
+	// directory the link points to.
+	if got, want := lockName(filepath.Join(dirLink, "new.db")), filepath.Join(filepath.Dir(want), "new.db.lock"); got != want {
+		t.Errorf("lockName(a new database through a linked directory) = %s; want %s", got, want)
+	}
+	f, err := lockDB(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if g, err := lockDB(fileLink); err == nil {
+		g.Close()
+		t.Fatal("a second lock through a symbolic link to the database was taken")
+	} else if !strings.Contains(err.Error(), "holds") {
+		t.Fatalf("lockDB through a link: %v; want it refused as held", err)
+	}
+}

@@ -36,15 +36,15 @@ func flockWait(f *os.File, wait time.Duration) error {
 	}
 }
 
-// lockDB takes an exclusive flock on path+".lock", a file beside the SQLite
-// database, and writes this process's id into it. A second sked serve on
+// lockDB takes an exclusive flock on the database's lock file (see
+// lockName), and writes this process's id into it. A second sked serve on
 // the same database fails here, naming the holder, instead of sharing the
 // file: two dispatchers would each run their own reaper and clock guard over
 // one set of leases. The kernel drops the lock when the last descriptor of
 // the returned file is closed: when the process and the supervisors it gave
 // the file to have exited or been killed, so a crash never leaves it behind.
 func lockDB(path string) (*os.File, error) {
-	name := path + ".lock"
+	name := lockName(path)
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if errors.Is(err, syscall.EROFS) {
 		return nil, fmt.Errorf("database %s is on a read-only file system; sked serve writes to it and beside it (%w)", path, err)
@@ -89,6 +89,23 @@ func lockDB(path string) (*os.File, error) {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return f, nil
+}
+
+// lockName is the lock file of the SQLite database at path: the file it
+// names, with symbolic links resolved, and ".lock". A link to the database
+// or to its directory names the same lock as the database's own path, as
+// SQLite, which resolves them too, names the same -wal file: two sked
+// serves on one database through two names would run the same jobs at
+// once. (A hard link is another name SQLite cannot tell either; its
+// documentation says not to make one.)
+func lockName(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real + ".lock"
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil { // a new database
+		return filepath.Join(dir, filepath.Base(path)) + ".lock"
+	}
+	return path + ".lock"
 }
 
 // notWritable is the error for a database whose directory this process may
