@@ -34,15 +34,16 @@ func servePrefix(host string) string { return handlers.ServeWorkerPrefix + host 
 
 // reclaimPredecessor hands back at once the jobs the in-process pool of the
 // previous sked serve on this host held when it died (kill -9, power cut),
-// instead of after their leases run out. Only SQLite does: it is under the
+// instead of after their leases run out. It runs before this serve's pool
+// claims anything. Only SQLite does: it is under the
 // single-instance lock, so the predecessor is certainly dead; on PostgreSQL
 // several live nodes may share a host, so their leases are left to run out.
-func reclaimPredecessor(ctx context.Context, store db.Store, host, self string, log *slog.Logger) error {
+func reclaimPredecessor(ctx context.Context, store db.Store, host string, log *slog.Logger) error {
 	s, ok := store.(*sqlite.Store)
 	if !ok {
 		return nil
 	}
-	n, err := s.RunExpireOwnedBy(ctx, servePrefix(host), self)
+	n, err := s.RunExpireOwnedBy(ctx, servePrefix(host))
 	if err != nil {
 		return err
 	}

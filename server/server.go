@@ -288,7 +288,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	}
 	hostname, _ := os.Hostname()
 	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid())
-	if err := reclaimPredecessor(ctx, store, hostname, workerID, log); err != nil {
+	if err := reclaimPredecessor(ctx, store, hostname, log); err != nil {
 		return nil, err
 	}
 	pool := worker.NewPool(worker.PoolConfig{

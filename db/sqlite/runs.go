@@ -230,18 +230,19 @@ func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64,
 }
 
 // RunExpireOwnedBy ends now the leases of running jobs whose owner starts
-// with prefix, except those of owner keep, so that the reaper returns them at
-// once instead of when they run out. sked serve calls it at start for the
+// with prefix, so that the reaper returns them at once instead of when they
+// run out. sked serve calls it at start, before its own pool claims, for the
 // in-process pool of the serve it replaces: it holds the database's
-// single-instance lock, so that pool is dead and its leases cannot be live.
-// It returns how many leases it ended.
-func (s *Store) RunExpireOwnedBy(ctx context.Context, prefix, keep string) (int, error) {
+// single-instance lock, so that pool is dead and its leases cannot be live,
+// even those under this process's own worker id (a container's sked serve
+// is pid 1 each time it starts). It returns how many leases it ended.
+func (s *Store) RunExpireOwnedBy(ctx context.Context, prefix string) (int, error) {
 	var n int64
 	err := s.d.InTx(ctx, s.NowFunc, func(etx engine.Tx) error {
 		t := etx.(*tx)
 		res, err := t.tx.ExecContext(ctx, `UPDATE jobs INDEXED BY jobs_running SET lease_until = ?
-			WHERE state = 'running' AND lease_until >= ? AND substr(lease_owner, 1, ?) = ? AND lease_owner <> ?`,
-			fmtTime(t.now.Add(-time.Millisecond)), fmtTime(t.now), len(prefix), prefix, keep)
+			WHERE state = 'running' AND lease_until >= ? AND substr(lease_owner, 1, ?) = ?`,
+			fmtTime(t.now.Add(-time.Millisecond)), fmtTime(t.now), len(prefix), prefix)
 		if err != nil {
 			return err
 		}
