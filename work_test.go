@@ -462,6 +462,45 @@ func TestWork_StoppedInItsFirstWait(t *testing.T) {
 	}
 }
 
+// TestWork_StopRacesClaim: a worker stopped with SIGTERM just as its
+// waiting claim takes a job of one attempt. The claim's answer must not be
+// lost on the way (the job would stay leased to a worker that never heard
+// of it, and its lease run out as a spent attempt: dead, never run). Each
+// job is either run by the worker or handed back unrun (released, no
+// attempt spent), and a worker started afterwards runs every one.
+func TestWork_StopRacesClaim(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr)
+	srv := "http://" + addr
+	c := client{t, srv}
+	ev := filepath.Join(dir, "evidence")
+	var ids []string
+	for round := range 20 {
+		id := "box/" + strconv.Itoa(round)
+		w := startWork(t, addr, "stoprace", ev, "--worker-id", id, "--lease", "2s")
+		waitFor(t, "the worker's claim to wait", func() bool {
+			for _, wk := range okJSON[wire.WorkersResponse](t, srv, "workers").Workers {
+				if wk.WorkerID == id {
+					return true
+				}
+			}
+			return false
+		})
+		ids = append(ids, c.create(map[string]any{"type": "stoprace", "maxAttempts": 1}).ID)
+		time.Sleep(time.Duration(rand.IntN(6000)) * time.Microsecond)
+		stopGracefully(t, w.proc)
+		j := c.job(ids[round])
+		if j.State != db.StateDone && (j.State != db.StateReady || j.Attempt != 0) {
+			t.Fatalf("round %d: after the worker stopped its job is %s, attempt %d, leased to %q; want done, or ready and no attempt spent; runs %+v\n%s",
+				round, j.State, j.Attempt, j.LeaseOwner, c.runs(j.ID), w.log())
+		}
+	}
+	startWork(t, addr, "stoprace", ev)
+	waitLong(t, "every job done", 60*time.Second, func() bool { return allDone(c, ids) })
+	checkEvidence(t, ev, ids, nil, nil)
+}
+
 // TestWork_WorkerToken: a worker given a worker token (--worker-token) runs
 // jobs, and that token can do nothing else; a read token (--read-token)
 // lists jobs and can change none. Each refusal says which token it was.

@@ -23,10 +23,21 @@ const claimSlack = 15 * time.Second
 // server cannot be reached.
 const finishRetry = 250 * time.Millisecond
 
+// stopAnswerWait bounds how long a claim whose caller stopped waiting may
+// still take to be answered once the server was told the worker is
+// stopping; after it, or when the server cannot be told, the claim is
+// abandoned.
+const stopAnswerWait = 3 * time.Second
+
 // RunClaim leases up to p.Max (at most wire.MaxClaim) due jobs of p.Types to
 // p.WorkerID. The server holds the request until one is due or ClaimWait
-// passes, so an empty answer means nothing was due for that long. It fails
-// when ctx ends.
+// passes, so an empty answer means nothing was due for that long. When ctx
+// ends while the server holds it, the server is told that the worker is
+// stopping (POST /workers/stopping) and answers at once: the answer, with
+// the jobs it claimed, if any, is returned, so that none is left leased to
+// a worker that never heard of it. The claim fails when ctx ends before it
+// is sent, or when the server cannot be told or does not answer soon
+// after.
 func (c *Client) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
 	claims, _, err := c.RunClaimWaited(ctx, p)
 	return claims, err
@@ -48,12 +59,13 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 		}
 	}
 	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
 	defer cancel()
+	defer context.AfterFunc(ctx, func() { c.stopWaiting(rctx, cancel, p.WorkerID) })()
 	var resp wire.ClaimResponse
 	sent := time.Now()
 	n := min(p.Max, wire.MaxClaim)
-	err := c.do(ctx, http.MethodPost, "/claims", wire.ClaimRequest{
+	err := c.do(rctx, http.MethodPost, "/claims", wire.ClaimRequest{
 		WorkerID: p.WorkerID, Types: p.Types, Max: &n,
 		Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease)), Wait: wire.DurationJSON(wait),
 	}, &resp)
@@ -69,6 +81,23 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 		claims = append(claims, db.Claim{Job: cl.Job, RunID: cl.RunID})
 	}
 	return claims, sent.Sub(start) + time.Duration(resp.Waited), nil
+}
+
+// stopWaiting ends the wait of a claim of worker, sent with rctx, whose
+// caller stopped waiting: it tells the server the worker is stopping, and
+// gives up on the claim (cancel) when that fails or the answer has not come
+// stopAnswerWait later.
+func (c *Client) stopWaiting(rctx context.Context, cancel context.CancelFunc, worker string) {
+	sctx, stop := context.WithTimeout(rctx, stopAnswerWait)
+	defer stop()
+	if err := c.do(sctx, http.MethodPost, "/workers/stopping", wire.WorkerStoppedRequest{WorkerID: worker}, nil); err != nil {
+		cancel() // a server older than the route, or none: hang up
+		return
+	}
+	<-sctx.Done()
+	if rctx.Err() == nil {
+		cancel()
+	}
 }
 
 // NextDue is a worker.PoolConfig.NextDueFunc for a pool over c. The server

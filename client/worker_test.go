@@ -250,3 +250,77 @@ func TestClient_ClaimRetryAfter(t *testing.T) {
 		t.Fatalf("the waiting claim: %v", waited.err)
 	}
 }
+
+// TestClient_ClaimStopsWaiting: a claim whose caller stops waiting (a
+// worker's shutdown) is not hung up on: the server is told the worker is
+// stopping and answers it at once, so the call ends without error. Another
+// worker's claim waits on. A server without that route is hung up on, as
+// before it.
+func TestClient_ClaimStopsWaiting(t *testing.T) {
+	t.Parallel()
+	s := sqlitetest.Open(t)
+	h := handlers.New(handlers.Config{Store: s})
+	var oldServer atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if oldServer.Load() && r.URL.Path == "/workers/stopping" {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c := &client.Client{BaseURL: srv.URL, ClaimWait: 30 * time.Second}
+	waiting := func(worker string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			ws, err := s.Workers(context.Background(), time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range ws {
+				if w.ID == worker {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's claim never arrived", worker)
+			}
+		}
+	}
+	type result struct {
+		claims []db.Claim
+		err    error
+	}
+	claim := func(ctx context.Context, worker string) chan result {
+		out := make(chan result, 1)
+		go func() {
+			claims, _, err := c.RunClaimWaited(ctx, db.RunClaimParams{WorkerID: worker, Types: []string{"t"}, Max: 1})
+			out <- result{claims, err}
+		}()
+		waiting(worker)
+		return out
+	}
+
+	other := claim(context.Background(), "b")
+	ctx, stop := context.WithCancel(context.Background())
+	stopped := claim(ctx, "a")
+	stop()
+	if r := <-stopped; r.err != nil || len(r.claims) != 0 {
+		t.Fatalf("claim of a worker that stopped waiting: %+v, %v; want it answered, empty", r.claims, r.err)
+	}
+	j, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-other; r.err != nil || len(r.claims) != 1 || r.claims[0].Job.ID != j.ID {
+		t.Fatalf("the other worker's claim: %+v, %v; want it still waiting, and given the job", r.claims, r.err)
+	}
+
+	oldServer.Store(true)
+	ctx, stop = context.WithCancel(context.Background())
+	stopped = claim(ctx, "c")
+	stop()
+	if r := <-stopped; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("claim stopped against a server without /workers/stopping: %+v, %v; want it hung up on", r.claims, r.err)
+	}
+}

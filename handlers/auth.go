@@ -138,15 +138,16 @@ func (ro role) refusal(r *http.Request) string {
 			"a token from the server's SKED_WORKER_TOKEN (or SKED_TOKEN)"
 	case ro == roleWorker:
 		return "this is a worker token (SKED_WORKER_TOKEN): it may only claim jobs and report on their runs " +
-			"(POST /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete, /workers/stopped); use a token from SKED_TOKEN for anything else"
+			"(POST /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete, /workers/stopping, /workers/stopped); use a token from SKED_TOKEN for anything else"
 	}
 	return "this is a read-only token (SKED_READ_TOKEN): it may only read (GET, and dry runs of sked apply); use a token from SKED_TOKEN to change anything"
 }
 
 // isWorkerPath reports whether path is one of the routes a worker uses:
-// /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete and /workers/stopped.
+// /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete, /workers/stopping
+// and /workers/stopped.
 func isWorkerPath(path string) bool {
-	if path == "/claims" || path == "/workers/stopped" {
+	if path == "/claims" || path == "/workers/stopping" || path == "/workers/stopped" {
 		return true
 	}
 	rest, ok := strings.CutPrefix(path, "/jobs/")

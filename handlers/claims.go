@@ -17,6 +17,9 @@ import (
 
 // Limits of the worker protocol besides wire's.
 const (
+	// claimTimeout bounds a claim's transaction, which goes on when the
+	// worker hangs up.
+	claimTimeout   = 10 * time.Second
 	maxWorkerIDLen = 200
 	maxClaimTypes  = 50
 	maxErrorLen    = 4096
@@ -31,8 +34,8 @@ const ServeWorkerPrefix = "serve:"
 
 // handleClaim serves POST /claims: it leases up to max due jobs of types to
 // the worker, waiting up to wait for one to become due. It answers as soon
-// as it has claimed at least one, and with an empty list when the wait ends
-// or the server shuts down. A claim that would wait while as many as
+// as it has claimed at least one, and with an empty list when the wait ends,
+// the worker says it is stopping or the server shuts down. A claim that would wait while as many as
 // allowed wait already answers 503 at once (claimsFullError), and so does
 // one that arrives while the server shuts down (errShuttingDown).
 func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
@@ -56,11 +59,18 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	if waits {
 		defer h.claimers.remove(waiter)
 	}
+	stopping := h.stopping.add(p.WorkerID)
+	defer h.stopping.remove(p.WorkerID, stopping)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		waited := time.Since(arrived)
-		claims, err := h.store.RunClaim(r.Context(), p)
+		// Not cut off when the worker hangs up: a commit cut off midway
+		// might have taken jobs all the same, and nobody would know to
+		// hand them back.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), claimTimeout)
+		claims, err := h.store.RunClaim(sctx, p)
+		cancel()
 		if err != nil {
 			h.error(w, r, err)
 			return
@@ -102,6 +112,9 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
 			return
 		case <-h.shutdown:
+			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
+			return
+		case <-stopping:
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
 			return
 		case <-r.Context().Done():

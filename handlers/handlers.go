@@ -113,10 +113,11 @@ type handler struct {
 	logger          *slog.Logger // never nil
 	seriesFunc      func() any
 	shutdown        <-chan struct{}
-	claimers        *claimWaiters // long polls of POST /claims; never nil
-	remote          *remoteLeases // leases handed to remote workers, for Drain; never nil
-	tokens          []token       // Config's tokens of every role
-	allowedHosts    []string      // Config.AllowedHosts as hostName has them
+	claimers        *claimWaiters   // long polls of POST /claims; never nil
+	remote          *remoteLeases   // leases handed to remote workers, for Drain; never nil
+	stopping        stoppingWorkers // ends the claim waits of workers that stop
+	tokens          []token         // Config's tokens of every role
+	allowedHosts    []string        // Config.AllowedHosts as hostName has them
 	metrics         http.Handler
 	readyFunc       func(context.Context) error
 	testClock       TestClock
@@ -218,6 +219,7 @@ func (h *handler) routes(r chi.Router) {
 	r.Get("/stats", h.handleStats)
 	r.Get("/stats/series", h.handleStatsSeries)
 	r.Get("/workers", h.handleWorkers)
+	r.Post("/workers/stopping", h.handleWorkerStopping)
 	r.Post("/workers/stopped", h.handleWorkerStopped)
 
 	r.Post("/claims", h.handleClaim)

@@ -14,17 +14,19 @@ import (
 
 // hangUpStore is a real store whose claims, once made, wait for the
 // request they were made for to end: the worker hangs up while its claim is
-// in flight.
+// in flight. (The claim is not given the request's context, which the
+// handler keeps from cutting a commit off; requests has it.)
 type hangUpStore struct {
 	db.Store
-	claimed chan struct{} // receives once a claim took jobs
+	requests chan context.Context // the context of each request, as it arrives
+	claimed  chan struct{}        // receives once a claim took jobs
 }
 
 func (s *hangUpStore) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
 	claims, err := s.Store.RunClaim(ctx, p)
 	if len(claims) > 0 {
 		s.claimed <- struct{}{}
-		<-ctx.Done()
+		<-(<-s.requests).Done()
 	}
 	return claims, err
 }
@@ -37,8 +39,12 @@ func (s *hangUpStore) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.C
 func TestHandler_ClaimOfAWorkerThatHungUp(t *testing.T) {
 	t.Parallel()
 	stored := sqlitetest.Open(t)
-	store := &hangUpStore{Store: stored, claimed: make(chan struct{}, 1)}
-	srv := httptest.NewServer(New(Config{Store: store}))
+	store := &hangUpStore{Store: stored, requests: make(chan context.Context, 1), claimed: make(chan struct{}, 1)}
+	h := New(Config{Store: store})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		store.requests <- r.Context()
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
 	j, _, err := stored.JobCreate(ctx, db.JobCreateParams{Type: "t", MaxAttempts: 1})

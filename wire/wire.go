@@ -138,9 +138,10 @@ func DurationJSON(d time.Duration) json.RawMessage {
 	return b
 }
 
-// WorkerStoppedRequest is the body of POST /workers/stopped: a worker that
-// has shut down says so, so that it is not taken for one still serving its
-// types.
+// WorkerStoppedRequest is the body of POST /workers/stopped, by which a
+// worker that has shut down says so, so that it is not taken for one still
+// serving its types, and of POST /workers/stopping, by which a worker that
+// begins to stop has the claims it has waiting answered at once.
 type WorkerStoppedRequest struct {
 	WorkerID string `json:"workerId"`
 }

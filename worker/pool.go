@@ -132,6 +132,9 @@ type claimed struct {
 	lease  *lease
 	ctx    context.Context
 	cancel context.CancelCauseFunc // cancels ctx; safe from any goroutine
+	// late: the claim was answered after shutdown began, and its job is
+	// handed back unrun.
+	late bool
 }
 
 // Causes a running handler's context is cancelled with.
@@ -142,9 +145,10 @@ var (
 	errRenewFailed     = errors.New("lease renewals failed until it may lapse")
 	errCancelRequested = errors.New("cancellation requested")
 	errShutdown        = errors.New("worker shutting down")
-	// errNotDue ends a run claimed ahead (PoolConfig.ClaimAhead) that
-	// shutdown reached before it was due: it never started.
-	errNotDue = errors.New("handed back at shutdown before it was due")
+	// errNotStarted ends a run that shutdown reached before it started: one
+	// claimed ahead (PoolConfig.ClaimAhead) and not yet due, or one whose
+	// claim was answered as shutdown began.
+	errNotStarted = errors.New("handed back at shutdown before it started")
 	// errLapsed ends a run that was not started because too little of its
 	// lease was certainly left: the claim's answer came late (see
 	// startLeft), or the lease lapsed before its command could start.
@@ -332,7 +336,8 @@ func (p *Pool) settle(ctx context.Context, enough int, quiet time.Duration) {
 // claim claims jobs and returns them with their leases, measured from
 // before the request was sent: a lease is certainly held for its length
 // from then (or from as much later as a ClaimWaiter says it waited), on
-// any clock that runs at the store's rate.
+// any clock that runs at the store's rate. A claim answered after ctx
+// ended (shutdown began) is late: its jobs are handed back unrun.
 func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*claimed, error) {
 	p.leasesMu.RLock()
 	defer p.leasesMu.RUnlock()
@@ -345,13 +350,16 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 	if w, ok := p.cfg.Store.(ClaimWaiter); ok {
 		claims, waited, err = w.RunClaimWaited(ctx, params)
 	} else {
-		claims, err = p.cfg.Store.RunClaim(ctx, params)
+		// Not cut off by shutdown: a commit cut off midway might have
+		// taken jobs all the same, which nobody would then run.
+		claims, err = p.cfg.Store.RunClaim(context.WithoutCancel(ctx), params)
 	}
+	late := ctx.Err() != nil
 	out := make([]*claimed, len(claims))
 	p.runsMu.Lock()
 	defer p.runsMu.Unlock()
 	for i, c := range claims {
-		out[i] = &claimed{Claim: c, lease: newLease(sent, waited, params.Lease)}
+		out[i] = &claimed{Claim: c, lease: newLease(sent, waited, params.Lease), late: late}
 		out[i].ctx, out[i].cancel = context.WithCancelCause(runCtx)
 		p.running[c.Job.ID] = out[i]
 	}
@@ -544,14 +552,14 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 		defer close(beatDone)
 		p.heartbeat(c, stopBeat)
 	})
-	err := errNotDue
-	due := true
-	if wait > 0 {
-		waitDeep(waitStackKiB, func() { due = waitFor(ctx, wait) })
+	err := errNotStarted
+	running := !c.late
+	if running && wait > 0 {
+		waitDeep(waitStackKiB, func() { running = waitFor(ctx, wait) })
 		left = c.lease.left()
 	}
 	start := time.Now()
-	if due {
+	if running {
 		if left < p.cfg.Lease/startLeft {
 			err = errLapsed
 		} else {
@@ -571,7 +579,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	fin := db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Output: job.Output.String()}
 	cause := context.Cause(c.ctx)
 	switch {
-	case errors.Is(err, errNotDue), errors.Is(err, errLapsed):
+	case errors.Is(err, errNotStarted), errors.Is(err, errLapsed):
 		fin.Outcome, fin.Error = db.OutcomeReleased, err.Error()
 	case err == nil:
 		fin.Outcome = db.OutcomeSucceeded
