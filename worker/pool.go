@@ -560,9 +560,12 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	}
 	start := time.Now()
 	if running {
-		if left < p.cfg.Lease/startLeft {
+		switch {
+		case left < p.cfg.Lease/startLeft:
 			err = errLapsed
-		} else {
+		case c.ctx.Err() != nil: // cancelled (cancel-run, a lost lease) while it waited to be due
+			err = fmt.Errorf("not started: %w", context.Cause(c.ctx))
+		default:
 			err = safeCall(tctx, p.cfg.Handlers[j.Type], job)
 		}
 	}

@@ -160,6 +160,29 @@ func TestPool_ShutdownBeforeDue(t *testing.T) {
 	}
 }
 
+// TestPool_CancelRunBeforeDue: the run of a job claimed ahead and stopped
+// with cancel-run before it is due never starts: its handler is not
+// called, and the run ends cancelled.
+func TestPool_CancelRunBeforeDue(t *testing.T) {
+	s := sqlitetest.Open(t)
+	j := create(t, s, db.JobCreateParams{Type: "later", RunAt: time.Now().Add(1500 * time.Millisecond)})
+	var calls atomic.Int32
+	p, _ := startPool(t, s, worker.PoolConfig{ClaimAhead: 1400 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
+		"later": func(context.Context, *worker.Job) error { calls.Add(1); return nil },
+	}})
+	claimed := waitState(t, s, j.ID, db.StateRunning)
+	if _, err := s.JobRequestCancelRun(context.Background(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !p.CancelRun(j.ID, claimed.LeaseGeneration) {
+		t.Fatal("CancelRun of a run claimed ahead reported the pool does not hold it")
+	}
+	waitState(t, s, j.ID, db.StateCancelled)
+	if r := runs(t, s, j.ID); len(r) != 1 || r[0].Outcome != db.OutcomeCancelled || calls.Load() != 0 {
+		t.Fatalf("runs %+v, %d handler calls; want one run, cancelled, and no call", r, calls.Load())
+	}
+}
+
 // countingStore counts the claims a pool makes.
 type countingStore struct {
 	*sqlite.Store
