@@ -194,6 +194,7 @@ type Change struct {
 // RunEvent is the Detail of the events about a run: EventGaveUp,
 // EventRecovered, EventStarted and EventSucceeded.
 type RunEvent struct {
+	RunID      int64      `json:"runId,omitempty"` // absent from events recorded before it was kept
 	Slot       *time.Time `json:"slot,omitempty"`
 	Attempt    int        `json:"attempt"`    // the run's: all spent, for EventGaveUp
 	Generation int64      `json:"generation"` // the run's lease generation

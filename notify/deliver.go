@@ -100,7 +100,7 @@ func (n *Notifier) Deliver(ctx context.Context, j db.Job, ev db.Event) error {
 	if err := json.Unmarshal(ev.Detail, &d); err != nil {
 		return fmt.Errorf("read event %d of job %s: %w", ev.ID, j.ID, err)
 	}
-	r := db.Run{ID: ev.ID, JobID: j.ID, Slot: d.Slot, Attempt: d.Attempt, Generation: d.Generation,
+	r := db.Run{ID: d.RunID, JobID: j.ID, Slot: d.Slot, Attempt: d.Attempt, Generation: d.Generation,
 		StartedAt: d.StartedAt, FinishedAt: &ev.At, Error: d.Error, Output: d.Output, GaveUp: ev.Kind == db.EventGaveUp}
 	if p := j.Notify; p != nil && p.Ping != "" && !IsDelivery(j.IdempotencyKey) {
 		sig := map[string]Signal{db.EventStarted: PingStart, db.EventSucceeded: PingSuccess, db.EventGaveUp: PingFail}[ev.Kind]

@@ -45,7 +45,7 @@ func parsePingURL(s string) (*url.URL, error) {
 type pingBody struct {
 	JobID   string    `json:"jobId"`
 	JobName string    `json:"jobName,omitempty"`
-	RunID   int64     `json:"runId"`
+	RunID   int64     `json:"runId,omitempty"`
 	Slot    time.Time `json:"slot,omitzero"`
 	Attempt int       `json:"attempt"`
 	Error   string    `json:"error,omitempty"`

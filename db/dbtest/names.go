@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -252,5 +254,36 @@ func testTimeline(t *testing.T, f *fixture) {
 	after := f.eventsAfter(events[2].ID, []string{db.EventGaveUp, db.EventRecovered}, func(e []db.Event) bool { return len(e) > 0 })
 	if len(after) != 1 || after[0].Kind != db.EventRecovered {
 		t.Fatalf("EventsAfter = %+v; want the recovery alone", after)
+	}
+
+	// Each event names its run and the run's slot; that of an operator's
+	// extra run is when it was asked for, not the next pending slot.
+	f.Clock.Set(Start.Add(2*time.Hour + 20*time.Minute))
+	if _, err := f.Store.JobTrigger(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	runs, _, err := f.Store.RunList(f.ctx, db.RunListParams{JobID: j.ID})
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("runs %+v, %v; want three", runs, err)
+	}
+	if events, _, err = f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Kind == db.EventTriggered {
+			continue // a control, not a run's
+		}
+		var d db.RunEvent
+		if err := json.Unmarshal(e.Detail, &d); err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(runs, func(r db.Run) bool { return r.ID == d.RunID })
+		if i < 0 || runs[i].Generation != d.Generation || d.Slot == nil || !d.Slot.Equal(*runs[i].Slot) {
+			t.Errorf("%s event %s; want the run id and slot of one of the runs %+v", e.Kind, e.Detail, runs)
+		}
+	}
+	if last := events[0]; last.Kind != db.EventSucceeded || !strings.Contains(string(last.Detail), Start.Add(2*time.Hour+20*time.Minute).Format("15:04")) {
+		t.Errorf("the extra run's success: %s %s; want its slot at the trigger, %s", last.Kind, last.Detail, Start.Add(2*time.Hour+20*time.Minute))
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -175,21 +176,24 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, li
 	return events, nil
 }
 
-// runEvents are the events a run of j that started at started and ended at
-// now adds to its job's timeline: a firing that gave up, a schedule that
-// recovered, and for a job with a ping URL, its success.
-func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, started, now time.Time) []db.Event {
-	at, start := s.stored(now), s.stored(started)
-	run := db.RunEvent{Slot: j.Slot, Attempt: j.Attempt, Generation: j.LeaseGeneration, StartedAt: &start, Error: p.Error, Output: p.Output}
+// runEvents are the events that run, of j, ending at now adds to its job's
+// timeline: a firing that gave up, a schedule that recovered, and for a job
+// with a ping URL, its success. They name the run's own slot (that of an
+// operator's extra run is when it was asked for), or j's when the run has
+// none.
+func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, run db.Run, now time.Time) []db.Event {
+	at, start := s.stored(now), s.stored(*run.StartedAt)
+	ev := db.RunEvent{RunID: run.ID, Slot: cmp.Or(run.Slot, j.Slot), Attempt: j.Attempt, Generation: j.LeaseGeneration,
+		StartedAt: &start, Error: p.Error, Output: p.Output}
 	var out []db.Event
 	switch {
 	case r.GaveUp:
-		out = append(out, s.event(j, db.EventGaveUp, at, run))
+		out = append(out, s.event(j, db.EventGaveUp, at, ev))
 	case p.Outcome == db.OutcomeSucceeded && j.FailingSince != nil:
-		out = append(out, s.event(j, db.EventRecovered, at, run))
+		out = append(out, s.event(j, db.EventRecovered, at, ev))
 	}
 	if p.Outcome == db.OutcomeSucceeded && pinged(j) {
-		out = append(out, s.event(j, db.EventSucceeded, at, run))
+		out = append(out, s.event(j, db.EventSucceeded, at, ev))
 	}
 	return out
 }

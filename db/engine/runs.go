@@ -139,7 +139,7 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 			claims = append(claims, c)
 			if pinged(c.Job) {
 				start := s.stored(lifecycle.StartsAt(c.Job, c.Job.UpdatedAt)) // the claim's time
-				pings = append(pings, s.event(c.Job, db.EventStarted, start, db.RunEvent{
+				pings = append(pings, s.event(c.Job, db.EventStarted, start, db.RunEvent{RunID: c.RunID,
 					Slot: c.Job.Slot, Attempt: c.Job.Attempt, Generation: c.Job.LeaseGeneration, StartedAt: &start}))
 			}
 		}
@@ -410,9 +410,9 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		// the events of a ping or of a firing that gave up tell it. A
 		// one-off run that ends otherwise is not read.
 		var (
-			sched     *schedule.Schedule
-			claimedAt = now
-			err       error
+			sched *schedule.Schedule
+			run   = db.Run{StartedAt: &now}
+			err   error
 		)
 		if j.Recurring() {
 			if sched, err = parse(j); unparseable(err) {
@@ -431,13 +431,13 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 			if err != nil {
 				return nil, err
 			}
-			if claimedAt, err = liveStart(ctx, tx, j, now); err != nil {
+			if run, err = liveRun(ctx, tx, j, now); err != nil {
 				return nil, err
 			}
 		}
-		r := lifecycle.Finished(&j, sched, ps[i], claimedAt, now, s.RandFunc)
+		r := lifecycle.Finished(&j, sched, ps[i], *run.StartedAt, now, s.RandFunc)
 		if !j.Recurring() && (pinged(j) || r.GaveUp) {
-			if claimedAt, err = liveStart(ctx, tx, j, now); err != nil {
+			if run, err = liveRun(ctx, tx, j, now); err != nil {
 				return nil, err
 			}
 		}
@@ -447,7 +447,7 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		after[i] = s.finished(j, r, ps[i].Outcome, now)
 		updates = append(updates, JobUpdate{Job: after[i], From: db.StateRunning})
 		ends[i] = runEnd(ps[i], r.GaveUp)
-		events = append(events, s.runEvents(j, r, ps[i], claimedAt, now)...)
+		events = append(events, s.runEvents(j, r, ps[i], run, now)...)
 	}
 	if len(missed) > 0 {
 		if _, err := tx.RunsInsert(ctx, missed); err != nil {
@@ -470,17 +470,18 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 	return after, s.wakeIfDue(ctx, tx, after...)
 }
 
-// liveStart is when the run of j's lease started, read in tx before it is
-// closed; now when it has no such run or no start.
-func liveStart(ctx context.Context, tx Tx, j db.Job, now time.Time) (time.Time, error) {
+// liveRun is the run of j's lease, read in tx before it is closed, with
+// its StartedAt set: now when it has none, or when there is no such run
+// (then nothing else is set).
+func liveRun(ctx context.Context, tx Tx, j db.Job, now time.Time) (db.Run, error) {
 	run, err := tx.RunLive(ctx, j.ID, j.LeaseGeneration)
-	switch {
-	case err == nil && run.StartedAt != nil:
-		return *run.StartedAt, nil
-	case err != nil && !errors.Is(err, db.ErrNotFound):
-		return time.Time{}, fmt.Errorf("read run of %s: %w", j.ID, err)
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return db.Run{}, fmt.Errorf("read run of %s: %w", j.ID, err)
 	}
-	return now, nil
+	if run.StartedAt == nil {
+		run.StartedAt = &now
+	}
+	return run, nil
 }
 
 // runEnd is how the run of p's lease ended.
