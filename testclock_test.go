@@ -182,7 +182,9 @@ func TestServe_DeadMansSwitch(t *testing.T) {
 	defer sink.Close()
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	startServe(t, filepath.Join(dir, "sked.db"), addr, "--enable-exec", "--allow-private-targets", "--http-secret=s3cret",
+	// The sink is on loopback: the operator's own --notify targets are
+	// called without --allow-private-targets.
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--enable-exec", "--http-secret=s3cret",
 		"--test-clock=2026-05-01T00:00:00Z", "--notify=webhook:"+sink.URL+"/hook")
 	c := client{t, "http://" + addr}
 	j := c.create(map[string]any{"type": "exec", "schedule": "0 1 * * *", "expectSuccessWithin": "26h", "maxAttempts": 1,

@@ -152,7 +152,7 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, handlers: map[string]worker.HandlerFunc{
-		"http": worker.HTTP(worker.HTTPConfig{AllowPrivate: cfg.AllowPrivateTargets, Secret: cfg.HTTPSecret}),
+		"http": worker.HTTP(worker.HTTPConfig{AllowPrivate: cfg.AllowPrivateTargets, Trusted: sinkOrigins(cfg.NotifySinks), Secret: cfg.HTTPSecret}),
 	}}
 	var smtp []notify.SMTP
 	for _, sink := range cfg.NotifySinks {
@@ -284,7 +284,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		disabled["email"] = "email jobs send through an SMTP sink of sked serve, and none is configured; give one with --notify smtp://user:password@host:587?to=you@example.com (embedded: Config.NotifySinks)"
 	}
 	if !cfg.AllowPrivateTargets {
-		validate = refusingPrivateTargets(validate)
+		validate = refusingPrivateTargets(validate, sinkOrigins(cfg.NotifySinks))
 	}
 	hostname, _ := os.Hostname()
 	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid())
@@ -532,11 +532,24 @@ func claimAhead(cfg Config) time.Duration {
 // refusingPrivateTargets is validate that also refuses, at create, an http
 // job whose URL names a loopback or private address outright, which this
 // server's http kind would refuse to call (worker.RefusePrivateTarget).
-func refusingPrivateTargets(validate func(string, json.RawMessage) error) func(string, json.RawMessage) error {
+func refusingPrivateTargets(validate func(string, json.RawMessage) error, trusted worker.Origins) func(string, json.RawMessage) error {
 	return func(typ string, payload json.RawMessage) error {
 		if err := validate(typ, payload); err != nil || typ != "http" {
 			return err
 		}
-		return worker.RefusePrivateTarget(payload)
+		return worker.RefusePrivateTarget(payload, trusted)
 	}
+}
+
+// sinkOrigins are the origins of the http sinks of sinks: the operator's
+// own notification targets, which http jobs call even when private targets
+// are refused.
+func sinkOrigins(sinks []notify.Sink) worker.Origins {
+	var urls []string
+	for _, s := range sinks {
+		if s.URL != "" {
+			urls = append(urls, s.URL)
+		}
+	}
+	return worker.NewOrigins(urls...)
 }

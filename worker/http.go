@@ -55,6 +55,11 @@ type HTTPConfig struct {
 	// link-local, unspecified and other non-public addresses. It is set by
 	// sked serve --allow-private-targets.
 	AllowPrivate bool
+	// Trusted are origins called whatever their addresses, also when
+	// private targets are refused: those of the server's own notification
+	// sinks (sked serve --notify), which its operator chose, and which in a
+	// home or office network are mostly on it.
+	Trusted Origins
 	// Secret, when set, signs every request (see HTTP).
 	Secret string
 	// Client sends the requests. Nil means a client built by HTTP whose
@@ -90,11 +95,13 @@ type HTTPConfig struct {
 //
 // Unless cfg.AllowPrivate, a target whose address PublicAddr rejects is
 // refused with a *PrivateTargetError; the built-in client checks every
-// address it connects to, after name resolution and on every redirect.
+// address it connects to, after name resolution and on every redirect. A
+// target of a trusted origin (cfg.Trusted) is not checked, nor where it
+// redirects.
 func HTTP(cfg HTTPConfig) HandlerFunc {
-	client := cfg.Client
-	if client == nil {
-		client = newHTTPClient(cfg.AllowPrivate)
+	guarded, open := cfg.Client, cfg.Client
+	if guarded == nil {
+		guarded, open = newHTTPClient(cfg.AllowPrivate), newHTTPClient(true)
 	}
 	return func(ctx context.Context, job *Job) error {
 		var p HTTPPayload
@@ -107,7 +114,11 @@ func HTTP(cfg HTTPConfig) HandlerFunc {
 			return Permanent(fmt.Errorf("parse url: %w", err))
 		}
 		target := method + " " + u.Redacted()
-		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !cfg.AllowPrivate && !PublicAddr(ip) {
+		client, allowPrivate := guarded, cfg.AllowPrivate
+		if cfg.Trusted.Has(u) {
+			client, allowPrivate = open, true
+		}
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !allowPrivate && !PublicAddr(ip) {
 			return Permanent(fmt.Errorf("%s: %w", target, &PrivateTargetError{Addr: ip.Unmap()}))
 		}
 

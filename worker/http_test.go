@@ -234,6 +234,32 @@ func TestHTTP(t *testing.T) {
 		}
 	})
 
+	t.Run("TrustedOrigin", func(t *testing.T) {
+		t.Parallel()
+		srv, reqs := newServer(t, http.StatusOK, "")
+		port := srv.URL[strings.LastIndexByte(srv.URL, ':'):]
+		// The operator's sink on loopback is called, by its address or a
+		// name; another port of the same host is not trusted.
+		trusted := NewOrigins(srv.URL + "/hook?topic=x")
+		for _, u := range []string{srv.URL + "/other", "http://127.0.0.1" + port} {
+			if err := HTTP(HTTPConfig{Trusted: trusted})(context.Background(), httpJob(t, map[string]any{"url": u})); err != nil {
+				t.Fatalf("%s, a trusted origin: HTTP = %v", u, err)
+			}
+			<-reqs
+			if err := RefusePrivateTarget(json.RawMessage(`{"url": "`+u+`"}`), trusted); err != nil {
+				t.Errorf("RefusePrivateTarget(%s, a trusted origin) = %v", u, err)
+			}
+		}
+		n, _ := strconv.Atoi(port[1:])
+		other := "http://127.0.0.1:" + strconv.Itoa(n%65535+1)
+		if err := HTTP(HTTPConfig{Trusted: trusted})(context.Background(), httpJob(t, map[string]any{"url": other})); !errors.As(err, new(*PrivateTargetError)) {
+			t.Errorf("%s, another port: HTTP = %v; want it refused", other, err)
+		}
+		if err := RefusePrivateTarget(json.RawMessage(`{"url": "`+other+`"}`), trusted); err == nil {
+			t.Errorf("RefusePrivateTarget(%s, another port) took it", other)
+		}
+	})
+
 	t.Run("Redirects", func(t *testing.T) {
 		t.Parallel()
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -106,13 +106,41 @@ func guardControl(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
+// Origins is a set of URL origins: scheme, host and port (the scheme's
+// default when the URL gives none).
+type Origins map[string]bool
+
+// NewOrigins is the set of the origins of urls; those that do not parse are
+// left out.
+func NewOrigins(urls ...string) Origins {
+	o := Origins{}
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && u.Host != "" {
+			o[origin(u)] = true
+		}
+	}
+	return o
+}
+
+// Has reports whether u's origin is in o.
+func (o Origins) Has(u *url.URL) bool { return len(o) > 0 && o[origin(u)] }
+
+// origin is u's scheme, host and port, the port written out.
+func origin(u *url.URL) string {
+	host, port := strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(host, port)
+}
+
 // RefusePrivateTarget refuses an http payload whose URL names a loopback or
-// private address outright (an IP address, or localhost): the http kind of
-// a sked serve without --allow-private-targets would refuse to call it, and
-// the job would go dead at its first attempt. It is for creating jobs; a
-// host name is judged only when the job runs, on the addresses it resolves
-// to then. payload has passed ValidatePayload.
-func RefusePrivateTarget(payload json.RawMessage) error {
+// private address outright (an IP address, or localhost), unless its origin
+// is trusted: the http kind of a sked serve without --allow-private-targets
+// would refuse to call it, and the job would go dead at its first attempt.
+// It is for creating jobs; a host name is judged only when the job runs, on
+// the addresses it resolves to then. payload has passed ValidatePayload.
+func RefusePrivateTarget(payload json.RawMessage, trusted Origins) error {
 	var p HTTPPayload
 	if err := json.Unmarshal(payload, &p); err != nil {
 		return fmt.Errorf("read http payload: %w", err)
@@ -120,6 +148,9 @@ func RefusePrivateTarget(payload json.RawMessage) error {
 	u, err := url.Parse(p.URL)
 	if err != nil {
 		return fmt.Errorf("read http payload url: %w", err)
+	}
+	if trusted.Has(u) {
+		return nil
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 	ip, err := netip.ParseAddr(host)
