@@ -336,21 +336,28 @@ func TestFaults_ReadOnly(t *testing.T) {
 // does not work.
 //
 // Pass: sked serve exits non-zero within 30 s with a message that says the
-// database file is read-only.
+// database file is read-only, for a database and for an empty file (a
+// database not made yet, which it would write to make).
 func TestFaults_ImmutableFile(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "sked.db")
-	if out, err := exec.Command(skedBin, "migrate", "--db", dbPath).CombinedOutput(); err != nil {
+	dir := t.TempDir()
+	made, empty := filepath.Join(dir, "sked.db"), filepath.Join(dir, "new.db")
+	if out, err := exec.Command(skedBin, "migrate", "--db", made).CombinedOutput(); err != nil {
 		t.Fatalf("sked migrate: %v: %s", err, out)
 	}
-	if out, err := exec.Command("chattr", "+i", dbPath).CombinedOutput(); err != nil {
-		testneeds.Skip(t, testneeds.Privileged, fmt.Sprintf("chattr +i does not work here (%v: %s)", err, bytes.TrimSpace(out)))
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	defer exec.Command("chattr", "-i", dbPath).Run()
-	msg := refusedStart(t, dbPath)
-	if !strings.Contains(msg, "read-only") {
-		t.Errorf("sked serve on an immutable database file said %q; want it to say read-only", msg)
+	for _, dbPath := range []string{made, empty} {
+		if out, err := exec.Command("chattr", "+i", dbPath).CombinedOutput(); err != nil {
+			testneeds.Skip(t, testneeds.Privileged, fmt.Sprintf("chattr +i does not work here (%v: %s)", err, bytes.TrimSpace(out)))
+		}
+		defer exec.Command("chattr", "-i", dbPath).Run()
+		msg := refusedStart(t, dbPath)
+		if !strings.Contains(msg, "is read-only (check its permissions") {
+			t.Errorf("sked serve on an immutable %s said %q; want it to say the file is read-only, and what to check", dbPath, msg)
+		}
+		t.Logf("sked serve said: %s", strings.TrimSpace(msg))
 	}
-	t.Logf("sked serve said: %s", strings.TrimSpace(msg))
 }
 
 // TestFaults_SecondServe starts a second sked serve on the database a first

@@ -52,7 +52,8 @@ func TestParseSink(t *testing.T) {
 			Name: "smtp://relay.lan:25?to=a@example.com&from=s@example.com", Host: "relay.lan", Port: "25", From: "s@example.com", To: []string{"a@example.com"},
 		}}},
 
-		{in: "https://example.com", wantErr: "unknown kind"},
+		{in: "https://example.com", wantErr: `"https://example.com" is a URL without a kind: write it as webhook:https://example.com`},
+		{in: "http://127.0.0.1:9999/SECRET", wantErr: "write it as webhook:http://127.0.0.1:9999/… for"},
 		{in: "teams:https://x", wantErr: "unknown kind"},
 		{in: "webhook:ftp://x", wantErr: "not an absolute http(s) URL"},
 		{in: "ntfy:https://ntfy.sh/", wantErr: "topic"},

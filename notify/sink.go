@@ -66,6 +66,9 @@ func ParseSink(s string) (Sink, error) {
 	}
 	switch kind {
 	case SinkWebhook, SinkNtfy, SinkGotify, SinkSlack, SinkDiscord:
+	case "http", "https":
+		return Sink{}, fmt.Errorf("notify sink %q is a URL without a kind: write it as webhook:%s for the events as JSON, "+
+			"or with ntfy:, gotify:, slack: or discord: for those services", urlLabel(s), urlLabel(s))
 	case SinkSMTP, "smtps":
 		return Sink{}, errors.New("notify sink smtp:…: write an email sink as a URL, smtp://user:password@host:587?to=you@example.com")
 	default:
@@ -100,15 +103,21 @@ func ParseSink(s string) (Sink, error) {
 // webhook's path, a token in the query): its kind and its URL's scheme and
 // host, "…" for the rest.
 func sinkLabel(kind, rawURL string) string {
+	return fmt.Sprintf("%q", kind+":"+urlLabel(rawURL))
+}
+
+// urlLabel is rawURL's scheme and host, with "/…" for a path, query or
+// fragment, which may hold a secret; "…" for what is not such a URL.
+func urlLabel(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return fmt.Sprintf("%q", kind+":…")
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "…"
 	}
-	label := kind + ":" + u.Scheme + "://" + u.Host
+	label := u.Scheme + "://" + u.Host
 	if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
 		label += "/…"
 	}
-	return fmt.Sprintf("%q", label)
+	return label
 }
 
 // parseSMTP reads smtp://user:password@host:port?from=…&to=…&to=… (or

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	msqlite "modernc.org/sqlite"
@@ -49,6 +50,12 @@ func translate(err error) error {
 func isReadOnly(err error) bool {
 	var se *msqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
+}
+
+// readOnly is the error of a write that failed because the database file
+// is read-only, saying what to check.
+func readOnly(err error) error {
+	return fmt.Errorf("the database file is read-only (check its permissions, immutable attribute and mount): %w", err)
 }
 
 // isNotADatabase reports whether err is SQLite's "file is not a database":

@@ -40,7 +40,7 @@ func (d *dialect) writeProbe(ctx context.Context) error {
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
 		if isReadOnly(err) {
-			return fmt.Errorf("the database file is read-only (check its permissions, immutable attribute and mount): %w", err)
+			return readOnly(err)
 		}
 		return fmt.Errorf("write user_version: %w", translate(err))
 	}

@@ -140,8 +140,11 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	d := &dialect{path: path, write: w}
 	if err := d.migrate(ctx); err != nil {
 		w.Close()
-		if isNotADatabase(err) {
+		switch {
+		case isNotADatabase(err):
 			return nil, notADatabase(path, err)
+		case isReadOnly(err): // a new or older database, which it must write to migrate
+			return nil, fmt.Errorf("open %s: %w", path, readOnly(err))
 		}
 		return nil, fmt.Errorf("open %s: %w", path, d.full(err))
 	}
