@@ -132,6 +132,10 @@ const (
 	EventBackfilled      = "backfilled"
 )
 
+// RunEventKinds are the kinds of events about a run, whose Detail is a
+// RunEvent: what the notifier tells.
+var RunEventKinds = []string{EventGaveUp, EventRecovered, EventStarted, EventSucceeded}
+
 // ControlEvent is the Detail of a control's event: the job's state before
 // and after, and what the control said.
 type ControlEvent struct {

@@ -300,6 +300,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})
 
 	sweeper := &worker.Sweeper{Store: store, Notifier: notifier, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
+	newsTo(store, sweeper)
 	var testClock handlers.TestClock
 	if virtual != nil {
 		testClock = &movedClock{Virtual: virtual, pool: pool, moved: sweeper.Wake}

@@ -16,8 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/engine"
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/worker"
 )
 
 // OpenStore opens and migrates the store dsn names: a postgres:// or
@@ -33,6 +35,22 @@ func OpenStore(ctx context.Context, dsn string, log *slog.Logger) (db.Store, err
 		return s, nil
 	}
 	return sqlite.Open(ctx, dsn)
+}
+
+// newsTo has store tell sw of news as the transactions that make it
+// commit: events of runs to deliver (a ping, a firing that gave up), a quiet
+// schedule that succeeded. Without it they wait for the next sweep.
+func newsTo(store db.Store, sw *worker.Sweeper) {
+	var e *engine.Store
+	switch s := store.(type) {
+	case *sqlite.Store:
+		e = s.Store
+	case *postgres.Store:
+		e = s.Store
+	default:
+		return
+	}
+	e.EventsFunc, e.QuietEndedFunc = sw.News, sw.Wake
 }
 
 // postgresOpenError says what err, of opening the PostgreSQL database at

@@ -50,22 +50,24 @@ type Sweeper struct {
 	since       time.Time // events before this are not told
 
 	wake     chan struct{} // buffered(1): sweep now; made by wakeOnce
+	news     chan struct{} // buffered(1): deliver the timeline now; made by wakeOnce
 	wakeOnce sync.Once
 }
-
-// outbox is the timeline events the sweeper delivers.
-var outbox = []string{db.EventGaveUp, db.EventRecovered, db.EventStarted, db.EventSucceeded}
 
 // outboxPage bounds the events one read of the timeline returns.
 const outboxPage = 500
 
-// Wake makes the sweeper sweep at once, as when a test clock moved. It never
-// blocks.
-func (s *Sweeper) Wake() { signal(s.wakeC()) }
+// Wake makes the sweeper sweep at once, as when a test clock moved or a
+// quiet schedule succeeded. It never blocks.
+func (s *Sweeper) Wake() { s.chans(); signal(s.wake) }
 
-func (s *Sweeper) wakeC() chan struct{} {
-	s.wakeOnce.Do(func() { s.wake = make(chan struct{}, 1) })
-	return s.wake
+// News makes the sweeper deliver the store's timeline at once, without the
+// rest of a sweep: events of runs were written. It never blocks.
+func (s *Sweeper) News() { s.chans(); signal(s.news) }
+
+// chans makes the wake-up channels, once.
+func (s *Sweeper) chans() {
+	s.wakeOnce.Do(func() { s.wake, s.news = make(chan struct{}, 1), make(chan struct{}, 1) })
 }
 
 // Run sweeps every Interval until ctx is done.
@@ -80,11 +82,26 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		s.runOnce(ctx)
+		if !s.waitToSweep(ctx, t.C) {
+			return nil
+		}
+	}
+}
+
+// waitToSweep delivers the timeline whenever News is called, until the next
+// sweep is due (true) or ctx ends (false).
+func (s *Sweeper) waitToSweep(ctx context.Context, tick <-chan time.Time) bool {
+	s.chans()
+	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		case <-s.wakeC():
+			return false
+		case <-tick:
+			return true
+		case <-s.wake:
+			return true
+		case <-s.news:
+			s.deliverEvents(ctx)
 		}
 	}
 }
@@ -135,7 +152,7 @@ func (s *Sweeper) deliverEvents(ctx context.Context) {
 		}
 	}()
 	for {
-		events, err := s.Store.EventsAfter(ctx, s.eventsAfter, outbox, outboxPage)
+		events, err := s.Store.EventsAfter(ctx, s.eventsAfter, db.RunEventKinds, outboxPage)
 		if err != nil {
 			s.logErr(ctx, "read the jobs' events", err)
 			return

@@ -288,3 +288,45 @@ func TestSweeper_Errors(t *testing.T) {
 		t.Errorf("an undeliverable event is not logged:\n%s", logs.String())
 	}
 }
+
+// The store tells the sweeper of news as it commits it (EventsFunc,
+// QuietEndedFunc): a firing that gave up, not a plain success; a quiet
+// schedule's success. Told News, a sweeper waiting for its next sweep
+// delivers the timeline at once, without the rest of a sweep.
+func TestSweeper_News(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	var events, quietEnded int
+	r.store.EventsFunc = func() { events++ }
+	r.store.QuietEndedFunc = func() { quietEnded++ }
+	r.create(db.JobCreateParams{Type: "ok"})
+	r.finish("ok", db.OutcomeSucceeded)
+	if events != 0 || quietEnded != 0 {
+		t.Fatalf("a plain success told %d news of events, %d of quiet schedules; want none", events, quietEnded)
+	}
+	j := r.create(db.JobCreateParams{Type: "q", Schedule: "@every 10m", ExpectSuccessWithin: time.Hour})
+	r.now = r.now.Add(2 * time.Hour)
+	r.sweep()
+	if got, _ := r.store.JobGet(r.ctx, j.ID); got.QuietSince == nil {
+		t.Fatal("the schedule did not go quiet")
+	}
+	r.finish("q", db.OutcomeSucceeded)
+	if quietEnded != 1 {
+		t.Fatalf("a quiet schedule's success told %d times; want once", quietEnded)
+	}
+
+	r.store.EventsFunc = r.s.News
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.s.WakeFunc = cancel // called once the timeline's notifications are enqueued
+	done := make(chan bool)
+	go func() { done <- r.s.waitToSweep(ctx, nil) }()
+	r.create(db.JobCreateParams{Type: "dies", MaxAttempts: 1})
+	r.finish("dies", db.OutcomeFailed)
+	if <-done {
+		t.Fatal("waitToSweep ended for a sweep; want it ended by the delivery's wake-up")
+	}
+	jobs, _, err := r.store.JobList(r.ctx, db.JobListParams{Type: "http"})
+	if err != nil || len(jobs) == 0 || !strings.Contains(string(jobs[0].Payload), `"kind":"job_dead"`) {
+		t.Fatalf("newest delivery of %d, %v; want the job_dead notification", len(jobs), err)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -282,6 +283,12 @@ type Store struct {
 	// Logger receives a warning for each job set aside because its stored
 	// schedule no longer parses; nil discards them.
 	Logger *slog.Logger
+	// EventsFunc, when set, is called after a transaction that wrote
+	// events of runs (db.RunEventKinds: the notifier's outbox) commits,
+	// and QuietEndedFunc after one in which a quiet schedule (see
+	// JobQuietSweep) succeeded, so that they are told at once rather than
+	// at the next sweep. Set them before use.
+	EventsFunc, QuietEndedFunc func()
 
 	d     Dialect
 	yield bool
@@ -395,15 +402,47 @@ func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
 		now = s.Now
 	}
 	wrote := true
+	var news *newsTx
 	err := s.d.InTx(ctx, now, func(tx Tx) error {
-		err := fn(tx)
+		news = &newsTx{Tx: tx}
+		err := fn(news)
 		if errors.Is(err, errNothingWritten) {
 			wrote, err = false, nil
 		}
 		return err
 	})
 	s.health.saw(err, wrote)
+	if err == nil && news.events && s.EventsFunc != nil {
+		s.EventsFunc()
+	}
+	if err == nil && news.quietEnded && s.QuietEndedFunc != nil {
+		s.QuietEndedFunc()
+	}
 	return err
+}
+
+// newsTx is a transaction of inTx that notes whether it wrote news to tell
+// once it commits (see Store.EventsFunc).
+type newsTx struct {
+	Tx
+	events     bool // it wrote events of runs
+	quietEnded bool // a quiet schedule succeeded in it
+}
+
+// EventsInsert inserts events, noting those of runs.
+func (t *newsTx) EventsInsert(ctx context.Context, events []db.Event) error {
+	for _, e := range events {
+		t.events = t.events || slices.Contains(db.RunEventKinds, e.Kind)
+	}
+	return t.Tx.EventsInsert(ctx, events)
+}
+
+// quietEnded notes in tx, a transaction of inTx, that a quiet schedule
+// succeeded.
+func quietEnded(tx Tx) {
+	if t, ok := tx.(*newsTx); ok {
+		t.quietEnded = true
+	}
 }
 
 // errNothingWritten is what a transaction's fn returns to commit having

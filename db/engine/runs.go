@@ -444,6 +444,9 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		for _, m := range s.splitStepped(r.Missed) {
 			missed = append(missed, s.missedRuns(j.ID, m, now)...)
 		}
+		if ps[i].Outcome == db.OutcomeSucceeded && j.QuietSince != nil {
+			quietEnded(tx)
+		}
 		after[i] = s.finished(j, r, ps[i].Outcome, now)
 		updates = append(updates, JobUpdate{Job: after[i], From: db.StateRunning})
 		ends[i] = runEnd(ps[i], r.GaveUp)
