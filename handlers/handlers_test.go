@@ -379,6 +379,10 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"JitterOverWeekdays", `{"type": "noop", "schedule": "0 9 * * 1-5", "jitter": "25h"}`, nil, 422, "longer than 24h0m0s, the shortest time between two slots", "jitter"},
 		{"JitterOverDSTDay", `{"type": "noop", "schedule": "30 2 * * *", "timezone": "America/New_York", "jitter": "24h"}`, nil, 422,
 			"longer than 23h30m0s, the shortest time between two slots of schedule \"30 2 * * *\" (2026-03-07T02:30:00-05:00 to 2026-03-08T03:00:00-04:00)", "jitter"},
+		{"ExpectSuccessWithinADailyGap", `{"type": "noop", "schedule": "0 3 * * *", "expectSuccessWithin": "1h"}`, nil, 422,
+			`expectSuccessWithin 1h0m0s is no longer than 24h0m0s, the longest time between two slots of schedule "0 3 * * *" (2026-03-02T03:00:00Z to 2026-03-03T03:00:00Z): the schedule would be reported quiet`, "expectSuccessWithin"},
+		{"ExpectSuccessWithinTheWeekend", `{"type": "noop", "schedule": "0 9 * * 1-5", "expectSuccessWithin": "26h"}`, nil, 422,
+			"no longer than 72h0m0s, the longest time between two slots", "expectSuccessWithin"},
 	}
 	e := newTestEnv(t, func(c *Config) {
 		c.MaxBodyBytes = 512

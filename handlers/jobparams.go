@@ -32,8 +32,9 @@ const (
 	// later runAt. A recurring job's jitter is bounded by its schedule
 	// instead (see checkJitter).
 	maxOneOffJitter = 24 * time.Hour
-	// gapSlots is how many of a schedule's coming slots checkJitter looks
-	// at for the shortest time between two.
+	// gapSlots is how many of a schedule's coming slots checkJitter and
+	// checkExpectSuccessWithin look at for the shortest and longest time
+	// between two.
 	gapSlots = 500
 )
 
@@ -284,8 +285,8 @@ func (c *jobCheck) checkJitter() error {
 		}
 		return nil
 	}
-	gap, from := c.sched.ShortestGap(c.now, gapSlots)
-	if gap > 0 && jitter > gap {
+	shortest, _ := c.sched.Gaps(c.now, gapSlots)
+	if gap, from := shortest.Length, shortest.From; gap > 0 && jitter > gap {
 		loc := c.sched.Location()
 		return fieldError("jitter", "jitter %s is longer than %s, the shortest time between two slots of schedule %q (%s to %s); "+
 			"give at most %s, so that each run is due before the next slot",
@@ -294,12 +295,27 @@ func (c *jobCheck) checkJitter() error {
 	return nil
 }
 
+// checkExpectSuccessWithin parses the dead-man's switch and bounds it: it
+// watches a schedule, and must be longer than the longest time between two
+// of its slots (among the next gapSlots), or the schedule would be quiet in
+// that gap every time however its runs went.
 func (c *jobCheck) checkExpectSuccessWithin() error {
 	if err := setDuration(&c.p.ExpectSuccessWithin, "expectSuccessWithin", c.req.ExpectSuccessWithin, 0); err != nil {
 		return err
 	}
-	if c.p.ExpectSuccessWithin > 0 && c.req.Schedule == "" {
+	within := c.p.ExpectSuccessWithin
+	if within > 0 && c.req.Schedule == "" {
 		return fieldError("expectSuccessWithin", "expectSuccessWithin watches a schedule; remove it or add a schedule")
+	}
+	if within == 0 || c.sched == nil {
+		return nil
+	}
+	_, longest := c.sched.Gaps(c.now, gapSlots)
+	if gap := longest.Length; gap > 0 && time.Duration(within) <= gap {
+		loc := c.sched.Location()
+		return fieldError("expectSuccessWithin", "expectSuccessWithin %s is no longer than %s, the longest time between two slots of schedule %q (%s to %s): "+
+			"the schedule would be reported quiet in that gap however its runs went; give more than %s plus the time a run takes",
+			within, gap, c.req.Schedule, longest.From.In(loc).Format(time.RFC3339), longest.From.Add(gap).In(loc).Format(time.RFC3339), gap)
 	}
 	return nil
 }

@@ -30,9 +30,10 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-// BenchmarkSchedule_ShortestGap measures the bound POST /jobs puts on a
-// recurring job's jitter: the shortest gap among the next 500 slots.
-func BenchmarkSchedule_ShortestGap(b *testing.B) {
+// BenchmarkSchedule_Gaps measures the bounds POST /jobs puts on a
+// recurring job's jitter and dead-man's switch: the shortest and longest
+// gaps among the next 500 slots.
+func BenchmarkSchedule_Gaps(b *testing.B) {
 	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, spec := range []string{"@every 1s", "*/5 * * * *", "0 9 * * 1-5", "0 0 29 2 *"} {
 		s, err := Parse(spec, "Europe/Berlin")
@@ -41,7 +42,7 @@ func BenchmarkSchedule_ShortestGap(b *testing.B) {
 		}
 		b.Run(spec, func(b *testing.B) {
 			for b.Loop() {
-				s.ShortestGap(t, 500)
+				s.Gaps(t, 500)
 			}
 		})
 	}

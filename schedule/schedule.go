@@ -398,22 +398,32 @@ func (s *Schedule) Slots(after, until time.Time, max int) (slots []time.Time, to
 	return slots, total
 }
 
-// ShortestGap returns the shortest time between two consecutive slots among
-// the first n slots after t, and the earlier slot of the first such pair. It
-// returns a zero gap when fewer than two slots exist.
-func (s *Schedule) ShortestGap(t time.Time, n int) (gap time.Duration, from time.Time) {
+// Gap is the time between two consecutive slots of a schedule.
+type Gap struct {
+	Length time.Duration
+	From   time.Time // the earlier slot
+}
+
+// Gaps returns the shortest and the longest time between two consecutive
+// slots among the first n slots after t, each the first such pair. They
+// are zero when fewer than two slots exist.
+func (s *Schedule) Gaps(t time.Time, n int) (shortest, longest Gap) {
 	prev := s.Next(t)
 	for i := 1; i < n && !prev.IsZero(); i++ {
 		next := s.Next(prev)
 		if next.IsZero() {
 			break
 		}
-		if d := next.Sub(prev); gap == 0 || d < gap {
-			gap, from = d, prev
+		d := next.Sub(prev)
+		if shortest.Length == 0 || d < shortest.Length {
+			shortest = Gap{d, prev}
+		}
+		if d > longest.Length {
+			longest = Gap{d, prev}
 		}
 		prev = next
 	}
-	return gap, from
+	return shortest, longest
 }
 
 // Offset returns a deterministic per-job offset in [0, jitter), taken from

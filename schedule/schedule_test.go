@@ -373,33 +373,40 @@ func TestSchedule_Slots(t *testing.T) {
 	}
 }
 
-func TestSchedule_ShortestGap(t *testing.T) {
+func TestSchedule_Gaps(t *testing.T) {
 	t0 := utc(t, "2026-01-01T00:00:00Z") // a Thursday
 	tests := []struct {
 		name, spec, tz string
 		n              int
-		wantGap        time.Duration
-		wantFrom       string // "": zero time
+		shortest       time.Duration
+		shortestFrom   string // "": zero time
+		longest        time.Duration
+		longestFrom    string
 	}{
-		{"Every", "@every 90s", "", 1000, 90 * time.Second, "2026-01-01T00:01:30Z"},
-		{"Hourly", "@hourly", "", 1000, time.Hour, "2026-01-01T01:00:00Z"},
-		{"WeekdaysFromThursday", "0 9 * * 1-5", "", 1000, 24 * time.Hour, "2026-01-01T09:00:00Z"},
-		{"FridaysAndMondays", "0 9 * * 1,5", "", 500, 72 * time.Hour, "2026-01-02T09:00:00Z"},
-		{"OnlyTwoSlots", "0 9 * * 1-5", "", 2, 24 * time.Hour, "2026-01-01T09:00:00Z"},
-		{"TwiceADay", "0 6,8 * * *", "", 1000, 2 * time.Hour, "2026-01-01T06:00:00Z"},
-		{"ShortDayOfDST", "30 2 * * *", "America/New_York", 1000, 23*time.Hour + 30*time.Minute, "2026-03-07T07:30:00Z"},
-		{"February", "0 0 1 * *", "", 1000, 28 * 24 * time.Hour, "2026-02-01T00:00:00Z"},
-		{"OneSlot", "@hourly", "", 1, 0, ""},
+		{"Every", "@every 90s", "", 1000, 90 * time.Second, "2026-01-01T00:01:30Z", 90 * time.Second, "2026-01-01T00:01:30Z"},
+		{"Hourly", "@hourly", "", 1000, time.Hour, "2026-01-01T01:00:00Z", time.Hour, "2026-01-01T01:00:00Z"},
+		{"WeekdaysFromThursday", "0 9 * * 1-5", "", 1000, 24 * time.Hour, "2026-01-01T09:00:00Z", 72 * time.Hour, "2026-01-02T09:00:00Z"},
+		{"FridaysAndMondays", "0 9 * * 1,5", "", 500, 72 * time.Hour, "2026-01-02T09:00:00Z", 96 * time.Hour, "2026-01-05T09:00:00Z"},
+		{"OnlyTwoSlots", "0 9 * * 1-5", "", 2, 24 * time.Hour, "2026-01-01T09:00:00Z", 24 * time.Hour, "2026-01-01T09:00:00Z"},
+		{"TwiceADay", "0 6,8 * * *", "", 1000, 2 * time.Hour, "2026-01-01T06:00:00Z", 22 * time.Hour, "2026-01-01T08:00:00Z"},
+		{"DST", "30 2 * * *", "America/New_York", 1000, 23*time.Hour + 30*time.Minute, "2026-03-07T07:30:00Z", 25 * time.Hour, "2026-10-31T06:30:00Z"},
+		{"Months", "0 0 1 * *", "", 1000, 28 * 24 * time.Hour, "2026-02-01T00:00:00Z", 31 * 24 * time.Hour, "2026-03-01T00:00:00Z"},
+		{"OneSlot", "@hourly", "", 1, 0, "", 0, ""},
+	}
+	at := func(s string) time.Time {
+		if s == "" {
+			return time.Time{}
+		}
+		return utc(t, s)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gap, from := mustParse(t, tt.spec, tt.tz).ShortestGap(t0, tt.n)
-			var wantFrom time.Time
-			if tt.wantFrom != "" {
-				wantFrom = utc(t, tt.wantFrom)
+			shortest, longest := mustParse(t, tt.spec, tt.tz).Gaps(t0, tt.n)
+			if want := (Gap{tt.shortest, at(tt.shortestFrom)}); shortest.Length != want.Length || !shortest.From.Equal(want.From) {
+				t.Errorf("shortest gap = %v from %v, want %v from %v", shortest.Length, shortest.From, want.Length, want.From)
 			}
-			if gap != tt.wantGap || !from.Equal(wantFrom) {
-				t.Errorf("ShortestGap = %v from %v, want %v from %v", gap, from, tt.wantGap, wantFrom)
+			if want := (Gap{tt.longest, at(tt.longestFrom)}); longest.Length != want.Length || !longest.From.Equal(want.From) {
+				t.Errorf("longest gap = %v from %v, want %v from %v", longest.Length, longest.From, want.Length, want.From)
 			}
 		})
 	}
