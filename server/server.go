@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -286,6 +287,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	if !cfg.AllowPrivateTargets {
 		validate = refusingPrivateTargets(validate, sinkOrigins(cfg.NotifySinks))
 	}
+	warnWaiting(ctx, store, disabled, log)
 	hostname, _ := os.Hostname()
 	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid())
 	if err := reclaimPredecessor(ctx, store, hostname, log); err != nil {
@@ -528,6 +530,19 @@ func claimAhead(cfg Config) time.Duration {
 		return -1
 	}
 	return cfg.ClaimAhead
+}
+
+// warnWaiting logs a warning for each type this server does not run
+// (disabled, with why) of which ready jobs wait: made when it ran them, or
+// for another node, they wait for a worker that does, which is easy to miss
+// after a restart without the flag.
+func warnWaiting(ctx context.Context, store db.Store, disabled map[string]string, log *slog.Logger) {
+	for _, typ := range slices.Sorted(maps.Keys(disabled)) {
+		if next, ok, err := store.JobNextDue(ctx, []string{typ}); err == nil && ok {
+			log.Warn("jobs of a type this server does not run are waiting: only another node or a sked work that serves the type runs them",
+				"type", typ, "next_due", next, "why", disabled[typ])
+		}
+	}
 }
 
 // refusingPrivateTargets is validate that also refuses, at create, an http

@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,4 +233,51 @@ func TestServer_ClaimWaitMetrics(t *testing.T) {
 	if n := metric("sked_claims_refused_total"); n != "1" {
 		t.Errorf("sked_claims_refused_total = %s after one refusal; want 1", n)
 	}
+}
+
+// TestServer_WarnsOfWaitingDisabledJobs: started without --enable-exec on a
+// database that holds exec jobs, sked serve says at start that they wait
+// and why; without such jobs it says nothing of them.
+func TestServer_WarnsOfWaitingDisabledJobs(t *testing.T) {
+	t.Parallel()
+	dbPath := filepath.Join(t.TempDir(), "sked.db")
+	startLogged := func(exec bool) string {
+		var logs syncBuffer
+		r := start(t, server.Config{DB: dbPath, EnableExec: exec, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if exec {
+			job := `{"type": "exec", "schedule": "0 3 * * *", "payload": {"command": ["true"]}}`
+			if status, body := call(t, "POST", r.base+"/jobs", job); status != http.StatusCreated {
+				t.Fatalf("POST /jobs: %d %s", status, body)
+			}
+		}
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		return logs.String()
+	}
+	const warning = "jobs of a type this server does not run are waiting"
+	if logs := startLogged(true); strings.Contains(logs, warning) {
+		t.Errorf("with exec on, it warned:\n%s", logs)
+	}
+	if logs := startLogged(false); !strings.Contains(logs, warning) || !strings.Contains(logs, "type=exec") || !strings.Contains(logs, "--enable-exec") {
+		t.Errorf("with exec off and an exec job waiting, the log says:\n%s\nwant a warning naming exec and --enable-exec", logs)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
