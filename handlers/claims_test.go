@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/syncbuf"
 	"github.com/sked-dev/sked/wire"
 )
 
@@ -120,8 +121,8 @@ func TestHandler_ClaimLifecycle(t *testing.T) {
 
 // newShutdownEnv is a test env whose shutdown the test starts by closing
 // shutdown, logging as text into logs.
-func newShutdownEnv(t *testing.T) (e *testEnv, shutdown chan struct{}, logs *syncBuffer) {
-	shutdown, logs = make(chan struct{}), &syncBuffer{}
+func newShutdownEnv(t *testing.T) (e *testEnv, shutdown chan struct{}, logs *syncbuf.Buffer) {
+	shutdown, logs = make(chan struct{}), &syncbuf.Buffer{}
 	e = newTestEnv(t, func(c *Config) {
 		c.Shutdown = shutdown
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))

@@ -1,17 +1,16 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/internal/syncbuf"
 )
 
 // panickingStore is the real store whose JobGet panics with value, as a
@@ -23,29 +22,11 @@ type panickingStore struct {
 
 func (p panickingStore) JobGet(context.Context, string) (db.Job, error) { panic(p.value) }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A panic in a handler answers a generic 500 problem, is logged with its
 // value, path and stack, and the server goes on serving.
 func TestRecoverer_PanicAnswers500(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	e := newTestEnv(t, func(cfg *Config) {
 		cfg.Store = panickingStore{Store: cfg.Store.(*sqlite.Store), value: "index out of range"}
 		cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -75,7 +56,7 @@ func TestRecoverer_PanicAnswers500(t *testing.T) {
 // without an answer and nothing is logged as a bug.
 func TestRecoverer_AbortHandler(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	e := newTestEnv(t, func(cfg *Config) {
 		cfg.Store = panickingStore{Store: cfg.Store.(*sqlite.Store), value: http.ErrAbortHandler}
 		cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))

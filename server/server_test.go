@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,12 +9,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/sked-dev/sked/internal/syncbuf"
 	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/worker"
 )
@@ -242,7 +241,7 @@ func TestServer_WarnsOfWaitingDisabledJobs(t *testing.T) {
 	t.Parallel()
 	dbPath := filepath.Join(t.TempDir(), "sked.db")
 	startLogged := func(exec bool) string {
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		r := start(t, server.Config{DB: dbPath, EnableExec: exec, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if exec {
 			job := `{"type": "exec", "schedule": "0 3 * * *", "payload": {"command": ["true"]}}`
@@ -262,22 +261,4 @@ func TestServer_WarnsOfWaitingDisabledJobs(t *testing.T) {
 	if logs := startLogged(false); !strings.Contains(logs, warning) || !strings.Contains(logs, "type=exec") || !strings.Contains(logs, "--enable-exec") {
 		t.Errorf("with exec off and an exec job waiting, the log says:\n%s\nwant a warning naming exec and --enable-exec", logs)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

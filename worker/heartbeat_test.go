@@ -11,6 +11,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/internal/syncbuf"
 	"github.com/sked-dev/sked/worker"
 )
 
@@ -35,7 +36,7 @@ func untilStopped(started chan<- struct{}, causes chan<- error) worker.HandlerFu
 }
 
 // waitLog waits until the log holds s.
-func waitLog(t *testing.T, logs *lockedBuffer, s string) {
+func waitLog(t *testing.T, logs *syncbuf.Buffer, s string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(logs.String(), s) {
@@ -61,7 +62,7 @@ func TestPool_HeartbeatStaleStopsRun(t *testing.T) {
 	const lease = 1500 * time.Millisecond
 	started, causes := make(chan struct{}, 1), make(chan error, 1)
 	stuck := untilStopped(started, causes)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	p, _ := startPool(t, s, worker.PoolConfig{Store: b, Lease: lease, Slots: 1, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Handlers: map[string]worker.HandlerFunc{"long": func(ctx context.Context, j *worker.Job) error {
 			if j.Generation == 1 {
@@ -110,7 +111,7 @@ func TestPool_HeartbeatGivesUpWhenStoreUnreachable(t *testing.T) {
 		return ctx.Err()
 	}}
 	started, causes := make(chan struct{}, 1), make(chan error, 1)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	p, _ := startPool(t, s, worker.PoolConfig{Store: b, Lease: lease, Slots: 1, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Handlers: map[string]worker.HandlerFunc{"long": untilStopped(started, causes)}})
 	j := create(t, s, db.JobCreateParams{Type: "long"})
@@ -186,7 +187,7 @@ func TestPool_HeartbeatRetriesWithinTheLease(t *testing.T) {
 		}
 		return nil
 	}}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	// The first renewal goes out at a third of the lease, 2 s, a second
 	// before the give-up point at half of it.
 	p, _ := startPool(t, s, worker.PoolConfig{Store: b, Lease: 6 * time.Second, Slots: 1, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),

@@ -1,46 +1,27 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/internal/syncbuf"
 	"github.com/sked-dev/sked/worker"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the pool's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestPool_LogsEachOutcome checks the one structured line per run outcome
 // that an operator greps for: job id, type, attempt, generation, outcome,
 // duration and when the run ended.
 func TestPool_LogsEachOutcome(t *testing.T) {
 	s := sqlitetest.Open(t)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	// The jobs exist before the pool starts: nothing wakes it for later ones.
 	ok := create(t, s, db.JobCreateParams{Type: "ok"})
 	fail := create(t, s, db.JobCreateParams{Type: "fail"})

@@ -1,13 +1,11 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"maps"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/internal/syncbuf"
 )
 
 // listening opens two stores on one new database, a listener and a writer,
@@ -172,7 +171,7 @@ func TestStore_WakeupsReconnect(t *testing.T) {
 	ctx := context.Background()
 	url := postgrestest.URL(t)
 	s := postgrestest.OpenURL(t, url)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -251,17 +250,3 @@ func TestStore_WakeupsReconnectListening(t *testing.T) {
 		}
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }

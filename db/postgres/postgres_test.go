@@ -14,6 +14,7 @@ import (
 	"github.com/sked-dev/sked/db/dbtest"
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/internal/syncbuf"
 )
 
 func TestStore_Conformance(t *testing.T) {
@@ -201,7 +202,7 @@ func TestOpen_WaitsForMigrationLockLogged(t *testing.T) {
 	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	opened := make(chan error, 1)
 	go func() {
 		s, err := postgres.OpenWith(ctx, u, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
