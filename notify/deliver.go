@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -100,7 +101,10 @@ func (n *Notifier) Deliver(ctx context.Context, j db.Job, ev db.Event) error {
 	if err := json.Unmarshal(ev.Detail, &d); err != nil {
 		return fmt.Errorf("read event %d of job %s: %w", ev.ID, j.ID, err)
 	}
-	r := db.Run{ID: d.RunID, JobID: j.ID, Slot: d.Slot, Attempt: d.Attempt, Generation: d.Generation,
+	// The run's id keys its deliveries. An event recorded before events
+	// kept it is keyed by its own id, as it was then, so that one told
+	// before an upgrade is not told again.
+	r := db.Run{ID: cmp.Or(d.RunID, ev.ID), JobID: j.ID, Slot: d.Slot, Attempt: d.Attempt, Generation: d.Generation,
 		StartedAt: d.StartedAt, FinishedAt: &ev.At, Error: d.Error, Output: d.Output, GaveUp: ev.Kind == db.EventGaveUp}
 	if p := j.Notify; p != nil && p.Ping != "" && !IsDelivery(j.IdempotencyKey) {
 		sig := map[string]Signal{db.EventStarted: PingStart, db.EventSucceeded: PingSuccess, db.EventGaveUp: PingFail}[ev.Kind]

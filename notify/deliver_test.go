@@ -53,6 +53,27 @@ func TestNotifier_Deliver(t *testing.T) {
 			t.Errorf("a delivery to %s; want only %v", u, want)
 		}
 	}
+	// An event that names its run is keyed and told by the run's id; one
+	// recorded before events named it (above) by its own id, as then.
+	started := db.RunEvent{RunID: 77, Slot: &slot, Attempt: 1, Generation: 5, StartedAt: &slot}
+	if err := n.Deliver(ctx, job, event(9, db.EventStarted, started)); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	if jobs, _, err = s.JobList(ctx, db.JobListParams{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		keys[j.IdempotencyKey] = string(j.Payload)
+	}
+	for _, want := range []string{"ping:start:01JOBID:1", "ping:start:01JOBID:77"} {
+		if _, ok := keys[want]; !ok {
+			t.Errorf("no delivery keyed %s among %v", want, keys)
+		}
+	}
+	if p := keys["ping:start:01JOBID:77"]; !strings.Contains(p, `"runId":77`) {
+		t.Errorf("start ping of run 77: %s; want it to carry runId 77", p)
+	}
 	if err := n.CheckSettings(&db.Notify{On: []string{"sometimes"}}); !errors.Is(err, db.ErrInvalid) || !strings.Contains(err.Error(), "gave_up") {
 		t.Errorf("CheckSettings of an unknown event = %v; want ErrInvalid naming the events", err)
 	}
