@@ -96,12 +96,13 @@ type HTTPConfig struct {
 // Unless cfg.AllowPrivate, a target whose address PublicAddr rejects is
 // refused with a *PrivateTargetError; the built-in client checks every
 // address it connects to, after name resolution and on every redirect. A
-// target of a trusted origin (cfg.Trusted) is not checked, nor where it
-// redirects.
+// target of a trusted origin (cfg.Trusted) is not checked; a redirect out
+// of the trusted origins is refused.
 func HTTP(cfg HTTPConfig) HandlerFunc {
 	guarded, open := cfg.Client, cfg.Client
 	if guarded == nil {
 		guarded, open = newHTTPClient(cfg.AllowPrivate), newHTTPClient(true)
+		open.CheckRedirect = stayWithin(cfg.Trusted, open.CheckRedirect)
 	}
 	return func(ctx context.Context, job *Job) error {
 		var p HTTPPayload
@@ -155,7 +156,7 @@ func HTTP(cfg HTTPConfig) HandlerFunc {
 			if errors.As(err, &pe) {
 				return Permanent(fmt.Errorf("%s: %w", target, pe))
 			}
-			if errors.Is(err, errTooManyRedirects) {
+			if errors.Is(err, errTooManyRedirects) || errors.As(err, new(*leftTrustedError)) {
 				return Permanent(err)
 			}
 			return err
@@ -175,6 +176,25 @@ func HTTP(cfg HTTPConfig) HandlerFunc {
 			return Permanent(fmt.Errorf("%s answered %s", target, resp.Status))
 		}
 	}
+}
+
+// stayWithin is a CheckRedirect that refuses a redirect out of the trusted
+// origins, whose requests go unguarded, and otherwise asks next: a trusted
+// sink's host must not lead a job to addresses it could not call itself.
+func stayWithin(trusted Origins, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if !trusted.Has(req.URL) {
+			return &leftTrustedError{URL: req.URL.Redacted()}
+		}
+		return next(req, via)
+	}
+}
+
+// leftTrustedError refuses a redirect from a trusted origin to another.
+type leftTrustedError struct{ URL string }
+
+func (e *leftTrustedError) Error() string {
+	return "redirected to " + e.URL + ", out of the trusted notification sink's origin; not followed"
 }
 
 // newHTTPClient builds the default client of kind "http".

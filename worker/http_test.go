@@ -238,8 +238,8 @@ func TestHTTP(t *testing.T) {
 		t.Parallel()
 		srv, reqs := newServer(t, http.StatusOK, "")
 		port := srv.URL[strings.LastIndexByte(srv.URL, ':'):]
-		// The operator's sink on loopback is called, by its address or a
-		// name; another port of the same host is not trusted.
+		// The operator's sink on loopback is called, at any path; another
+		// port of the same host is not trusted.
 		trusted := NewOrigins(srv.URL + "/hook?topic=x")
 		for _, u := range []string{srv.URL + "/other", "http://127.0.0.1" + port} {
 			if err := HTTP(HTTPConfig{Trusted: trusted})(context.Background(), httpJob(t, map[string]any{"url": u})); err != nil {
@@ -257,6 +257,35 @@ func TestHTTP(t *testing.T) {
 		}
 		if err := RefusePrivateTarget(json.RawMessage(`{"url": "`+other+`"}`), trusted); err == nil {
 			t.Errorf("RefusePrivateTarget(%s, another port) took it", other)
+		}
+	})
+
+	t.Run("TrustedOriginRedirects", func(t *testing.T) {
+		t.Parallel()
+		// A trusted sink may redirect within its origin, not out of it:
+		// it must not lead a job to an address the job could not call.
+		other, otherReqs := newServer(t, http.StatusOK, "")
+		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/away":
+				http.Redirect(w, r, other.URL+"/metadata", http.StatusFound)
+			case "/here":
+				http.Redirect(w, r, "/ok", http.StatusFound)
+			}
+		}))
+		t.Cleanup(sink.Close)
+		cfg := HTTPConfig{Trusted: NewOrigins(sink.URL)}
+		if err := HTTP(cfg)(context.Background(), httpJob(t, map[string]any{"url": sink.URL + "/here"})); err != nil {
+			t.Errorf("a redirect within the trusted origin: %v", err)
+		}
+		err := HTTP(cfg)(context.Background(), httpJob(t, map[string]any{"url": sink.URL + "/away"}))
+		if !IsPermanent(err) || !strings.Contains(err.Error(), "out of the trusted notification sink's origin") {
+			t.Errorf("a redirect out of the trusted origin: %v; want it refused, permanently", err)
+		}
+		select {
+		case r := <-otherReqs:
+			t.Errorf("the other server got a %s request", r.method)
+		default:
 		}
 	})
 
