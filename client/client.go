@@ -14,9 +14,11 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -181,10 +183,40 @@ func (c *Client) moveOn(i int64, err error) {
 
 // sendTo sends the request with body b (none when nil) to the server at
 // root base.
+// written, in a request's context (writtenKey), hears which server the
+// request was last written to in full, for the claim that must be ended
+// where it waits (see RunClaimWaited).
+type written struct {
+	mu     sync.Mutex
+	server string // "": not written yet
+}
+
+type writtenKey struct{}
+
+func (w *written) to(server string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.server = server
+}
+
+// where is the server the request was written to, "" before it was.
+func (w *written) where() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.server
+}
+
 func (c *Client) sendTo(ctx context.Context, base, method, path, contentType string, b []byte, out any) (*http.Response, error) {
 	var rd io.Reader
 	if b != nil {
 		rd = bytes.NewReader(b)
+	}
+	if w, ok := ctx.Value(writtenKey{}).(*written); ok {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				w.to(base)
+			}
+		}})
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+path, rd)
 	if err != nil {

@@ -58,10 +58,15 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 		case <-t.C:
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, fmt.Errorf("claim jobs: %w", context.Cause(ctx))
+	}
 	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
+	claim := &written{}
+	rctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), writtenKey{}, claim),
+		time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
 	defer cancel()
-	defer context.AfterFunc(ctx, func() { c.stopWaiting(rctx, cancel, p.WorkerID) })()
+	defer context.AfterFunc(ctx, func() { c.stopWaiting(rctx, cancel, p.WorkerID, claim.where()) })()
 	var resp wire.ClaimResponse
 	sent := time.Now()
 	n := min(p.Max, wire.MaxClaim)
@@ -84,13 +89,25 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 }
 
 // stopWaiting ends the wait of a claim of worker, sent with rctx, whose
-// caller stopped waiting: it tells the server the worker is stopping, and
-// gives up on the claim (cancel) when that fails or the answer has not come
-// stopAnswerWait later.
-func (c *Client) stopWaiting(rctx context.Context, cancel context.CancelFunc, worker string) {
+// caller stopped waiting. When the claim has been written to a server (at),
+// it tells that server the worker is stopping, and gives up on the claim
+// (cancel) when that fails or the answer has not come stopAnswerWait later;
+// a claim not written yet is given up at once, having claimed nothing.
+func (c *Client) stopWaiting(rctx context.Context, cancel context.CancelFunc, worker, at string) {
+	if at == "" {
+		cancel()
+		return
+	}
+	body, err := wire.Marshal(wire.WorkerStoppedRequest{WorkerID: worker})
+	if err != nil {
+		cancel()
+		return
+	}
 	sctx, stop := context.WithTimeout(rctx, stopAnswerWait)
 	defer stop()
-	if err := c.do(sctx, http.MethodPost, "/workers/stopping", wire.WorkerStoppedRequest{WorkerID: worker}, nil); err != nil {
+	// To the claim's server alone: another would have no wait to end, and
+	// a failure here is no reason to fail over.
+	if _, err := c.sendTo(sctx, at, http.MethodPost, "/workers/stopping", "application/json", body, nil); err != nil {
 		cancel() // a server older than the route, or none: hang up
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,10 +261,14 @@ func TestClient_ClaimStopsWaiting(t *testing.T) {
 	t.Parallel()
 	s := sqlitetest.Open(t)
 	h := handlers.New(handlers.Config{Store: s})
-	var oldServer atomic.Bool
+	var oldServer, broken atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if oldServer.Load() && r.URL.Path == "/workers/stopping" {
 			http.NotFound(w, r)
+			return
+		}
+		if broken.Load() && r.Method == http.MethodGet {
+			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -291,10 +296,11 @@ func TestClient_ClaimStopsWaiting(t *testing.T) {
 		claims []db.Claim
 		err    error
 	}
+	cl := c // the client claim uses
 	claim := func(ctx context.Context, worker string) chan result {
 		out := make(chan result, 1)
 		go func() {
-			claims, _, err := c.RunClaimWaited(ctx, db.RunClaimParams{WorkerID: worker, Types: []string{"t"}, Max: 1})
+			claims, _, err := cl.RunClaimWaited(ctx, db.RunClaimParams{WorkerID: worker, Types: []string{"t"}, Max: 1})
 			out <- result{claims, err}
 		}()
 		waiting(worker)
@@ -316,11 +322,47 @@ func TestClient_ClaimStopsWaiting(t *testing.T) {
 		t.Fatalf("the other worker's claim: %+v, %v; want it still waiting, and given the job", r.claims, r.err)
 	}
 
+	// The stop goes to the server where the claim waits, also after the
+	// client has moved on to a fallback for its other requests.
+	var fallbackStops atomic.Int32
+	fallback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/workers/stopping" {
+			fallbackStops.Add(1)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(fallback.Close)
+	cl = &client.Client{BaseURL: srv.URL, Fallbacks: []string{fallback.URL}, ClaimWait: 30 * time.Second}
+	ctx, stop = context.WithCancel(context.Background())
+	stopped = claim(ctx, "d")
+	broken.Store(true) // the next request fails over to the fallback
+	cl.JobGet(context.Background(), "01JOBNOTTHERE0000000000000")
+	if cl.Server() != fallback.URL {
+		t.Fatalf("after a 503, the client uses %s; want it moved on to %s", cl.Server(), fallback.URL)
+	}
+	broken.Store(false)
+	stop()
+	if r := <-stopped; r.err != nil || fallbackStops.Load() != 0 {
+		t.Fatalf("claim stopped after the client moved on: %+v, %v, %d stops sent to the fallback; want it answered where it waited",
+			r.claims, r.err, fallbackStops.Load())
+	}
+	cl = c
+
+	// A claim whose context has ended is not sent.
+	ctx, stop = context.WithCancel(context.Background())
+	stop()
+	if _, _, err := c.RunClaimWaited(ctx, db.RunClaimParams{WorkerID: "late", Types: []string{"t"}, Max: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("claim with an ended context: %v; want context.Canceled", err)
+	}
+
 	oldServer.Store(true)
 	ctx, stop = context.WithCancel(context.Background())
 	stopped = claim(ctx, "c")
 	stop()
 	if r := <-stopped; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("claim stopped against a server without /workers/stopping: %+v, %v; want it hung up on", r.claims, r.err)
+	}
+	if ws, _ := s.Workers(context.Background(), time.Time{}); slices.ContainsFunc(ws, func(w db.Worker) bool { return w.ID == "late" }) {
+		t.Error("the claim with an ended context reached the server")
 	}
 }
