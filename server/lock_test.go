@@ -77,6 +77,15 @@ func TestLockDB_Symlinks(t *testing.T) {
 			t.Errorf("lockName(%s) = %s; want the database's own lock %s", path, got, want)
 		}
 	}
+	// A link to a database not made yet names the lock its target will
+	// have.
+	dangling := filepath.Join(dir, "dangling.db")
+	if err := os.Symlink(filepath.Join("data", "later.db"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lockName(dangling), filepath.Join(filepath.Dir(want), "later.db.lock"); got != want {
+		t.Errorf("lockName(a link to a database not made yet) = %s; want %s", got, want)
+	}
 	// A new database through a linked directory: the lock is in the
 	// directory the link points to.
 	if got, want := lockName(filepath.Join(dirLink, "new.db")), filepath.Join(filepath.Dir(want), "new.db.lock"); got != want {

@@ -99,6 +99,18 @@ func lockDB(path string) (*os.File, error) {
 // once. (A hard link is another name SQLite cannot tell either; its
 // documentation says not to make one.)
 func lockName(path string) string {
+	// A link whose target does not exist yet (SQLite makes it) is followed
+	// to that target, as the database will be there.
+	for range 40 { // as many links as the kernel follows
+		target, err := os.Readlink(path)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		return real + ".lock"
 	}
