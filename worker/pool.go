@@ -145,10 +145,11 @@ var (
 	errRenewFailed     = errors.New("lease renewals failed until it may lapse")
 	errCancelRequested = errors.New("cancellation requested")
 	errShutdown        = errors.New("worker shutting down")
-	// errNotStarted ends a run that shutdown reached before it started: one
-	// claimed ahead (PoolConfig.ClaimAhead) and not yet due, or one whose
-	// claim was answered as shutdown began.
-	errNotStarted = errors.New("handed back at shutdown before it started")
+	// errNotStarted ends a run handed back before it started: shutdown
+	// reached it (claimed ahead, PoolConfig.ClaimAhead, and not yet due, or
+	// its claim answered as shutdown began), or its lease was lost while it
+	// waited to be due.
+	errNotStarted = errors.New("handed back before it started")
 	// errLapsed ends a run that was not started because too little of its
 	// lease was certainly left: the claim's answer came late (see
 	// startLeft), or the lease lapsed before its command could start.
@@ -552,19 +553,22 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 		defer close(beatDone)
 		p.heartbeat(c, stopBeat)
 	})
-	err := errNotStarted
+	err := fmt.Errorf("%w: %w", errNotStarted, errShutdown)
 	running := !c.late
 	if running && wait > 0 {
-		waitDeep(waitStackKiB, func() { running = waitFor(ctx, wait) })
+		// Until it is due, shutdown (not started) or its own end, below.
+		waitDeep(waitStackKiB, func() { running = waitFor(ctx, c.ctx, wait) })
 		left = c.lease.left()
 	}
 	start := time.Now()
 	if running {
-		switch {
+		switch cause := context.Cause(c.ctx); {
+		case errors.Is(cause, errCancelRequested): // cancel-run while it waited to be due
+			err = fmt.Errorf("not started: %w", cause)
+		case cause != nil: // its lease lost or about to lapse while it waited
+			err = fmt.Errorf("%w: %w", errNotStarted, cause)
 		case left < p.cfg.Lease/startLeft:
 			err = errLapsed
-		case c.ctx.Err() != nil: // cancelled (cancel-run, a lost lease) while it waited to be due
-			err = fmt.Errorf("not started: %w", context.Cause(c.ctx))
 		default:
 			err = safeCall(tctx, p.cfg.Handlers[j.Type], job)
 		}
@@ -603,12 +607,15 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	p.record(runCtx, j, fin, start, ended)
 }
 
-// waitFor waits d, and returns false if ctx ends first.
-func waitFor(ctx context.Context, d time.Duration) bool {
+// waitFor waits d, or until run ends; it returns false if ctx ends
+// first.
+func waitFor(ctx, run context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
+	case <-run.Done():
 		return true
 	case <-ctx.Done():
 		return false

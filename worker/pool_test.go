@@ -165,9 +165,9 @@ func TestPool_ShutdownBeforeDue(t *testing.T) {
 // called, and the run ends cancelled.
 func TestPool_CancelRunBeforeDue(t *testing.T) {
 	s := sqlitetest.Open(t)
-	j := create(t, s, db.JobCreateParams{Type: "later", RunAt: time.Now().Add(1500 * time.Millisecond)})
+	j := create(t, s, db.JobCreateParams{Type: "later", RunAt: time.Now().Add(20 * time.Second)})
 	var calls atomic.Int32
-	p, _ := startPool(t, s, worker.PoolConfig{ClaimAhead: 1400 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
+	p, _ := startPool(t, s, worker.PoolConfig{ClaimAhead: 19900 * time.Millisecond, Lease: 80 * time.Second, Handlers: map[string]worker.HandlerFunc{
 		"later": func(context.Context, *worker.Job) error { calls.Add(1); return nil },
 	}})
 	claimed := waitState(t, s, j.ID, db.StateRunning)
@@ -177,7 +177,10 @@ func TestPool_CancelRunBeforeDue(t *testing.T) {
 	if !p.CancelRun(j.ID, claimed.LeaseGeneration) {
 		t.Fatal("CancelRun of a run claimed ahead reported the pool does not hold it")
 	}
-	waitState(t, s, j.ID, db.StateCancelled)
+	// Recorded at once, not when it would have been due.
+	if got := waitState(t, s, j.ID, db.StateCancelled); time.Now().After(*claimed.NextRunAt) {
+		t.Fatalf("cancelled at %s, after it was due (%s): its slot was held until then", got.UpdatedAt, claimed.NextRunAt)
+	}
 	if r := runs(t, s, j.ID); len(r) != 1 || r[0].Outcome != db.OutcomeCancelled || calls.Load() != 0 {
 		t.Fatalf("runs %+v, %d handler calls; want one run, cancelled, and no call", r, calls.Load())
 	}
