@@ -36,6 +36,10 @@ const (
 	// checkExpectSuccessWithin look at for the shortest and longest time
 	// between two.
 	gapSlots = 500
+	// gapHorizon is how far ahead checkExpectSuccessWithin looks at least:
+	// a week and a day, so that a weekly pattern's longest gap (the weekend
+	// of a weekday schedule) shows whatever the day it is checked.
+	gapHorizon = 8 * 24 * time.Hour
 )
 
 // jobCreateRequest is the body of POST /jobs and PUT /jobs/by-name/{name}
@@ -285,7 +289,7 @@ func (c *jobCheck) checkJitter() error {
 		}
 		return nil
 	}
-	shortest, _ := c.sched.Gaps(c.now, gapSlots)
+	shortest, _ := c.sched.Gaps(c.now, gapSlots, c.now)
 	if gap, from := shortest.Length, shortest.From; gap > 0 && jitter > gap {
 		loc := c.sched.Location()
 		return fieldError("jitter", "jitter %s is longer than %s, the shortest time between two slots of schedule %q (%s to %s); "+
@@ -297,8 +301,8 @@ func (c *jobCheck) checkJitter() error {
 
 // checkExpectSuccessWithin parses the dead-man's switch and bounds it: it
 // watches a schedule, and must be longer than the longest time between two
-// of its slots (among the next gapSlots), or the schedule would be quiet in
-// that gap every time however its runs went.
+// of its slots (among the next gapSlots, and those within gapHorizon), or
+// the schedule would be quiet in that gap every time however its runs went.
 func (c *jobCheck) checkExpectSuccessWithin() error {
 	if err := setDuration(&c.p.ExpectSuccessWithin, "expectSuccessWithin", c.req.ExpectSuccessWithin, 0); err != nil {
 		return err
@@ -310,7 +314,7 @@ func (c *jobCheck) checkExpectSuccessWithin() error {
 	if within == 0 || c.sched == nil {
 		return nil
 	}
-	_, longest := c.sched.Gaps(c.now, gapSlots)
+	_, longest := c.sched.Gaps(c.now, gapSlots, c.now.Add(gapHorizon))
 	if gap := longest.Length; gap > 0 && time.Duration(within) <= gap {
 		loc := c.sched.Location()
 		return fieldError("expectSuccessWithin", "expectSuccessWithin %s is no longer than %s, the longest time between two slots of schedule %q (%s to %s): "+

@@ -42,7 +42,7 @@ func BenchmarkSchedule_Gaps(b *testing.B) {
 		}
 		b.Run(spec, func(b *testing.B) {
 			for b.Loop() {
-				s.Gaps(t, 500)
+				s.Gaps(t, 500, t)
 			}
 		})
 	}

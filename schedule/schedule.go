@@ -404,12 +404,16 @@ type Gap struct {
 	From   time.Time // the earlier slot
 }
 
+// maxGapSlots bounds the slots Gaps looks at, whatever it is asked.
+const maxGapSlots = 20000
+
 // Gaps returns the shortest and the longest time between two consecutive
-// slots among the first n slots after t, each the first such pair. They
-// are zero when fewer than two slots exist.
-func (s *Schedule) Gaps(t time.Time, n int) (shortest, longest Gap) {
+// slots among the first n slots after t and the further ones up to through
+// (at most maxGapSlots in all), each the first such pair. They are zero
+// when fewer than two slots exist.
+func (s *Schedule) Gaps(t time.Time, n int, through time.Time) (shortest, longest Gap) {
 	prev := s.Next(t)
-	for i := 1; i < n && !prev.IsZero(); i++ {
+	for i := 1; (i < n || prev.Before(through)) && i < maxGapSlots && !prev.IsZero(); i++ {
 		next := s.Next(prev)
 		if next.IsZero() {
 			break

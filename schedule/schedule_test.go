@@ -382,16 +382,17 @@ func TestSchedule_Gaps(t *testing.T) {
 		shortestFrom   string // "": zero time
 		longest        time.Duration
 		longestFrom    string
+		through        time.Time // zero: n slots
 	}{
-		{"Every", "@every 90s", "", 1000, 90 * time.Second, "2026-01-01T00:01:30Z", 90 * time.Second, "2026-01-01T00:01:30Z"},
-		{"Hourly", "@hourly", "", 1000, time.Hour, "2026-01-01T01:00:00Z", time.Hour, "2026-01-01T01:00:00Z"},
-		{"WeekdaysFromThursday", "0 9 * * 1-5", "", 1000, 24 * time.Hour, "2026-01-01T09:00:00Z", 72 * time.Hour, "2026-01-02T09:00:00Z"},
-		{"FridaysAndMondays", "0 9 * * 1,5", "", 500, 72 * time.Hour, "2026-01-02T09:00:00Z", 96 * time.Hour, "2026-01-05T09:00:00Z"},
-		{"OnlyTwoSlots", "0 9 * * 1-5", "", 2, 24 * time.Hour, "2026-01-01T09:00:00Z", 24 * time.Hour, "2026-01-01T09:00:00Z"},
-		{"TwiceADay", "0 6,8 * * *", "", 1000, 2 * time.Hour, "2026-01-01T06:00:00Z", 22 * time.Hour, "2026-01-01T08:00:00Z"},
-		{"DST", "30 2 * * *", "America/New_York", 1000, 23*time.Hour + 30*time.Minute, "2026-03-07T07:30:00Z", 25 * time.Hour, "2026-10-31T06:30:00Z"},
-		{"Months", "0 0 1 * *", "", 1000, 28 * 24 * time.Hour, "2026-02-01T00:00:00Z", 31 * 24 * time.Hour, "2026-03-01T00:00:00Z"},
-		{"OneSlot", "@hourly", "", 1, 0, "", 0, ""},
+		{"Every", "@every 90s", "", 1000, 90 * time.Second, "2026-01-01T00:01:30Z", 90 * time.Second, "2026-01-01T00:01:30Z", time.Time{}},
+		{"Hourly", "@hourly", "", 1000, time.Hour, "2026-01-01T01:00:00Z", time.Hour, "2026-01-01T01:00:00Z", time.Time{}},
+		{"WeekdaysFromThursday", "0 9 * * 1-5", "", 1000, 24 * time.Hour, "2026-01-01T09:00:00Z", 72 * time.Hour, "2026-01-02T09:00:00Z", time.Time{}},
+		{"FridaysAndMondays", "0 9 * * 1,5", "", 500, 72 * time.Hour, "2026-01-02T09:00:00Z", 96 * time.Hour, "2026-01-05T09:00:00Z", time.Time{}},
+		{"OnlyTwoSlots", "0 9 * * 1-5", "", 2, 24 * time.Hour, "2026-01-01T09:00:00Z", 24 * time.Hour, "2026-01-01T09:00:00Z", time.Time{}},
+		{"TwiceADay", "0 6,8 * * *", "", 1000, 2 * time.Hour, "2026-01-01T06:00:00Z", 22 * time.Hour, "2026-01-01T08:00:00Z", time.Time{}},
+		{"DST", "30 2 * * *", "America/New_York", 1000, 23*time.Hour + 30*time.Minute, "2026-03-07T07:30:00Z", 25 * time.Hour, "2026-10-31T06:30:00Z", time.Time{}},
+		{"Months", "0 0 1 * *", "", 1000, 28 * 24 * time.Hour, "2026-02-01T00:00:00Z", 31 * 24 * time.Hour, "2026-03-01T00:00:00Z", time.Time{}},
+		{"OneSlot", "@hourly", "", 1, 0, "", 0, "", time.Time{}},
 	}
 	at := func(s string) time.Time {
 		if s == "" {
@@ -401,7 +402,7 @@ func TestSchedule_Gaps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			shortest, longest := mustParse(t, tt.spec, tt.tz).Gaps(t0, tt.n)
+			shortest, longest := mustParse(t, tt.spec, tt.tz).Gaps(t0, tt.n, tt.through)
 			if want := (Gap{tt.shortest, at(tt.shortestFrom)}); shortest.Length != want.Length || !shortest.From.Equal(want.From) {
 				t.Errorf("shortest gap = %v from %v, want %v from %v", shortest.Length, shortest.From, want.Length, want.From)
 			}
@@ -409,6 +410,21 @@ func TestSchedule_Gaps(t *testing.T) {
 				t.Errorf("longest gap = %v from %v, want %v from %v", longest.Length, longest.From, want.Length, want.From)
 			}
 		})
+	}
+}
+
+// TestSchedule_GapsThrough: from a Monday, the first 500 slots of business
+// hours end before the weekend; looking through a week and a day finds its
+// gap, as from any other day.
+func TestSchedule_GapsThrough(t *testing.T) {
+	s := mustParse(t, "*/5 9-17 * * 1-5", "")
+	monday := utc(t, "2026-01-05T00:00:00Z")
+	if _, longest := s.Gaps(monday, 500, monday); longest.Length != 15*time.Hour+5*time.Minute {
+		t.Fatalf("500 slots from Monday: longest gap %v; want the night's, 15h5m", longest.Length)
+	}
+	_, longest := s.Gaps(monday, 500, monday.Add(8*24*time.Hour))
+	if want := (Gap{63*time.Hour + 5*time.Minute, utc(t, "2026-01-09T17:55:00Z")}); longest.Length != want.Length || !longest.From.Equal(want.From) {
+		t.Fatalf("through a week and a day from Monday: longest gap %v from %v; want the weekend, %v from %v", longest.Length, longest.From, want.Length, want.From)
 	}
 }
 
