@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/db/engine"
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/worker"
@@ -41,15 +40,7 @@ func OpenStore(ctx context.Context, dsn string, log *slog.Logger) (db.Store, err
 // commit: events of runs to deliver (a ping, a firing that gave up), a quiet
 // schedule that succeeded. Without it they wait for the next sweep.
 func newsTo(store db.Store, sw *worker.Sweeper) {
-	var e *engine.Store
-	switch s := store.(type) {
-	case *sqlite.Store:
-		e = s.Store
-	case *postgres.Store:
-		e = s.Store
-	default:
-		return
-	}
+	e := engineOf(store)
 	e.EventsFunc, e.QuietEndedFunc = sw.News, sw.Wake
 }
 
