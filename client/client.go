@@ -6,6 +6,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -249,6 +250,9 @@ func (c *Client) sendTo(ctx context.Context, base, method, path, contentType str
 		return resp, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); !strings.HasSuffix(mt, "json") {
+			return nil, fmt.Errorf("%s %s: %s", method, path, notSked(resp.Request.URL.Host, cmp.Or(mt, "no content type")))
+		}
 		return nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
 	}
 	return resp, nil
@@ -268,11 +272,21 @@ func responseError(resp *http.Response) error {
 		e.Detail, e.Field = p.Detail, p.Field
 		return e
 	}
+	if mt == "text/html" && resp.Request != nil {
+		e.Detail = notSked(resp.Request.URL.Host, "an HTML page")
+		return e
+	}
 	e.Detail = strings.TrimSpace(string(b))
 	if len(e.Detail) > 200 {
 		e.Detail = e.Detail[:200] + "…"
 	}
 	return e
+}
+
+// notSked says that host answered with what, which sked does not send.
+func notSked(host, what string) string {
+	return fmt.Sprintf("%s answered with %s, not sked's JSON: is it a sked server? Check the server's address (--server, SKED_SERVER); "+
+		"a proxy in front of sked answers so while sked is down", host, what)
 }
 
 // retryAfter reads a Retry-After value, delay-seconds or an HTTP date, as

@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sked-dev/sked/client"
@@ -91,5 +95,35 @@ func TestClient_Definitions(t *testing.T) {
 	jobs, _, err := c.JobList(ctx, db.JobListParams{Name: "cert-renewal"})
 	if err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
 		t.Errorf("list by name: %+v, %v", jobs, err)
+	}
+}
+
+// TestClient_NotSked: a server that is not sked (a web server, a proxy's
+// error page) is named as such, not with a JSON decoder's complaint.
+func TestClient_NotSked(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		status      int
+		contentType string
+		body        string
+	}{
+		{http.StatusOK, "text/plain", "ok"},
+		{http.StatusOK, "", "ok"},
+		{http.StatusNotFound, "text/html; charset=utf-8", "<!DOCTYPE html><html><body>Not here</body></html>"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if c.contentType != "" {
+				w.Header().Set("Content-Type", c.contentType)
+			} else {
+				w.Header()["Content-Type"] = nil // no sniffing
+			}
+			w.WriteHeader(c.status)
+			io.WriteString(w, c.body)
+		}))
+		_, _, err := (&client.Client{BaseURL: srv.URL}).JobList(context.Background(), db.JobListParams{})
+		if err == nil || !strings.Contains(err.Error(), "is it a sked server?") || strings.Contains(err.Error(), "<html") {
+			t.Errorf("%d %q: %v; want it to ask whether this is a sked server", c.status, c.contentType, err)
+		}
+		srv.Close()
 	}
 }
