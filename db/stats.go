@@ -27,6 +27,9 @@ type Stats struct {
 	// QuietSchedules counts recurring jobs whose dead-man's switch fired:
 	// no success within their expectSuccessWithin.
 	QuietSchedules int64
+	// FailingSchedules counts recurring jobs whose last firing gave up
+	// (FailingSince is set until a run succeeds).
+	FailingSchedules int64
 }
 
 // Due is how far behind the ready jobs of one type are.

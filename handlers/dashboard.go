@@ -31,6 +31,8 @@ type statsResponse struct {
 	DueByType             map[string]typeDue    `json:"dueByType"`             // types with a job due within a minute
 	RunningByType         map[string]int64      `json:"runningByType"`
 	MissedSlots           int64                 `json:"missedSlots"`
+	QuietSchedules        int64                 `json:"quietSchedules"`   // whose dead-man's switch fired
+	FailingSchedules      int64                 `json:"failingSchedules"` // whose last firing gave up
 }
 
 // typeDue is how far behind one type's ready jobs are, in GET /stats.
@@ -79,6 +81,7 @@ func (h *handler) handleStats(w http.ResponseWriter, r *http.Request) {
 		At: now, States: st.JobsByState, DueNextMinute: st.DueNextMinute,
 		OldestReadyAgeSeconds: db.Age(st.ReadyOldestDue, now).Seconds(), DueByType: make(map[string]typeDue, len(st.DueByType)),
 		RunningByType: st.RunningByType, MissedSlots: st.MissedSlots,
+		QuietSchedules: st.QuietSchedules, FailingSchedules: st.FailingSchedules,
 	}
 	for typ, d := range st.DueByType {
 		resp.DueByType[typ] = typeDue{DueNextMinute: d.NextMinute, OldestReadyAgeSeconds: db.Age(d.Oldest, now).Seconds()}

@@ -182,8 +182,8 @@ type dbCollector struct {
 	now   func() time.Time
 	types *typeLabels
 
-	oldestAge, dueNextMinute, jobs, running, dead, missed, quiet *prometheus.Desc
-	typeOldestAge, typeDueNextMinute                             *prometheus.Desc
+	oldestAge, dueNextMinute, jobs, running, dead, missed, quiet, failing *prometheus.Desc
+	typeOldestAge, typeDueNextMinute                                      *prometheus.Desc
 }
 
 func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabels) *dbCollector {
@@ -206,11 +206,13 @@ func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabel
 			"Recurring slots that did not run (overlap, downtime, paused, clock step).", nil, nil),
 		quiet: prometheus.NewDesc("sked_schedules_quiet",
 			"Recurring jobs whose dead-man's switch fired: no run succeeded within expectSuccessWithin.", nil, nil),
+		failing: prometheus.NewDesc("sked_schedules_failing",
+			"Recurring jobs whose last firing spent its attempts (gave up), until a run succeeds.", nil, nil),
 	}
 }
 
 func (c *dbCollector) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.oldestAge, c.dueNextMinute, c.typeOldestAge, c.typeDueNextMinute, c.jobs, c.running, c.dead, c.missed, c.quiet}
+	return []*prometheus.Desc{c.oldestAge, c.dueNextMinute, c.typeOldestAge, c.typeDueNextMinute, c.jobs, c.running, c.dead, c.missed, c.quiet, c.failing}
 }
 
 // Describe implements prometheus.Collector.
@@ -245,4 +247,5 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.GaugeValue, float64(st.JobsByState[db.StateDead]))
 	ch <- prometheus.MustNewConstMetric(c.missed, prometheus.CounterValue, float64(st.MissedSlots))
 	ch <- prometheus.MustNewConstMetric(c.quiet, prometheus.GaugeValue, float64(st.QuietSchedules))
+	ch <- prometheus.MustNewConstMetric(c.failing, prometheus.GaugeValue, float64(st.FailingSchedules))
 }

@@ -121,6 +121,7 @@ func TestDashboard_EndToEnd(t *testing.T) {
 		b.wait(`document.querySelector('#counts [data-state=cancelled] .n')?.textContent === '2' && 'ok'`)
 		b.wait(`document.querySelector('#counts [data-state=dead] .n')?.textContent === '1' && 'ok'`)
 		b.wait(`document.querySelectorAll('#charts svg.chart').length === 3 && 'ok'`)
+		b.wait(`/^\d+ failing, \d+ quiet schedules$/.test(document.querySelector('#schedule-health')?.textContent) && 'ok'`)
 		// A job of a type no worker serves waits; its type's row says so
 		// and links to its ready jobs.
 		api.create(t, map[string]any{"type": "e2e-unserved"})

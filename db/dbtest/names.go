@@ -225,10 +225,23 @@ func testTimeline(t *testing.T, f *fixture) {
 	if failed.FailingSince == nil {
 		t.Fatalf("a firing gave up, but the schedule is not marked failing")
 	}
+	failing := func() int64 {
+		st, err := f.Store.Stats(f.ctx, f.Store.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.FailingSchedules
+	}
+	if n := failing(); n != 1 {
+		t.Fatalf("Stats counts %d failing schedules; want 1", n)
+	}
 	f.Clock.Set(Start.Add(2 * time.Hour))
 	ok := f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
 	if ok.FailingSince != nil {
 		t.Fatalf("the schedule succeeded, but is still marked failing since %v", ok.FailingSince)
+	}
+	if n := failing(); n != 0 {
+		t.Fatalf("after a success, Stats counts %d failing schedules; want 0", n)
 	}
 	events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID})
 	if err != nil {

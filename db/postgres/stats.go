@@ -47,7 +47,8 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 		}); err != nil {
 			return fmt.Errorf("count running jobs: %w", err)
 		}
-		err = tx.QueryRow(ctx, `SELECT coalesce(sum(missed_slots), 0)::bigint FROM jobs WHERE schedule IS NOT NULL`).Scan(&st.MissedSlots)
+		err = tx.QueryRow(ctx, `SELECT coalesce(sum(missed_slots), 0)::bigint, count(failing_since)
+			FROM jobs WHERE schedule IS NOT NULL`).Scan(&st.MissedSlots, &st.FailingSchedules)
 		if err != nil {
 			return fmt.Errorf("sum missed slots: %w", err)
 		}

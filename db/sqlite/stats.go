@@ -34,8 +34,8 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	}); err != nil {
 		return db.Stats{}, fmt.Errorf("count running jobs: %w", translate(err))
 	}
-	err = d.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0) FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL`).
-		Scan(&st.MissedSlots)
+	err = d.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0), count(failing_since)
+		FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL`).Scan(&st.MissedSlots, &st.FailingSchedules)
 	if err != nil {
 		return db.Stats{}, fmt.Errorf("sum missed slots: %w", translate(err))
 	}

@@ -60,8 +60,12 @@ function overviewPage() {
     el: h("div", h("h1", "Overview"), counts.el, queue, dueTypes, h("h2", "Last hour"), charts),
     async refresh() {
       const [st, series] = await Promise.all([counts.refresh(), api("GET", "stats/series")]);
-      drawQueue({ due: st.dueNextMinute, age: st.oldestReadyAgeSeconds, missed: st.missedSlots }, (q) => [
-        `${q.due} due within a minute · oldest due ready job waiting ${fmtSeconds(q.age)} · ${q.missed} missed slots`]);
+      drawQueue({ due: st.dueNextMinute, age: st.oldestReadyAgeSeconds, missed: st.missedSlots,
+        failing: st.failingSchedules ?? 0, quiet: st.quietSchedules ?? 0 }, (q) => [
+        `${q.due} due within a minute · oldest due ready job waiting ${fmtSeconds(q.age)} · ${q.missed} missed slots · `,
+        h("a#schedule-health", { href: "#/jobs", class: q.failing + q.quiet > 0 ? "bad" : null,
+          title: "failing: the last firing gave up; quiet: no success within expectSuccessWithin (the Jobs page flags them)" },
+          `${q.failing} failing, ${q.quiet} quiet schedules`)]);
       drawDueTypes({ dueByType: st.dueByType, runningByType: st.runningByType }, dueTypesTable);
       drawCharts(series, drawSeries);
     },
