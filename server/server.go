@@ -247,6 +247,12 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		return nil, err
 	}
 	p.store = store
+	switch v := MigratedOf(store); {
+	case v.From == 0:
+		log.Info("created the database", "db", postgres.Redacted(cfg.DB), "schema", v.To)
+	case v.From != v.To:
+		log.Info("migrated the database's schema", "db", postgres.Redacted(cfg.DB), "from", v.From, "to", v.To)
+	}
 	engineOf(store).DefaultsFunc = defaultsFunc(cfg.JobDefaults)
 	engineOf(store).Logger = log
 	if err := checkAtStart(ctx, store, cfg.DB, log); err != nil {

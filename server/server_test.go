@@ -236,7 +236,8 @@ func TestServer_ClaimWaitMetrics(t *testing.T) {
 
 // TestServer_WarnsOfWaitingDisabledJobs: started without --enable-exec on a
 // database that holds exec jobs, sked serve says at start that they wait
-// and why; without such jobs it says nothing of them.
+// and why; without such jobs it says nothing of them. It logs that it
+// created a new database, and nothing of a current one.
 func TestServer_WarnsOfWaitingDisabledJobs(t *testing.T) {
 	t.Parallel()
 	dbPath := filepath.Join(t.TempDir(), "sked.db")
@@ -255,10 +256,14 @@ func TestServer_WarnsOfWaitingDisabledJobs(t *testing.T) {
 		return logs.String()
 	}
 	const warning = "jobs of a type this server does not run are waiting"
-	if logs := startLogged(true); strings.Contains(logs, warning) {
-		t.Errorf("with exec on, it warned:\n%s", logs)
+	if logs := startLogged(true); strings.Contains(logs, warning) || !strings.Contains(logs, `msg="created the database"`) {
+		t.Errorf("with exec on, on a new database, the log says:\n%s\nwant no warning, and that it created the database", logs)
 	}
-	if logs := startLogged(false); !strings.Contains(logs, warning) || !strings.Contains(logs, "type=exec") || !strings.Contains(logs, "--enable-exec") {
+	logs := startLogged(false)
+	if !strings.Contains(logs, warning) || !strings.Contains(logs, "type=exec") || !strings.Contains(logs, "--enable-exec") {
 		t.Errorf("with exec off and an exec job waiting, the log says:\n%s\nwant a warning naming exec and --enable-exec", logs)
+	}
+	if strings.Contains(logs, "created the database") || strings.Contains(logs, "migrated") {
+		t.Errorf("on a current database the log says it created or migrated it:\n%s", logs)
 	}
 }

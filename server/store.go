@@ -17,6 +17,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/db/schema"
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/worker"
 )
@@ -34,6 +35,18 @@ func OpenStore(ctx context.Context, dsn string, log *slog.Logger) (db.Store, err
 		return s, nil
 	}
 	return sqlite.Open(ctx, dsn)
+}
+
+// MigratedOf is from which schema version to which opening store migrated
+// its database (From 0: a new database; From == To: none).
+func MigratedOf(store db.Store) schema.Versions {
+	switch s := store.(type) {
+	case *sqlite.Store:
+		return s.Migrated()
+	case *postgres.Store:
+		return s.Migrated()
+	}
+	panic(fmt.Sprintf("server: a store of type %T", store))
 }
 
 // newsTo has store tell sw of news as the transactions that make it

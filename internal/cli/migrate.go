@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sked-dev/sked/db/postgres"
-	"github.com/sked-dev/sked/db/schema"
 	"github.com/sked-dev/sked/server"
 )
 
@@ -34,7 +33,7 @@ func migrateCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v := store.(interface{ Migrated() schema.Versions }).Migrated()
+			v := server.MigratedOf(store)
 			switch {
 			case created:
 				fmt.Fprintf(env.Stdout, "created %s at schema version %d\n", where, v.To)
