@@ -197,7 +197,11 @@ func cronMistake(spec string, err error) string {
 			word, _, _ = strings.Cut(word, ":")
 			why = fmt.Sprintf("%q is neither a number nor a name", word)
 		}
-		return fmt.Sprintf("its %s field %q is not valid (%s); it takes %s, a list a,b, a range a-b or a step */n", names[i].name, f, why, names[i].values)
+		msg := fmt.Sprintf("its %s field %q is not valid (%s); it takes %s, a list a,b, a range a-b or a step */n", names[i].name, f, why, names[i].values)
+		if names[i].name == "day-of-week" && strings.Contains(why, "(7)") {
+			msg += "; Sunday is 0 (or SUN), not 7"
+		}
+		return msg
 	}
 	return fmt.Sprintf("%s: %v", want, err)
 }
@@ -243,21 +247,36 @@ func LoadLocation(tz string) (*time.Location, error) {
 }
 
 // zoneHint is `; did you mean "Europe/Berlin"?` for a zone name that is
-// one when its words are capitalised as the tz database writes them
-// ("europe/berlin", "AMERICA/NEW_YORK", "utc"), and "" otherwise: zone
-// names are case-sensitive, and a name in the wrong case is the common
-// mistake.
+// one once its words are capitalised as the tz database writes them
+// ("europe/berlin", "AMERICA/NEW_YORK", "utc"), spaces around it are
+// trimmed, and the words inside one part are joined by underscores as the
+// database joins them ("America/NewYork", "America/New York"); "" when no
+// such name is a zone.
 func zoneHint(tz string) string {
-	upper, title := strings.ToUpper(tz), []byte(strings.ToLower(tz))
-	for i := range title {
-		if (i == 0 || strings.IndexByte("/_-", title[i-1]) >= 0) && 'a' <= title[i] && title[i] <= 'z' {
-			title[i] -= 'a' - 'A'
+	trimmed := strings.TrimSpace(tz)
+	var joined []byte // "NewYork" and "New York" as "New_York"
+	for i := range len(trimmed) {
+		c := trimmed[i]
+		switch {
+		case c == ' ':
+			c = '_'
+		case i > 0 && 'A' <= c && c <= 'Z' && 'a' <= trimmed[i-1] && trimmed[i-1] <= 'z':
+			joined = append(joined, '_')
 		}
+		joined = append(joined, c)
 	}
-	for _, name := range []string{string(title), upper} {
-		if name != tz && name != "Local" && name != "LOCAL" {
-			if _, err := time.LoadLocation(name); err == nil {
-				return fmt.Sprintf("; did you mean %q?", name)
+	for _, cand := range []string{trimmed, string(joined)} {
+		upper, title := strings.ToUpper(cand), []byte(strings.ToLower(cand))
+		for i := range title {
+			if (i == 0 || strings.IndexByte("/_-", title[i-1]) >= 0) && 'a' <= title[i] && title[i] <= 'z' {
+				title[i] -= 'a' - 'A'
+			}
+		}
+		for _, name := range []string{cand, string(title), upper} {
+			if name != tz && name != "Local" && name != "LOCAL" && name != "" {
+				if _, err := time.LoadLocation(name); err == nil {
+					return fmt.Sprintf("; did you mean %q?", name)
+				}
 			}
 		}
 	}

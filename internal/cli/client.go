@@ -435,6 +435,10 @@ func runsCmd(env Env) *cobra.Command {
 		if a.json {
 			return a.printJSON(append([]db.Run{}, runs...))
 		}
+		if len(runs) == 0 {
+			fmt.Fprintf(a.env.Stdout, "no runs yet (sked show %s says when it is due)\n", id)
+			return nil
+		}
 		if err := a.runTable(runs); err != nil || !output {
 			return err
 		}
