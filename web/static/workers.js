@@ -24,14 +24,14 @@ function typesText(types) {
 function workersTable(res) {
   if (!res.workers.length) return h("p.muted.empty", "No worker holds a job now or claimed in the last hour.");
   return h("table.jobs.workers",
-    h("thead", h("tr", h("th", "Worker"), h("th", "Kind"), h("th", "Types"), h("th", "Last seen"), h("th", "Last claim"),
+    h("thead", h("tr", h("th", "Worker"), h("th", "Kind"), h("th", "Types"), h("th", "Last seen"), h("th", { title: "when the newest of the runs it holds now began; none when it holds none" }, "Newest run began"),
       h("th", { title: "each heartbeat moves the lease on" }, "Lease until"), h("th", "Running"))),
     h("tbody", res.workers.map((w) => h("tr", { "data-worker": w.workerId },
       h("td.mono", w.workerId),
       h("td", isServePool(w.workerId) ? "in sked serve" : "remote"),
       h("td.types", typesText(w.types)),
       h("td", w.stoppedAt ? h("span.muted", "stopped ", timeEl(w.stoppedAt)) : timeEl(w.lastSeenAt)),
-      h("td", timeEl(w.lastClaimAt)),
+      h("td", w.lastClaimAt ? timeEl(w.lastClaimAt) : h("span.muted", "none running")),
       h("td", leaseCell(w.leaseUntil, res.at)),
       h("td", h("ul.running", w.running.map(({ job, run }) => h("li", { "data-job": job.jobId },
         jobLink(job), h("span.muted", ` · ${job.type} · attempt ${job.attempt}/${job.maxAttempts}`),
@@ -46,7 +46,7 @@ export function workersPage() {
     el: h("div", h("h1", "Workers"),
       h("p.muted.note", "The workers holding jobs now, and those seen claiming in the last hour. ",
         "A worker with a free slot claims every second or so, recorded at most every 15 s: last seen is its last ",
-        "recorded claim. Its last claim is when its newest run began, and its lease end moves on with each ",
+        "recorded claim. Newest run began is when the newest of the runs it holds began, and its lease end moves on with each ",
         "heartbeat. A worker that stops heartbeating loses its jobs when the lease lapses."),
       list),
     async refresh() {
