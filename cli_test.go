@@ -152,7 +152,7 @@ func TestCLI_Jobs(t *testing.T) {
 				t.Errorf("show lacks %q:\n%s", want, show)
 			}
 		}
-		if out := ok(t, srv, "runs", oneOff.ID); !strings.HasPrefix(out, "no runs yet") {
+		if out := ok(t, srv, "runs", oneOff.ID); !strings.HasPrefix(out, "no runs recorded") {
 			t.Errorf("runs of a job that has not run printed %q; want it to say there are none", out)
 		}
 		if out := ok(t, srv, "pause", oneOff.ID); out != "paused job "+oneOff.ID+" (now paused until resumed)\n" {

@@ -24,11 +24,11 @@ type Stats struct {
 	// MissedSlots is the sum of the jobs' missed-slot counters. Retention
 	// never deletes recurring jobs, so it only grows.
 	MissedSlots int64
-	// QuietSchedules counts recurring jobs whose dead-man's switch fired:
-	// no success within their expectSuccessWithin.
+	// QuietSchedules counts recurring jobs, not cancelled, whose dead-man's
+	// switch fired: no success within their expectSuccessWithin.
 	QuietSchedules int64
-	// FailingSchedules counts recurring jobs whose last firing gave up
-	// (FailingSince is set until a run succeeds).
+	// FailingSchedules counts recurring jobs, not cancelled, whose last
+	// firing gave up (FailingSince is set until a run succeeds).
 	FailingSchedules int64
 }
 

@@ -67,11 +67,16 @@ func defaultsFunc(over map[string]db.Defaults) func(string) db.Defaults {
 
 // engineOf is the lifecycle engine store runs on.
 func engineOf(store db.Store) *engine.Store {
+	return byStore(store, func(s *sqlite.Store) *engine.Store { return s.Store }, func(s *postgres.Store) *engine.Store { return s.Store })
+}
+
+// byStore is onSQLite or onPostgres of store, whichever of the two it is.
+func byStore[T any](store db.Store, onSQLite func(*sqlite.Store) T, onPostgres func(*postgres.Store) T) T {
 	switch s := store.(type) {
 	case *sqlite.Store:
-		return s.Store
+		return onSQLite(s)
 	case *postgres.Store:
-		return s.Store
+		return onPostgres(s)
 	}
 	panic(fmt.Sprintf("server: a store of type %T", store))
 }

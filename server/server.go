@@ -249,7 +249,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.store = store
 	switch v := MigratedOf(store); {
 	case v.From == 0:
-		log.Info("created the database", "db", postgres.Redacted(cfg.DB), "schema", v.To)
+		log.Info("created the database's schema", "db", postgres.Redacted(cfg.DB), "schema", v.To)
 	case v.From != v.To:
 		log.Info("migrated the database's schema", "db", postgres.Redacted(cfg.DB), "from", v.From, "to", v.To)
 	}

@@ -256,14 +256,14 @@ func TestServer_WarnsOfWaitingDisabledJobs(t *testing.T) {
 		return logs.String()
 	}
 	const warning = "jobs of a type this server does not run are waiting"
-	if logs := startLogged(true); strings.Contains(logs, warning) || !strings.Contains(logs, `msg="created the database"`) {
+	if logs := startLogged(true); strings.Contains(logs, warning) || !strings.Contains(logs, `msg="created the database's schema"`) {
 		t.Errorf("with exec on, on a new database, the log says:\n%s\nwant no warning, and that it created the database", logs)
 	}
 	logs := startLogged(false)
 	if !strings.Contains(logs, warning) || !strings.Contains(logs, "type=exec") || !strings.Contains(logs, "--enable-exec") {
 		t.Errorf("with exec off and an exec job waiting, the log says:\n%s\nwant a warning naming exec and --enable-exec", logs)
 	}
-	if strings.Contains(logs, "created the database") || strings.Contains(logs, "migrated") {
+	if strings.Contains(logs, "created the database's schema") || strings.Contains(logs, "migrated") {
 		t.Errorf("on a current database the log says it created or migrated it:\n%s", logs)
 	}
 }

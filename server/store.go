@@ -40,13 +40,7 @@ func OpenStore(ctx context.Context, dsn string, log *slog.Logger) (db.Store, err
 // MigratedOf is from which schema version to which opening store migrated
 // its database (From 0: a new database; From == To: none).
 func MigratedOf(store db.Store) schema.Versions {
-	switch s := store.(type) {
-	case *sqlite.Store:
-		return s.Migrated()
-	case *postgres.Store:
-		return s.Migrated()
-	}
-	panic(fmt.Sprintf("server: a store of type %T", store))
+	return byStore(store, (*sqlite.Store).Migrated, (*postgres.Store).Migrated)
 }
 
 // newsTo has store tell sw of news as the transactions that make it

@@ -243,6 +243,7 @@ func testTimeline(t *testing.T, f *fixture) {
 	if n := failing(); n != 0 {
 		t.Fatalf("after a success, Stats counts %d failing schedules; want 0", n)
 	}
+
 	events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID})
 	if err != nil {
 		t.Fatal(err)
@@ -298,5 +299,23 @@ func testTimeline(t *testing.T, f *fixture) {
 	}
 	if last := events[0]; last.Kind != db.EventSucceeded || !strings.Contains(string(last.Detail), Start.Add(2*time.Hour+20*time.Minute).Format("15:04")) {
 		t.Errorf("the extra run's success: %s %s; want its slot at the trigger, %s", last.Kind, last.Detail, Start.Add(2*time.Hour+20*time.Minute))
+	}
+
+	// A failing schedule that is cancelled is no longer counted.
+	other := f.create(db.JobCreateParams{Type: "other", Schedule: "30 * * * *", MaxAttempts: 1})
+	f.Clock.Set(Start.Add(2*time.Hour + 30*time.Minute))
+	claims, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"other"}, Max: 1, Lease: time.Minute})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim of the other schedule: %+v, %v", claims, err)
+	}
+	f.finish(claims[0], db.OutcomeFailed, false)
+	if n := failing(); n != 1 {
+		t.Fatalf("Stats counts %d failing schedules; want 1, the other's", n)
+	}
+	if _, err := f.Store.JobCancel(f.ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := failing(); n != 0 {
+		t.Fatalf("after the failing schedule was cancelled, Stats counts %d failing schedules; want 0", n)
 	}
 }

@@ -47,12 +47,12 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 		}); err != nil {
 			return fmt.Errorf("count running jobs: %w", err)
 		}
-		err = tx.QueryRow(ctx, `SELECT coalesce(sum(missed_slots), 0)::bigint, count(failing_since)
+		err = tx.QueryRow(ctx, `SELECT coalesce(sum(missed_slots), 0)::bigint, count(failing_since) FILTER (WHERE state <> 'cancelled')
 			FROM jobs WHERE schedule IS NOT NULL`).Scan(&st.MissedSlots, &st.FailingSchedules)
 		if err != nil {
 			return fmt.Errorf("sum missed slots: %w", err)
 		}
-		err = tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL`).Scan(&st.QuietSchedules)
+		err = tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL AND state <> 'cancelled'`).Scan(&st.QuietSchedules)
 		if err != nil {
 			return fmt.Errorf("count quiet schedules: %w", err)
 		}

@@ -11,8 +11,8 @@ import (
 
 // Stats reads the queue statistics on the read pool; see db.StatsReader.
 // The ready and running figures come from the partial indexes, the per-state
-// counts from the (state, id) index; only the missed-slot sum reads the
-// recurring jobs' rows.
+// counts from the (state, id) index; the missed slots and failing schedules
+// read the recurring jobs' rows, the quiet ones the watched jobs' rows.
 func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	st := db.NewStats()
 	rows, err := d.read.QueryContext(ctx, readyTypes("'[]'")+` SELECT type,
@@ -34,13 +34,13 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	}); err != nil {
 		return db.Stats{}, fmt.Errorf("count running jobs: %w", translate(err))
 	}
-	err = d.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0), count(failing_since)
+	err = d.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0), count(CASE WHEN state <> 'cancelled' THEN failing_since END)
 		FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL`).Scan(&st.MissedSlots, &st.FailingSchedules)
 	if err != nil {
 		return db.Stats{}, fmt.Errorf("sum missed slots: %w", translate(err))
 	}
 	err = d.read.QueryRowContext(ctx, `SELECT count(*) FROM jobs INDEXED BY jobs_watched
-		WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL`).Scan(&st.QuietSchedules)
+		WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL AND state <> 'cancelled'`).Scan(&st.QuietSchedules)
 	if err != nil {
 		return db.Stats{}, fmt.Errorf("count quiet schedules: %w", translate(err))
 	}

@@ -436,7 +436,7 @@ func runsCmd(env Env) *cobra.Command {
 			return a.printJSON(append([]db.Run{}, runs...))
 		}
 		if len(runs) == 0 {
-			fmt.Fprintf(a.env.Stdout, "no runs yet (sked show %s says when it is due)\n", id)
+			fmt.Fprintf(a.env.Stdout, "no runs recorded (none yet, or all older than the server's --retention; sked show %s says the job's state)\n", id)
 			return nil
 		}
 		if err := a.runTable(runs); err != nil || !output {

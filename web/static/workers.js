@@ -31,7 +31,7 @@ function workersTable(res) {
       h("td", isServePool(w.workerId) ? "in sked serve" : "remote"),
       h("td.types", typesText(w.types)),
       h("td", w.stoppedAt ? h("span.muted", "stopped ", timeEl(w.stoppedAt)) : timeEl(w.lastSeenAt)),
-      h("td", w.lastClaimAt ? timeEl(w.lastClaimAt) : h("span.muted", "none running")),
+      h("td", w.lastClaimAt ? timeEl(w.lastClaimAt) : w.running.length ? "—" : h("span.muted", "none running")),
       h("td", leaseCell(w.leaseUntil, res.at)),
       h("td", h("ul.running", w.running.map(({ job, run }) => h("li", { "data-job": job.jobId },
         jobLink(job), h("span.muted", ` · ${job.type} · attempt ${job.attempt}/${job.maxAttempts}`),
