@@ -3,6 +3,7 @@ package client
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -62,17 +63,18 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 		return nil, 0, fmt.Errorf("claim jobs: %w", context.Cause(ctx))
 	}
 	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
-	claim := &written{}
+	claim, id := &written{}, rand.Text()
 	rctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), writtenKey{}, claim),
 		time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
 	defer cancel()
-	defer context.AfterFunc(ctx, func() { c.stopWaiting(rctx, cancel, p.WorkerID, claim.where()) })()
+	stop := wire.WorkerStoppingRequest{WorkerID: p.WorkerID, ClaimID: id}
+	defer context.AfterFunc(ctx, func() { c.stopWaiting(rctx, cancel, stop, claim.where()) })()
 	var resp wire.ClaimResponse
 	sent := time.Now()
 	n := min(p.Max, wire.MaxClaim)
 	err := c.do(rctx, http.MethodPost, "/claims", wire.ClaimRequest{
 		WorkerID: p.WorkerID, Types: p.Types, Max: &n,
-		Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease)), Wait: wire.DurationJSON(wait),
+		Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease)), Wait: wire.DurationJSON(wait), ClaimID: id,
 	}, &resp)
 	c.claimFailed.Store(err != nil)
 	if apiErr := (*Error)(nil); errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
@@ -88,23 +90,24 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 	return claims, sent.Sub(start) + time.Duration(resp.Waited), nil
 }
 
-// stopWaiting ends the wait of a claim of worker, sent with rctx, whose
-// caller stopped waiting. When the claim has been written to a server (at),
-// it tells that server the worker is stopping, and gives up on the claim
+// stopWaiting ends the wait of a claim, sent with rctx, whose caller
+// stopped waiting. When the claim has been written to a server (at), it
+// tells that server the worker is stopping (stop names the claim: a stop
+// that overtakes its claim still ends it), and gives up on the claim
 // (cancel) when that fails or the answer has not come stopAnswerWait later;
 // a claim not written yet is given up at once, having claimed nothing.
-func (c *Client) stopWaiting(rctx context.Context, cancel context.CancelFunc, worker, at string) {
+func (c *Client) stopWaiting(rctx context.Context, cancel context.CancelFunc, stop wire.WorkerStoppingRequest, at string) {
 	if at == "" {
 		cancel()
 		return
 	}
-	body, err := wire.Marshal(wire.WorkerStoppedRequest{WorkerID: worker})
+	body, err := wire.Marshal(stop)
 	if err != nil {
 		cancel()
 		return
 	}
-	sctx, stop := context.WithTimeout(rctx, stopAnswerWait)
-	defer stop()
+	sctx, done := context.WithTimeout(rctx, stopAnswerWait)
+	defer done()
 	// To the claim's server alone: another would have no wait to end, and
 	// a failure here is no reason to fail over.
 	if _, err := c.sendTo(sctx, at, http.MethodPost, "/workers/stopping", "application/json", body, nil); err != nil {

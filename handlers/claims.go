@@ -59,7 +59,15 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	if waits {
 		defer h.claimers.remove(waiter)
 	}
-	stopping := h.stopping.add(p.WorkerID)
+	if err := checkClaimID(req.ClaimID); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	stopping, ok := h.stopping.add(p.WorkerID, req.ClaimID)
+	if !ok { // its worker stopped before it arrived
+		h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
+		return
+	}
 	defer h.stopping.remove(p.WorkerID, stopping)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()

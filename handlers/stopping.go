@@ -1,9 +1,21 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
+
+// endedFor is how long a claim id ended before its claim arrived is kept:
+// longer than a claim takes to come after the stop that overtook it.
+const endedFor = 10 * time.Second
+
+// maxClaimIDLen bounds a claim id.
+const maxClaimIDLen = 64
 
 // stoppingWorkers ends the waits of the claims of workers that are
 // stopping. A worker that stops while its claim waits could hang up, but an
@@ -11,27 +23,38 @@ import (
 // leases would be charged as attempts when they ran out (a job of one
 // attempt would go dead without having run). So it says it is stopping
 // (POST /workers/stopping) and reads the answer, which comes at once, with
-// whatever the claim took. It is safe for concurrent use.
+// whatever the claim took. A stop that names its claim (a claim id) and
+// reaches the server before the claim does is kept for endedFor: the claim
+// then answers at once, having claimed nothing. It is safe for concurrent
+// use.
 type stoppingWorkers struct {
 	mu    sync.Mutex
-	waits map[string]map[chan struct{}]struct{} // by worker id; guarded by mu
+	waits map[string]map[chan struct{}]string // by worker id, each waiting claim's id; guarded by mu
+	ended map[claimKey]time.Time              // claims ended before they arrived, and when; guarded by mu
 }
 
-// add registers a waiting claim of worker and returns the channel that is
-// closed when the worker says it is stopping. Remove it when the claim
-// ends.
-func (s *stoppingWorkers) add(worker string) chan struct{} {
-	c := make(chan struct{})
+// claimKey names one claim of one worker.
+type claimKey struct{ worker, claim string }
+
+// add registers a claim of worker, named claim ("": unnamed), and returns
+// the channel that is closed when the worker says it is stopping; remove it
+// when the claim ends. It returns false, and registers nothing, when that
+// claim was ended before it arrived.
+func (s *stoppingWorkers) add(worker, claim string) (chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.ended[claimKey{worker, claim}]; ok && claim != "" {
+		return nil, false
+	}
 	if s.waits == nil {
-		s.waits = map[string]map[chan struct{}]struct{}{}
+		s.waits = map[string]map[chan struct{}]string{}
 	}
 	if s.waits[worker] == nil {
-		s.waits[worker] = map[chan struct{}]struct{}{}
+		s.waits[worker] = map[chan struct{}]string{}
 	}
-	s.waits[worker][c] = struct{}{}
-	return c
+	c := make(chan struct{})
+	s.waits[worker][c] = claim
+	return c, true
 }
 
 // remove unregisters c, a claim of worker that ended.
@@ -44,24 +67,61 @@ func (s *stoppingWorkers) remove(worker string, c chan struct{}) {
 	}
 }
 
-// stop ends the waits of worker's claims.
-func (s *stoppingWorkers) stop(worker string) {
+// stop ends the waits of worker's claims at now: all of them when claim is
+// "", else the one of that id, which is kept as ended when it has not
+// arrived yet.
+func (s *stoppingWorkers) stop(worker, claim string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for c := range s.waits[worker] {
-		close(c)
+	found := false
+	for c, id := range s.waits[worker] {
+		if claim == "" || id == claim {
+			close(c)
+			delete(s.waits[worker], c)
+			found = true
+		}
 	}
-	delete(s.waits, worker)
+	if len(s.waits[worker]) == 0 {
+		delete(s.waits, worker)
+	}
+	for k, at := range s.ended {
+		if now.Sub(at) > endedFor {
+			delete(s.ended, k)
+		}
+	}
+	if claim != "" && !found {
+		if s.ended == nil {
+			s.ended = map[claimKey]time.Time{}
+		}
+		s.ended[claimKey{worker, claim}] = now
+	}
 }
 
 // handleWorkerStopping serves POST /workers/stopping: a worker that begins
-// to stop has the claims it has waiting on this server answered at once,
-// with the jobs they claimed, if any. Nothing is recorded.
+// to stop has its claim (claimId), or all its claims, waiting on this server
+// answered at once, with the jobs they claimed, if any. Nothing is recorded.
 func (h *handler) handleWorkerStopping(w http.ResponseWriter, r *http.Request) {
-	id, ok := h.workerOf(w, r)
-	if !ok {
+	var req wire.WorkerStoppingRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
 		return
 	}
-	h.stopping.stop(id)
+	if err := checkWorkerID(req.WorkerID); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	if err := checkClaimID(req.ClaimID); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	h.stopping.stop(req.WorkerID, req.ClaimID, time.Now())
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// checkClaimID refuses a claim id longer than maxClaimIDLen; "" is none.
+func checkClaimID(id string) error {
+	if len(id) > maxClaimIDLen {
+		return &db.ValidationError{Field: "claimId", Msg: fmt.Sprintf("claimId is %d bytes; at most %d are allowed", len(id), maxClaimIDLen)}
+	}
+	return nil
 }

@@ -47,6 +47,10 @@ type ClaimRequest struct {
 	Max      *int            `json:"max,omitempty"`
 	Lease    json.RawMessage `json:"lease,omitempty"`
 	Wait     json.RawMessage `json:"wait,omitempty"`
+	// ClaimID names this claim, for a POST /workers/stopping that must end
+	// its wait (any string of up to 64 bytes, unique among the worker's
+	// claims); optional.
+	ClaimID string `json:"claimId,omitempty"`
 }
 
 // Claimed is one job of a claim's answer: the job as claimed, its run and
@@ -138,12 +142,22 @@ func DurationJSON(d time.Duration) json.RawMessage {
 	return b
 }
 
-// WorkerStoppedRequest is the body of POST /workers/stopped, by which a
-// worker that has shut down says so, so that it is not taken for one still
-// serving its types, and of POST /workers/stopping, by which a worker that
-// begins to stop has the claims it has waiting answered at once.
+// WorkerStoppedRequest is the body of POST /workers/stopped: a worker that
+// has shut down says so, so that it is not taken for one still serving its
+// types.
 type WorkerStoppedRequest struct {
 	WorkerID string `json:"workerId"`
+}
+
+// WorkerStoppingRequest is the body of POST /workers/stopping: a worker
+// that begins to stop has its claims waiting on the server answered at
+// once.
+type WorkerStoppingRequest struct {
+	WorkerID string `json:"workerId"`
+	// ClaimID, when set, ends only the claim sent with that ClaimID, also
+	// when the claim reaches the server after the stop (it then claims
+	// nothing); empty ends all the worker's waiting claims.
+	ClaimID string `json:"claimId,omitempty"`
 }
 
 // WorkersResponse is the body of GET /workers.
