@@ -48,6 +48,7 @@ type Sweeper struct {
 
 	eventsAfter int64     // the last event of the timeline looked at
 	since       time.Time // events before this are not told
+	started     time.Time // when Run began: deliveries that gave up before were logged by a sweeper before it
 
 	wake     chan struct{} // buffered(1): sweep now; made by wakeOnce
 	news     chan struct{} // buffered(1): deliver the timeline now; made by wakeOnce
@@ -77,7 +78,8 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	}
 	// The events of the last hour are told again after a restart; their
 	// idempotency keys keep each to one notification.
-	s.since = s.NowFunc().Add(-time.Hour)
+	s.started = s.NowFunc()
+	s.since = s.started.Add(-time.Hour)
 	t := time.NewTicker(cmp.Or(s.Interval, DefaultSweepInterval))
 	defer t.Stop()
 	for {
@@ -180,7 +182,7 @@ func (s *Sweeper) deliver(ctx context.Context, ev db.Event) error {
 		return err // pruned since: nothing to tell
 	}
 	if notify.IsDelivery(j.IdempotencyKey) {
-		if ev.Kind == db.EventGaveUp {
+		if ev.Kind == db.EventGaveUp && !ev.At.Before(s.started) {
 			s.Logger.Error("notification not delivered", "job_id", j.ID, "attempts", j.Attempt, "err", j.LastError)
 		}
 		return nil

@@ -227,6 +227,14 @@ func TestSweeper_DeadDeliveriesNotAnnounced(t *testing.T) {
 	if n := strings.Count(logs.String(), `msg="notification not delivered"`); n != 2 {
 		t.Errorf("%d undelivered notifications logged, want 2:\n%s", n, logs.String())
 	}
+	// A sweeper started since (a restart) reads them again but does not
+	// log them again: the one before it did.
+	logs.Reset()
+	r.s.eventsAfter, r.s.started = 0, r.now.Add(time.Second)
+	r.sweep()
+	if n := strings.Count(logs.String(), `msg="notification not delivered"`); n != 0 {
+		t.Errorf("after a restart, %d undelivered notifications logged again, want none:\n%s", n, logs.String())
+	}
 }
 
 // Run tells the events of the hour before it started, not older ones.
