@@ -146,6 +146,10 @@ func TestDashboard_AsksForToken(t *testing.T) {
 	api.create(t, map[string]any{"type": "t", "runAt": "2030-01-01T00:00:00Z"})
 	b := openBrowser(t, browser, base+"/#/")
 	b.wait(`document.querySelector('#token-dialog')?.open && 'ok'`)
+	// Behind the prompt the page does not claim to be live.
+	if got := b.wait(`document.querySelector('#live').textContent`); got != "needs a token" {
+		t.Errorf("behind the token prompt the live indicator says %q", got)
+	}
 	b.do(chromedp.SendKeys(chromedp.CSS("#token-input"), "wrong"))
 	b.do(chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
 	if got := b.wait(`document.querySelector('#token-dialog')?.open && document.querySelector('#token-error').textContent`); !strings.Contains(got, "refused") {
@@ -154,6 +158,7 @@ func TestDashboard_AsksForToken(t *testing.T) {
 	b.do(chromedp.SendKeys(chromedp.CSS("#token-input"), "s3cret"))
 	b.do(chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
 	b.wait(`document.querySelector('#counts [data-state=ready] .n')?.textContent === '1' && 'ok'`)
+	b.wait(`document.querySelector('#live').textContent === 'live' && 'ok'`)
 	if got := b.wait(`sessionStorage.getItem('sked.token')`); got != "s3cret" {
 		t.Errorf("sessionStorage keeps %q, want the token", got)
 	}

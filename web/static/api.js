@@ -31,6 +31,11 @@ function askToken(message) {
       resolve();
     }, { once: true });
   });
+  const live = document.getElementById("live");
+  if (live) {
+    live.className = "live waiting";
+    live.textContent = "needs a token";
+  }
   if (!dialog.open) dialog.showModal();
   return asking;
 }
