@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -463,4 +464,43 @@ func TestServer_Put(t *testing.T) {
 	if _, err := s.Put(ctx, "nightly", req); !errors.Is(err, db.ErrInvalid) {
 		t.Errorf("Put with another name in the request: %v, want a *db.ValidationError", err)
 	}
+}
+
+// TestServer_StartListens: Start listens on Config.Addr, so that an address
+// in use fails Start (not Run, after the program went on), opening nothing;
+// the server then serves on it, and Close lets it go.
+func TestServer_StartListens(t *testing.T) {
+	ctx := context.Background()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	if err := server.New(server.Config{DB: filepath.Join(dir, "sked.db"), Addr: taken.Addr().String()}).Start(ctx); err == nil ||
+		!strings.Contains(err.Error(), "listen on "+taken.Addr().String()) {
+		t.Fatalf("Start on an address in use: %v; want it refused", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the refused Start left %v", left)
+	}
+	addr := taken.Addr().String()
+	taken.Close()
+	s := server.New(server.Config{DB: filepath.Join(dir, "sked.db"), Addr: addr})
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := net.Dial("tcp", addr); err != nil {
+		t.Errorf("after Start, nothing listens on %s: %v", addr, err)
+	} else {
+		conn.Close()
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("after Close the address is still held: %v", err)
+	}
+	again.Close()
 }

@@ -120,7 +120,8 @@ type Server struct {
 // parts is what Start builds and Run runs: the open store and everything
 // over it.
 type parts struct {
-	lock     *os.File // the single-instance lock of a SQLite store; nil on PostgreSQL
+	ln       net.Listener // listening on Config.Addr; nil with a Config.Listener or no Addr
+	lock     *os.File     // the single-instance lock of a SQLite store; nil on PostgreSQL
 	store    db.Store
 	api      *handlers.API
 	handler  http.Handler // the API and the dashboard
@@ -189,8 +190,9 @@ func (s *Server) Handle(typ string, h worker.HandlerFunc) {
 
 // Start opens and checks the store and builds the API, the pool and the
 // services over it, without running them: after Start, Handler and Enqueue
-// work, and jobs created wait for Run. It refuses a listener beyond
-// loopback without Tokens unless Config.Insecure. A started server that is
+// work, and jobs created wait for Run. It listens on Config.Addr (when no
+// Config.Listener is given), so that an address in use fails here, and
+// refuses a listener beyond loopback without Tokens unless Config.Insecure. A started server that is
 // not Run must be closed with Close.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
@@ -228,6 +230,11 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 			p.close()
 		}
 	}()
+	if cfg.Listener == nil && cfg.Addr != "" {
+		if p.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		}
+	}
 	if p.lock, err = lockStore(cfg.DB); err != nil {
 		return nil, err
 	}
@@ -342,6 +349,9 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 // close closes the store and then releases the lock.
 func (p *parts) close() error {
 	var err error
+	if p.ln != nil {
+		_ = p.ln.Close() // already closed by the HTTP server that served it
+	}
 	if p.store != nil {
 		err = p.store.Close()
 	}
@@ -446,10 +456,8 @@ func (s *Server) Run(ctx context.Context) error {
 		err error
 	)
 	ln, addr := cfg.Listener, "none (Handler is served by the embedding program)"
-	if ln == nil && cfg.Addr != "" {
-		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-		}
+	if ln == nil {
+		ln = p.ln // Start's, on Config.Addr
 	}
 	if ln != nil {
 		addr = ln.Addr().String()
