@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
@@ -287,8 +288,11 @@ func TestServer_EnqueueTx(t *testing.T) {
 			t.Errorf("EnqueueTx on an ended transaction: job %q, %v; want pgx.ErrTxClosed", j.ID, err)
 		}
 	}
-	if _, _, err := s.EnqueueTx(ctx, nil, wire.JobCreateRequest{Type: "greet"}); err == nil || !strings.Contains(err.Error(), "no transaction") {
-		t.Errorf("EnqueueTx without a transaction: %v", err)
+	var never *pgxpool.Tx // a typed nil: a transaction never begun
+	for _, tx := range []pgx.Tx{nil, never} {
+		if _, _, err := s.EnqueueTx(ctx, tx, wire.JobCreateRequest{Type: "greet"}); err == nil || !strings.Contains(err.Error(), "no transaction") {
+			t.Errorf("EnqueueTx without a transaction (%T): %v", tx, err)
+		}
 	}
 	// A transaction on another schema (where sked has no tables) is told
 	// the rule, not only PostgreSQL's "relation does not exist".

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,7 +23,7 @@ import (
 // pgx or as SQL) is refused with pgx.ErrTxClosed: the job's statements
 // would commit on their own.
 func (s *Store) JobCreateTx(ctx context.Context, ptx pgx.Tx, p db.JobCreateParams) (db.Job, bool, error) {
-	if ptx == nil {
+	if v := reflect.ValueOf(ptx); ptx == nil || v.Kind() == reflect.Pointer && v.IsNil() { // also a typed nil, a *pgxpool.Tx never begun
 		return db.Job{}, false, errors.New("create job in transaction: no transaction given; begin one on the store's database")
 	}
 	t := s.d.newTx(ptx.Conn())
