@@ -184,27 +184,29 @@ func (c *Client) moveOn(i int64, err error) {
 
 // sendTo sends the request with body b (none when nil) to the server at
 // root base.
-// written, in a request's context (writtenKey), hears which server the
-// request was last written to in full, for the claim that must be ended
-// where it waits (see RunClaimWaited).
-type written struct {
+// claimSent, in the context of a claim's request (claimKey), names the
+// claim (wire.ClaimIDHeader) and hears which server the request was last
+// written to in full: a stop must end the claim where it waits (see
+// RunClaimWaited).
+type claimSent struct {
+	id     string // immutable
 	mu     sync.Mutex
-	server string // "": not written yet
+	server string // "": not written yet; guarded by mu
 }
 
-type writtenKey struct{}
+type claimKey struct{}
 
-func (w *written) to(server string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.server = server
+func (c *claimSent) to(server string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.server = server
 }
 
-// where is the server the request was written to, "" before it was.
-func (w *written) where() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.server
+// where is the server the claim was written to, "" before it was.
+func (c *claimSent) where() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.server
 }
 
 func (c *Client) sendTo(ctx context.Context, base, method, path, contentType string, b []byte, out any) (*http.Response, error) {
@@ -212,16 +214,20 @@ func (c *Client) sendTo(ctx context.Context, base, method, path, contentType str
 	if b != nil {
 		rd = bytes.NewReader(b)
 	}
-	if w, ok := ctx.Value(writtenKey{}).(*written); ok {
+	claim, _ := ctx.Value(claimKey{}).(*claimSent)
+	if claim != nil {
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
-				w.to(base)
+				claim.to(base)
 			}
 		}})
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
+	}
+	if claim != nil {
+		req.Header.Set(wire.ClaimIDHeader, claim.id)
 	}
 	if b != nil {
 		req.Header.Set("Content-Type", contentType)

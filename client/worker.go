@@ -63,18 +63,18 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 		return nil, 0, fmt.Errorf("claim jobs: %w", context.Cause(ctx))
 	}
 	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
-	claim, id := &written{}, rand.Text()
-	rctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), writtenKey{}, claim),
+	claim := &claimSent{id: rand.Text()}
+	rctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), claimKey{}, claim),
 		time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
 	defer cancel()
-	stop := wire.WorkerStoppingRequest{WorkerID: p.WorkerID, ClaimID: id}
+	stop := wire.WorkerStoppingRequest{WorkerID: p.WorkerID, ClaimID: claim.id}
 	defer context.AfterFunc(ctx, func() { c.stopWaiting(rctx, cancel, stop, claim.where()) })()
 	var resp wire.ClaimResponse
 	sent := time.Now()
 	n := min(p.Max, wire.MaxClaim)
 	err := c.do(rctx, http.MethodPost, "/claims", wire.ClaimRequest{
 		WorkerID: p.WorkerID, Types: p.Types, Max: &n,
-		Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease)), Wait: wire.DurationJSON(wait), ClaimID: id,
+		Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease)), Wait: wire.DurationJSON(wait),
 	}, &resp)
 	c.claimFailed.Store(err != nil)
 	if apiErr := (*Error)(nil); errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {

@@ -59,11 +59,12 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	if waits {
 		defer h.claimers.remove(waiter)
 	}
-	if err := checkClaimID(req.ClaimID); err != nil {
+	claimID := r.Header.Get(wire.ClaimIDHeader)
+	if err := checkClaimID(wire.ClaimIDHeader, claimID); err != nil {
 		h.error(w, r, err)
 		return
 	}
-	stopping, ok := h.stopping.add(p.WorkerID, req.ClaimID)
+	stopping, ok := h.stopping.add(p.WorkerID, claimID)
 	if !ok { // its worker stopped before it arrived
 		h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
 		return

@@ -110,7 +110,7 @@ func (h *handler) handleWorkerStopping(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	if err := checkClaimID(req.ClaimID); err != nil {
+	if err := checkClaimID("claimId", req.ClaimID); err != nil {
 		h.error(w, r, err)
 		return
 	}
@@ -118,10 +118,11 @@ func (h *handler) handleWorkerStopping(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// checkClaimID refuses a claim id longer than maxClaimIDLen; "" is none.
-func checkClaimID(id string) error {
+// checkClaimID refuses a claim id, given as field, longer than
+// maxClaimIDLen; "" is none.
+func checkClaimID(field, id string) error {
 	if len(id) > maxClaimIDLen {
-		return &db.ValidationError{Field: "claimId", Msg: fmt.Sprintf("claimId is %d bytes; at most %d are allowed", len(id), maxClaimIDLen)}
+		return &db.ValidationError{Field: field, Msg: fmt.Sprintf("%s is %d bytes; at most %d are allowed", field, len(id), maxClaimIDLen)}
 	}
 	return nil
 }

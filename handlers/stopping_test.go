@@ -22,7 +22,7 @@ func TestHandler_WorkerStopping(t *testing.T) {
 	claim := func(claimID string) chan []wire.Claimed {
 		out := make(chan []wire.Claimed, 1)
 		go func() {
-			res := e.do(http.MethodPost, "/claims", `{"workerId": "box/1", "types": ["t"], "wait": "20s", "claimId": "`+claimID+`"}`)
+			res := e.do(http.MethodPost, "/claims", `{"workerId": "box/1", "types": ["t"], "wait": "20s"}`, wire.ClaimIDHeader, claimID)
 			var resp wire.ClaimResponse
 			if res.status != http.StatusOK || json.Unmarshal(res.body, &resp) != nil {
 				t.Errorf("claim %s: %d %s", claimID, res.status, res.body)
@@ -76,5 +76,5 @@ func TestHandler_WorkerStopping(t *testing.T) {
 
 	long := strings.Repeat("x", maxClaimIDLen+1)
 	e.do(http.MethodPost, "/workers/stopping", `{"workerId": "box/1", "claimId": "`+long+`"}`).wantStatus(t, http.StatusUnprocessableEntity)
-	e.do(http.MethodPost, "/claims", `{"workerId": "box/1", "types": ["t"], "claimId": "`+long+`"}`).wantStatus(t, http.StatusUnprocessableEntity)
+	e.do(http.MethodPost, "/claims", `{"workerId": "box/1", "types": ["t"]}`, wire.ClaimIDHeader, long).wantStatus(t, http.StatusUnprocessableEntity)
 }

@@ -47,11 +47,13 @@ type ClaimRequest struct {
 	Max      *int            `json:"max,omitempty"`
 	Lease    json.RawMessage `json:"lease,omitempty"`
 	Wait     json.RawMessage `json:"wait,omitempty"`
-	// ClaimID names this claim, for a POST /workers/stopping that must end
-	// its wait (any string of up to 64 bytes, unique among the worker's
-	// claims); optional.
-	ClaimID string `json:"claimId,omitempty"`
 }
+
+// ClaimIDHeader names a POST /claims (any text of up to 64 bytes, unique
+// among its worker's claims), for a POST /workers/stopping that must end its
+// wait; optional. A header, not a field of the body, so that a server that
+// does not know it (and refuses unknown fields) ignores it.
+const ClaimIDHeader = "Sked-Claim-Id"
 
 // Claimed is one job of a claim's answer: the job as claimed, its run and
 // the lease generation every later write must name.
@@ -154,9 +156,10 @@ type WorkerStoppedRequest struct {
 // once.
 type WorkerStoppingRequest struct {
 	WorkerID string `json:"workerId"`
-	// ClaimID, when set, ends only the claim sent with that ClaimID, also
-	// when the claim reaches the server after the stop (it then claims
-	// nothing); empty ends all the worker's waiting claims.
+	// ClaimID, when set, ends only the claim sent with that id
+	// (ClaimIDHeader), also when the claim reaches the server after the
+	// stop (it then claims nothing); empty ends all the worker's waiting
+	// claims.
 	ClaimID string `json:"claimId,omitempty"`
 }
 
