@@ -50,6 +50,11 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
+	claimID := r.Header.Get(wire.ClaimIDHeader)
+	if err := checkClaimID(wire.ClaimIDHeader, claimID); err != nil {
+		h.error(w, r, err)
+		return
+	}
 	if h.shuttingDown() {
 		h.error(w, r, errShuttingDown)
 		return
@@ -59,12 +64,7 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	if waits {
 		defer h.claimers.remove(waiter)
 	}
-	claimID := r.Header.Get(wire.ClaimIDHeader)
-	if err := checkClaimID(wire.ClaimIDHeader, claimID); err != nil {
-		h.error(w, r, err)
-		return
-	}
-	stopping, ok := h.stopping.add(p.WorkerID, claimID)
+	stopping, ok := h.stopping.add(p.WorkerID, claimID, time.Now())
 	if !ok { // its worker stopped before it arrived
 		h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
 		return

@@ -10,8 +10,9 @@ import (
 	"github.com/sked-dev/sked/wire"
 )
 
-// endedFor is how long a claim id ended before its claim arrived is kept:
-// longer than a claim takes to come after the stop that overtook it.
+// endedFor is how long at least (and at most twice) a claim id ended
+// before its claim arrived is kept: longer than a claim takes to come after
+// the stop that overtook it.
 const endedFor = 10 * time.Second
 
 // maxClaimIDLen bounds a claim id.
@@ -24,14 +25,23 @@ const maxClaimIDLen = 64
 // attempt would go dead without having run). So it says it is stopping
 // (POST /workers/stopping) and reads the answer, which comes at once, with
 // whatever the claim took. A stop that names its claim (a claim id) and
-// reaches the server before the claim does is kept for endedFor: the claim
-// then answers at once, having claimed nothing. It is safe for concurrent
+// reaches the server before the claim does is kept (see endedFor): the
+// claim then answers at once, having claimed nothing, once. It is safe for concurrent
 // use.
 type stoppingWorkers struct {
 	mu    sync.Mutex
 	waits map[string]map[chan struct{}]string // by worker id, each waiting claim's id; guarded by mu
-	ended map[claimKey]time.Time              // claims ended before they arrived, and when; guarded by mu
+	// ended and older are the claims ended before they arrived: ended
+	// those since rotated, older those of the endedFor before; at each
+	// rotation older is dropped. Guarded by mu.
+	ended, older map[claimKey]struct{}
+	rotated      time.Time // guarded by mu
 }
+
+// maxEnded bounds the claims kept as ended in one endedFor: a stop beyond
+// it is not kept (its claim, should it come, waits as before stops named
+// claims), so that stops sent in a flood cannot grow the map without end.
+const maxEnded = 10000
 
 // claimKey names one claim of one worker.
 type claimKey struct{ worker, claim string }
@@ -40,11 +50,18 @@ type claimKey struct{ worker, claim string }
 // the channel that is closed when the worker says it is stopping; remove it
 // when the claim ends. It returns false, and registers nothing, when that
 // claim was ended before it arrived.
-func (s *stoppingWorkers) add(worker, claim string) (chan struct{}, bool) {
+func (s *stoppingWorkers) add(worker, claim string, now time.Time) (chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.ended[claimKey{worker, claim}]; ok && claim != "" {
-		return nil, false
+	s.rotateLocked(now)
+	if k := (claimKey{worker, claim}); claim != "" {
+		_, inEnded := s.ended[k]
+		_, inOlder := s.older[k]
+		if inEnded || inOlder {
+			delete(s.ended, k)
+			delete(s.older, k)
+			return nil, false
+		}
 	}
 	if s.waits == nil {
 		s.waits = map[string]map[chan struct{}]string{}
@@ -84,17 +101,27 @@ func (s *stoppingWorkers) stop(worker, claim string, now time.Time) {
 	if len(s.waits[worker]) == 0 {
 		delete(s.waits, worker)
 	}
-	for k, at := range s.ended {
-		if now.Sub(at) > endedFor {
-			delete(s.ended, k)
-		}
-	}
-	if claim != "" && !found {
+	s.rotateLocked(now)
+	if claim != "" && !found && len(s.ended) < maxEnded {
 		if s.ended == nil {
-			s.ended = map[claimKey]time.Time{}
+			s.ended = map[claimKey]struct{}{}
 		}
-		s.ended[claimKey{worker, claim}] = now
+		s.ended[claimKey{worker, claim}] = struct{}{}
 	}
+}
+
+// rotateLocked keeps the claims ended at least endedFor, and at most twice
+// that, as of now. s.mu is held.
+func (s *stoppingWorkers) rotateLocked(now time.Time) {
+	switch since := now.Sub(s.rotated); {
+	case since >= 2*endedFor:
+		s.older, s.ended = nil, nil
+	case since >= endedFor:
+		s.older, s.ended = s.ended, nil
+	default:
+		return
+	}
+	s.rotated = now
 }
 
 // handleWorkerStopping serves POST /workers/stopping: a worker that begins

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,4 +78,34 @@ func TestHandler_WorkerStopping(t *testing.T) {
 	long := strings.Repeat("x", maxClaimIDLen+1)
 	e.do(http.MethodPost, "/workers/stopping", `{"workerId": "box/1", "claimId": "`+long+`"}`).wantStatus(t, http.StatusUnprocessableEntity)
 	e.do(http.MethodPost, "/claims", `{"workerId": "box/1", "types": ["t"]}`, wire.ClaimIDHeader, long).wantStatus(t, http.StatusUnprocessableEntity)
+}
+
+// TestStoppingWorkers_EndedKept: a stop that overtook its claim refuses
+// that claim once, and is forgotten after two endedFor at the most (a
+// claim id used again then waits); a flood of stops keeps at most maxEnded.
+func TestStoppingWorkers_EndedKept(t *testing.T) {
+	t.Parallel()
+	var s stoppingWorkers
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s.stop("w", "a", t0)
+	if _, ok := s.add("w", "a", t0.Add(time.Second)); ok {
+		t.Fatal("a claim whose stop came first was taken")
+	}
+	if c, ok := s.add("w", "a", t0.Add(2*time.Second)); !ok {
+		t.Fatal("the claim id used again was refused: the stop ended one claim")
+	} else {
+		s.remove("w", c)
+	}
+	s.stop("w", "b", t0)
+	if c, ok := s.add("w", "b", t0.Add(2*endedFor)); !ok {
+		t.Fatal("a stop was still kept two endedFor later")
+	} else {
+		s.remove("w", c)
+	}
+	for i := range maxEnded + 10 {
+		s.stop("w", fmt.Sprint("flood", i), t0.Add(3*endedFor))
+	}
+	if n := len(s.ended) + len(s.older); n > maxEnded {
+		t.Fatalf("%d stops kept; want at most %d", n, maxEnded)
+	}
 }

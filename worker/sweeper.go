@@ -48,12 +48,18 @@ type Sweeper struct {
 
 	eventsAfter int64     // the last event of the timeline looked at
 	since       time.Time // events before this are not told
-	started     time.Time // when Run began: deliveries that gave up before were logged by a sweeper before it
+	started     time.Time // when Run began: see loggedBefore
 
 	wake     chan struct{} // buffered(1): sweep now; made by wakeOnce
 	news     chan struct{} // buffered(1): deliver the timeline now; made by wakeOnce
 	wakeOnce sync.Once
 }
+
+// loggedBefore is how long before its start a sweeper takes an undelivered
+// notification to have been logged by the one before it (which read the
+// timeline at least every DefaultSweepInterval); those since are logged,
+// some of them a second time, rather than none.
+const loggedBefore = time.Minute
 
 // outboxPage bounds the events one read of the timeline returns.
 const outboxPage = 500
@@ -182,7 +188,7 @@ func (s *Sweeper) deliver(ctx context.Context, ev db.Event) error {
 		return err // pruned since: nothing to tell
 	}
 	if notify.IsDelivery(j.IdempotencyKey) {
-		if ev.Kind == db.EventGaveUp && !ev.At.Before(s.started) {
+		if ev.Kind == db.EventGaveUp && !ev.At.Before(s.started.Add(-loggedBefore)) {
 			s.Logger.Error("notification not delivered", "job_id", j.ID, "attempts", j.Attempt, "err", j.LastError)
 		}
 		return nil

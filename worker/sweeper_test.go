@@ -230,7 +230,7 @@ func TestSweeper_DeadDeliveriesNotAnnounced(t *testing.T) {
 	// A sweeper started since (a restart) reads them again but does not
 	// log them again: the one before it did.
 	logs.Reset()
-	r.s.eventsAfter, r.s.started = 0, r.now.Add(time.Second)
+	r.s.eventsAfter, r.s.started = 0, r.now.Add(loggedBefore+time.Second)
 	r.sweep()
 	if n := strings.Count(logs.String(), `msg="notification not delivered"`); n != 0 {
 		t.Errorf("after a restart, %d undelivered notifications logged again, want none:\n%s", n, logs.String())

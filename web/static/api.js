@@ -67,6 +67,12 @@ export async function api(method, path, body) {
       try { data = JSON.parse(text); } catch { data = { detail: text }; }
     }
     if (!resp.ok) throw new ApiError(resp.status, data);
+    gotAnswer = true;
     return data;
   }
 }
+
+let gotAnswer = false;
+
+/** answered says whether the API has answered a request with success yet. */
+export function answered() { return gotAnswer; }

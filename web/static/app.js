@@ -2,7 +2,7 @@
 // 2 s the current page polls; a section is redrawn only when its data
 // changed, so open details and typing survive the updates.
 
-import { api, ApiError } from "./api.js";
+import { answered, api, ApiError } from "./api.js";
 import { lineChart } from "./charts.js";
 import { h, section, problemBox, jobHash } from "./dom.js";
 import { fmtSeconds, fmtZoned, tickTimes, LOCAL_ZONE } from "./fmt.js";
@@ -216,8 +216,11 @@ async function poll() {
   const live = document.getElementById("live");
   try {
     await page.refresh();
-    live.className = "live";
-    live.textContent = "live";
+    if (answered()) {
+      live.className = "live";
+      live.textContent = "live";
+      live.title = "updates every 2 s";
+    }
   } catch (err) {
     live.className = "live down";
     live.textContent = "offline";
