@@ -100,8 +100,19 @@ const (
 // notification or a ping. Such a job is not itself announced when it goes
 // dead or gives up, since that announcement would go to the same sinks and
 // fail the same way, one after another.
-func IsDelivery(idempotencyKey string) bool {
-	return strings.HasPrefix(idempotencyKey, notifyKeyPrefix) || strings.HasPrefix(idempotencyKey, pingKeyPrefix)
+func IsDelivery(idempotencyKey string) bool { return DeliveryKind(idempotencyKey) != "" }
+
+// DeliveryKind is "notification" or "ping" for a job with this idempotency
+// key that delivers one, and "" for any other job: what lists show in the
+// place of the name such a job does not have.
+func DeliveryKind(idempotencyKey string) string {
+	switch {
+	case strings.HasPrefix(idempotencyKey, notifyKeyPrefix):
+		return "notification"
+	case strings.HasPrefix(idempotencyKey, pingKeyPrefix):
+		return "ping"
+	}
+	return ""
 }
 
 // Notify enqueues e, an event of no job (a clock step), for every sink of

@@ -24,6 +24,7 @@ import (
 
 	skedapi "github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/wire"
 )
 
@@ -396,7 +397,7 @@ func lsCmd(env Env) *cobra.Command {
 		}
 		tw := table(a.env.Stdout, "NAME", "ID", "TYPE", "STATE", "SCHEDULE", "NEXT RUN", "ATTEMPT", "LAST ERROR")
 		for _, j := range jobs {
-			row(tw, cmp.Or(j.Name, "-"), j.ID, j.Type, string(j.State), cmp.Or(j.Schedule, "-"), timeText(nextRun(j)),
+			row(tw, listName(j), j.ID, j.Type, string(j.State), cmp.Or(j.Schedule, "-"), timeText(nextRun(j)),
 				fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), oneLine(j.LastError, 60))
 		}
 		if err := tw.Flush(); err != nil {
@@ -469,6 +470,15 @@ func pages[T any, C comparable](cursor C, all bool, list func(C) ([]T, C, error)
 			return items, next, nil
 		}
 	}
+}
+
+// listName is what the NAME column shows of j: its name, "(notification)"
+// or "(ping)" for a job that delivers one, else "-".
+func listName(j db.Job) string {
+	if kind := notify.DeliveryKind(j.IdempotencyKey); j.Name == "" && kind != "" {
+		return "(" + kind + ")"
+	}
+	return cmp.Or(j.Name, "-")
 }
 
 // runTable prints runs, newest first, as a table.

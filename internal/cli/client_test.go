@@ -14,6 +14,7 @@ import (
 	"github.com/sked-dev/sked/db/dbtest"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/notify"
 )
 
 // TestConnect_Actor: changes are signed USER@HOST, and with USER unset (in
@@ -120,5 +121,45 @@ func TestRuns_Output(t *testing.T) {
 	code, out, _ = mainOf("runs", j.ID, "--output", "--server", srv.URL)
 	if code != 0 || !strings.Contains(out, "── run 1, attempt 1, failed ──\nresizing 1.jpg\nbad header\n") {
 		t.Errorf("sked runs --output: exit %d, %q; want the whole output under its run", code, out)
+	}
+}
+
+// TestListName: sked ls names the jobs that deliver a notification or a
+// ping, which have no name, by what they are (their keys as the notifier
+// makes them), and other jobs by their name or "-".
+func TestListName(t *testing.T) {
+	s := sqlitetest.Open(t)
+	ctx := context.Background()
+	sink, err := notify.ParseSink("webhook:https://hooks.example/sked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &notify.Notifier{Store: s, Sinks: []notify.Sink{sink}}
+	now := s.Now()
+	if err := n.Notify(ctx, notify.ClockStep(now, now.Add(-time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Ping(ctx, "https://hc.example/abc", notify.PingStart, db.Job{ID: "01JOB"}, db.Run{ID: 1, StartedAt: &now}); err != nil {
+		t.Fatal(err)
+	}
+	named, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t", Name: "nightly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _, err := s.JobList(ctx, db.JobListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, j := range jobs {
+		got[listName(j)]++
+	}
+	want := map[string]int{"(notification)": 1, "(ping)": 1, "nightly": 1, "-": 1}
+	if len(got) != len(want) || got["(notification)"] != 1 || got["(ping)"] != 1 || got[named.Name] != 1 || got["-"] != 1 {
+		t.Errorf("names listed %v; want %v (plain job %s)", got, want, plain.ID)
 	}
 }

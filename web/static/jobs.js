@@ -59,6 +59,10 @@ function stateCell(j) {
   if (j.state === "paused" && j.pauseUntil) flags.push(h("span.flag", "until ", timeEl(j.pauseUntil)));
   if (j.quietSince) flags.push(h("span.flag.bad", "quiet"));
   if (j.failingSince) flags.push(h("span.flag.bad", "failing"));
+  const key = j.idempotencyKey || "";
+  if (!j.name && (key.startsWith("notify:") || key.startsWith("ping:"))) {
+    flags.push(h("span.flag", { title: "a job that delivers a notification or a ping of another job" }, key.startsWith("ping:") ? "ping" : "notification"));
+  }
   return [stateBadge(j.state), flags];
 }
 
