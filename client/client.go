@@ -182,8 +182,6 @@ func (c *Client) moveOn(i int64, err error) {
 	}
 }
 
-// sendTo sends the request with body b (none when nil) to the server at
-// root base.
 // claimSent, in the context of a claim's request (claimKey), names the
 // claim (wire.ClaimIDHeader) and hears which server the request was last
 // written to in full: a stop must end the claim where it waits (see
@@ -209,6 +207,8 @@ func (c *claimSent) where() string {
 	return c.server
 }
 
+// sendTo sends the request with body b (none when nil) to the server at
+// root base.
 func (c *Client) sendTo(ctx context.Context, base, method, path, contentType string, b []byte, out any) (*http.Response, error) {
 	var rd io.Reader
 	if b != nil {

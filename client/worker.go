@@ -64,15 +64,14 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 	}
 	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
 	claim := &claimSent{id: rand.Text()}
-	rctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), claimKey{}, claim),
-		time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
 	defer cancel()
 	stop := wire.WorkerStoppingRequest{WorkerID: p.WorkerID, ClaimID: claim.id}
 	defer context.AfterFunc(ctx, func() { c.stopWaiting(rctx, cancel, stop, claim.where()) })()
 	var resp wire.ClaimResponse
 	sent := time.Now()
 	n := min(p.Max, wire.MaxClaim)
-	err := c.do(rctx, http.MethodPost, "/claims", wire.ClaimRequest{
+	err := c.do(context.WithValue(rctx, claimKey{}, claim), http.MethodPost, "/claims", wire.ClaimRequest{
 		WorkerID: p.WorkerID, Types: p.Types, Max: &n,
 		Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease)), Wait: wire.DurationJSON(wait),
 	}, &resp)
@@ -115,9 +114,7 @@ func (c *Client) stopWaiting(rctx context.Context, cancel context.CancelFunc, st
 		return
 	}
 	<-sctx.Done()
-	if rctx.Err() == nil {
-		cancel()
-	}
+	cancel() // no answer in stopAnswerWait, or the claim ended already
 }
 
 // NextDue is a worker.PoolConfig.NextDueFunc for a pool over c. The server

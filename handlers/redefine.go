@@ -104,6 +104,13 @@ func checkKept(j db.Job, req jobCreateRequest) error {
 	return nil
 }
 
+// dryRunParam reads r's dryRun query parameter: false when absent, an
+// error when it is not a boolean. The read role's check (isDryRun) reads it
+// here too, so that both agree on what is a dry run.
+func dryRunParam(r *http.Request) (bool, error) {
+	return strconv.ParseBool(cmp.Or(r.URL.Query().Get("dryRun"), "false"))
+}
+
 // handleJobPut serves PUT /jobs/by-name/{name}[?dryRun=true]: the body is
 // the job's whole definition, as POST /jobs takes it, with the name in the
 // path. It creates the job (201) when no job that is not cancelled has the
@@ -117,13 +124,6 @@ func checkKept(j db.Job, req jobCreateRequest) error {
 // that very definition: such a put changes nothing and is answered so, for
 // sked apply sends every job of its file, also those stored by a server
 // that runs their type.
-// dryRunParam reads r's dryRun query parameter: false when absent, an
-// error when it is not a boolean. The read role's check (isDryRun) reads it
-// here too, so that both agree on what is a dry run.
-func dryRunParam(r *http.Request) (bool, error) {
-	return strconv.ParseBool(cmp.Or(r.URL.Query().Get("dryRun"), "false"))
-}
-
 func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	p, bodyErr := h.jobCreateBody(w, r, name)

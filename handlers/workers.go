@@ -86,31 +86,20 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 // handleWorkerStopped serves POST /workers/stopped: a worker that has shut
 // down says so, and is listed as stopped until it claims again.
 func (h *handler) handleWorkerStopped(w http.ResponseWriter, r *http.Request) {
-	id, ok := h.workerOf(w, r)
-	if !ok {
+	var req wire.WorkerStoppedRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		h.error(w, r, err)
 		return
 	}
-	if err := h.store.WorkerStopped(r.Context(), id); err != nil {
+	if err := checkWorkerID(req.WorkerID); err != nil {
+		h.error(w, r, err)
+		return
+	}
+	if err := h.store.WorkerStopped(r.Context(), req.WorkerID); err != nil {
 		h.error(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// workerOf reads the worker id of a request about a worker (a
-// wire.WorkerStoppedRequest); when it cannot, it answers the error and
-// returns false.
-func (h *handler) workerOf(w http.ResponseWriter, r *http.Request) (string, bool) {
-	var req wire.WorkerStoppedRequest
-	if err := h.decodeBody(w, r, &req); err != nil {
-		h.error(w, r, err)
-		return "", false
-	}
-	if err := checkWorkerID(req.WorkerID); err != nil {
-		h.error(w, r, err)
-		return "", false
-	}
-	return req.WorkerID, true
 }
 
 // later is the later of a and b; nil is never.

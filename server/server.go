@@ -575,11 +575,9 @@ func refusingPrivateTargets(validate func(string, json.RawMessage) error, truste
 // own notification targets, which http jobs call even when private targets
 // are refused.
 func sinkOrigins(sinks []notify.Sink) worker.Origins {
-	var urls []string
-	for _, s := range sinks {
-		if s.URL != "" {
-			urls = append(urls, s.URL)
-		}
+	urls := make([]string, len(sinks))
+	for i, s := range sinks {
+		urls[i] = s.URL // an email sink has none, which NewOrigins leaves out
 	}
 	return worker.NewOrigins(urls...)
 }

@@ -101,8 +101,11 @@ type HTTPConfig struct {
 func HTTP(cfg HTTPConfig) HandlerFunc {
 	guarded, open := cfg.Client, cfg.Client
 	if guarded == nil {
-		guarded, open = newHTTPClient(cfg.AllowPrivate), newHTTPClient(true)
-		open.CheckRedirect = stayWithin(cfg.Trusted, open.CheckRedirect)
+		guarded = newHTTPClient(cfg.AllowPrivate)
+		if len(cfg.Trusted) > 0 {
+			open = newHTTPClient(true)
+			open.CheckRedirect = stayWithin(cfg.Trusted, open.CheckRedirect)
+		}
 	}
 	return func(ctx context.Context, job *Job) error {
 		var p HTTPPayload
