@@ -46,7 +46,7 @@ CREATE TABLE "jobs" (
     request_hash      TEXT,
     notify            TEXT,
     failing_since     TEXT
-) STRICT;
+, rescheduled_at TEXT) STRICT;
 
 CREATE TABLE runs (
     id          INTEGER PRIMARY KEY,

@@ -173,8 +173,13 @@ type Job struct {
 	// FailingSince is set when a firing of the schedule gave up, until one
 	// succeeds again.
 	FailingSince *time.Time `json:"failingSince,omitempty"`
-	CreatedAt    time.Time  `json:"createdAt"`
-	UpdatedAt    time.Time  `json:"updatedAt"`
+	// RescheduledAt is when the schedule of a recurring job changed while
+	// its current firing (Slot) was running: the firing ends, or retries,
+	// as it began, and the new schedule's slots count from this moment.
+	// Nil once the job moves on to its next firing.
+	RescheduledAt *time.Time `json:"rescheduledAt,omitempty"`
+	CreatedAt     time.Time  `json:"createdAt"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
 	// RequestHash is the fingerprint of the create request that made the
 	// job (JobCreateParams.Fingerprint), kept to tell a retry of that
 	// request from another request with the same idempotency key.

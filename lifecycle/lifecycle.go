@@ -82,6 +82,9 @@ type Result struct {
 	LastError string
 	GaveUp    bool // the firing's attempts are spent (recorded on the run)
 	Missed    Missed
+	// Passed is the firing's own slot when it never ran and is not run
+	// again (see Finished); empty otherwise.
+	Passed    Missed
 	Triggered bool // an operator's extra run is still to happen
 }
 
@@ -91,6 +94,34 @@ type Result struct {
 // A retry runs its slot late, whatever the misfire policy; pausing,
 // skipping or rescheduling the job drops it.
 func RetryPending(j db.Job) bool { return j.Recurring() && j.Attempt > 0 }
+
+// NextSlot is the first slot of s, j's schedule, after j's current firing:
+// after its slot, or after the moment the schedule changed while the
+// firing ran (j.RescheduledAt), whichever is later. The zero time when s
+// never fires again.
+func NextSlot(j db.Job, s *schedule.Schedule) time.Time {
+	from := deref(j.Slot)
+	if j.RescheduledAt != nil && j.RescheduledAt.After(from) {
+		from = *j.RescheduledAt
+	}
+	return s.Next(from)
+}
+
+// PassedWhileRunning is what a change of schedule at now passes over of
+// recurring job j, whose firing runs on schedule old: the slots of old
+// after the firing (or after an earlier change during it) up to now,
+// reason skipped. The new schedule's slots count from now (see NextSlot).
+// old is nil when the stored schedule no longer parses.
+func PassedWhileRunning(j db.Job, old *schedule.Schedule, now time.Time) Missed {
+	if old == nil {
+		return Missed{}
+	}
+	first := NextSlot(j, old)
+	if first.IsZero() {
+		return Missed{}
+	}
+	return span(old, first, now.Add(time.Nanosecond), db.MissedSkipped)
+}
 
 // StartsAt is when the run of j, claimed at now, starts: now, or j's due
 // time if it was claimed ahead of it (see db.RunClaimParams.Ahead).
@@ -108,6 +139,16 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	slot := deref(j.Slot)
 	outcome := ended(j, p)
 	switch {
+	case HandedBack(j, p, now) && j.RescheduledAt != nil && s != nil && !j.Triggered:
+		// The run never started, and its schedule was replaced while it
+		// was held: the firing is passed over, as the change passed over
+		// the old schedule's slots, and the job moves on to the new
+		// schedule. Its slot is recorded unless an earlier attempt is.
+		r := nextFiring(j, s, slot, claimedAt, now, j.LastError)
+		if j.Attempt <= 1 {
+			r.Passed = Missed{Slots: []time.Time{slot}, Total: 1, Reason: db.MissedSkipped}
+		}
+		return r
 	case HandedBack(j, p, now):
 		// Handed back at shutdown, or never started: not the job's fault,
 		// not an attempt. It is due as before, in its old place.
@@ -185,10 +226,10 @@ func heldPlace(j *db.Job, now time.Time) time.Time {
 }
 
 // nextFiring moves a recurring job from the firing at slot to its next slot,
-// computed from the slot and never from the finish time, applying the
+// computed from the slot (see NextSlot) and never from the finish time, applying the
 // overlap policy to slots that passed while it ran.
 func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time, lastErr string) Result {
-	next := s.Next(slot)
+	next := NextSlot(*j, s)
 	r := Result{State: db.StateReady, Slot: next, LastError: lastErr}
 	switch {
 	case next.IsZero():
@@ -240,7 +281,7 @@ func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Ti
 	}
 	from := deref(j.Slot)
 	if RetryPending(j) {
-		from = old.Next(from)
+		from = NextSlot(j, old)
 	}
 	if from.IsZero() {
 		return next.Next(now), Missed{}

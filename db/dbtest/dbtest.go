@@ -116,6 +116,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"FinishRepeatedText":  testFinishRepeatedText,
 		"TriggerDuringRetry":  testTriggerDuringRetry,
 		"RedefineDuringRetry": testRedefineDuringRetry,
+		"RescheduleRunning":   testRescheduleWhileRunning,
 		"PauseDuringRetry":    testPauseDuringRetry,
 		"SkipDuringRetry":     testSkipDuringRetry,
 		"ReschedulePassed":    testRescheduleAccountsPassedSlots,

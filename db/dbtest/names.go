@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -317,5 +318,97 @@ func testTimeline(t *testing.T, f *fixture) {
 	}
 	if n := failing(); n != 0 {
 		t.Fatalf("after the failing schedule was cancelled, Stats counts %d failing schedules; want 0", n)
+	}
+}
+
+// testRescheduleWhileRunning changes the schedule of a job whose firing is
+// running: the old schedule's slots that passed during the run are missed
+// (skipped) as the change is made; the new schedule's count from the
+// change, not from the running slot. The firing retries as it began, and
+// one handed back unrun is passed over. The pending slot of an operator's
+// extra run in flight moves to the new schedule.
+func testRescheduleWhileRunning(t *testing.T, f *fixture) {
+	every10 := db.JobCreateParams{Name: "ten", Schedule: "*/10 * * * *", MaxAttempts: 2}
+	reschedule := func(ref, schedule string) db.Job {
+		t.Helper()
+		spec := db.SpecOf(f.get(ref))
+		spec.Schedule = schedule
+		got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: ref, Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	at := func(m time.Duration) time.Time { return Start.Add(m * time.Minute) }
+	wantLedger := func(id string, want map[string]int) {
+		t.Helper()
+		if got := f.outcomes(id); !maps.Equal(got, want) {
+			t.Errorf("runs by outcome %v, want %v", got, want)
+		}
+	}
+
+	// Succeeds after the change: 12:20 and 12:30 of the old schedule are
+	// skipped at 12:35; of the new one 12:45 passes during the rest of the
+	// run (overlap), 12:15 and 12:30 were never its slots.
+	j := f.create(every10)
+	f.Clock.Set(at(10))
+	c := f.claimLease("w", 1, time.Hour)[0]
+	f.Clock.Set(at(35))
+	got := reschedule(j.ID, "*/15 * * * *")
+	wantTime(t, "slot of the running firing", got.Slot, at(10))
+	wantTime(t, "rescheduled at", got.RescheduledAt, at(35))
+	wantLedger(j.ID, map[string]int{"running": 1, "missed:skipped": 2})
+	f.Clock.Set(at(50))
+	after := f.finish(c, db.OutcomeSucceeded, false)
+	wantTime(t, "next slot", after.Slot, at(60))
+	if after.RescheduledAt != nil || after.MissedSlots != 3 {
+		t.Errorf("after the firing: rescheduled at %v, %d missed slots; want none, 3", after.RescheduledAt, after.MissedSlots)
+	}
+	wantLedger(j.ID, map[string]int{"succeeded": 1, "missed:skipped": 2, "missed:overlap": 1})
+
+	// Fails, and retries its own slot; the new schedule's next slot
+	// counts from the change.
+	f.Clock.Set(Start)
+	j = f.create(db.JobCreateParams{Name: "retried", Schedule: "*/10 * * * *", MaxAttempts: 2, Backoff: time.Minute})
+	f.Clock.Set(at(10))
+	c = f.claimLease("w", 1, time.Hour)[0]
+	f.Clock.Set(at(17))
+	reschedule(j.ID, "*/15 * * * *")
+	retry := f.finish(c, db.OutcomeFailed, true)
+	wantTime(t, "slot of the retry", retry.Slot, at(10))
+	f.Clock.Set(*retry.NextRunAt)
+	c = f.claimLease("w", 1, time.Hour)[0]
+	wantTime(t, "slot the retry runs", c.Job.Slot, at(10))
+	after = f.finish(c, db.OutcomeSucceeded, false)
+	wantTime(t, "next slot after the retry", after.Slot, at(30))
+	wantLedger(j.ID, map[string]int{"failed": 1, "succeeded": 1})
+
+	// Handed back unrun after the change: its slot is passed over, once.
+	f.Clock.Set(Start)
+	j = f.create(db.JobCreateParams{Name: "released", Schedule: "*/10 * * * *"})
+	f.Clock.Set(at(10))
+	c = f.claimLease("w", 1, time.Hour)[0]
+	f.Clock.Set(at(11))
+	reschedule(j.ID, "*/15 * * * *")
+	after = f.finish(c, db.OutcomeReleased, false)
+	wantTime(t, "next slot after the hand-back", after.Slot, at(15))
+	if after.Attempt != 0 || after.RescheduledAt != nil || f.settled(j.ID, at(10)) != 1 {
+		t.Errorf("after the hand-back: attempt %d, rescheduled at %v, %v; want 0, none, the slot settled once",
+			after.Attempt, after.RescheduledAt, f.outcomes(j.ID))
+	}
+
+	// An operator's extra run in flight: the pending slot moves.
+	f.Clock.Set(Start)
+	j = f.create(db.JobCreateParams{Name: "extra", Schedule: "0 * * * *"})
+	if _, err := f.Store.JobTrigger(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	c = f.claimLease("w", 1, time.Hour)[0]
+	got = reschedule(j.ID, "30 * * * *")
+	wantTime(t, "pending slot during the extra run", got.Slot, at(30))
+	after = f.finish(c, db.OutcomeSucceeded, false)
+	wantTime(t, "pending slot after the extra run", after.Slot, at(30))
+	if after.Attempt != 0 || after.Triggered {
+		t.Errorf("after the extra run: attempt %d, triggered %v; want 0, false", after.Attempt, after.Triggered)
 	}
 }

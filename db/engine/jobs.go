@@ -330,14 +330,14 @@ func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.J
 		// A pending retry is dropped; the sleep counts from the slot after.
 		pending := *j.Slot
 		if lifecycle.RetryPending(j) {
-			pending = sched.Next(pending)
+			pending = lifecycle.NextSlot(j, sched)
 		}
 		slot, missed := lifecycle.Resumed(sched, pending, at)
 		if err := s.insertMissed(ctx, tx, j.ID, missed); err != nil {
 			return db.Job{}, err
 		}
 		to.Slot, to.NextRunAt = s.storedPtr(slot), s.storedPtr(lifecycle.DueAt(j.ID, slot, time.Duration(j.Jitter)))
-		to.Attempt, to.MissedSlots = 0, j.MissedSlots+missed.Total
+		to.Attempt, to.MissedSlots, to.RescheduledAt = 0, j.MissedSlots+missed.Total, nil
 	}
 	out, err := s.update(ctx, tx, j, to)
 	if err != nil {
@@ -412,8 +412,8 @@ func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
 			return db.Job{}, err
 		}
 		to := j
-		next := sched.Next(*j.Slot)
-		to.Slot, to.NextRunAt, to.Attempt, to.MissedSlots = s.storedPtr(next), nil, 0, j.MissedSlots+skipped.Total
+		next := lifecycle.NextSlot(j, sched)
+		to.Slot, to.NextRunAt, to.Attempt, to.MissedSlots, to.RescheduledAt = s.storedPtr(next), nil, 0, j.MissedSlots+skipped.Total, nil
 		if next.IsZero() {
 			to.State, to.Slot = db.StateDone, j.Slot
 		} else {

@@ -97,23 +97,9 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	to.Name, to.Payload, to.Schedule, to.Timezone, to.Notify = nj.Name, nj.Payload, nj.Schedule, nj.Timezone, nj.Notify
 	to.MaxAttempts, to.Timeout, to.Backoff, to.Jitter = nj.MaxAttempts, nj.Timeout, nj.Backoff, nj.Jitter
 	to.Overlap, to.Misfire, to.ExpectSuccessWithin = nj.Overlap, nj.Misfire, nj.ExpectSuccessWithin
-	if to.Recurring() && rescheduled(changes) && (j.State == db.StateReady || j.State == db.StatePaused) {
-		// The pending slot is the new schedule's, a firing of its own (a
-		// retry of the old one's is dropped); a running firing keeps its
-		// own, and its end finds the next one on the new schedule. The
-		// old schedule's slots that passed without running are missed.
-		next, err := parse(to)
-		if err != nil {
+	if to.Recurring() && rescheduled(changes) {
+		if err := s.reschedule(ctx, tx, j, &to, now); err != nil {
 			return db.Job{}, nil, err
-		}
-		old, _ := parse(j) // nil when it no longer parses: the change mends it
-		slot, passed := lifecycle.Rescheduled(j, old, next, now)
-		if err := s.insertMissed(ctx, tx, j.ID, passed); err != nil {
-			return db.Job{}, nil, err
-		}
-		to.Slot, to.Attempt, to.MissedSlots = s.storedPtr(slot), 0, j.MissedSlots+passed.Total
-		if !j.Triggered {
-			to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, slot, time.Duration(to.Jitter)))
 		}
 	}
 	to.UpdatedAt = s.stored(now)
@@ -129,6 +115,47 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 		return db.Job{}, nil, fmt.Errorf("record change of job %s: %w", j.ID, err)
 	}
 	return to, changes, s.wakeIfDue(ctx, tx, to)
+}
+
+// reschedule moves to, recurring job j with a changed schedule, zone or
+// jitter, onto its new schedule as of now. The pending slot is the new
+// schedule's, a firing of its own (a retry of the old one's is dropped);
+// that of an operator's extra run in flight too. A running firing keeps
+// its slot, and retries as it began; the new schedule's slots count from
+// now (to.RescheduledAt), from the end of that firing on. The old
+// schedule's slots that passed without running are missed, reason skipped.
+func (s *Store) reschedule(ctx context.Context, tx Tx, j db.Job, to *db.Job, now time.Time) error {
+	next, err := parse(*to)
+	if err != nil {
+		return err
+	}
+	old, _ := parse(j) // nil when it no longer parses: the change mends it
+	var passed lifecycle.Missed
+	switch {
+	case j.State == db.StateRunning && !j.Triggered:
+		passed = lifecycle.PassedWhileRunning(j, old, now)
+		to.RescheduledAt = s.storedPtr(now)
+	case j.State == db.StateRunning:
+		// The extra run's claim counted an attempt the pending firing has
+		// not made; its end takes that one back.
+		pending := j
+		pending.Attempt--
+		var slot time.Time
+		slot, passed = lifecycle.Rescheduled(pending, old, next, now)
+		to.Slot, to.Attempt, to.RescheduledAt = s.storedPtr(slot), 1, nil
+	default: // ready or paused
+		var slot time.Time
+		slot, passed = lifecycle.Rescheduled(j, old, next, now)
+		to.Slot, to.Attempt, to.RescheduledAt = s.storedPtr(slot), 0, nil
+		if !j.Triggered {
+			to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, slot, time.Duration(to.Jitter)))
+		}
+	}
+	if err := s.insertMissed(ctx, tx, j.ID, passed); err != nil {
+		return err
+	}
+	to.MissedSlots = j.MissedSlots + passed.Total
+	return nil
 }
 
 // rescheduled reports whether changes move a schedule's slots.

@@ -441,6 +441,7 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 				return nil, err
 			}
 		}
+		missed = append(missed, s.missedRuns(j.ID, r.Passed, now)...)
 		for _, m := range s.splitStepped(r.Missed) {
 			missed = append(missed, s.missedRuns(j.ID, m, now)...)
 		}
@@ -496,9 +497,12 @@ func runEnd(p db.RunFinishParams, gaveUp bool) RunEnd {
 // on as r says.
 func (s *Store) finished(j db.Job, r lifecycle.Result, outcome db.Outcome, now time.Time) db.Job {
 	j.State, j.Attempt, j.LastError, j.Triggered = r.State, r.Attempt, r.LastError, r.Triggered
+	if r.State != db.StateReady || j.Slot == nil || !r.Slot.Equal(*j.Slot) {
+		j.RescheduledAt = nil // the firing ended; the next is the new schedule's
+	}
 	j.Slot, j.NextRunAt = s.storedPtr(r.Slot), s.storedPtr(r.NextRunAt)
 	j.LeaseOwner, j.LeaseUntil, j.CancelRequested = "", nil, false
-	j.MissedSlots += r.Missed.Total
+	j.MissedSlots += r.Passed.Total + r.Missed.Total
 	switch {
 	case outcome == db.OutcomeSucceeded:
 		j.LastSuccessAt, j.FailingSince = s.storedPtr(now), nil
