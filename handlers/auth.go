@@ -23,6 +23,24 @@ const (
 	roleAdmin              // everything
 )
 
+// roleHeader names, on every answer to a request with a valid token, the
+// token's role ("admin", "read" or "worker"), so that a client (the
+// dashboard) can leave out what the token may not do.
+const roleHeader = "Sked-Role"
+
+// String is the role's name in roleHeader.
+func (ro role) String() string {
+	switch ro {
+	case roleAdmin:
+		return "admin"
+	case roleReader:
+		return "read"
+	case roleWorker:
+		return "worker"
+	}
+	return "none"
+}
+
 // token is the digest of one configured token and its role.
 type token struct {
 	digest [sha256.Size]byte
@@ -89,6 +107,9 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		given, role := h.bearer(r)
+		if role != roleNone {
+			w.Header().Set(roleHeader, role.String())
+		}
 		switch {
 		case role == roleNone:
 			msg := "this server requires a bearer token: send the header Authorization: Bearer <token> " +

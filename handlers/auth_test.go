@@ -77,6 +77,28 @@ func TestAuth_RoleRefusals(t *testing.T) {
 	}
 }
 
+// TestAuth_RoleHeader: an answer to a valid token names its role, a 403
+// too; no valid token, no role.
+func TestAuth_RoleHeader(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, func(c *Config) {
+		c.Tokens, c.WorkerTokens, c.ReadTokens = []string{"a"}, []string{"w"}, []string{"r"}
+	})
+	for _, c := range []struct{ method, path, auth, role string }{
+		{"GET", "/jobs", "Bearer a", "admin"},
+		{"GET", "/jobs", "Bearer r", "read"},
+		{"POST", "/jobs", "Bearer r", "read"},
+		{"GET", "/jobs", "Bearer w", "worker"},
+		{"GET", "/jobs", "Bearer x", ""},
+		{"GET", "/jobs", "", ""},
+	} {
+		res := e.do(c.method, c.path, "{}", "Authorization", c.auth)
+		if got := res.header.Get("Sked-Role"); got != c.role {
+			t.Errorf("%s %s with %q: Sked-Role %q, want %q", c.method, c.path, c.auth, got, c.role)
+		}
+	}
+}
+
 func TestAuth_NoTokens(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, nil)

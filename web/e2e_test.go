@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +162,40 @@ func TestDashboard_AsksForToken(t *testing.T) {
 	b.wait(`document.querySelector('#live').textContent === 'live' && 'ok'`)
 	if got := b.wait(`sessionStorage.getItem('sked.token')`); got != "s3cret" {
 		t.Errorf("sessionStorage keeps %q, want the token", got)
+	}
+}
+
+// TestDashboard_ReadTokenLeavesOutChanges checks in Chromium that with a
+// read token the dashboard shows no control that would answer 403 (a job's
+// actions and edit form, "New job", the list's selection and bulk
+// actions), and says why.
+func TestDashboard_ReadTokenLeavesOutChanges(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	base, api := startServer(t, "s3cret", func(c *server.Config) { c.ReadTokens = []string{"look"} })
+	id := api.create(t, map[string]any{"type": "t", "schedule": "0 3 * * *"})
+	b := openBrowser(t, browser, base+"/#/jobs/"+id)
+	b.wait(`document.querySelector('#token-dialog')?.open && 'ok'`)
+	b.do(chromedp.SendKeys(chromedp.CSS("#token-input"), "look"))
+	b.do(chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
+	b.wait(`document.querySelector('#job-fields dl') && 'ok'`)
+	shown := func(sel string) string {
+		return b.wait(`(() => { const e = document.querySelector(` + strconv.Quote(sel) + `);
+			return e ? String(e.getClientRects().length > 0) : 'missing'; })()`)
+	}
+	for sel, want := range map[string]string{
+		"#job-actions": "false", "#edit-job": "false", `nav a[data-nav="new"]`: "false",
+		".job-page .read-only-note": "true", "#job-fields": "true",
+	} {
+		if got := shown(sel); got != want {
+			t.Errorf("with a read token, %s shown: %s, want %s", sel, got, want)
+		}
+	}
+	b.do(chromedp.Navigate(base + "/#/jobs"))
+	b.wait(`document.querySelector('table.jobs tbody tr') && 'ok'`)
+	for sel, want := range map[string]string{"div.bulk": "false", "td.pick": "false", "p.read-only-note": "true"} {
+		if got := shown(sel); got != want {
+			t.Errorf("with a read token, the list's %s shown: %s, want %s", sel, got, want)
+		}
 	}
 }
 
@@ -375,7 +410,7 @@ func (a *targets) create(t *testing.T, job map[string]any) string {
 // startServer runs a sked server on a temporary database (with token, if
 // not empty) and the targets its jobs call, all on 127.0.0.1, until the
 // test ends.
-func startServer(t *testing.T, token string) (string, *targets) {
+func startServer(t *testing.T, token string, configure ...func(*server.Config)) (string, *targets) {
 	t.Helper()
 	a := &targets{token: token, slowStarted: make(chan struct{}, 10)}
 	release := make(chan struct{})
@@ -406,6 +441,9 @@ func startServer(t *testing.T, token string) (string, *targets) {
 	}
 	if token != "" {
 		cfg.Tokens = []string{token}
+	}
+	for _, c := range configure {
+		c(&cfg)
 	}
 	srv := server.New(cfg)
 	go func() { done <- srv.Run(ctx) }()

@@ -57,6 +57,7 @@ export async function api(method, path, body) {
       init.body = typeof body === "string" ? body : JSON.stringify(body);
     }
     const resp = await fetch(path, init);
+    showRole(resp.headers.get("Sked-Role"));
     if (resp.status === 401 && tries < 5) {
       await askToken(token ? "That token was refused; try another." : "");
       continue;
@@ -73,6 +74,13 @@ export async function api(method, path, body) {
 }
 
 let gotAnswer = false;
+
+// showRole marks the page with the role the server says the token has
+// (Sked-Role): with "read", what only changes a job (class "write") is
+// left out, and what says why (class "read-only-note") is shown.
+function showRole(role) {
+  if (role) document.documentElement.dataset.role = role;
+}
 
 /** answered says whether the API has answered a request with success yet. */
 export function answered() { return gotAnswer; }

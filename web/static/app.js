@@ -4,7 +4,7 @@
 
 import { answered, api, ApiError } from "./api.js";
 import { lineChart } from "./charts.js";
-import { h, section, problemBox, jobHash } from "./dom.js";
+import { h, section, problemBox, jobHash, READ_ONLY } from "./dom.js";
 import { fmtSeconds, fmtZoned, tickTimes, LOCAL_ZONE } from "./fmt.js";
 import { listPage, STATES } from "./jobs.js";
 import { jobPage } from "./job.js";
@@ -172,7 +172,8 @@ function newJobPage() {
   return {
     title: "New job",
     el: h("div", h("h1", "New job"),
-      h("form.create#create-form", { onsubmit: submit },
+      h("p.read-only-note", READ_ONLY),
+      h("form.create.write#create-form", { onsubmit: submit },
         h("div.row", h("label", "Name (optional) ", f.name), h("label", "Type ", f.type)),
         h("label", "Payload (JSON) ", f.payload),
         h("label", "When ", f.kind), recurring, once,

@@ -49,6 +49,9 @@ export function problemBox(err) {
     p.field ? h("span.field", ` (field: ${p.field})`) : null);
 }
 
+// READ_ONLY says, where a read token leaves changes out (see api.js), why.
+export const READ_ONLY = "This token may only read: changes need a token from the server's SKED_TOKEN.";
+
 export const stateBadge = (s) => h("span.badge.state-" + s, s);
 
 /** jobRef is the path of a job's API resource, relative to the page. */

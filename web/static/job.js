@@ -4,7 +4,7 @@
 // a run while it runs.
 
 import { api, ApiError } from "./api.js";
-import { h, section, problemBox, stateBadge, jobLabel, jobRef, jobHash } from "./dom.js";
+import { h, section, problemBox, stateBadge, jobLabel, jobRef, jobHash, READ_ONLY } from "./dom.js";
 import { timeEl, fmtDuration, fmtZoned, LOCAL_ZONE } from "./fmt.js";
 
 const LIVE_MS = 1000; // how often the output tail of a running run is read
@@ -266,9 +266,9 @@ export function jobPage(ref) {
   let path = jobRef(ref); // by id once the job is read: a rename keeps it
   const head = h("div#job-head"), status = h("div.facts#job-status"), fields = h("div#job-fields");
   const preview = h("div#job-preview"), runs = h("ol.timeline#runs"), events = h("ol.events#events");
-  const buttons = h("div.actions#job-actions");
+  const buttons = h("div.actions.write#job-actions");
   const msg = h("div#action-msg", { "aria-live": "polite" });
-  const edit = h("details.edit#edit-job", h("summary", "Edit definition…"));
+  const edit = h("details.edit.write#edit-job", h("summary", "Edit definition…"));
   const drawHead = section(head), drawStatus = section(status), drawFields = section(fields), drawPreview = section(preview);
   const drawButtons = section(buttons), drawRuns = section(runs), drawEvents = section(events);
   const openOutputs = new Set();
@@ -344,6 +344,7 @@ export function jobPage(ref) {
       j.schedule ? ["overlap · misfire", `${j.overlap} · ${j.misfire}`] : null,
       j.expectSuccessWithin ? ["expect success within", j.expectSuccessWithin] : null,
       j.schedule ? ["missed slots", String(j.missedSlots)] : null,
+      j.rescheduledAt ? ["schedule changed", ["during this run, at ", timeEl(j.rescheduledAt), "; its next slot counts from then"]] : null,
       j.leaseOwner ? ["lease", [h("span.mono", j.leaseOwner), " until ", timeEl(j.leaseUntil), ` (generation ${j.leaseGeneration})`]] : null,
       j.cancelRequested ? ["cancel", "requested"] : null,
       j.idempotencyKey ? ["idempotency key", h("span.mono", j.idempotencyKey)] : null,
@@ -356,7 +357,7 @@ export function jobPage(ref) {
 
   const view = {
     title: "Job " + ref,
-    el: h("div.job-page", head, status, buttons, msg,
+    el: h("div.job-page", head, status, buttons, h("p.read-only-note", READ_ONLY), msg,
       h("div.job-grid",
         h("div.col", h("h2", "Definition"), fields, edit, h("h2", "Next fire times"), preview),
         h("div.col", tail.el, h("h2", "Timeline"), events, h("h2", "Runs"), runs))),

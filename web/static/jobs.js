@@ -3,7 +3,7 @@
 // API lists newest first only; bulk retry and cancel of a selection.
 
 import { api, ApiError } from "./api.js";
-import { h, section, problemBox, stateBadge, jobLink, jobLabel, jobRef } from "./dom.js";
+import { h, section, problemBox, stateBadge, jobLink, jobLabel, jobRef, READ_ONLY } from "./dom.js";
 import { timeEl } from "./fmt.js";
 
 export const STATES = ["ready", "running", "paused", "done", "dead", "cancelled"];
@@ -195,17 +195,17 @@ export function listPage(params, { dead = false } = {}) {
     if (!jobs.length) return h("p.muted.empty", loaded.length ? "No job loaded matches the search." : "No jobs.");
     return h("table.jobs",
       h("thead", h("tr",
-        h("th.pick", h("input#select-all", { type: "checkbox", "aria-label": "Select all shown", onchange: (e) => toggleAll(e.target.checked) })),
+        h("th.pick.write", h("input#select-all", { type: "checkbox", "aria-label": "Select all shown", onchange: (e) => toggleAll(e.target.checked) })),
         sortHeader("name", "Job"), sortHeader("type", "Type"), sortHeader("state", "State"), h("th", "Schedule"),
-        sortHeader("next", "Next run"), h("th", "Attempt"), h("th", "Last error"), dead ? h("th", h("span.sr", "Actions")) : null)),
+        sortHeader("next", "Next run"), h("th", "Attempt"), h("th", "Last error"), dead ? h("th.write", h("span.sr", "Actions")) : null)),
       h("tbody", jobs.map((j) => h("tr", { "data-job": j.jobId },
-        h("td.pick", h("input.select", { type: "checkbox", "data-job": j.jobId, checked: selected.has(j.jobId),
+        h("td.pick.write", h("input.select", { type: "checkbox", "data-job": j.jobId, checked: selected.has(j.jobId),
           "aria-label": "Select " + jobLabel(j), onchange: (e) => toggle(j, e.target.checked) })),
         h("td", jobLink(j)), h("td.mono", j.type), h("td", stateCell(j)),
         h("td.mono", j.schedule ? `${j.schedule} · ${j.timezone || "UTC"}` : h("span.muted", "one-off")),
         h("td", timeEl(nextRun(j))), h("td", `${j.attempt}/${j.maxAttempts}`),
         h("td.err", { title: j.lastError || "" }, j.lastError || ""),
-        dead ? h("td", (() => {
+        dead ? h("td.write", (() => {
           const b = h("button.retry", { type: "button", onclick: () => retryOne(j, b) }, "Retry");
           return b;
         })()) : null))));
@@ -231,7 +231,8 @@ export function listPage(params, { dead = false } = {}) {
       h("p.muted.note", `Search and sorting apply to the ${PAGE} newest jobs loaded`,
         dead ? "" : " (state and type filter on the server)", "; an exact id or name is also looked up among all jobs."),
       found,
-      h("div.bulk", { role: "group", "aria-label": "Bulk actions" }, count, bulkButtons, confirmBox),
+      h("div.bulk.write", { role: "group", "aria-label": "Bulk actions" }, count, bulkButtons, confirmBox),
+      h("p.read-only-note", READ_ONLY),
       summary, msg, list, h("div.pager", prevBtn, nextBtn)),
     async refresh() {
       const q = new URLSearchParams({ limit: String(PAGE) });
