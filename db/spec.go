@@ -119,6 +119,9 @@ const (
 	EventStarted = "started"
 	// EventSucceeded: a run of a job with a ping URL succeeded.
 	EventSucceeded = "succeeded"
+	// EventQuiet: the dead-man's switch went off: no run of the schedule
+	// succeeded within its ExpectSuccessWithin; Detail is a QuietEvent.
+	EventQuiet = "quiet"
 
 	// The controls, each recorded when it changed the job; Detail is a
 	// ControlEvent.
@@ -135,6 +138,13 @@ const (
 // RunEventKinds are the kinds of events about a run, whose Detail is a
 // RunEvent: what the notifier tells.
 var RunEventKinds = []string{EventGaveUp, EventRecovered, EventStarted, EventSucceeded}
+
+// QuietEvent is the Detail of an EventQuiet: the switch's span, and the
+// last success before it went off (nil: none since the job was created).
+type QuietEvent struct {
+	ExpectSuccessWithin Duration   `json:"expectSuccessWithin"`
+	LastSuccessAt       *time.Time `json:"lastSuccessAt,omitempty"`
+}
 
 // ControlEvent is the Detail of a control's event: the job's state before
 // and after, and what the control said.

@@ -177,13 +177,18 @@ func testDeadMansSwitch(t *testing.T, f *fixture) {
 	if again, _ := c.JobQuietSweep(f.ctx); len(again) != 0 {
 		t.Fatalf("a quiet job was reported twice: %+v", again)
 	}
+	events, _, err := c.EventList(f.ctx, db.EventListParams{JobID: j.ID})
+	var detail db.QuietEvent
+	if err != nil || len(events) != 1 || events[0].Kind != db.EventQuiet || events[0].Actor != "sked" ||
+		json.Unmarshal(events[0].Detail, &detail) != nil || detail.ExpectSuccessWithin != db.Duration(2*time.Hour) {
+		t.Fatalf("the timeline after the switch went off: %+v, %v; want one quiet event by sked", events, err)
+	}
 	f.Clock.Set(Start.Add(3 * time.Hour))
 	f.finish(f.claimLease("w", 1, time.Hour)[0], db.OutcomeSucceeded, false)
 	ch, err = c.JobQuietSweep(f.ctx)
 	if err != nil || len(ch) != 1 || ch[0].Quiet || ch[0].Job.QuietSince != nil || ch[0].Job.LastSuccessAt == nil {
 		t.Fatalf("sweep after a success = %+v, %v; want recovered", ch, err)
 	}
-	_ = j
 }
 
 // testControlEvents: each control that changes a job puts an event on its

@@ -498,14 +498,17 @@ func containsTime(ts []time.Time, t time.Time) bool {
 	return false
 }
 
-// JobQuietSweep raises and clears dead-man's switches; see db.Store.
+// JobQuietSweep raises and clears dead-man's switches; see db.Store. A
+// switch that goes off is recorded on its job's timeline, by sked.
 func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 	var changes []db.QuietChange
 	err := s.inTx(ctx, func(tx Tx) error {
+		changes = nil
 		jobs, err := tx.JobsWatched(ctx)
 		if err != nil {
 			return err
 		}
+		var events []db.Event
 		for _, j := range jobs {
 			quiet, changed := lifecycle.Quiet(j, tx.Now())
 			if !changed {
@@ -521,8 +524,15 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 				return fmt.Errorf("mark job %s: %w", j.ID, err)
 			}
 			changes = append(changes, db.QuietChange{Job: marked, Quiet: quiet})
+			if quiet {
+				b, _ := json.Marshal(db.QuietEvent{ExpectSuccessWithin: j.ExpectSuccessWithin, LastSuccessAt: j.LastSuccessAt}) // plain values
+				events = append(events, db.Event{JobID: j.ID, At: *to.QuietSince, Kind: db.EventQuiet, Actor: skedActor, Detail: b})
+			}
 		}
-		return nil
+		if len(events) == 0 {
+			return nil
+		}
+		return tx.EventsInsert(ctx, events)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("check quiet schedules: %w", err)

@@ -148,7 +148,7 @@ const short = (v) => {
 const eventLabels = {
   changed: "Changed", gave_up: "Gave up", recovered: "Recovered", paused: "Paused", resumed: "Resumed",
   cancelled: "Cancelled", retried: "Retried", cancel_requested: "Asked to stop its run", triggered: "Triggered",
-  skipped: "Skipped", backfilled: "Backfilled",
+  skipped: "Skipped", backfilled: "Backfilled", quiet: "Went quiet",
 };
 
 function eventItem(e) {
@@ -160,6 +160,8 @@ function eventItem(e) {
       d.until ? h("span.muted", "until ", timeEl(d.until), " · ") : null, d.reason ? h("span", d.reason) : null,
       d.jobsCreated ? h("span", `${d.jobsCreated} jobs for `, timeEl(d.rangeFrom), " – ", timeEl(d.rangeTo)) : null,
       d.generation && !d.attempt ? h("span.muted", `run of generation ${d.generation}`) : null,
+      e.kind === "quiet" ? h("span", `no success within ${d.expectSuccessWithin}; last `,
+        d.lastSuccessAt ? timeEl(d.lastSuccessAt) : "none yet") : null,
       d.error ? h("p.err", d.error) : null];
   return h("li.event.kind-" + e.kind, { "data-kind": e.kind, "data-event": e.eventId },
     h("div.event-head", h("strong", eventLabels[e.kind] || e.kind),
