@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/testnet"
 )
 
 // cliRun is one run of the sked binary as a client.
@@ -259,6 +260,11 @@ func TestCLI_ServerDown(t *testing.T) {
 	msg = fails(t, "localhost:8080", 2, "ls", "--server", "localhost:8080")
 	if !strings.Contains(msg, "--server") {
 		t.Fatalf("a bad --server said %q", msg)
+	}
+	// A port whose service hangs up on HTTP (PostgreSQL's does).
+	hangsUp := "http://" + testnet.Answering(t, "")
+	if msg := fails(t, hangsUp, 1, "ls"); !strings.Contains(msg, "closed the connection without an HTTP answer") || !strings.Contains(msg, "PostgreSQL") {
+		t.Fatalf("ls against a port that hangs up said %q", msg)
 	}
 }
 

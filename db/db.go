@@ -43,6 +43,11 @@ var (
 	// damaged (SQLite's SQLITE_CORRUPT, PostgreSQL's data_corrupted). The
 	// store is not ready from then on.
 	ErrCorrupt = errors.New("database is corrupt")
+	// ErrUnreachable is returned by any call that could not reach the
+	// database server (PostgreSQL down, restarting or refusing
+	// connections) before it sent anything: nothing was written, and
+	// retrying later can succeed.
+	ErrUnreachable = errors.New("database server is unreachable")
 )
 
 // ConflictError says why a change was refused. It unwraps to ErrConflict.

@@ -32,10 +32,12 @@ type problem struct {
 }
 
 // Seconds a client is told to wait (Retry-After) before retrying a write
-// refused for a full disk or a database locked by another process.
+// refused for a full disk, a database locked by another process, or a
+// database server out of reach.
 const (
-	retryFullAfter   = 10
-	retryLockedAfter = 2
+	retryFullAfter        = 10
+	retryLockedAfter      = 2
+	retryUnreachableAfter = 5
 )
 
 // requestError is a fault in the HTTP request itself (body, headers, query
@@ -73,8 +75,8 @@ var errShuttingDown = errors.New("this server is shutting down and takes no new 
 // problemFor maps err to its problem. It is the one place that decides
 // statuses: bad input 422 (400/413/415 for the request itself; a reused
 // idempotency key is the idempotencyKey field's), ErrNotFound
-// 404, ErrConflict and ErrStale 409, ErrStorageFull 507, ErrBusy, a
-// claimsFullError and errShuttingDown 503 (each with Retry-After: it can
+// 404, ErrConflict and ErrStale 409, ErrStorageFull 507, ErrBusy,
+// ErrUnreachable, a claimsFullError and errShuttingDown 503 (each with Retry-After: it can
 // succeed later),
 // anything else 500 with a generic detail.
 func problemFor(err error) problem {
@@ -112,6 +114,9 @@ func problemFor(err error) problem {
 	case errors.Is(err, db.ErrStorageFull):
 		p.Status, p.retryAfter = http.StatusInsufficientStorage, retryFullAfter
 		p.Detail = "the disk holding sked's database is full: nothing was written; free space there and retry (no restart is needed)"
+	case errors.Is(err, db.ErrUnreachable):
+		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryUnreachableAfter
+		p.Detail = "sked's database server cannot be reached (down, restarting or refusing connections): nothing was written; retry after Retry-After seconds"
 	case errors.Is(err, db.ErrBusy):
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryLockedAfter
 		p.Detail = "sked's database is locked (by another process, or by writes queued ahead of this one) and did not take the write within 5s: nothing was written, nor will be; retry shortly"

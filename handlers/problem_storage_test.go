@@ -23,6 +23,7 @@ func TestProblemFor_Storage(t *testing.T) {
 	}{
 		{fmt.Errorf("create jobs: commit: %w", db.ErrStorageFull), http.StatusInsufficientStorage, "10", "full"},
 		{fmt.Errorf("create jobs: begin: %w", db.ErrBusy), http.StatusServiceUnavailable, "2", "locked"},
+		{fmt.Errorf("create jobs: acquire connection: %w", db.ErrUnreachable), http.StatusServiceUnavailable, "5", "cannot be reached"},
 	} {
 		p := problemFor(c.err)
 		w := httptest.NewRecorder()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/internal/testnet"
 	"github.com/sked-dev/sked/server"
 )
 
@@ -69,7 +70,7 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 		t.Errorf("the refusal of a password with @ shows part of it: %v", err)
 	}
 	// A port where something else answers, such as an HTTP server.
-	check("postgres://sked@"+answering(t, "HTTP/1.1 400 Bad Request\r\n\r\n")+"/sked?connect_timeout=5",
+	check("postgres://sked@"+testnet.Answering(t, "HTTP/1.1 400 Bad Request\r\n\r\n")+"/sked?connect_timeout=5",
 		"what answers there is not PostgreSQL", "check the host and port in --db")
 	// TLS asked of a server without it.
 	if !serverOffersTLS(t, base.String()) {
@@ -104,28 +105,6 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 		t.Skipf("PostgreSQL %d lets every role create tables in public", version)
 	}
 	check(with(role, "guest", ""), "sked's role may not create its tables (permission denied for schema public): make the role the database's owner")
-}
-
-// answering listens on a loopback port that answers every connection with
-// reply and closes it, and returns its address.
-func answering(t *testing.T, reply string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte(reply))
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // serverOffersTLS reports whether the PostgreSQL server at dsn has ssl on.

@@ -122,6 +122,7 @@ type Pool struct {
 	drained bool
 	next    time.Time
 	hasNext bool
+	claims  failureLog // the dispatcher's failed claims
 }
 
 // claimed is a job the pool holds, its lease, and its handler's context,
@@ -263,8 +264,11 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 			WorkerID: p.cfg.WorkerID, Types: p.types, Max: want, Lease: p.cfg.Lease, More: free > want,
 			Ahead: p.cfg.ClaimAhead,
 		})
-		if err != nil && ctx.Err() == nil {
-			p.cfg.Logger.Error("claim", "err", err)
+		switch {
+		case err == nil:
+			p.claims.worked(p.cfg.Logger, "claim")
+		case ctx.Err() == nil:
+			p.claims.failed(p.cfg.Logger, "claim", err)
 		}
 		for _, c := range claims {
 			p.sem <- struct{}{}

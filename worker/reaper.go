@@ -19,6 +19,8 @@ type Reaper struct {
 	}
 	Interval time.Duration // zero: DefaultReapInterval
 	Logger   *slog.Logger  // nil: discard
+
+	failures failureLog
 }
 
 // Run reaps every Interval until ctx is done.
@@ -42,9 +44,13 @@ func (r *Reaper) runOnce(ctx context.Context) {
 	}
 	n, err := r.Store.RunReapExpired(ctx)
 	switch {
-	case err != nil && ctx.Err() == nil:
-		log.Error("reap expired leases", "err", err)
+	case err != nil:
+		if ctx.Err() == nil {
+			r.failures.failed(log, "reap expired leases", err)
+		}
+		return
 	case n > 0:
 		log.Warn("reaped expired leases", "jobs", n)
 	}
+	r.failures.worked(log, "reap expired leases")
 }

@@ -75,6 +75,15 @@ func testNames(t *testing.T, f *fixture) {
 	if _, err := f.Store.JobGet(f.ctx, "no-such-name"); !errors.Is(err, db.ErrNotFound) {
 		t.Fatalf("JobGet of an unknown name: %v, want ErrNotFound", err)
 	}
+	// A done job keeps its name, and cannot be cancelled: the conflict
+	// says so, and to rename it.
+	once := f.create(db.JobCreateParams{Name: "deploy-notify"})
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	_, _, err = f.Store.JobCreate(f.ctx, db.JobCreateParams{Type: "noop", Name: "deploy-notify"})
+	if !errors.As(err, &conflict) || conflict.State != db.StateDone || !strings.Contains(err.Error(), "keeps it until it is pruned") ||
+		!strings.Contains(err.Error(), "PATCH /jobs/"+once.ID+" with another name") {
+		t.Fatalf("a name a done job holds: %v; want a conflict saying to rename that job", err)
+	}
 }
 
 // testRedefine checks a change of definition: the pending slot follows the

@@ -177,6 +177,12 @@ func (s *Store) checkNames(ctx context.Context, tx Tx, jobs []db.Job, idx []int)
 		return nil
 	}
 	h := holders[0]
+	if h.State == db.StateDone {
+		// A done job cannot be cancelled: it keeps its name until pruned.
+		return &db.ConflictError{State: h.State, Msg: fmt.Sprintf(
+			"the name %q belongs to job %s (done), which keeps it until it is pruned; give the new job another name, or rename that one (PATCH /jobs/%s with another name)",
+			h.Name, h.ID, h.ID)}
+	}
 	return &db.ConflictError{State: h.State, Msg: fmt.Sprintf(
 		"the name %q belongs to job %s (%s); change that job (PATCH /jobs/%s or PUT /jobs/by-name/%s), or cancel it first",
 		h.Name, h.ID, h.State, h.Name, h.Name)}

@@ -77,14 +77,15 @@ func queryJobs(ctx context.Context, q querier, sql string, args ...any) ([]db.Jo
 func query[T any](ctx context.Context, q querier, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
 	return collect(rows, scan)
 }
 
 // collect scans every row of rows.
 func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+	return out, translate(err)
 }
 
 // scanAll scans every row of rows, each in place into the slice it returns.
@@ -475,7 +476,7 @@ func (d *dialect) JobNextDue(ctx context.Context, types []string) (time.Time, bo
 			SELECT next_run_at FROM jobs WHERE state = 'ready' AND type = types.type ORDER BY next_run_at LIMIT 1) first`,
 		append([]string{}, types...)).Scan(&next)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+		return time.Time{}, false, fmt.Errorf("next due: %w", translate(err))
 	}
 	if next == nil {
 		return time.Time{}, false, nil

@@ -42,8 +42,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -215,7 +217,7 @@ func (d *dialect) Close() error {
 func (d *dialect) Now(ctx context.Context) (time.Time, error) {
 	var t time.Time
 	err := d.pool.QueryRow(ctx, `SELECT now()`).Scan(&t)
-	return t.UTC(), err
+	return t.UTC(), translate(err)
 }
 
 // Precision is timestamptz's.
@@ -226,6 +228,9 @@ func (d *dialect) Precision() time.Duration { return time.Microsecond }
 func translate(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.ErrNotFound
+	}
+	if lost(err) {
+		return fmt.Errorf("%w: %w", db.ErrUnreachable, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -242,9 +247,23 @@ func translate(err error) error {
 			return &db.ConflictError{Msg: "a job that is not cancelled has this name already"}
 		case pgErr.Code == "XX001", pgErr.Code == "XX002": // data_corrupted, index_corrupted
 			return fmt.Errorf("%w: %w", db.ErrCorrupt, err)
+		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+			return fmt.Errorf("%w: %w", db.ErrUnreachable, err)
 		}
 	}
 	return err
+}
+
+// lost reports whether err is the loss of the server: a connection that
+// could not be made, or one that broke (the server stopped, restarted or
+// was cut off).
+func lost(err error) bool {
+	var (
+		connectErr *pgconn.ConnectError
+		netErr     net.Error
+	)
+	return err != nil && (errors.As(err, &connectErr) || pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed))
 }
 
 // inUTC sets each of ts that is not nil to UTC, in place; pgx reads

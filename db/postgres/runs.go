@@ -210,7 +210,7 @@ func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64,
 		WHERE outcome <> 'missed' AND finished_at > $2 AND finished_at <= $3`,
 		p.Scan, p.From, p.To).Scan(&finished)
 	if err != nil {
-		return 0, nil, fmt.Errorf("count finished runs: %w", err)
+		return 0, nil, fmt.Errorf("count finished runs: %w", translate(err))
 	}
 	rows, err := d.pool.Query(ctx, `SELECT r.job_id, r.slot, r.started_at, j.jitter_ms FROM
 			(SELECT id, job_id, slot, attempt, started_at, outcome FROM runs ORDER BY id DESC LIMIT $1) r
@@ -220,7 +220,7 @@ func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64,
 		ORDER BY r.id DESC LIMIT $4`,
 		p.Scan, p.From, p.To, p.MaxLateness)
 	if err != nil {
-		return 0, nil, fmt.Errorf("read starts: %w", err)
+		return 0, nil, fmt.Errorf("read starts: %w", translate(err))
 	}
 	var (
 		st       engine.Start
@@ -232,7 +232,7 @@ func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64,
 		return nil
 	})
 	if err != nil {
-		return 0, nil, fmt.Errorf("read starts: %w", err)
+		return 0, nil, fmt.Errorf("read starts: %w", translate(err))
 	}
 	return finished, starts, nil
 }

@@ -59,7 +59,7 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 		return nil
 	})
 	if err != nil {
-		return db.Stats{}, err
+		return db.Stats{}, translate(err)
 	}
 	return st, nil
 }

@@ -37,7 +37,7 @@ func (d *dialect) Workers(ctx context.Context, since time.Time) ([]db.Worker, er
 	rows, err := d.pool.Query(ctx, `SELECT id, types, first_seen_at, last_seen_at, stopped_at FROM workers
 		WHERE last_seen_at >= $1 ORDER BY last_seen_at DESC, id`, since)
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
 	ws := []db.Worker{}
 	var w db.Worker
@@ -50,5 +50,5 @@ func (d *dialect) Workers(ctx context.Context, since time.Time) ([]db.Worker, er
 		ws = append(ws, v)
 		return nil
 	})
-	return ws, err
+	return ws, translate(err)
 }

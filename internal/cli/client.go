@@ -147,6 +147,15 @@ var cliHints = []struct {
 }{
 	{regexp.MustCompile(`POST /jobs/([^/\s]+)/cancel-run`), "`sked cancel-run $1`"},
 	{regexp.MustCompile(`PATCH /jobs/([^/\s]+) or PUT /jobs/by-name/[^/\s)]+`), "`sked edit $1`"},
+	{regexp.MustCompile(`PATCH /jobs/([^/\s]+) with another name`), "`sked edit $1 --name NEW-NAME`"},
+}
+
+// hungUp reports whether err is a server closing the connection without
+// an answer (net/http's own error for it on a new connection is not
+// exported: it is known by its text).
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // apiError rewrites errors of reaching the server into what to do about
@@ -158,6 +167,8 @@ func apiError(err error, server string) error {
 		return nil
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
+	case hungUp(err):
+		return fmt.Errorf("%s closed the connection without an HTTP answer: is sked serve the service at %s (and not, say, PostgreSQL)? if it was restarting, try again; pass --server (SKED_SERVER) for another address", server, server)
 	case errors.Is(err, http.ErrSchemeMismatch):
 		return fmt.Errorf("%s answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as %s", server, "http"+strings.TrimPrefix(server, "https"))
 	}

@@ -230,7 +230,7 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && refusedForGood(ae.Status) {
 			fix := "mend the flags the answer names (--type, --lease, --worker-id)"
 			if ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
-				fix = "check --token (SKED_TOKEN) and --server"
+				fix = "check --token (SKED_TOKEN) and --server; a worker token from the server's --worker-token goes in this machine's SKED_TOKEN"
 			}
 			s.wasRefused.Store(true)
 			s.refused(fmt.Errorf("%w: %s answered %w; %s", errRefused, s.Server(), ae, fix))

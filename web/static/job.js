@@ -183,7 +183,7 @@ function runItem(r, open) {
         r.workerId ? h("span.muted.mono", " · " + r.workerId) : null,
         r.slot ? h("span.muted", " · slot ", timeEl(r.slot)) : null),
       r.error ? h("p.err", r.error) : null,
-      r.reason ? h("p.muted", "missed: " + r.reason) : null,
+      r.reason ? h("p.muted", (r.outcome === "missed" ? "missed: " : "reason: ") + r.reason) : null,
       out));
 }
 
