@@ -191,6 +191,34 @@ func TestCLI_ApplyExport(t *testing.T) {
 // with export and apply: a named one-off job keeps its due time there
 // rather than running at once, and export says on stderr what the file
 // does not carry (a paused job, a running one, the jobs without a name).
+// TestCLI_ApplyOneOff: apply says what a put leaves of a one-off job the
+// file means to change: another runAt (kept), and a run that is over (not
+// run again).
+func TestCLI_ApplyOneOff(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--enable-exec")
+	srv := "http://" + addr
+	file := filepath.Join(dir, "once.yaml")
+	write := func(runAt string) {
+		os.WriteFile(file, []byte("- name: maint\n  type: noop\n  runAt: \""+runAt+"\"\n"+
+			"- name: ping\n  type: exec\n  payload: {command: [\"true\"]}\n"), 0o600)
+	}
+	write("2030-01-02T10:00:00Z")
+	ok(t, srv, "apply", "-f", file)
+	waitFor(t, "the exec job done", func() bool { return okJSON[struct{ Job db.Job }](t, srv, "show", "ping").Job.State == db.StateDone })
+	write("2030-01-03T10:00:00Z")
+	out := ok(t, srv, "apply", "-f", file)
+	for _, want := range []string{
+		"= maint keeps its time 2030-01-02T10:00:00Z, not the file's runAt 2030-01-03T10:00:00Z",
+		"= ping is done: apply does not run a one-off job again",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply printed\n%s\nwithout %q", out, want)
+		}
+	}
+}
+
 func TestCLI_ExportToAnotherServer(t *testing.T) {
 	dir := t.TempDir()
 	from, to := freeAddr(t), freeAddr(t)

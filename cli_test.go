@@ -100,7 +100,8 @@ func TestCLI_Jobs(t *testing.T) {
 	if oneOff.State != db.StateReady || compact(t, oneOff.Payload) != `{"n":1}` || oneOff.NextRunAt == nil {
 		t.Fatalf("one-off job = %+v", oneOff)
 	}
-	if out := ok(t, srv, "add", "--type", "noop", "--payload", "@"+payloadFile, "--in", "1h", "--key", "k1"); !strings.Contains(out, "job "+oneOff.ID+" already exists") {
+	if out := ok(t, srv, "add", "--type", "noop", "--payload", "@"+payloadFile, "--in", "2h", "--key", "k1"); !strings.Contains(out, "job "+oneOff.ID+" already exists") ||
+		!strings.Contains(out, "next run "+oneOff.NextRunAt.UTC().Format(time.RFC3339)+"); nothing created, and its time is kept") {
 		t.Fatalf("add repeated with its key printed %q", out)
 	}
 	if out := fails(t, srv, 1, "add", "--type", "noop", "--key", "k1"); !strings.Contains(out, "different request") {

@@ -126,6 +126,9 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		default:
 			unchanged++
 		}
+		if !a.json && !res.Created {
+			noteOneOff(a.env.Stdout, req, res.Job)
+		}
 	}
 	if f.prune {
 		var perrs []error
@@ -165,6 +168,24 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// noteOneOff says what a put of req left as it was of job, a one-off job the
+// file names, that the file may mean to change: a due time other than the
+// file's (a put keeps it), or a run that is over (a put does not run it
+// again).
+func noteOneOff(w io.Writer, req skedapi.JobCreateRequest, job db.Job) {
+	switch {
+	case job.Recurring():
+	case job.State == db.StateDone:
+		fmt.Fprintf(w, "= %s is done: apply does not run a one-off job again; to run it anew, rename that one (`sked edit %s --name %s-old`) and apply again\n",
+			job.Name, job.ID, job.Name)
+	case job.State == db.StateDead:
+		fmt.Fprintf(w, "= %s is dead: apply does not run a one-off job again; `sked retry %s` does\n", job.Name, job.Name)
+	case req.RunAt != nil && job.NextRunAt != nil && !req.RunAt.Equal(*job.NextRunAt):
+		fmt.Fprintf(w, "= %s keeps its time %s, not the file's runAt %s: a put does not move a one-off job; cancel it (`sked cancel %s`) and apply again to move it\n",
+			job.Name, timeText(job.NextRunAt), optTime(req.RunAt), job.Name)
+	}
 }
 
 // check asks the server, as a dry run, whether it takes every job of the

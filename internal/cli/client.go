@@ -338,7 +338,8 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		return a.printJSON(job)
 	}
 	if !created {
-		fmt.Fprintf(a.env.Stdout, "job %s already exists for key %q (%s); nothing created\n", jobLabel(job), job.IdempotencyKey, job.State)
+		fmt.Fprintf(a.env.Stdout, "job %s already exists for key %q (%s, next run %s); nothing created, and its time is kept\n",
+			jobLabel(job), job.IdempotencyKey, job.State, timeText(job.NextRunAt))
 		return nil
 	}
 	fmt.Fprintf(a.env.Stdout, "created job %s (%s, %s, next run %s)\n", jobLabel(job), job.Type, job.State, timeText(job.NextRunAt))
