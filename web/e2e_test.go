@@ -50,6 +50,7 @@ func TestDashboard_EndToEnd(t *testing.T) {
 		if !strings.Contains(n, "valid") || !strings.Contains(n, "+01:00") && !strings.Contains(n, "+02:00") {
 			t.Errorf("live check of a good schedule shows %q, want five times in Europe/Berlin", n)
 		}
+		b.screenshot("new")
 		b.fill("#f-payload", fmt.Sprintf(`{"url": %q}`, api.ok))
 		b.do(chromedp.Click(chromedp.CSS("#create-submit")))
 		id := b.wait(`(location.hash.match(/^#\/jobs\/([^/?]+)$/) || [])[1]`)

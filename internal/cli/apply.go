@@ -76,9 +76,12 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 			return err
 		}
 		if len(prune) > 0 && !f.dryRun && !f.yes {
-			names := make([]string, len(prune))
-			for i, j := range prune {
-				names[i] = j.Name
+			var names []string
+			for _, j := range prune[:min(len(prune), pruneNamesShown)] {
+				names = append(names, j.Name)
+			}
+			if more := len(prune) - len(names); more > 0 {
+				names = append(names, fmt.Sprintf("and %d more", more))
 			}
 			return usagef("--prune would cancel %s that %s does not name: %s. It cancels every named job not in the file, "+
 				"those made by hand with sked add --name too; nothing was changed. See the plan with --dry-run, then add --yes to cancel them",
@@ -169,6 +172,10 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 	}
 	return errors.Join(errs...)
 }
+
+// pruneNamesShown is how many of the jobs --prune would cancel its
+// refusal names; the plan (--dry-run) lists them all.
+const pruneNamesShown = 10
 
 // noteOneOff says what a put of req left as it was of job, a one-off job the
 // file names, that the file may mean to change: a due time other than the

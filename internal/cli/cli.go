@@ -418,10 +418,22 @@ type rfc3339Value time.Time
 func (t *rfc3339Value) Set(v string) error {
 	tt, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z")
+		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z" + offsetHint(v))
 	}
 	*t = rfc3339Value(tt)
 	return nil
+}
+
+// offsetHint is, for a date and time written without a zone offset, what
+// to add to it; "" for anything else.
+func offsetHint(v string) string {
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02 15:04"} {
+		if tt, err := time.Parse(layout, v); err == nil {
+			at := tt.Format("2006-01-02T15:04:05")
+			return fmt.Sprintf(" (%q has no zone offset: write %sZ for UTC, or with your offset, such as %s+01:00)", v, at, at)
+		}
+	}
+	return ""
 }
 
 // laterValue is the value of a flag that takes a time to come, such as
@@ -434,7 +446,7 @@ func (t *laterValue) Set(v string) error {
 		return nil
 	}
 	if t.rfc3339Value.Set(v) != nil {
-		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h")
+		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h" + offsetHint(v))
 	}
 	return nil
 }

@@ -283,6 +283,13 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		if f.payload != "" {
 			return usagef("--exec builds the payload from the command; leave out --payload")
 		}
+		if len(command) == 1 && strings.ContainsAny(command[0], " \t") && !strings.Contains(command[0], "/") {
+			// No program on the PATH has such a name: a shell line given
+			// as one argument.
+			return usagef("the command after -- is one argument, %q, which would run a program of that whole name: "+
+				"give its words as separate arguments (-- %s), or run it through a shell (-- sh -c %q)",
+				command[0], command[0], command[0])
+		}
 		body, _ = wire.Marshal(map[string][]string{"command": command})
 		req.Type, err = impliedType(req.Type, "exec", "--exec")
 	case f.url != "":

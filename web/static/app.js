@@ -62,7 +62,7 @@ function overviewPage() {
       const [st, series] = await Promise.all([counts.refresh(), api("GET", "stats/series")]);
       drawQueue({ due: st.dueNextMinute, age: st.oldestReadyAgeSeconds, missed: st.missedSlots,
         failing: st.failingSchedules ?? 0, quiet: st.quietSchedules ?? 0 }, (q) => [
-        `${q.due} due within a minute · oldest due ready job waiting ${fmtSeconds(q.age)} · ${q.missed} missed slots · `,
+        `${q.due} due within a minute · ${q.age > 0 ? "oldest due ready job waiting " + fmtSeconds(q.age) : "no due job waiting"} · ${q.missed} missed slots · `,
         h("a#schedule-health", { href: "#/jobs", class: q.failing + q.quiet > 0 ? "bad" : null,
           title: "failing: the last firing gave up; quiet: no success within expectSuccessWithin (the Jobs page flags them)" },
           `${q.failing} failing, ${q.quiet} quiet schedules`)]);
@@ -118,6 +118,10 @@ function newJobPage() {
   };
   const recurring = h("fieldset.recurring", h("label", "Schedule ", f.schedule), check, h("label", "Timezone ", f.timezone));
   const once = h("fieldset.once", { hidden: true }, h("label", `Run at (your time, ${LOCAL_ZONE}; empty: now) `, f.runAt));
+  // The default attempts are the type's: http retries for most of a day.
+  const attemptsHint = () => { f.maxAttempts.placeholder = f.type.value.trim() === "http" ? "25" : "5"; };
+  f.type.addEventListener("input", attemptsHint);
+  attemptsHint();
   f.kind.addEventListener("change", () => {
     recurring.hidden = f.kind.value !== "schedule";
     once.hidden = !recurring.hidden;
