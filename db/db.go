@@ -162,6 +162,10 @@ type Job struct {
 	// resumes by itself (nil: when resumed by hand).
 	PauseReason string     `json:"pauseReason,omitempty"`
 	PauseUntil  *time.Time `json:"pauseUntil,omitempty"`
+	// PauseRequested is set while a running recurring job is to pause
+	// when its run ends (a pause asked for during the run): PauseReason
+	// and PauseUntil are that pause's.
+	PauseRequested bool `json:"pauseRequested,omitempty"`
 	// ExpectSuccessWithin is the dead-man's switch of a recurring job: when
 	// no run succeeded for that long, the job is marked quiet (QuietSince)
 	// and a notification goes out.
@@ -396,12 +400,14 @@ type Store interface {
 	// done, and ErrNotFound if it does not exist. Cancel and claim race
 	// atomically: exactly one wins.
 	JobCancel(ctx context.Context, id string) (Job, error)
-	// JobPause moves a ready job to paused (paused is a no-op); a
+	// JobPause moves a ready job to paused (paused is a no-op); a running
+	// recurring job moves to paused when its run ends (PauseRequested); a
 	// *ConflictError otherwise.
 	JobPause(ctx context.Context, id string) (Job, error)
 	// JobResume moves a paused job back to ready. A recurring job resumes at
 	// its next future slot; the slots that passed are recorded missed
-	// (reason paused). Resuming a ready job is a no-op; a *ConflictError
+	// (reason paused). A running job that was to pause when its run ends
+	// no longer does. Resuming a ready job is a no-op; a *ConflictError
 	// otherwise.
 	JobResume(ctx context.Context, id string) (Job, error)
 	// JobRetry moves a dead job back to ready, due now, with its attempts

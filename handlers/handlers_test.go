@@ -722,7 +722,7 @@ func TestHandler_JobActions(t *testing.T) {
 	c := e.claim()[0]
 	// db.ErrConflict promises the run when a worker holds the job; the
 	// SQLite store names it on cancel only, so the detail here may lack it.
-	p := post(j.ID, "pause").wantProblem(t, http.StatusConflict, "it cannot be paused — pause it after the run ends")
+	p := post(j.ID, "pause").wantProblem(t, http.StatusConflict, "it cannot be paused — a one-off job's run is all of it")
 	if p.State != db.StateRunning {
 		t.Errorf("pause of a running job: got state %q, want running", p.State)
 	}
@@ -750,7 +750,7 @@ func TestHandler_JobActions(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	post(j.ID, "resume").wantProblem(t, http.StatusConflict, "is dead; it cannot be resumed (only paused jobs can be resumed)")
+	post(j.ID, "resume").wantProblem(t, http.StatusConflict, "is dead; it cannot be resumed (only paused jobs, and running schedules that were to pause, can be resumed)")
 	wakes = e.wakes.Load()
 	if got := state(post(j.ID, "retry")); got != db.StateReady {
 		t.Errorf("retry: got %q, want ready", got)

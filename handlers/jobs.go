@@ -290,9 +290,9 @@ type action struct {
 var (
 	actionCancel = action{"cancelled", "only ready, paused and dead jobs can be cancelled",
 		"ask the handler to stop with POST /jobs/%s/cancel-run"}
-	actionPause = action{"paused", "only ready jobs can be paused",
-		"pause it after the run ends, or stop the run with POST /jobs/%s/cancel-run"}
-	actionResume    = action{"resumed", "only paused jobs can be resumed", ""}
+	actionPause = action{"paused", "only ready jobs, and running schedules (which pause when the run ends), can be paused",
+		"a one-off job's run is all of it: stop the run with POST /jobs/%s/cancel-run"}
+	actionResume    = action{"resumed", "only paused jobs, and running schedules that were to pause, can be resumed", ""}
 	actionRetry     = action{"retried", "only dead jobs can be retried", ""}
 	actionCancelRun = action{"asked to stop", "only a running job has a run to stop", ""}
 )

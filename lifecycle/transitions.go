@@ -37,25 +37,29 @@ func Cancel(j db.Job, live func() (*db.Run, error)) (noop bool, err error) {
 }
 
 // Pause decides a pause of j as p asks: a ready or paused job is paused
-// (again, with p's reason and end); pausing a paused job with neither, or
-// with the reason and end it has, is a no-op. Other states are a conflict.
+// (again, with p's reason and end), and a running recurring job pauses
+// when its run ends (j.PauseRequested); pausing a paused job with neither,
+// or with the reason and end it has, is a no-op, as is asking again for
+// the pause a running job will make. Other states are a conflict.
 func Pause(j db.Job, p db.JobPauseParams) (noop bool, err error) {
-	switch j.State {
-	case db.StatePaused, db.StateReady:
+	switch {
+	case j.State == db.StatePaused, j.State == db.StateReady, j.State == db.StateRunning && j.Recurring():
 	default:
-		return false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be paused", j.ID, j.State)}
+		return false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job, or a running schedule (which pauses when its run ends), can be paused", j.ID, j.State)}
 	}
 	sameEnd := p.Until.IsZero() && j.PauseUntil == nil || j.PauseUntil != nil && j.PauseUntil.Equal(p.Until)
-	return j.State == db.StatePaused && (p.Reason == "" && p.Until.IsZero() || p.Reason == j.PauseReason && sameEnd), nil
+	pausing := j.State == db.StatePaused || j.PauseRequested
+	return pausing && (j.State == db.StatePaused && p.Reason == "" && p.Until.IsZero() || p.Reason == j.PauseReason && sameEnd), nil
 }
 
-// Resume decides a resume of j: a paused job resumes (see Resumed), a ready
+// Resume decides a resume of j: a paused job resumes (see Resumed), a
+// running one that was to pause when its run ends no longer does, a ready
 // one is a no-op, others are a conflict.
 func Resume(j db.Job) (noop bool, err error) {
-	switch j.State {
-	case db.StateReady:
+	switch {
+	case j.State == db.StateReady:
 		return true, nil
-	case db.StatePaused:
+	case j.State == db.StatePaused, j.State == db.StateRunning && j.PauseRequested:
 		return false, nil
 	default:
 		return false, &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a paused job can be resumed", j.ID, j.State)}

@@ -34,7 +34,7 @@ func TestTransitions(t *testing.T) {
 	// that is not yet due.
 	want := map[string]map[db.JobState]string{
 		"cancel":     {db.StateReady: "ok", db.StatePaused: "ok", db.StateDead: "ok", db.StateCancelled: "noop", db.StateRunning: "conflict", db.StateDone: "conflict"},
-		"pause":      {db.StateReady: "ok", db.StatePaused: "noop", db.StateDead: "conflict", db.StateCancelled: "conflict", db.StateRunning: "conflict", db.StateDone: "conflict"},
+		"pause":      {db.StateReady: "ok", db.StatePaused: "noop", db.StateDead: "conflict", db.StateCancelled: "conflict", db.StateRunning: "ok", db.StateDone: "conflict"}, // a running schedule pauses when its run ends
 		"resume":     {db.StateReady: "noop", db.StatePaused: "ok", db.StateDead: "conflict", db.StateCancelled: "conflict", db.StateRunning: "conflict", db.StateDone: "conflict"},
 		"retry":      {db.StateReady: "conflict", db.StatePaused: "conflict", db.StateDead: "ok", db.StateCancelled: "conflict", db.StateRunning: "conflict", db.StateDone: "conflict"},
 		"cancel-run": {db.StateReady: "conflict", db.StatePaused: "conflict", db.StateDead: "conflict", db.StateCancelled: "conflict", db.StateRunning: "ok", db.StateDone: "conflict"},

@@ -278,3 +278,53 @@ func testControlEvents(t *testing.T, f *fixture) {
 		t.Errorf("one-off job's controls: %+v", d)
 	}
 }
+
+// testPauseWhileRunning pauses a schedule whose run is in flight: the run
+// goes on, and the job pauses when it ends, with the pause's reason; a
+// resume before then takes the pause back. A one-off job's run is all of
+// it: its pause is a conflict.
+func testPauseWhileRunning(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", MaxAttempts: 3})
+	f.Clock.Set(*j.NextRunAt)
+	c := f.claimLease("w", 1, time.Hour)[0]
+	p := db.JobPauseParams{ID: j.ID, Reason: "maintenance"}
+	got, err := f.Store.JobPauseUntil(f.ctx, p)
+	if err != nil || got.State != db.StateRunning || !got.PauseRequested || got.PauseReason != "maintenance" {
+		t.Fatalf("pause during the run: %s, requested %v, reason %q, %v; want running, to pause", got.State, got.PauseRequested, got.PauseReason, err)
+	}
+	if _, err := f.Store.JobPauseUntil(f.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if events, _, _ := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID}); len(events) != 1 || events[0].Kind != db.EventPaused {
+		t.Errorf("events after the same pause twice: %+v; want one paused", events)
+	}
+	after := f.finish(c, db.OutcomeFailed, true) // its retry is dropped with the pause
+	if after.State != db.StatePaused || after.PauseRequested || after.PauseReason != "maintenance" {
+		t.Fatalf("after the run: %s, requested %v, reason %q; want paused for maintenance", after.State, after.PauseRequested, after.PauseReason)
+	}
+	f.Clock.Advance(10 * time.Minute)
+	resumed, err := f.Store.JobResume(f.ctx, j.ID)
+	if err != nil || resumed.State != db.StateReady || resumed.Attempt != 0 || !resumed.Slot.Equal(j.Slot.Add(time.Hour)) {
+		t.Fatalf("resumed: %s attempt %d slot %v, %v; want ready at the next slot, its retry dropped", resumed.State, resumed.Attempt, resumed.Slot, err)
+	}
+
+	// Taken back before the run ends.
+	f.Clock.Set(*resumed.NextRunAt)
+	c = f.claimLease("w", 1, time.Hour)[0]
+	if _, err := f.Store.JobPause(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.Store.JobResume(f.ctx, j.ID); err != nil || got.PauseRequested || got.State != db.StateRunning {
+		t.Fatalf("resume during the run: %s requested %v, %v; want running, no pause to come", got.State, got.PauseRequested, err)
+	}
+	if after := f.finish(c, db.OutcomeSucceeded, false); after.State != db.StateReady || after.PauseReason != "" {
+		t.Fatalf("after the run: %s, reason %q; want ready", after.State, after.PauseReason)
+	}
+
+	once := f.create(db.JobCreateParams{})
+	f.claimLease("w", 1, time.Hour)
+	var conflict *db.ConflictError
+	if _, err := f.Store.JobPause(f.ctx, once.ID); !errors.As(err, &conflict) || conflict.State != db.StateRunning {
+		t.Fatalf("pause of a running one-off job: %v; want a conflict", err)
+	}
+}

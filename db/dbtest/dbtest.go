@@ -118,6 +118,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RedefineDuringRetry": testRedefineDuringRetry,
 		"RescheduleRunning":   testRescheduleWhileRunning,
 		"PauseDuringRetry":    testPauseDuringRetry,
+		"PauseWhileRunning":   testPauseWhileRunning,
 		"SkipDuringRetry":     testSkipDuringRetry,
 		"ReschedulePassed":    testRescheduleAccountsPassedSlots,
 		"RescheduleAfterSkip": testRescheduleAfterSkip,

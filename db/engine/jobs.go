@@ -253,12 +253,14 @@ func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
 	})
 }
 
-// JobPause pauses a ready job; see db.Store.
+// JobPause pauses a ready job, or a running schedule when its run ends;
+// see db.Store.
 func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
 	return s.JobPauseUntil(ctx, db.JobPauseParams{ID: id})
 }
 
-// JobPauseUntil pauses a ready job; see db.Store.
+// JobPauseUntil pauses a ready job, or a running schedule when its run
+// ends; see db.Store.
 func (s *Store) JobPauseUntil(ctx context.Context, p db.JobPauseParams) (db.Job, error) {
 	return s.transition(ctx, p.ID, "pause", db.EventPaused, func(tx Tx, j db.Job) (db.Job, error) {
 		noop, err := lifecycle.Pause(j, p)
@@ -266,7 +268,12 @@ func (s *Store) JobPauseUntil(ctx context.Context, p db.JobPauseParams) (db.Job,
 			return j, err
 		}
 		to := j
-		to.State, to.PauseReason, to.PauseUntil, to.Triggered = db.StatePaused, p.Reason, s.storedPtr(p.Until), false
+		to.PauseReason, to.PauseUntil = p.Reason, s.storedPtr(p.Until)
+		if j.State == db.StateRunning {
+			to.PauseRequested = true // see finished
+		} else {
+			to.State, to.Triggered = db.StatePaused, false
+		}
 		return s.update(ctx, tx, j, to)
 	})
 }
@@ -277,6 +284,11 @@ func (s *Store) JobResume(ctx context.Context, id string) (db.Job, error) {
 		noop, err := lifecycle.Resume(j)
 		if err != nil || noop {
 			return j, err
+		}
+		if j.State == db.StateRunning { // it was to pause when its run ends
+			to := j
+			to.PauseRequested, to.PauseReason, to.PauseUntil = false, "", nil
+			return s.update(ctx, tx, j, to)
 		}
 		return s.resume(ctx, tx, j, tx.Now())
 	})
@@ -703,7 +715,7 @@ func (s *Store) setAside(ctx context.Context, tx Tx, j, was db.Job, err error) (
 	to := was
 	to.State, to.PauseUntil, to.Triggered = db.StatePaused, nil, false
 	to.PauseReason = err.Error() + ", then resume it"
-	to.LeaseOwner, to.LeaseUntil, to.CancelRequested = "", nil, false
+	to.LeaseOwner, to.LeaseUntil, to.CancelRequested, to.PauseRequested = "", nil, false, false
 	out, err := s.update(ctx, tx, j, to)
 	if err != nil {
 		return db.Job{}, err

@@ -502,6 +502,15 @@ func (s *Store) finished(j db.Job, r lifecycle.Result, outcome db.Outcome, now t
 	}
 	j.Slot, j.NextRunAt = s.storedPtr(r.Slot), s.storedPtr(r.NextRunAt)
 	j.LeaseOwner, j.LeaseUntil, j.CancelRequested = "", nil, false
+	if j.PauseRequested {
+		// Paused during the run: the pause begins now.
+		if j.State == db.StateReady {
+			j.State, j.Triggered = db.StatePaused, false
+		} else {
+			j.PauseReason, j.PauseUntil = "", nil
+		}
+		j.PauseRequested = false
+	}
 	j.MissedSlots += r.Passed.Total + r.Missed.Total
 	switch {
 	case outcome == db.OutcomeSucceeded:

@@ -25,7 +25,7 @@ const jobColumns = `id, type, payload, coalesce(schedule, '') AS schedule, timez
 	cancel_requested, missed_slots, coalesce(last_error, '') AS last_error, created_at, updated_at,
 	coalesce(pause_reason, '') AS pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
 	triggered, coalesce(parent_id, '') AS parent_id, coalesce(name, '') AS name,
-	coalesce(request_hash, '') AS request_hash, coalesce(notify, '') AS notify, failing_since, rescheduled_at`
+	coalesce(request_hash, '') AS request_hash, coalesce(notify, '') AS notify, failing_since, rescheduled_at, pause_requested`
 
 // readJob reads one job row.
 func readJob(row pgx.Row) (j db.Job, err error) {
@@ -38,12 +38,12 @@ func readJob(row pgx.Row) (j db.Job, err error) {
 // into their slice.
 func scanJob(row pgx.Row, j *db.Job, extra ...any) error {
 	var notify string
-	dest := append(make([]any, 0, 36+len(extra)), &j.ID, &j.Type, (*[]byte)(&j.Payload), &j.Schedule, &j.Timezone,
+	dest := append(make([]any, 0, 37+len(extra)), &j.ID, &j.Type, (*[]byte)(&j.Payload), &j.Schedule, &j.Timezone,
 		&j.State, &j.NextRunAt, &j.Slot, &j.Attempt, &j.MaxAttempts, &j.LeaseOwner, &j.LeaseUntil, &j.LeaseGeneration,
 		&j.IdempotencyKey, &j.Overlap, &j.Misfire, (*int64)(&j.Timeout), (*int64)(&j.Backoff), (*int64)(&j.Jitter),
 		&j.CancelRequested, &j.MissedSlots, &j.LastError, &j.CreatedAt, &j.UpdatedAt,
 		&j.PauseReason, &j.PauseUntil, (*int64)(&j.ExpectSuccessWithin), &j.LastSuccessAt, &j.QuietSince,
-		&j.Triggered, &j.ParentID, &j.Name, &j.RequestHash, &notify, &j.FailingSince, &j.RescheduledAt)
+		&j.Triggered, &j.ParentID, &j.Name, &j.RequestHash, &notify, &j.FailingSince, &j.RescheduledAt, &j.PauseRequested)
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
 			return err
@@ -372,21 +372,21 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 
 // updateJobsSQL writes jobs' lifecycle columns, given as arrays, each
 // fenced by the state and generation it was read with; it fails unless
-// every job is written (argument 21: how many). The rows are found from
+// every job is written (argument 22: how many). The rows are found from
 // the arrays, one lookup by primary key each (see tx's plans).
-var updateJobsSQL = expectRows(21, "update jobs in the state and generation they were read in", `UPDATE jobs j SET state = u.state, next_run_at = u.next_run_at, slot = u.slot,
+var updateJobsSQL = expectRows(22, "update jobs in the state and generation they were read in", `UPDATE jobs j SET state = u.state, next_run_at = u.next_run_at, slot = u.slot,
 		attempt = u.attempt, lease_owner = u.lease_owner, lease_until = u.lease_until,
 		cancel_requested = u.cancel_requested, missed_slots = u.missed_slots, last_error = u.last_error,
 		pause_reason = u.pause_reason, pause_until = u.pause_until, last_success_at = u.last_success_at,
 		quiet_since = u.quiet_since, triggered = u.triggered, updated_at = u.updated_at, failing_since = u.failing_since,
-		rescheduled_at = u.rescheduled_at
+		rescheduled_at = u.rescheduled_at, pause_requested = u.pause_requested
 	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::timestamptz[],
 		$7::integer[], $8::text[], $9::timestamptz[], $10::boolean[], $11::bigint[], $12::text[],
 		$13::text[], $14::timestamptz[], $15::timestamptz[], $16::timestamptz[], $17::boolean[], $18::timestamptz[],
-		$19::timestamptz[], $20::timestamptz[])
+		$19::timestamptz[], $20::timestamptz[], $21::boolean[])
 		AS u (id, from_state, generation, state, next_run_at, slot,
 			attempt, lease_owner, lease_until, cancel_requested, missed_slots, last_error,
-			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at, failing_since, rescheduled_at)
+			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at, failing_since, rescheduled_at, pause_requested)
 	WHERE j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`)
 
 // JobsUpdate writes jobs, fenced, in one statement; see engine.Tx.
@@ -398,7 +398,7 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		nexts, slots, untils, pauses, oks, qs = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
 		attempts                              = make([]int32, n)
 		owners, lastErrs, reasons             = make([]*string, n), make([]*string, n), make([]*string, n)
-		cancels, triggered                    = make([]bool, n), make([]bool, n)
+		cancels, triggered, pausing           = make([]bool, n), make([]bool, n), make([]bool, n)
 		updated                               = make([]time.Time, n)
 		failing, rescheduled                  = make([]*time.Time, n), make([]*time.Time, n)
 	)
@@ -408,12 +408,12 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		nexts[i], slots[i], attempts[i], owners[i], untils[i] = j.NextRunAt, j.Slot, int32(j.Attempt), nullString(j.LeaseOwner), j.LeaseUntil
 		cancels[i], missed[i], lastErrs[i] = j.CancelRequested, j.MissedSlots, nullString(j.LastError)
 		reasons[i], pauses[i], oks[i], qs[i] = nullString(j.PauseReason), j.PauseUntil, j.LastSuccessAt, j.QuietSince
-		triggered[i], updated[i], failing[i], rescheduled[i] = j.Triggered, j.UpdatedAt, j.FailingSince, j.RescheduledAt
+		triggered[i], updated[i], failing[i], rescheduled[i], pausing[i] = j.Triggered, j.UpdatedAt, j.FailingSince, j.RescheduledAt, j.PauseRequested
 	}
 	// The rows are locked, so the fence holds for each; were one not to,
 	// the statement, and with it the transaction, would fail.
 	t.exec(nil, updateJobsSQL, ids, froms, gens, states, nexts, slots,
-		attempts, owners, untils, cancels, missed, lastErrs, reasons, pauses, oks, qs, triggered, updated, failing, rescheduled, n)
+		attempts, owners, untils, cancels, missed, lastErrs, reasons, pauses, oks, qs, triggered, updated, failing, rescheduled, pausing, n)
 	return nil
 }
 

@@ -18,7 +18,7 @@ const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, s
 	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
 	cancel_requested, missed_slots, last_error, created_at, updated_at,
 	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
-	triggered, parent_id, name, request_hash, notify, failing_since, rescheduled_at`
+	triggered, parent_id, name, request_hash, notify, failing_since, rescheduled_at, pause_requested`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -32,7 +32,7 @@ func scanJob(row scanner) (db.Job, error) {
 		text{&j.IdempotencyKey}, &j.Overlap, &j.Misfire, millis{&j.Timeout}, millis{&j.Backoff}, millis{&j.Jitter},
 		&j.CancelRequested, &j.MissedSlots, text{&j.LastError}, moment{&j.CreatedAt}, moment{&j.UpdatedAt},
 		text{&j.PauseReason}, at{&j.PauseUntil}, millis{&j.ExpectSuccessWithin}, at{&j.LastSuccessAt}, at{&j.QuietSince},
-		&j.Triggered, text{&j.ParentID}, text{&j.Name}, text{&j.RequestHash}, text{&notify}, at{&j.FailingSince}, at{&j.RescheduledAt})
+		&j.Triggered, text{&j.ParentID}, text{&j.Name}, text{&j.RequestHash}, text{&notify}, at{&j.FailingSince}, at{&j.RescheduledAt}, &j.PauseRequested)
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.Job{}, db.ErrNotFound
 	}
@@ -279,7 +279,7 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 const updateJobSQL = `UPDATE jobs SET state = ?, next_run_at = ?, slot = ?, attempt = ?,
 		lease_owner = ?, lease_until = ?, cancel_requested = ?, missed_slots = ?, last_error = ?,
 		pause_reason = ?, pause_until = ?, last_success_at = ?, quiet_since = ?, triggered = ?, updated_at = ?,
-		failing_since = ?, rescheduled_at = ?
+		failing_since = ?, rescheduled_at = ?, pause_requested = ?
 	WHERE id = ? AND state = ? AND lease_generation = ?`
 
 // JobsUpdate writes jobs, fenced; see engine.Tx.
@@ -290,7 +290,7 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		res, err := upd.ExecContext(ctx, j.State, nullTime(deref(j.NextRunAt)), nullTime(deref(j.Slot)), j.Attempt,
 			nullString(j.LeaseOwner), nullTime(deref(j.LeaseUntil)), j.CancelRequested, j.MissedSlots, nullString(j.LastError),
 			nullString(j.PauseReason), nullTime(deref(j.PauseUntil)), nullTime(deref(j.LastSuccessAt)), nullTime(deref(j.QuietSince)),
-			j.Triggered, fmtTime(j.UpdatedAt), nullTime(deref(j.FailingSince)), nullTime(deref(j.RescheduledAt)), j.ID, u.From, j.LeaseGeneration)
+			j.Triggered, fmtTime(j.UpdatedAt), nullTime(deref(j.FailingSince)), nullTime(deref(j.RescheduledAt)), j.PauseRequested, j.ID, u.From, j.LeaseGeneration)
 		if err != nil {
 			return err
 		}

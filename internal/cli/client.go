@@ -592,7 +592,7 @@ func pauseCmd(env Env) *cobra.Command {
 		reason string
 		until  laterValue
 	)
-	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339|DURATION]", "Pause a ready job, with a reason and an end", func(ctx context.Context, a *api, id string) error {
+	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339|DURATION]", "Pause a ready job or a schedule, with a reason and an end", func(ctx context.Context, a *api, id string) error {
 		var (
 			t   = time.Time(until.rfc3339Value)
 			job db.Job
@@ -606,12 +606,17 @@ func pauseCmd(env Env) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if job.PauseRequested && !a.json {
+			_, err := fmt.Fprintf(a.env.Stdout, "job %s is running: it pauses when this run ends (sked resume %s takes that back)\n", jobLabel(job), id)
+			return err
+		}
 		return a.printAction("paused", id, job)
 	})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the job is paused, shown on it")
 	cmd.Flags().Var(&until, "until", "resume by itself at this RFC 3339 time, or after this duration, e.g. 2h")
-	cmd.Long = "Pause a ready job, with a reason and an end. A job a worker holds cannot be paused (409): its run\n" +
-		"finishes as it began; pause it once the run has ended (sked cancel-run stops the run first)."
+	cmd.Long = "Pause a ready job, with a reason and an end. A schedule whose run is in flight pauses when that run\n" +
+		"ends (sked resume before then takes it back); the run finishes as it began (sked cancel-run stops it).\n" +
+		"A one-off job a worker holds cannot be paused (409)."
 	return cmd
 }
 

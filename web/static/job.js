@@ -236,8 +236,9 @@ function statusFacts(j) {
   return [
     j.state === "ready" ? ["next run", "job-next", j.nextRunAt ? timeEl(j.nextRunAt, zone) : "—"] : null,
     j.schedule || j.lastSuccessAt ? ["last success", "job-last-success", j.lastSuccessAt ? timeEl(j.lastSuccessAt) : "none yet"] : null,
-    j.state === "paused" ? ["paused", "job-paused", [j.pauseReason ? h("q", j.pauseReason) : h("span.muted", "no reason given"),
-      " · ", j.pauseUntil ? ["resumes ", timeEl(j.pauseUntil, zone)] : "until resumed by hand"]] : null,
+    j.state === "paused" || j.pauseRequested ? [j.pauseRequested ? "pauses when this run ends" : "paused", "job-paused",
+      [j.pauseReason ? h("q", j.pauseReason) : h("span.muted", "no reason given"),
+        " · ", j.pauseUntil ? ["resumes ", timeEl(j.pauseUntil, zone)] : "until resumed by hand"]] : null,
     j.quietSince ? ["quiet since", "job-quiet", [timeEl(j.quietSince), ` (no success within ${j.expectSuccessWithin})`]] : null,
     j.failingSince ? ["failing since", "job-failing", timeEl(j.failingSince)] : null,
   ].filter(Boolean).map(([k, id, v]) => h("div.fact#" + id, { class: /quiet|failing/.test(k) ? "bad" : null },
@@ -249,7 +250,7 @@ function statusFacts(j) {
 const BUTTONS = [
   { action: "trigger", label: "Run now", when: (j) => j.state === "ready" },
   { action: "skip", label: "Skip next slot", when: (j) => j.state === "ready" && j.schedule },
-  { action: "resume", label: "Resume", when: (j) => j.state === "paused" },
+  { action: "resume", label: "Resume", when: (j) => j.state === "paused" || j.pauseRequested },
   { action: "retry", label: "Retry", when: (j) => j.state === "dead" },
   { action: "cancel-run", label: "Cancel run", when: (j) => j.state === "running" },
   { action: "cancel", label: "Cancel job", when: (j) => ["ready", "paused", "dead", "running"].includes(j.state), danger: true,
@@ -257,7 +258,8 @@ const BUTTONS = [
 ];
 const OK_TEXT = {
   trigger: "It runs now.", skip: "The next slot was skipped.", resume: "Job resumed.", retry: "Job is ready again.",
-  "cancel-run": "The running handler was asked to stop.", cancel: "Job cancelled.", pause: "Job paused.",
+  "cancel-run": "The running handler was asked to stop.", cancel: "Job cancelled.",
+  pause: (j) => j.pauseRequested ? "The job pauses when this run ends." : "Job paused.",
 };
 
 // localInput is a datetime-local input; its value is this browser's time.
@@ -309,7 +311,7 @@ export function jobPage(ref) {
       type: "button", class: "act-" + b.action + (b.danger ? " danger" : ""), "data-action": b.action,
       onclick: () => act(b.action, b.method || "POST", b.suffix ?? "/" + b.action),
     }, b.label));
-    if (j.state === "ready") {
+    if (j.state === "ready" || j.state === "running" && j.schedule && !j.pauseRequested) {
       const reason = h("input#pause-reason", { maxlength: 500, autocomplete: "off" }), until = localInput("pause-until");
       out.push(h("details.act-form#pause-form", h("summary", "Pause…"),
         h("form", { onsubmit: (e) => {
