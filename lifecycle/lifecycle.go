@@ -265,44 +265,54 @@ func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
 
 // Rescheduled moves recurring job j, waiting (ready or paused) at now on
 // schedule old, to schedule next, after a change of its schedule, zone or
-// jitter. It returns the new pending slot: next's first after now and
-// after every slot of old in the ledger (a slot skipped ahead of now is),
-// so that no slot is run or missed twice. And it returns what the move
-// passes over: the slots of old from the first not yet in the ledger (a
-// failed firing's slot is, as its runs) that were due by now, reason
-// skipped; for a paused job, those a resume at now would record as slept
-// through, reason paused. A slot of old that passed but was not yet due,
-// and is a slot of next too, stays the pending slot. old is nil when the
-// stored schedule no longer parses: the change mends it, and no slot of it
-// is known.
-func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Time, Missed) {
+// jitter. ledgered is the latest slot the job's ledger (its runs, ran or
+// missed) holds, zero for none. It returns the new pending slot: next's
+// first after now and after ledgered (a slot skipped ahead of now is in
+// the ledger), so that no slot is run or missed twice. And it returns what
+// the move passes over: the slots of old from the first not yet in the
+// ledger (a failed firing's slot is, as its runs) that passed by now,
+// reason skipped; for a paused job, those a resume at now would record as
+// slept through, reason paused. A slot of old that passed but was not yet
+// due (its offset inside the jitter had not come), or that falls at now on
+// a paused job, stays the pending slot when it is a slot of next too. old
+// is nil when the stored schedule no longer parses: the change mends it,
+// and no slot of it is known.
+func Rescheduled(j db.Job, old, next *schedule.Schedule, now, ledgered time.Time) (time.Time, Missed) {
+	after := now
+	if ledgered.After(after) {
+		after = ledgered
+	}
 	if old == nil {
-		return next.Next(now), Missed{}
+		return next.Next(after), Missed{}
 	}
 	from := deref(j.Slot)
 	if RetryPending(j) {
 		from = NextSlot(j, old)
 	}
 	if from.IsZero() {
-		return next.Next(now), Missed{}
+		return next.Next(after), Missed{}
 	}
-	after := now
-	if first := old.Next(now); !first.IsZero() && first.Before(from) {
-		after = latestAtOrBefore(old, first, from.Add(-time.Nanosecond)) // skipped
+	// through is what the move passes over of old up to end (excluded).
+	through := func(end time.Time) Missed {
+		if j.State == db.StatePaused {
+			_, m := Resumed(old, from, end)
+			return m
+		}
+		return span(old, from, end, db.MissedSkipped)
 	}
-	var passed Missed
-	if j.State == db.StatePaused {
-		_, passed = Resumed(old, from, now)
-	} else {
-		dueBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // the last slot due by now, or later
-		passed = span(old, from, dueBy.Add(time.Nanosecond), db.MissedSkipped)
+	passedBy := now // a paused job: the slots before now
+	if j.State != db.StatePaused {
+		passedBy = now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))).Add(time.Nanosecond) // those due by now
 	}
-	// A slot of old that passed but was not yet due (its offset inside
-	// the jitter had not come) is owed still: when it is a slot of next
-	// too (only the jitter changed, say), it stays pending, late.
-	if owed := firstUnaccounted(old, from, passed); !owed.After(now) && (next.Every() || next.Next(owed.Add(-time.Nanosecond)).Equal(owed)) {
+	passed := through(passedBy)
+	// A slot of old that passed but is not yet accounted for is owed
+	// still: when it is a slot of next too (only the jitter changed, say),
+	// it stays pending, late. Otherwise it is passed over too.
+	if owed := firstUnaccounted(old, from, passed); !owed.After(now) && owed.After(ledgered) &&
+		(next.Every() || next.Next(owed.Add(-time.Nanosecond)).Equal(owed)) {
 		return owed, passed
 	}
+	passed = through(now.Add(time.Nanosecond))
 	slot := next.Next(after)
 	if slot.IsZero() {
 		slot = next.Next(now)

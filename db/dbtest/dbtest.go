@@ -117,6 +117,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"TriggerDuringRetry":  testTriggerDuringRetry,
 		"RedefineDuringRetry": testRedefineDuringRetry,
 		"RescheduleRunning":   testRescheduleWhileRunning,
+		"RescheduleSkipBack":  testRescheduleAfterSkipBack,
 		"PauseDuringRetry":    testPauseDuringRetry,
 		"PauseWhileRunning":   testPauseWhileRunning,
 		"SkipDuringRetry":     testSkipDuringRetry,

@@ -421,3 +421,28 @@ func testRescheduleWhileRunning(t *testing.T, f *fixture) {
 		t.Errorf("after the extra run: attempt %d, triggered %v; want 0, false", after.Attempt, after.Triggered)
 	}
 }
+
+// testRescheduleAfterSkipBack skips a schedule's next slot, then changes
+// the schedule away and back: the skipped slot stays skipped, once in the
+// ledger, and the next is the one after it.
+func testRescheduleAfterSkipBack(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Name: "daily", Schedule: "0 13 * * *"})
+	if _, err := f.Store.JobSkipNext(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	var got db.Job
+	for _, expr := range []string{"0 14 * * *", "0 13 * * *"} {
+		spec := db.SpecOf(f.get(j.ID))
+		spec.Schedule = expr
+		var err error
+		if got, err = f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantTime(t, "pending slot after changing away and back", got.Slot, Start.Add(25*time.Hour))
+	f.Clock.Set(Start.Add(time.Hour + 30*time.Second))
+	if c := f.claim("w", 1); len(c) != 0 {
+		t.Fatalf("claimed %v at 13:00:30: the skipped slot ran", c[0].Job.Slot)
+	}
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"missed:skipped": 1})
+}

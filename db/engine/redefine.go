@@ -130,7 +130,15 @@ func (s *Store) reschedule(ctx context.Context, tx Tx, j db.Job, to *db.Job, now
 		return err
 	}
 	old, _ := parse(j) // nil when it no longer parses: the change mends it
-	var passed lifecycle.Missed
+	var (
+		passed   lifecycle.Missed
+		ledgered time.Time
+	)
+	if j.State != db.StateRunning || j.Triggered {
+		if ledgered, err = tx.RunsLastSlot(ctx, j.ID); err != nil {
+			return fmt.Errorf("read the ledger of %s: %w", j.ID, err)
+		}
+	}
 	switch {
 	case j.State == db.StateRunning && !j.Triggered:
 		passed = lifecycle.PassedWhileRunning(j, old, now)
@@ -141,11 +149,11 @@ func (s *Store) reschedule(ctx context.Context, tx Tx, j db.Job, to *db.Job, now
 		pending := j
 		pending.Attempt--
 		var slot time.Time
-		slot, passed = lifecycle.Rescheduled(pending, old, next, now)
+		slot, passed = lifecycle.Rescheduled(pending, old, next, now, ledgered)
 		to.Slot, to.Attempt, to.RescheduledAt = s.storedPtr(slot), 1, nil
 	default: // ready or paused
 		var slot time.Time
-		slot, passed = lifecycle.Rescheduled(j, old, next, now)
+		slot, passed = lifecycle.Rescheduled(j, old, next, now, ledgered)
 		to.Slot, to.Attempt, to.RescheduledAt = s.storedPtr(slot), 0, nil
 		if !j.Triggered {
 			to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, slot, time.Duration(to.Jitter)))

@@ -126,6 +126,18 @@ func (t *tx) RunLive(ctx context.Context, job string, generation int64) (db.Run,
 	return r, err
 }
 
+// RunsLastSlot reads the latest slot in a job's ledger; see engine.Tx.
+func (t *tx) RunsLastSlot(ctx context.Context, job string) (time.Time, error) {
+	var last *time.Time
+	err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&last) }, `SELECT max(coalesce(last_slot, slot)) FROM (SELECT slot, last_slot FROM runs
+		WHERE job_id = $1 AND coalesce(reason, '') <> '`+db.ReasonManual+`' ORDER BY id DESC LIMIT $2) newest`,
+		job, engine.LedgerLookback)
+	if err != nil || last == nil {
+		return time.Time{}, err
+	}
+	return last.UTC(), nil
+}
+
 // RunsOf reads the run of each lease in one statement; see engine.Tx.
 func (t *tx) RunsOf(ctx context.Context, leases []engine.Lease) ([]db.Run, error) {
 	ids, gens := leaseArrays(leases)

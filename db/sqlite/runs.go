@@ -104,6 +104,20 @@ func (t *tx) RunLive(ctx context.Context, job string, generation int64) (db.Run,
 	return scanRun(t.stmt(ctx, t.stmts.liveRun).QueryRowContext(ctx, job, generation))
 }
 
+// RunsLastSlot reads the latest slot in a job's ledger; see engine.Tx.
+// Every slot is written at the one width (timeFormat), so the greatest
+// text is the latest.
+func (t *tx) RunsLastSlot(ctx context.Context, job string) (time.Time, error) {
+	var last *time.Time
+	err := t.tx.QueryRowContext(ctx, `SELECT max(coalesce(last_slot, slot)) FROM (SELECT slot, last_slot FROM runs
+		WHERE job_id = ? AND coalesce(reason, '') <> '`+db.ReasonManual+`' ORDER BY id DESC LIMIT ?)`,
+		job, engine.LedgerLookback).Scan(at{&last})
+	if err != nil || last == nil {
+		return time.Time{}, translate(err)
+	}
+	return *last, nil
+}
+
 // RunsOf reads the run of each lease, one lookup a lease; see engine.Tx.
 // Only a stale report reads them, so no index serves (job_id, generation)
 // for every outcome: runs_job narrows the search to the job's runs.
