@@ -156,8 +156,12 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	case j.Triggered && s != nil:
 		// An operator's extra run: one attempt, and the schedule's pending
 		// slot stays as it was, with the attempts its firing has made (a
-		// retry still to come stays a retry).
+		// retry still to come stays a retry, and waits its backoff again
+		// from now: the trigger took the time it was due at).
 		r := Result{State: db.StateReady, Slot: slot, NextRunAt: DueAt(j.ID, slot, time.Duration(j.Jitter)), Attempt: max(j.Attempt-1, 0), LastError: j.LastError}
+		if retry := now.Add(db.Backoff(r.Attempt, time.Duration(j.Backoff), rnd)); r.Attempt > 0 && retry.After(r.NextRunAt) {
+			r.NextRunAt = retry
+		}
 		if outcome != db.OutcomeSucceeded && outcome != db.OutcomeCancelled {
 			r.LastError, r.GaveUp = p.Error, true
 		}

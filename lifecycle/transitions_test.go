@@ -132,13 +132,7 @@ func TestRescheduled(t *testing.T) {
 // (any instant starts an @every chain), and otherwise gives way to the new
 // schedule's next slot, passed over (skipped) so that the ledger has it.
 func TestRescheduled_KeepsOwedSlot(t *testing.T) {
-	parse := func(expr string) *schedule.Schedule {
-		s, err := schedule.Parse(expr, "UTC")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	parse := func(expr string) *schedule.Schedule { return mustParse(t, expr) }
 	slot := time.Date(2026, 3, 2, 13, 0, 0, 0, time.UTC)
 	jitter := 30 * time.Minute
 	id := "j0"
@@ -170,13 +164,7 @@ func TestRescheduled_KeepsOwedSlot(t *testing.T) {
 // job's slot that falls at the moment of the change is recorded, unless
 // the new schedule keeps it pending.
 func TestRescheduled_LedgerFloor(t *testing.T) {
-	parse := func(expr string) *schedule.Schedule {
-		s, err := schedule.Parse(expr, "UTC")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	parse := func(expr string) *schedule.Schedule { return mustParse(t, expr) }
 	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 	skipped := now.Add(time.Hour)     // 09:00, skipped ahead: in the ledger
 	pending := skipped.Add(time.Hour) // 10:00 on the interim schedule

@@ -18,15 +18,24 @@ func failFirstAttempt(f *fixture, schedule string, backoff time.Duration) (db.Jo
 }
 
 // testTriggerDuringRetry triggers an extra run while a failed firing's retry
-// is pending: the retry is still a retry of its slot, attempt 2, and the
-// slot is in the ledger once (as runs, not also as missed).
+// is pending: the retry is still a retry of its slot, attempt 2, that waits
+// its backoff again after the extra run (not at once: the trigger took the
+// time it was due at), and the slot is in the ledger once (as runs, not
+// also as missed).
 func testTriggerDuringRetry(t *testing.T, f *fixture) {
 	j, slot := failFirstAttempt(f, "* * * * *", 5*time.Minute)
 	f.Clock.Advance(70 * time.Second)
 	if _, err := f.Store.JobTrigger(f.ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
-	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	after := f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	if !after.NextRunAt.After(f.Clock.Now()) {
+		t.Fatalf("after the extra run the retry is due at %v, at once (now %v); want after its backoff", after.NextRunAt, f.Clock.Now())
+	}
+	if c := f.claim("w", 1); len(c) != 0 {
+		t.Fatalf("the retry was claimed right after the extra run")
+	}
+	f.Clock.Set(*after.NextRunAt)
 	c := f.claimOne("w")
 	if c.Job.Attempt != 2 || !c.Job.Slot.Equal(slot) {
 		t.Errorf("the retry after a triggered run: slot %v attempt %d; want slot %v attempt 2", c.Job.Slot, c.Job.Attempt, slot)

@@ -31,6 +31,7 @@ type mJob struct {
 	gen         int64                        // lease generation: only ever grows, by one per claim
 	leaseUntil  time.Time                    // while running
 	cancelReq   bool                         // while running
+	pauseReq    bool                         // while running: a recurring job paused during its run
 	slot        time.Time                    // recurring: the slot of the current firing
 	nextRunAt   time.Time                    // read from the store: backoff and slots are lifecycle's business
 	reported    map[int64]db.RunFinishParams // what each generation's worker reported while it held the lease
@@ -268,6 +269,10 @@ func (m *model) ended(mj *mJob, p db.RunFinishParams) {
 	default:
 		mj.state = db.StateDead
 	}
+	if mj.pauseReq && mj.state == db.StateReady {
+		mj.state = db.StatePaused // paused during the run: the pause begins now
+	}
+	mj.pauseReq = false
 }
 
 func (m *model) cancel(t *rapid.T) {
@@ -292,11 +297,15 @@ func (m *model) cancel(t *rapid.T) {
 	}
 }
 
-// transition calls op on a drawn job and checks the answer: a conflict
-// unless the job is in one of from, else the job in state to.
+// transition calls op on a drawn job and checks the answer (see check).
 func (m *model) transition(t *rapid.T, what string, op func(context.Context, string) (db.Job, error), to db.JobState, from ...db.JobState) (*mJob, bool) {
 	m.steps.Add(1)
-	mj := m.pick(t)
+	return m.transitionOf(t, what, m.pick(t), op, to, from...)
+}
+
+// transitionOf calls op on mj and checks the answer: a conflict unless the
+// job is in one of from, else the job in state to.
+func (m *model) transitionOf(t *rapid.T, what string, mj *mJob, op func(context.Context, string) (db.Job, error), to db.JobState, from ...db.JobState) (*mJob, bool) {
 	j, err := op(m.ctx, mj.id)
 	if !slices.Contains(from, mj.state) {
 		if !errors.Is(err, db.ErrConflict) {
@@ -322,11 +331,32 @@ func (m *model) requestCancel(t *rapid.T) {
 }
 
 func (m *model) pause(t *rapid.T) {
-	m.transition(t, "pause", m.store.JobPause, db.StatePaused, db.StateReady, db.StatePaused)
+	m.steps.Add(1)
+	mj := m.pick(t)
+	if mj.state == db.StateRunning && mj.recurring {
+		// It goes on running, and pauses when the run ends.
+		j, err := m.store.JobPause(m.ctx, mj.id)
+		if err != nil || j.State != db.StateRunning || !j.PauseRequested {
+			t.Fatalf("pause of running schedule %s: got %s, requested %v, %v; want running, to pause", mj.id, j.State, j.PauseRequested, err)
+		}
+		mj.pauseReq = true
+		return
+	}
+	m.transitionOf(t, "pause", mj, m.store.JobPause, db.StatePaused, db.StateReady, db.StatePaused)
 }
 
 func (m *model) resume(t *rapid.T) {
-	if mj, moved := m.transition(t, "resume", m.store.JobResume, db.StateReady, db.StatePaused, db.StateReady); moved && mj.recurring {
+	m.steps.Add(1)
+	mj := m.pick(t)
+	if mj.state == db.StateRunning && mj.pauseReq {
+		j, err := m.store.JobResume(m.ctx, mj.id)
+		if err != nil || j.State != db.StateRunning || j.PauseRequested {
+			t.Fatalf("resume of running schedule %s to pause: got %s, requested %v, %v; want running, no pause", mj.id, j.State, j.PauseRequested, err)
+		}
+		mj.pauseReq = false
+		return
+	}
+	if mj, moved := m.transitionOf(t, "resume", mj, m.store.JobResume, db.StateReady, db.StatePaused, db.StateReady); moved && mj.recurring {
 		mj.attempt = 0
 	}
 }
@@ -407,9 +437,9 @@ func (m *model) check(t *rapid.T) {
 }
 
 func (mj *mJob) compare(j db.Job) error {
-	if j.State != mj.state || j.Attempt != mj.attempt || j.LeaseGeneration != mj.gen {
-		return fmt.Errorf("store says %s attempt %d generation %d; model says %s attempt %d generation %d",
-			j.State, j.Attempt, j.LeaseGeneration, mj.state, mj.attempt, mj.gen)
+	if j.State != mj.state || j.Attempt != mj.attempt || j.LeaseGeneration != mj.gen || j.PauseRequested != mj.pauseReq {
+		return fmt.Errorf("store says %s attempt %d generation %d pause requested %t; model says %s attempt %d generation %d pause requested %t",
+			j.State, j.Attempt, j.LeaseGeneration, j.PauseRequested, mj.state, mj.attempt, mj.gen, mj.pauseReq)
 	}
 	if mj.state != db.StateRunning {
 		if j.LeaseUntil != nil || j.LeaseOwner != "" {
