@@ -44,9 +44,15 @@ func SpecOf(j Job) JobCreateParams {
 type KeyReusedError struct {
 	Key string
 	Job Job // the job that holds the key
+	// InBatch is set when that job is an earlier one of the same batch,
+	// which was not created: the batch was refused whole.
+	InBatch bool
 }
 
 func (e *KeyReusedError) Error() string {
+	if e.InBatch {
+		return fmt.Sprintf("idempotency key %q is given to two different jobs of the batch; give each its own key (nothing was created)", e.Key)
+	}
 	return fmt.Sprintf("idempotency key %q was used by a different request, which created job %s; "+
 		"send that request again, or use a new key for a new one", e.Key, e.Job.ID)
 }

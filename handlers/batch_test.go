@@ -33,6 +33,10 @@ func TestHandler_JobBatch(t *testing.T) {
 		}
 		e.do(http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "c", "idempotencyKey": "k"}]}`).
 			wantProblem(t, http.StatusUnprocessableEntity, "different request")
+		// One key on two different jobs of one batch: it names no job,
+		// since none was created.
+		e.do(http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "c", "idempotencyKey": "k2"}, {"type": "d", "idempotencyKey": "k2"}]}`).
+			wantProblem(t, http.StatusUnprocessableEntity, `idempotency key "k2" is given to two different jobs of the batch; give each its own key (nothing was created)`)
 		jobs, _, err := e.store.JobList(context.Background(), db.JobListParams{})
 		if err != nil || len(jobs) != 2 {
 			t.Fatalf("stored: %d jobs, %v; want 2", len(jobs), err)

@@ -106,7 +106,7 @@ func (h *handler) handleJobBackfill(w http.ResponseWriter, r *http.Request) {
 }
 
 var (
-	actionTrigger  = action{"triggered", "only a ready job that is not yet due can be run now", ""}
-	actionSkip     = action{"skipped", "only the pending slot of a ready recurring job can be skipped", ""}
-	actionBackfill = action{"backfilled", "only recurring jobs have slots to backfill", ""}
+	actionTrigger  = action{done: "triggered", which: "only a ready job that is not yet due can be run now", in: db.StateReady}
+	actionSkip     = action{done: "skipped", which: "only the pending slot of a ready recurring job can be skipped", in: db.StateReady}
+	actionBackfill = action{done: "backfilled", which: "only recurring jobs have slots to backfill"}
 )

@@ -830,3 +830,14 @@ func TestHandler_Error(t *testing.T) {
 		})
 	}
 }
+
+// TestHandler_SkipAfterTrigger: a skip while an operator's run is due says
+// why it cannot be made then, not that a ready job cannot be skipped.
+func TestHandler_SkipAfterTrigger(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "t", "schedule": "@hourly"}`, http.StatusCreated)
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/trigger", "").wantStatus(t, http.StatusOK)
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/skip", "").
+		wantProblem(t, http.StatusConflict, "has an operator's run (sked trigger) due before its pending slot; skip the slot once that run has started")
+}

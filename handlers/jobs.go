@@ -285,16 +285,19 @@ type action struct {
 	done  string // "cancelled", as in "it cannot be cancelled"
 	which string // the states it applies to
 	hint  string // what to do when a worker holds the job, with %s for the id
+	// in is the state it applies to, when a conflict in that state is
+	// about something else, which the store's message says.
+	in db.JobState
 }
 
 var (
-	actionCancel = action{"cancelled", "only ready, paused and dead jobs can be cancelled",
-		"ask the handler to stop with POST /jobs/%s/cancel-run"}
-	actionPause = action{"paused", "only ready jobs, and running schedules (which pause when the run ends), can be paused",
-		"a one-off job's run is all of it: stop the run with POST /jobs/%s/cancel-run"}
-	actionResume    = action{"resumed", "only paused jobs, and running schedules that were to pause, can be resumed", ""}
-	actionRetry     = action{"retried", "only dead jobs can be retried", ""}
-	actionCancelRun = action{"asked to stop", "only a running job has a run to stop", ""}
+	actionCancel = action{done: "cancelled", which: "only ready, paused and dead jobs can be cancelled",
+		hint: "ask the handler to stop with POST /jobs/%s/cancel-run"}
+	actionPause = action{done: "paused", which: "only ready jobs, and running schedules (which pause when the run ends), can be paused",
+		hint: "a one-off job's run is all of it: stop the run with POST /jobs/%s/cancel-run"}
+	actionResume    = action{done: "resumed", which: "only paused jobs, and running schedules that were to pause, can be resumed"}
+	actionRetry     = action{done: "retried", which: "only dead jobs can be retried"}
+	actionCancelRun = action{done: "asked to stop", which: "only a running job has a run to stop"}
 )
 
 // jobError gives err, from a store call on job id (an id or a name), a
@@ -310,6 +313,9 @@ func jobError(id string, a action, err error) error {
 	var ce *db.ConflictError
 	if a.done == "" || !errors.As(err, &ce) {
 		return err
+	}
+	if a.in != "" && ce.State == a.in {
+		return &detailError{err: err, detail: ce.Msg}
 	}
 	var b strings.Builder
 	if ce.Run != nil && ce.State == db.StateRunning {

@@ -98,7 +98,10 @@ func Trigger(j db.Job, now time.Time) error {
 // SkipNext decides a skip of j's pending slot: only a ready recurring job
 // whose next run is its schedule's (not a triggered extra run) can skip it.
 func SkipNext(j db.Job) error {
-	if !j.Recurring() || j.State != db.StateReady || j.Triggered {
+	if j.Recurring() && j.State == db.StateReady && j.Triggered {
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s has an operator's run (sked trigger) due before its pending slot; skip the slot once that run has started", j.ID)}
+	}
+	if !j.Recurring() || j.State != db.StateReady {
 		kind := "one-off"
 		if j.Recurring() {
 			kind = "recurring"

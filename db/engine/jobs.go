@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"fmt"
 	"time"
 
@@ -142,7 +143,8 @@ func (s *Store) settleKeys(ctx context.Context, tx Tx, jobs []db.Job, idx []int)
 		case !ok || jobs[i].IdempotencyKey == "":
 			rest = append(rest, i)
 		case h.RequestHash != "" && h.RequestHash != jobs[i].RequestHash:
-			return nil, &db.KeyReusedError{Key: h.IdempotencyKey, Job: h}
+			inBatch := slices.ContainsFunc(jobs, func(j db.Job) bool { return j.ID == h.ID })
+			return nil, &db.KeyReusedError{Key: h.IdempotencyKey, Job: h, InBatch: inBatch}
 		default:
 			jobs[i] = h
 		}
