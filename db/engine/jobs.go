@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sked-dev/sked/db"
