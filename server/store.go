@@ -53,7 +53,8 @@ func newsTo(store db.Store, sw *worker.Sweeper) {
 
 // postgresOpenError says what err, of opening the PostgreSQL database at
 // dsn, means and what to do, for the mistakes of a first setup: no server
-// there, no such database or role, a role that may not create tables.
+// there, no such database or role, a role that may not create tables, a
+// parameter of the URL misspelt.
 // Other errors pass as they are.
 func postgresOpenError(dsn string, err error) error {
 	where, mode := postgres.Redacted(dsn), sslMode(dsn)
@@ -70,6 +71,9 @@ func postgresOpenError(dsn string, err error) error {
 			"(createdb --owner ROLE, or ALTER DATABASE … OWNER TO ROLE), or give it a schema of its own with search_path in the URL; see docs/postgresql.md", where, pgErr.Message)
 	case errors.As(err, &pgErr) && pgErr.Code == "3D000": // invalid_catalog_name
 		return fmt.Errorf("%s: %s: create it, owned by sked's role (createdb --owner ROLE NAME), or fix the database name in --db", where, pgErr.Message)
+	case errors.As(err, &pgErr) && pgErr.Code == "42704" && strings.HasPrefix(pgErr.Message, "unrecognized configuration parameter"): // undefined_object
+		// pgx sends a URL parameter it does not know itself to the server.
+		return fmt.Errorf("%s: the server does not know a parameter of --db (%s); check the names after ? in --db (sslmode, search_path, pool_max_conns, …)", where, pgErr.Message)
 	case errors.As(err, &pgErr) && (pgErr.Code == "28000" || pgErr.Code == "28P01"): // invalid_authorization_specification, invalid_password
 		return fmt.Errorf("%s: the server refused the login: %s; check the user and password in --db", where, pgErr.Message)
 	case errors.As(err, &connErr) && errors.As(err, &dnsErr) && strings.Contains(dnsErr.Name, "@"):

@@ -61,6 +61,16 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 	}
 	check(with(base.User.Username(), "", "sked_no_such_database"), `database "sked_no_such_database" does not exist: create it, owned by sked's role`)
 	check(with("sked_no_such_role", "x", ""), `the server refused the login`, "check the user and password in --db")
+	noSchema := *base
+	q := noSchema.Query()
+	q.Set("search_path", "sked_no_such_schema")
+	noSchema.RawQuery = q.Encode()
+	check(noSchema.String(), "the search_path (sked_no_such_schema) names no existing schema", "fix search_path in the URL")
+	misspelt := *base
+	q = misspelt.Query()
+	q.Set("sslmod", "disable")
+	misspelt.RawQuery = q.Encode()
+	check(misspelt.String(), `the server does not know a parameter of --db (unrecognized configuration parameter "sslmod")`, "check the names after ? in --db")
 
 	// An @ of a password not percent-encoded ends the user name and
 	// password early, and the rest is taken for the host.

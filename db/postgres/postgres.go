@@ -130,14 +130,17 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
 	d := &dialect{pool: pool}
-	var schema *string
-	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+	var (
+		schema     *string
+		searchPath string
+	)
+	if err := pool.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &searchPath); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("read current schema: %w", translate(err))
 	}
 	if schema == nil {
 		pool.Close()
-		return nil, errors.New("no schema to keep sked's tables in: the search_path names no existing schema; create it, or fix search_path in the URL")
+		return nil, fmt.Errorf("no schema to keep sked's tables in: the search_path (%s) names no existing schema; create it (CREATE SCHEMA, owned by sked's role), or fix search_path in the URL", searchPath)
 	}
 	d.channel = wakeChannel(*schema)
 	log := o.Logger
