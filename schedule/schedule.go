@@ -280,6 +280,51 @@ func zoneHint(tz string) string {
 			}
 		}
 	}
+	if name := oneEditAway(trimmed); name != "" {
+		return fmt.Sprintf("; did you mean %q?", name)
+	}
+	return ""
+}
+
+// oneEditAway is a zone whose name is tz with one letter of its last part
+// left out, added, changed or swapped with the next ("Europe/Berln",
+// "Europe/Lodnon"); "" when there is none. The zones cannot be listed
+// (the embedded database has no index), so each neighbour is looked up:
+// some 800 lookups for a long name (30 ms here), made only for a name that
+// is no zone.
+func oneEditAway(tz string) string {
+	slash := strings.LastIndexByte(tz, '/')
+	area, city := tz[:slash+1], tz[slash+1:]
+	if city == "" || len(city) > 20 {
+		return ""
+	}
+	var tries []string
+	for i := range len(city) + 1 {
+		if i < len(city) {
+			tries = append(tries, city[:i]+city[i+1:]) // left out
+		}
+		if i+1 < len(city) {
+			tries = append(tries, city[:i]+city[i+1:i+2]+city[i:i+1]+city[i+2:]) // swapped
+		}
+		// Zone names are written Title_Case: a capital begins each word.
+		letters := "abcdefghijklmnopqrstuvwxyz_"
+		if i == 0 || city[i-1] == '_' {
+			letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		}
+		for _, c := range letters {
+			tries = append(tries, city[:i]+string(c)+city[i:]) // added
+			if i < len(city) {
+				tries = append(tries, city[:i]+string(c)+city[i+1:]) // changed
+			}
+		}
+	}
+	for _, t := range tries {
+		if name := area + t; t != "" && name != tz && name != "Local" {
+			if _, err := time.LoadLocation(name); err == nil {
+				return name
+			}
+		}
+	}
 	return ""
 }
 
