@@ -687,6 +687,9 @@ func (a *api) show(ctx context.Context, id string) error {
 	if job.State == db.StatePaused {
 		field("Paused", cmp.Or(job.PauseReason, "no reason given")+", "+pausedUntil(job))
 	}
+	if job.PauseRequested {
+		field("Pauses", "when this run ends: "+cmp.Or(job.PauseReason, "no reason given")+", "+pausedUntil(job))
+	}
 	if job.Recurring() {
 		field("Schedule", job.Schedule+" ("+cmp.Or(job.Timezone, "UTC")+")")
 		field("Overlap", job.Overlap)
@@ -702,7 +705,10 @@ func (a *api) show(ctx context.Context, id string) error {
 	if job.Jitter > 0 {
 		field("Jitter", time.Duration(job.Jitter).String())
 	}
-	field("Next run", optTime(nextRun(job)))
+	if job.RescheduledAt != nil {
+		field("Rescheduled", "during this run, at "+optTime(job.RescheduledAt)+": the next slot counts from then")
+	}
+	field("Next run", inZone(nextRun(job), job.Timezone))
 	if serverNow.IsZero() { // an answer without a Date: this machine's clock is all there is
 		serverNow = time.Now()
 	}
@@ -803,6 +809,28 @@ func overdue(job db.Job, now time.Time) string {
 // timeText is t in RFC 3339 UTC, or "-" when absent.
 func timeText(t *time.Time) string {
 	return cmp.Or(optTime(t), "-")
+}
+
+// inZone is t as optTime writes it and, for a zone other than UTC, also
+// as a clock there reads it: "2026-12-02T02:30:00Z (03:30 in Europe/Berlin)".
+func inZone(t *time.Time, zone string) string {
+	s := optTime(t)
+	if t == nil || zone == "" || zone == "UTC" {
+		return s
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return s
+	}
+	local := t.In(loc)
+	layout := "15:04"
+	if local.Second() != 0 {
+		layout = "15:04:05"
+	}
+	if y, m, d := local.Date(); y != t.UTC().Year() || m != t.UTC().Month() || d != t.UTC().Day() {
+		layout = "Mon 2 Jan " + layout
+	}
+	return fmt.Sprintf("%s (%s in %s)", s, local.Format(layout), zone)
 }
 
 // optTime is t in RFC 3339 UTC, or "" when absent.

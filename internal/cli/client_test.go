@@ -163,3 +163,24 @@ func TestListName(t *testing.T) {
 		t.Errorf("names listed %v; want %v (plain job %s)", got, want, plain.ID)
 	}
 }
+
+// TestInZone: a time of a job in another zone than UTC reads as its clock
+// there too, with the day when it is another.
+func TestInZone(t *testing.T) {
+	at := time.Date(2026, 12, 2, 2, 30, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		zone, want string
+	}{
+		{"", "2026-12-02T02:30:00Z"},
+		{"UTC", "2026-12-02T02:30:00Z"},
+		{"Europe/Berlin", "2026-12-02T02:30:00Z (03:30 in Europe/Berlin)"},
+		{"America/New_York", "2026-12-02T02:30:00Z (Tue 1 Dec 21:30 in America/New_York)"},
+	} {
+		if got := inZone(&at, tc.zone); got != tc.want {
+			t.Errorf("inZone(%s) = %q, want %q", tc.zone, got, tc.want)
+		}
+	}
+	if got := inZone(nil, "Europe/Berlin"); got != "" {
+		t.Errorf("inZone(nil) = %q, want empty", got)
+	}
+}
