@@ -26,7 +26,10 @@ type Worker struct {
 // (worker.DefaultMaxIdle), and a remote worker's claim is recorded as it
 // begins its wait on the server, so a live worker's LastSeen is at most
 // about this old, or its claim wait, unless it is busy on all its slots.
-const WorkerSeenEvery = 15 * time.Second
+// Each record is a write: on an idle server, the only ones (a commit, with
+// its fsync, of two pages for each worker at this interval), so that an
+// SD card's or flash disk's wear stays small.
+const WorkerSeenEvery = time.Minute
 
 // WorkerForgetAfter is how long a store keeps a worker that has stopped
 // claiming: a worker's ID names one process (host/pid), so each restart

@@ -45,7 +45,7 @@ export function workersPage() {
     title: "Workers",
     el: h("div", h("h1", "Workers"),
       h("p.muted.note", "The workers holding jobs now, and those seen claiming in the last hour. ",
-        "A worker with a free slot claims every second or so, recorded at most every 15 s: last seen is its last ",
+        "A worker with a free slot claims every second or so, recorded at most once a minute: last seen is its last ",
         "recorded claim. Newest run began is when the newest of the runs it holds began, and its lease end moves on with each ",
         "heartbeat. A worker that stops heartbeating loses its jobs when the lease lapses."),
       list),
