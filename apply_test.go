@@ -187,10 +187,6 @@ func TestCLI_ApplyExport(t *testing.T) {
 	}
 }
 
-// TestCLI_ExportToAnotherServer carries jobs from one server to another
-// with export and apply: a named one-off job keeps its due time there
-// rather than running at once, and export says on stderr what the file
-// does not carry (a paused job, a running one, the jobs without a name).
 // TestCLI_ApplyOneOff: apply says what a put leaves of a one-off job the
 // file means to change: another runAt (kept), and a run that is over (not
 // run again).
@@ -201,11 +197,14 @@ func TestCLI_ApplyOneOff(t *testing.T) {
 	srv := "http://" + addr
 	file := filepath.Join(dir, "once.yaml")
 	write := func(runAt string) {
-		os.WriteFile(file, []byte("- name: maint\n  type: noop\n  runAt: \""+runAt+"\"\n"+
+		os.WriteFile(file, []byte("- name: maint\n  type: noop\n  jitter: 5m\n  runAt: \""+runAt+"\"\n"+
 			"- name: ping\n  type: exec\n  payload: {command: [\"true\"]}\n"), 0o600)
 	}
 	write("2030-01-02T10:00:00Z")
 	ok(t, srv, "apply", "-f", file)
+	if out := ok(t, srv, "apply", "-f", file); strings.Contains(out, "keeps its time") {
+		t.Errorf("apply of the same file again printed\n%s\nwith a note on maint's time (its jitter puts its due time after its runAt)", out)
+	}
 	waitFor(t, "the exec job done", func() bool { return okJSON[struct{ Job db.Job }](t, srv, "show", "ping").Job.State == db.StateDone })
 	write("2030-01-03T10:00:00Z")
 	out := ok(t, srv, "apply", "-f", file)
@@ -219,6 +218,10 @@ func TestCLI_ApplyOneOff(t *testing.T) {
 	}
 }
 
+// TestCLI_ExportToAnotherServer carries jobs from one server to another
+// with export and apply: a named one-off job keeps its due time there
+// rather than running at once, and export says on stderr what the file
+// does not carry (a paused job, a running one, the jobs without a name).
 func TestCLI_ExportToAnotherServer(t *testing.T) {
 	dir := t.TempDir()
 	from, to := freeAddr(t), freeAddr(t)

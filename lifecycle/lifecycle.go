@@ -82,8 +82,10 @@ type Result struct {
 	LastError string
 	GaveUp    bool // the firing's attempts are spent (recorded on the run)
 	Missed    Missed
-	// Passed is the firing's own slot when it never ran and is not run
-	// again (see Finished); empty otherwise.
+	// Passed is what the firing passed over besides Missed: its own slot
+	// when it never ran and is not run again, or the new schedule's slots
+	// before it when the schedule changed while it was claimed ahead (see
+	// Finished); empty otherwise.
 	Passed    Missed
 	Triggered bool // an operator's extra run is still to happen
 }
@@ -139,15 +141,16 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	slot := deref(j.Slot)
 	outcome := ended(j, p)
 	switch {
-	case HandedBack(j, p, now) && j.RescheduledAt != nil && s != nil && !j.Triggered:
-		// The run never started, and its schedule was replaced while it
-		// was held: the firing is passed over, as the change passed over
-		// the old schedule's slots, and the job moves on to the new
-		// schedule. Its slot is recorded unless an earlier attempt is.
-		r := nextFiring(j, s, slot, claimedAt, now, j.LastError)
-		if j.Attempt <= 1 {
-			r.Passed = Missed{Slots: []time.Time{slot}, Total: 1, Reason: db.MissedSkipped}
-		}
+	case HandedBack(j, p, now) && j.RescheduledAt != nil && s != nil && !j.Triggered && j.Attempt <= 1:
+		// The firing's first run never started, and its schedule was
+		// replaced while it was held: the firing is passed over, as the
+		// change passed over the old schedule's slots, and the job moves
+		// on to the new schedule from the change. (A retry handed back
+		// keeps its place below: its slot ran, and retries.)
+		from := *j
+		from.Slot = j.RescheduledAt
+		r := nextFiring(&from, s, slot, claimedAt, now, j.LastError)
+		r.Passed = Missed{Slots: []time.Time{slot}, Total: 1, Reason: db.MissedSkipped}
 		return r
 	case HandedBack(j, p, now):
 		// Handed back at shutdown, or never started: not the job's fault,
@@ -235,10 +238,16 @@ func heldPlace(j *db.Job, now time.Time) time.Time {
 func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time, lastErr string) Result {
 	next := NextSlot(*j, s)
 	r := Result{State: db.StateReady, Slot: next, LastError: lastErr}
+	if at := j.RescheduledAt; at != nil && at.Before(slot) {
+		// Claimed ahead of its slot, and the schedule changed before the
+		// slot came: the new schedule's slots before it passed while the
+		// firing held the job.
+		r.Passed = span(s, s.Next(*at), slot, db.MissedOverlap)
+	}
 	switch {
 	case next.IsZero():
 		// The schedule never fires again.
-		return Result{State: db.StateDone, Slot: slot, LastError: lastErr}
+		return Result{State: db.StateDone, Slot: slot, LastError: lastErr, Passed: r.Passed}
 	case next.After(now):
 	case j.Misfire == db.MisfireRunAll && !next.After(claimedAt):
 		// A run_all catch-up: the next missed slot runs right away.
@@ -269,11 +278,9 @@ func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
 
 // Rescheduled moves recurring job j, waiting (ready or paused) at now on
 // schedule old, to schedule next, after a change of its schedule, zone or
-// jitter. ledgered is the latest slot the job's ledger (its runs, ran or
-// missed) holds, zero for none. It returns the new pending slot: next's
-// first after now and after ledgered (a slot skipped ahead of now is in
-// the ledger), so that no slot is run or missed twice. And it returns what
-// the move passes over: the slots of old from the first not yet in the
+// jitter. It returns the new pending slot: next's first after now (the
+// caller takes back the old schedule's slots skipped ahead of now). And it
+// returns what the move passes over: the slots of old from the first not yet in the
 // ledger (a failed firing's slot is, as its runs) that passed by now,
 // reason skipped; for a paused job, those a resume at now would record as
 // slept through, reason paused. A slot of old that passed but was not yet
@@ -281,20 +288,16 @@ func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
 // a paused job, stays the pending slot when it is a slot of next too. old
 // is nil when the stored schedule no longer parses: the change mends it,
 // and no slot of it is known.
-func Rescheduled(j db.Job, old, next *schedule.Schedule, now, ledgered time.Time) (time.Time, Missed) {
-	after := now
-	if ledgered.After(after) {
-		after = ledgered
-	}
+func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Time, Missed) {
 	if old == nil {
-		return next.Next(after), Missed{}
+		return next.Next(now), Missed{}
 	}
 	from := deref(j.Slot)
 	if RetryPending(j) {
 		from = NextSlot(j, old)
 	}
 	if from.IsZero() {
-		return next.Next(after), Missed{}
+		return next.Next(now), Missed{}
 	}
 	// through is what the move passes over of old up to end (excluded).
 	through := func(end time.Time) Missed {
@@ -312,16 +315,11 @@ func Rescheduled(j db.Job, old, next *schedule.Schedule, now, ledgered time.Time
 	// A slot of old that passed but is not yet accounted for is owed
 	// still: when it is a slot of next too (only the jitter changed, say),
 	// it stays pending, late. Otherwise it is passed over too.
-	if owed := firstUnaccounted(old, from, passed); !owed.After(now) && owed.After(ledgered) &&
+	if owed := firstUnaccounted(old, from, passed); !owed.After(now) &&
 		(next.Every() || next.Next(owed.Add(-time.Nanosecond)).Equal(owed)) {
 		return owed, passed
 	}
-	passed = through(now.Add(time.Nanosecond))
-	slot := next.Next(after)
-	if slot.IsZero() {
-		slot = next.Next(now)
-	}
-	return slot, passed
+	return next.Next(now), through(now.Add(time.Nanosecond))
 }
 
 // firstUnaccounted is the first slot of s from from on that m, the slots

@@ -49,7 +49,7 @@ func Pause(j db.Job, p db.JobPauseParams) (noop bool, err error) {
 	}
 	sameEnd := p.Until.IsZero() && j.PauseUntil == nil || j.PauseUntil != nil && j.PauseUntil.Equal(p.Until)
 	pausing := j.State == db.StatePaused || j.PauseRequested
-	return pausing && (j.State == db.StatePaused && p.Reason == "" && p.Until.IsZero() || p.Reason == j.PauseReason && sameEnd), nil
+	return pausing && (p.Reason == "" && p.Until.IsZero() || p.Reason == j.PauseReason && sameEnd), nil
 }
 
 // Resume decides a resume of j: a paused job resumes (see Resumed), a

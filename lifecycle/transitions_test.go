@@ -121,7 +121,7 @@ func TestRescheduled(t *testing.T) {
 		{"paused", db.Job{ID: id, State: db.StatePaused, Jitter: db.Duration(jitter)}, slot.Add(time.Second), 1},
 	} {
 		tc.job.Schedule, tc.job.Slot = "0 * * * *", &slot
-		if _, m := lifecycle.Rescheduled(tc.job, sched, sched, tc.now, time.Time{}); m.Total != tc.slots || int64(len(m.Slots)) != tc.slots {
+		if _, m := lifecycle.Rescheduled(tc.job, sched, sched, tc.now); m.Total != tc.slots || int64(len(m.Slots)) != tc.slots {
 			t.Errorf("%s: missed %d (%v), want %d", tc.name, m.Total, m.Slots, tc.slots)
 		}
 	}
@@ -151,37 +151,26 @@ func TestRescheduled_KeepsOwedSlot(t *testing.T) {
 		{"0 * * * *", "15 * * * *", slot.Add(15 * time.Minute), 1},
 	} {
 		j := db.Job{ID: id, State: db.StateReady, Schedule: tc.old, Slot: &slot, Jitter: db.Duration(jitter)}
-		got, m := lifecycle.Rescheduled(j, parse(tc.old), parse(tc.next), now, time.Time{})
+		got, m := lifecycle.Rescheduled(j, parse(tc.old), parse(tc.next), now)
 		if !got.Equal(tc.want) || m.Total != tc.missed {
 			t.Errorf("%s to %s at 13:05: pending %v, %d missed; want %v, %d", tc.old, tc.next, got, m.Total, tc.want, tc.missed)
 		}
 	}
 }
 
-// TestRescheduled_LedgerFloor: the new pending slot comes after the latest
-// slot in the ledger (a slot skipped ahead of now), so that changing the
-// schedule away and back does not bring a skipped slot back; and a paused
-// job's slot that falls at the moment of the change is recorded, unless
-// the new schedule keeps it pending.
-func TestRescheduled_LedgerFloor(t *testing.T) {
+// TestRescheduled_PausedAtASlot: a paused job's slot that falls at the
+// moment of the change is recorded, unless the new schedule keeps it
+// pending.
+func TestRescheduled_PausedAtASlot(t *testing.T) {
 	parse := func(expr string) *schedule.Schedule { return mustParse(t, expr) }
-	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	skipped := now.Add(time.Hour)     // 09:00, skipped ahead: in the ledger
-	pending := skipped.Add(time.Hour) // 10:00 on the interim schedule
-	j := db.Job{ID: "j", State: db.StateReady, Schedule: "0 10 * * *", Slot: &pending}
-	got, m := lifecycle.Rescheduled(j, parse("0 10 * * *"), parse("0 9 * * *"), now, skipped)
-	if want := skipped.Add(24 * time.Hour); !got.Equal(want) || m.Total != 0 {
-		t.Errorf("back to 09:00 after a skip: pending %v, %d missed; want %v, none", got, m.Total, want)
-	}
-
 	at := time.Date(2026, 12, 2, 10, 10, 0, 0, time.UTC)
 	slot := at.Add(-5 * time.Minute)
 	paused := db.Job{ID: "p", State: db.StatePaused, Schedule: "*/5 * * * *", Slot: &slot}
-	got, m = lifecycle.Rescheduled(paused, parse("*/5 * * * *"), parse("*/7 * * * *"), at, time.Time{})
+	got, m := lifecycle.Rescheduled(paused, parse("*/5 * * * *"), parse("*/7 * * * *"), at)
 	if !got.Equal(at.Add(4*time.Minute)) || m.Total != 2 || m.Reason != db.MissedPaused {
 		t.Errorf("paused, changed at a slot: pending %v, %d missed (%s); want 10:14 and 10:05, 10:10 paused", got, m.Total, m.Reason)
 	}
-	got, m = lifecycle.Rescheduled(paused, parse("*/5 * * * *"), parse("*/10 * * * *"), at, time.Time{})
+	got, m = lifecycle.Rescheduled(paused, parse("*/5 * * * *"), parse("*/10 * * * *"), at)
 	if !got.Equal(at) || m.Total != 1 {
 		t.Errorf("paused, changed at a slot both schedules have: pending %v, %d missed; want 10:10 pending, 10:05 paused", got, m.Total)
 	}

@@ -295,12 +295,21 @@ func testPauseWhileRunning(t *testing.T, f *fixture) {
 	if _, err := f.Store.JobPauseUntil(f.ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	if again, err := f.Store.JobPause(f.ctx, j.ID); err != nil || again.PauseReason != "maintenance" {
+		t.Fatalf("a bare pause again: reason %q, %v; want the pause asked for kept", again.PauseReason, err)
+	}
 	if events, _, _ := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID}); len(events) != 1 || events[0].Kind != db.EventPaused {
-		t.Errorf("events after the same pause twice: %+v; want one paused", events)
+		t.Errorf("events after the same pause thrice: %+v; want one paused", events)
 	}
 	after := f.finish(c, db.OutcomeFailed, true) // its retry is dropped with the pause
 	if after.State != db.StatePaused || after.PauseRequested || after.PauseReason != "maintenance" {
 		t.Fatalf("after the run: %s, requested %v, reason %q; want paused for maintenance", after.State, after.PauseRequested, after.PauseReason)
+	}
+	events, _, _ := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID})
+	var begun db.ControlEvent
+	if len(events) != 2 || events[0].Kind != db.EventPaused || events[0].Actor != "sked" ||
+		json.Unmarshal(events[0].Detail, &begun) != nil || begun.To != db.StatePaused || begun.Reason != "maintenance" {
+		t.Errorf("events after the run: %+v; want the pause beginning, by sked, on top of the one asked for", events)
 	}
 	f.Clock.Advance(10 * time.Minute)
 	resumed, err := f.Store.JobResume(f.ctx, j.ID)

@@ -420,29 +420,64 @@ func testRescheduleWhileRunning(t *testing.T, f *fixture) {
 	if after.Attempt != 0 || after.Triggered {
 		t.Errorf("after the extra run: attempt %d, triggered %v; want 0, false", after.Attempt, after.Triggered)
 	}
+
+	// Claimed ahead of its slot and changed before the slot came: the new
+	// schedule's slots before the firing's are recorded (overlap), not lost.
+	f.Clock.Set(Start)
+	j = f.create(db.JobCreateParams{Name: "ahead", Type: "ahead", Schedule: "0 * * * *"})
+	f.Clock.Set(at(60).Add(-5 * time.Second))
+	claims, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"ahead"}, Max: 1, Lease: time.Hour, Ahead: 6 * time.Second})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim ahead: %d claims, %v", len(claims), err)
+	}
+	f.Clock.Set(at(60).Add(-4 * time.Second))
+	reschedule(j.ID, "* * * * * *")
+	f.Clock.Set(at(60).Add(500 * time.Millisecond))
+	after = f.finish(claims[0], db.OutcomeSucceeded, false)
+	wantTime(t, "next slot after the firing claimed ahead", after.Slot, at(60).Add(time.Second))
+	wantLedger(j.ID, map[string]int{"succeeded": 1, "missed:overlap": 3})
 }
 
 // testRescheduleAfterSkipBack skips a schedule's next slot, then changes
-// the schedule away and back: the skipped slot stays skipped, once in the
-// ledger, and the next is the one after it.
+// the schedule: a skip ahead was of the old schedule, and is taken back
+// (its missed run goes), so the new schedule's own slots come from now, and
+// a slot is never both skipped and run. A change of the jitter alone keeps
+// the slots, and the skip.
 func testRescheduleAfterSkipBack(t *testing.T, f *fixture) {
+	redefine := func(id string, set func(*db.JobCreateParams)) db.Job {
+		t.Helper()
+		spec := db.SpecOf(f.get(id))
+		set(&spec)
+		got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: id, Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
 	j := f.create(db.JobCreateParams{Name: "daily", Schedule: "0 13 * * *"})
 	if _, err := f.Store.JobSkipNext(f.ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
-	var got db.Job
-	for _, expr := range []string{"0 14 * * *", "0 13 * * *"} {
-		spec := db.SpecOf(f.get(j.ID))
-		spec.Schedule = expr
-		var err error
-		if got, err = f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec}); err != nil {
-			t.Fatal(err)
-		}
+	got := redefine(j.ID, func(p *db.JobCreateParams) { p.Jitter = time.Minute })
+	wantTime(t, "pending slot after a change of jitter", got.Slot, Start.Add(25*time.Hour))
+	redefine(j.ID, func(p *db.JobCreateParams) { p.Schedule = "0 14 * * *" })
+	got = redefine(j.ID, func(p *db.JobCreateParams) { p.Schedule = "0 13 * * *" })
+	wantTime(t, "pending slot after changing away and back", got.Slot, Start.Add(time.Hour))
+	if got.MissedSlots != 0 || len(f.runs(j.ID)) != 0 {
+		t.Fatalf("after the change: %d missed slots, runs %v; want the skip taken back", got.MissedSlots, f.outcomes(j.ID))
 	}
-	wantTime(t, "pending slot after changing away and back", got.Slot, Start.Add(25*time.Hour))
-	f.Clock.Set(Start.Add(time.Hour + 30*time.Second))
-	if c := f.claim("w", 1); len(c) != 0 {
-		t.Fatalf("claimed %v at 13:00:30: the skipped slot ran", c[0].Job.Slot)
+	f.Clock.Set(*got.NextRunAt)
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	wantCounts(t, f.outcomes(j.ID), map[string]int{"succeeded": 1})
+
+	// A weekly slot skipped ahead does not hold back a new schedule's own
+	// slots.
+	f.Clock.Set(Start)
+	w := f.create(db.JobCreateParams{Name: "weekly", Schedule: "0 13 * * 1"})
+	if _, err := f.Store.JobSkipNext(f.ctx, w.ID); err != nil {
+		t.Fatal(err)
 	}
-	wantCounts(t, f.outcomes(j.ID), map[string]int{"missed:skipped": 1})
+	f.Clock.Set(Start.Add(5 * time.Minute))
+	got = redefine(w.ID, func(p *db.JobCreateParams) { p.Schedule = "*/5 * * * *" })
+	wantTime(t, "pending slot of the new schedule after a skip ahead", got.Slot, Start.Add(10*time.Minute))
 }

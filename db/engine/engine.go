@@ -184,10 +184,10 @@ type Tx interface {
 	// RunsOf reads the run of each lease, whatever its outcome, in any
 	// order; a lease without a run has none in the result.
 	RunsOf(ctx context.Context, leases []Lease) ([]db.Run, error)
-	// RunsLastSlot reads the latest slot in a job's ledger (its runs, ran or
-	// missed, but not an operator's extra runs, whose slot is their own
-	// time), among its newest ledgerLookback runs; the zero time for none.
-	RunsLastSlot(ctx context.Context, job string) (time.Time, error)
+	// RunsSkippedAhead reads the ids of a job's missed runs of slots after
+	// a time (skipped ahead: JobSkipNext), among its newest LedgerLookback
+	// runs.
+	RunsSkippedAhead(ctx context.Context, job string, after time.Time) ([]int64, error)
 	// RunsSucceeded returns which of slots have a succeeded run of job.
 	RunsSucceeded(ctx context.Context, job string, slots []time.Time) ([]time.Time, error)
 
@@ -261,10 +261,10 @@ const (
 	DefaultCatchUpWindow = 24 * time.Hour
 )
 
-// LedgerLookback is how many of a job's newest runs Tx.RunsLastSlot reads
-// for the latest slot of its ledger: each event writes its slots in order
-// and at once, so the latest is among the newest (a skip writes its slot
-// as it skips it), and the read stays small for a job with a long history.
+// LedgerLookback is how many of a job's newest runs Tx.RunsSkippedAhead
+// reads: a slot ahead of now is written as it is settled (a skip writes
+// its slot as it skips it), so such slots are among the newest, and the
+// read stays small for a job with a long history.
 const LedgerLookback = 1000
 
 var _ db.Store = (*Store)(nil)

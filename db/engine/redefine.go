@@ -97,10 +97,15 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	to.Name, to.Payload, to.Schedule, to.Timezone, to.Notify = nj.Name, nj.Payload, nj.Schedule, nj.Timezone, nj.Notify
 	to.MaxAttempts, to.Timeout, to.Backoff, to.Jitter = nj.MaxAttempts, nj.Timeout, nj.Backoff, nj.Jitter
 	to.Overlap, to.Misfire, to.ExpectSuccessWithin = nj.Overlap, nj.Misfire, nj.ExpectSuccessWithin
-	if to.Recurring() && rescheduled(changes) {
+	switch {
+	case !to.Recurring():
+	case changed(changes, "schedule", "timezone"):
 		if err := s.reschedule(ctx, tx, j, &to, now); err != nil {
 			return db.Job{}, nil, err
 		}
+	case changed(changes, "jitter") && j.State != db.StateRunning && !j.Triggered && !lifecycle.RetryPending(j):
+		// The same slots, each due at its new offset.
+		to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, *j.Slot, time.Duration(to.Jitter)))
 	}
 	to.UpdatedAt = s.stored(now)
 	if err := tx.JobRedefine(ctx, JobUpdate{Job: to, From: j.State}); err != nil {
@@ -117,28 +122,29 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	return to, changes, s.wakeIfDue(ctx, tx, to)
 }
 
-// reschedule moves to, recurring job j with a changed schedule, zone or
-// jitter, onto its new schedule as of now. The pending slot is the new
-// schedule's, a firing of its own (a retry of the old one's is dropped);
-// that of an operator's extra run in flight too. A running firing keeps
-// its slot, and retries as it began; the new schedule's slots count from
-// now (to.RescheduledAt), from the end of that firing on. The old
-// schedule's slots that passed without running are missed, reason skipped.
+// reschedule moves to, recurring job j with a changed schedule or zone,
+// onto its new schedule as of now. The pending slot is the new schedule's,
+// a firing of its own (a retry of the old one's is dropped); that of an
+// operator's extra run in flight too. A running firing keeps its slot, and
+// retries as it began; the new schedule's slots count from now
+// (to.RescheduledAt), from the end of that firing on. The old schedule's
+// slots that passed without running are missed, reason skipped; its slots
+// still to come that were skipped ahead are taken back (their missed runs
+// go): the new schedule's own slots are what comes.
 func (s *Store) reschedule(ctx context.Context, tx Tx, j db.Job, to *db.Job, now time.Time) error {
 	next, err := parse(*to)
 	if err != nil {
 		return err
 	}
 	old, _ := parse(j) // nil when it no longer parses: the change mends it
-	var (
-		passed   lifecycle.Missed
-		ledgered time.Time
-	)
-	if j.State != db.StateRunning || j.Triggered {
-		if ledgered, err = tx.RunsLastSlot(ctx, j.ID); err != nil {
-			return fmt.Errorf("read the ledger of %s: %w", j.ID, err)
-		}
+	ahead, err := tx.RunsSkippedAhead(ctx, j.ID, now)
+	if err != nil {
+		return fmt.Errorf("read the slots of %s skipped ahead: %w", j.ID, err)
 	}
+	if err := tx.RunsDelete(ctx, ahead); err != nil {
+		return fmt.Errorf("take back the slots of %s skipped ahead: %w", j.ID, err)
+	}
+	var passed lifecycle.Missed
 	switch {
 	case j.State == db.StateRunning && !j.Triggered:
 		passed = lifecycle.PassedWhileRunning(j, old, now)
@@ -149,11 +155,11 @@ func (s *Store) reschedule(ctx context.Context, tx Tx, j db.Job, to *db.Job, now
 		pending := j
 		pending.Attempt--
 		var slot time.Time
-		slot, passed = lifecycle.Rescheduled(pending, old, next, now, ledgered)
+		slot, passed = lifecycle.Rescheduled(pending, old, next, now)
 		to.Slot, to.Attempt, to.RescheduledAt = s.storedPtr(slot), 1, nil
 	default: // ready or paused
 		var slot time.Time
-		slot, passed = lifecycle.Rescheduled(j, old, next, now, ledgered)
+		slot, passed = lifecycle.Rescheduled(j, old, next, now)
 		to.Slot, to.Attempt, to.RescheduledAt = s.storedPtr(slot), 0, nil
 		if !j.Triggered {
 			to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, slot, time.Duration(to.Jitter)))
@@ -162,13 +168,13 @@ func (s *Store) reschedule(ctx context.Context, tx Tx, j db.Job, to *db.Job, now
 	if err := s.insertMissed(ctx, tx, j.ID, passed); err != nil {
 		return err
 	}
-	to.MissedSlots = j.MissedSlots + passed.Total
+	to.MissedSlots = j.MissedSlots - int64(len(ahead)) + passed.Total
 	return nil
 }
 
-// rescheduled reports whether changes move a schedule's slots.
-func rescheduled(changes db.Changes) bool {
-	for _, f := range []string{"schedule", "timezone", "jitter"} {
+// changed reports whether changes change any of fields.
+func changed(changes db.Changes, fields ...string) bool {
+	for _, f := range fields {
 		if _, ok := changes[f]; ok {
 			return true
 		}

@@ -452,6 +452,12 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		updates = append(updates, JobUpdate{Job: after[i], From: db.StateRunning})
 		ends[i] = runEnd(ps[i], r.GaveUp)
 		events = append(events, s.runEvents(j, r, ps[i], run, now)...)
+		if j.PauseRequested && after[i].State == db.StatePaused {
+			// The pause asked for during the run begins: on the timeline,
+			// by sked, as a pause that runs out is ended.
+			events = append(events, s.controlEvent(db.WithActor(ctx, skedActor), tx, db.EventPaused, j.ID,
+				controlDetail(db.EventPaused, j, after[i])))
+		}
 	}
 	if len(missed) > 0 {
 		if _, err := tx.RunsInsert(ctx, missed); err != nil {

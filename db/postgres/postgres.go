@@ -250,7 +250,7 @@ func translate(err error) error {
 			return &db.ConflictError{Msg: "a job that is not cancelled has this name already"}
 		case pgErr.Code == "XX001", pgErr.Code == "XX002": // data_corrupted, index_corrupted
 			return fmt.Errorf("%w: %w", db.ErrCorrupt, err)
-		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+		case shutDown(err): // admin_shutdown, crash_shutdown, cannot_connect_now
 			return fmt.Errorf("%w: %w", db.ErrUnreachable, err)
 		}
 	}
@@ -265,8 +265,18 @@ func lost(err error) bool {
 		connectErr *pgconn.ConnectError
 		netErr     net.Error
 	)
-	return err != nil && (errors.As(err, &connectErr) || pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed))
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false // the caller's time ran out (a net.Error too), not the server
+	}
+	return errors.As(err, &connectErr) || pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed)
+}
+
+// shutDown reports whether err is the server ending the session (it stops,
+// crashed, or is starting up).
+func shutDown(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03")
 }
 
 // inUTC sets each of ts that is not nil to UTC, in place; pgx reads

@@ -126,16 +126,16 @@ func (t *tx) RunLive(ctx context.Context, job string, generation int64) (db.Run,
 	return r, err
 }
 
-// RunsLastSlot reads the latest slot in a job's ledger; see engine.Tx.
-func (t *tx) RunsLastSlot(ctx context.Context, job string) (time.Time, error) {
-	var last *time.Time
-	err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&last) }, `SELECT max(coalesce(last_slot, slot)) FROM (SELECT slot, last_slot FROM runs
-		WHERE job_id = $1 AND coalesce(reason, '') <> '`+db.ReasonManual+`' ORDER BY id DESC LIMIT $2) newest`,
-		job, engine.LedgerLookback)
-	if err != nil || last == nil {
-		return time.Time{}, err
-	}
-	return last.UTC(), nil
+// RunsSkippedAhead reads the ids of a job's missed runs of slots after a
+// time; see engine.Tx.
+func (t *tx) RunsSkippedAhead(ctx context.Context, job string, after time.Time) ([]int64, error) {
+	var ids []int64
+	err := t.query(ctx, func(rows pgx.Rows) (err error) {
+		ids, err = collect(rows, func(r pgx.Row) (id int64, err error) { return id, r.Scan(&id) })
+		return err
+	}, `SELECT id FROM (SELECT id, slot, outcome FROM runs WHERE job_id = $1 ORDER BY id DESC LIMIT $2) newest
+		WHERE slot > $3 AND outcome = 'missed'`, job, engine.LedgerLookback, after)
+	return ids, err
 }
 
 // RunsOf reads the run of each lease in one statement; see engine.Tx.

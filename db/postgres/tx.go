@@ -85,9 +85,10 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 	t.queued.Queue(`COMMIT`)
 	if err := t.flush(ctx); err != nil {
 		t.rollback(ctx)
-		if lost(err) && !pgconn.SafeToRetry(err) {
-			// The COMMIT may have reached the server before the
-			// connection broke: the transaction's fate is not known.
+		if (lost(err) || shutDown(err)) && !pgconn.SafeToRetry(err) {
+			// The COMMIT may have reached the server, and been done,
+			// before the connection broke or the server ended the
+			// session: the transaction's fate is not known.
 			return fmt.Errorf("commit: the connection to the server broke; whether the transaction committed is not known: %w", err)
 		}
 		return fmt.Errorf("commit: %w", translate(err))

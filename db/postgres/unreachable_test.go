@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
@@ -93,4 +94,16 @@ func (p *proxy) cut() {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// TestStore_DeadlineIsNotUnreachable: a call whose context runs out is
+// not taken for a server out of reach.
+func TestStore_DeadlineIsNotUnreachable(t *testing.T) {
+	s := postgrestest.Open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"}); err == nil || errors.Is(err, db.ErrUnreachable) {
+		t.Fatalf("create with its time out: %v; want an error that is not ErrUnreachable", err)
+	}
 }

@@ -104,18 +104,14 @@ func (t *tx) RunLive(ctx context.Context, job string, generation int64) (db.Run,
 	return scanRun(t.stmt(ctx, t.stmts.liveRun).QueryRowContext(ctx, job, generation))
 }
 
-// RunsLastSlot reads the latest slot in a job's ledger; see engine.Tx.
-// Every slot is written at the one width (timeFormat), so the greatest
-// text is the latest.
-func (t *tx) RunsLastSlot(ctx context.Context, job string) (time.Time, error) {
-	var last *time.Time
-	err := t.tx.QueryRowContext(ctx, `SELECT max(coalesce(last_slot, slot)) FROM (SELECT slot, last_slot FROM runs
-		WHERE job_id = ? AND coalesce(reason, '') <> '`+db.ReasonManual+`' ORDER BY id DESC LIMIT ?)`,
-		job, engine.LedgerLookback).Scan(at{&last})
-	if err != nil || last == nil {
-		return time.Time{}, translate(err)
-	}
-	return *last, nil
+// RunsSkippedAhead reads the ids of a job's missed runs of slots after a
+// time; see engine.Tx. Every slot is written at the one width
+// (timeFormat), so text compares as time does.
+func (t *tx) RunsSkippedAhead(ctx context.Context, job string, after time.Time) ([]int64, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT id FROM (SELECT id, slot, outcome FROM runs
+		WHERE job_id = ? ORDER BY id DESC LIMIT ?)
+		WHERE slot > ? AND outcome = 'missed'`, job, engine.LedgerLookback, fmtTime(after))
+	return collect(rows, err, func(r scanner) (id int64, err error) { return id, r.Scan(&id) })
 }
 
 // RunsOf reads the run of each lease, one lookup a lease; see engine.Tx.

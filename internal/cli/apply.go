@@ -189,9 +189,12 @@ func noteOneOff(w io.Writer, req skedapi.JobCreateRequest, job db.Job) {
 			job.Name, job.ID, job.Name)
 	case job.State == db.StateDead:
 		fmt.Fprintf(w, "= %s is dead: apply does not run a one-off job again; `sked retry %s` does\n", job.Name, job.Name)
-	case req.RunAt != nil && job.NextRunAt != nil && !req.RunAt.Equal(*job.NextRunAt):
+	case (job.State == db.StateReady || job.State == db.StatePaused) && job.Attempt == 0 &&
+		req.RunAt != nil && job.Slot != nil && !req.RunAt.Equal(*job.Slot):
+		// The slot of a one-off job is its runAt (its due time may be
+		// later: a jitter's offset).
 		fmt.Fprintf(w, "= %s keeps its time %s, not the file's runAt %s: a put does not move a one-off job; cancel it (`sked cancel %s`) and apply again to move it\n",
-			job.Name, timeText(job.NextRunAt), optTime(req.RunAt), job.Name)
+			job.Name, timeText(job.Slot), optTime(req.RunAt), job.Name)
 	}
 }
 

@@ -168,7 +168,9 @@ func apiError(err error, server string) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
 	case hungUp(err):
-		return fmt.Errorf("%s closed the connection without an HTTP answer: is sked serve the service at %s (and not, say, PostgreSQL)? if it was restarting, try again; pass --server (SKED_SERVER) for another address", server, server)
+		return fmt.Errorf("%s closed the connection without an HTTP answer: is sked serve the service at %s (and not, say, PostgreSQL)? "+
+			"pass --server (SKED_SERVER) for another address; if it was restarting, a change sent may have been made or not: "+
+			"look (sked ls, sked show) before sending it again, or send it with --key", server, server)
 	case errors.Is(err, http.ErrSchemeMismatch):
 		return fmt.Errorf("%s answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as %s", server, "http"+strings.TrimPrefix(server, "https"))
 	}

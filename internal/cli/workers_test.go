@@ -32,7 +32,7 @@ func TestWorkers_AddWarnsUnserved(t *testing.T) {
 		}
 		return stdout, stderr
 	}
-	const warning = `warning: no worker has claimed type "thumb" in the last 1m20s`
+	warning := `warning: no worker has claimed type "thumb" in the last ` + aliveWithin.String()
 
 	if out, _ := run("workers"); !strings.Contains(out, "no worker has claimed in the last hour") {
 		t.Errorf("sked workers with none:\n%s", out)

@@ -164,7 +164,7 @@ function eventItem(e) {
         d.lastSuccessAt ? timeEl(d.lastSuccessAt) : "none yet") : null,
       d.error ? h("p.err", d.error) : null];
   return h("li.event.kind-" + e.kind, { "data-kind": e.kind, "data-event": e.eventId },
-    h("div.event-head", h("strong", eventLabels[e.kind] || e.kind),
+    h("div.event-head", h("strong", e.kind === "paused" && d.to === "running" ? "Pauses when its run ends" : eventLabels[e.kind] || e.kind),
       " ", timeEl(e.at), e.actor ? h("span.muted.actor", " by " + e.actor) : null),
     body);
 }
