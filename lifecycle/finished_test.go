@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -181,11 +182,47 @@ func TestClaimed(t *testing.T) {
 				lifecycle.Firing{Run: true, Slot: at(60 * time.Second), Missed: missed(t0, 6, db.MissedDowntime)}},
 		} {
 			t.Run(spec+"/"+c.name, func(t *testing.T) {
-				got := lifecycle.Claimed(s, c.misfire, t0, c.now, c.grace, c.window)
+				got := lifecycle.Claimed(s, c.misfire, t0, c.now, c.grace, c.window, 0)
 				if !reflect.DeepEqual(got, c.want) {
 					t.Errorf("Claimed =\n%+v, want\n%+v", got, c.want)
 				}
 			})
 		}
+	}
+}
+
+// TestJitterDueTimes: a slot that has passed but is not yet due (its
+// offset inside the jitter still ahead) is not a misfire at a claim, nor an
+// overlap at a run's end: it stays to run when due.
+func TestJitterDueTimes(t *testing.T) {
+	s := mustParse(t, "@every 30s")
+	jitter := 20 * time.Second
+	id := "j0"
+	for i := 1; schedule.Offset(id, jitter) < 4*time.Second; i++ {
+		id = fmt.Sprintf("j%d", i)
+	}
+	offset := schedule.Offset(id, jitter)
+	// Claimed late for t0: t0+30s has passed, but is due only at
+	// t0+30s+offset.
+	if got := lifecycle.Claimed(s, db.MisfireRunOnce, t0, at(30*time.Second+offset/2), time.Minute, time.Hour, offset); !got.Run || !got.Slot.Equal(t0) || got.Missed.Total != 0 {
+		t.Errorf("claimed before the next slot is due: %+v; want t0 run, nothing missed", got)
+	}
+	// A run of t0 that ends after t0+30s but before it is due.
+	j := db.Job{ID: id, State: db.StateRunning, Schedule: "@every 30s", Jitter: db.Duration(jitter), Attempt: 1, MaxAttempts: 1, Slot: ptr(t0)}
+	r := lifecycle.Finished(&j, s, db.RunFinishParams{Outcome: db.OutcomeSucceeded}, t0, at(30*time.Second+offset/2), half)
+	if !r.Slot.Equal(at(30*time.Second)) || r.Missed.Total != 0 {
+		t.Errorf("a run ending before the next slot is due: next %v, %d missed; want t0+30s pending", r.Slot, r.Missed.Total)
+	}
+}
+
+// TestFinished_RunAllRetryIsNoCatchUp: the slots that passed while a
+// run_all firing's retry waited go to the overlap policy, not to catch-up.
+func TestFinished_RunAllRetryIsNoCatchUp(t *testing.T) {
+	s := mustParse(t, "@every 10s")
+	j := db.Job{ID: "j", State: db.StateRunning, Schedule: "@every 10s", Misfire: db.MisfireRunAll, Overlap: db.OverlapSkip,
+		Attempt: 2, MaxAttempts: 2, Slot: ptr(t0)}
+	r := lifecycle.Finished(&j, s, db.RunFinishParams{Outcome: db.OutcomeSucceeded}, at(34*time.Second), at(35*time.Second), half)
+	if !r.Slot.Equal(at(40*time.Second)) || r.Missed.Total != 3 || r.Missed.Reason != db.MissedOverlap {
+		t.Errorf("after the retry: next %v, %d missed (%s); want t0+40s, three overlap", r.Slot, r.Missed.Total, r.Missed.Reason)
 	}
 }

@@ -45,20 +45,22 @@ type Firing struct {
 }
 
 // Claimed applies the misfire policy to a recurring job claimed at now for
-// its current slot. A slot that is late but whose successor is not yet due
-// simply runs (late, not lost); only when later slots have passed too does
-// the policy decide: run_once runs the latest of them, skip runs the latest
-// only if it is within grace, run_all runs them in order from the oldest
-// inside the catch-up window.
-func Claimed(s *schedule.Schedule, misfire string, slot, now time.Time, grace, window time.Duration) Firing {
+// its current slot; offset is the job's inside its jitter (each slot is due
+// that long after its time). A slot that is late but whose successor is
+// not yet due simply runs (late, not lost); only when later slots are due
+// too does the policy decide: run_once runs the latest of them, skip runs
+// the latest only if it is at most grace late, run_all runs them in order
+// from the oldest inside the catch-up window.
+func Claimed(s *schedule.Schedule, misfire string, slot, now time.Time, grace, window, offset time.Duration) Firing {
+	dueBy := now.Add(-offset) // the slots due by now are those at or before it
 	next := s.Next(slot)
-	if next.IsZero() || next.After(now) {
+	if next.IsZero() || next.After(dueBy) {
 		return Firing{Run: true, Slot: slot}
 	}
-	latest := latestAtOrBefore(s, slot, now)
+	latest := latestAtOrBefore(s, slot, dueBy)
 	switch misfire {
 	case db.MisfireSkip:
-		if now.Sub(latest) <= grace {
+		if dueBy.Sub(latest) <= grace {
 			return Firing{Run: true, Slot: latest, Missed: span(s, slot, latest, db.MissedDowntime)}
 		}
 		return Firing{Run: false, Slot: s.Next(latest), Missed: span(s, slot, latest.Add(time.Nanosecond), db.MissedDowntime)}
@@ -238,6 +240,8 @@ func heldPlace(j *db.Job, now time.Time) time.Time {
 func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time, lastErr string) Result {
 	next := NextSlot(*j, s)
 	r := Result{State: db.StateReady, Slot: next, LastError: lastErr}
+	offset := schedule.Offset(j.ID, time.Duration(j.Jitter))
+	dueBy := now.Add(-offset) // the slots due by now are those at or before it
 	if at := j.RescheduledAt; at != nil && at.Before(slot) {
 		// Claimed ahead of its slot, and the schedule changed before the
 		// slot came: the new schedule's slots before it passed while the
@@ -248,11 +252,13 @@ func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time,
 	case next.IsZero():
 		// The schedule never fires again.
 		return Result{State: db.StateDone, Slot: slot, LastError: lastErr, Passed: r.Passed}
-	case next.After(now):
-	case j.Misfire == db.MisfireRunAll && !next.After(claimedAt):
-		// A run_all catch-up: the next missed slot runs right away.
+	case next.After(dueBy):
+	case j.Misfire == db.MisfireRunAll && j.Attempt <= 1 && !next.After(claimedAt.Add(-offset)):
+		// A run_all catch-up (the next slot was due when this firing was
+		// claimed): it runs right away. A retry is not a catch-up: the
+		// slots that passed while it waited are the overlap policy's.
 	default:
-		latest := latestAtOrBefore(s, next, now)
+		latest := latestAtOrBefore(s, next, dueBy)
 		if j.Overlap == db.OverlapQueueOne {
 			r.Slot = latest
 			r.Missed = span(s, next, latest, db.MissedOverlap)

@@ -200,7 +200,7 @@ func (s *Store) startFiring(ctx context.Context, tx Tx, c db.Claim) (db.Claim, b
 	if err != nil {
 		return db.Claim{}, false, err
 	}
-	f := lifecycle.Claimed(sched, j.Misfire, *j.Slot, now, s.MisfireGrace, s.CatchUpWindow)
+	f := lifecycle.Claimed(sched, j.Misfire, *j.Slot, now, s.MisfireGrace, s.CatchUpWindow, schedule.Offset(j.ID, time.Duration(j.Jitter)))
 	if f.Run && f.Slot.Equal(*j.Slot) {
 		return c, true, nil
 	}
