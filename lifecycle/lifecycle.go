@@ -253,10 +253,11 @@ func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time,
 		// The schedule never fires again.
 		return Result{State: db.StateDone, Slot: slot, LastError: lastErr, Passed: r.Passed}
 	case next.After(dueBy):
-	case j.Misfire == db.MisfireRunAll && j.Attempt <= 1 && !next.After(claimedAt.Add(-offset)):
-		// A run_all catch-up (the next slot was due when this firing was
-		// claimed): it runs right away. A retry is not a catch-up: the
-		// slots that passed while it waited are the overlap policy's.
+	case j.Misfire == db.MisfireRunAll && !next.After(claimedAt.Add(-offset)):
+		// A run_all catch-up (the next slot was due when this firing, or
+		// its retry, was claimed): it runs right away. The first
+		// attempt's claim is not kept, so the slots that passed while a
+		// retry waited are caught up too: late, never lost.
 	default:
 		latest := latestAtOrBefore(s, next, dueBy)
 		if j.Overlap == db.OverlapQueueOne {
