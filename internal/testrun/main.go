@@ -268,7 +268,8 @@ func (s *summary) skip(pkg, test, output string) skipped {
 }
 
 // everythingRan is the summary's first line when no test skipped for want
-// of a need and the race detector was on; .ci/run fails without it.
+// of a need and the race detector was on, as .ci/run's required needs make
+// sure.
 const everythingRan = "Everything ran: no test skipped for want of what it needs, the race detector on."
 
 // print prints the summary and returns the run's exit status: status, the
@@ -284,7 +285,7 @@ func (s *summary) print(raceOff string, status int) int {
 		missing = missing || need != ""
 	}
 	if missing {
-		fmt.Fprintf(s.out, "Not run here (%s=NAME,… turns a missing NAME into a failure; .ci/run installs them all and fails on anything listed here):\n", testneeds.Env)
+		fmt.Fprintf(s.out, "Not run here (%s=NAME,… turns a missing NAME into a failure; .ci/run installs them all and requires them):\n", testneeds.Env)
 	} else {
 		fmt.Fprintln(s.out, everythingRan)
 	}
