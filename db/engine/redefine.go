@@ -98,7 +98,8 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	to.MaxAttempts, to.Timeout, to.Backoff, to.Jitter = nj.MaxAttempts, nj.Timeout, nj.Backoff, nj.Jitter
 	to.Overlap, to.Misfire, to.ExpectSuccessWithin = nj.Overlap, nj.Misfire, nj.ExpectSuccessWithin
 	switch {
-	case !to.Recurring():
+	case !to.Recurring() || j.State == db.StateDone:
+		// No firing to move: a done schedule keeps its new definition only.
 	case changed(changes, "schedule", "timezone"):
 		if err := s.reschedule(ctx, tx, j, &to, now); err != nil {
 			return db.Job{}, nil, err
