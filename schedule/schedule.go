@@ -496,12 +496,16 @@ func (s *Schedule) Gaps(t time.Time, n int, through time.Time) (shortest, longes
 
 // Offset returns a deterministic per-job offset in [0, jitter), taken from
 // the FNV-1a hash of jobID, so that jobs sharing a schedule do not all fire
-// in the same instant. It is 0 when jitter <= 0.
+// in the same instant. It is a whole number of milliseconds, the precision
+// every store keeps a due time in, so that a due time read back is the one
+// computed (a claim at that instant finds the slot due). It is 0 when
+// jitter is under a millisecond.
 func Offset(jobID string, jitter time.Duration) time.Duration {
-	if jitter <= 0 {
+	steps := uint64(jitter / time.Millisecond)
+	if jitter <= 0 || steps == 0 {
 		return 0
 	}
 	h := fnv.New64a()
 	h.Write([]byte(jobID))
-	return time.Duration(h.Sum64() % uint64(jitter))
+	return time.Duration(h.Sum64()%steps) * time.Millisecond
 }

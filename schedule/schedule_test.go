@@ -436,7 +436,7 @@ func TestSchedule_GapsThrough(t *testing.T) {
 }
 
 func TestOffset(t *testing.T) {
-	for _, jitter := range []time.Duration{time.Nanosecond, time.Second, time.Minute, 7 * time.Hour} {
+	for _, jitter := range []time.Duration{time.Millisecond, 1500 * time.Microsecond, time.Second, time.Minute, 7 * time.Hour} {
 		for _, id := range []string{"", "a", "job-1", "01J9Z8K3G7ZC0Y5V0X7W6T2QHN"} {
 			got := Offset(id, jitter)
 			if got < 0 || got >= jitter {
@@ -445,9 +445,15 @@ func TestOffset(t *testing.T) {
 			if again := Offset(id, jitter); again != got {
 				t.Errorf("Offset(%q, %v) = %v then %v, want deterministic", id, jitter, got, again)
 			}
+			// Stores keep due times to the millisecond: an offset finer
+			// than that makes the due time read back earlier than the one
+			// a claim computes, and a claim at it miss its slot.
+			if got%time.Millisecond != 0 {
+				t.Errorf("Offset(%q, %v) = %v, want whole milliseconds", id, jitter, got)
+			}
 		}
 	}
-	for _, jitter := range []time.Duration{0, -time.Second} {
+	for _, jitter := range []time.Duration{0, -time.Second, time.Nanosecond, time.Millisecond - 1} {
 		if got, want := Offset("job-1", jitter), time.Duration(0); got != want {
 			t.Errorf("Offset(job-1, %v) = %v, want %v", jitter, got, want)
 		}
