@@ -2,6 +2,7 @@ package worker
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -27,5 +28,38 @@ func TestFailureLog(t *testing.T) {
 		if !strings.Contains(lines[i], w) {
 			t.Errorf("line %d = %q, want %q in it", i, lines[i], w)
 		}
+	}
+}
+
+// TestFailureLog_NewKind: a failure of another kind than those before it
+// in the row is logged when it first comes (the server went from refusing
+// connections to refusing the password), and no more than
+// maxFailureKinds kinds are, so that a text that changes every time
+// cannot flood the log.
+func TestFailureLog_NewKind(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	var f failureLog
+	for range 5 {
+		f.failed(log, "claim", errors.New("connection refused")) // 1: logged, 2-5: not
+	}
+	f.failed(log, "claim", errors.New("password authentication failed")) // 6: logged, a new kind
+	f.failed(log, "claim", errors.New("connection refused"))             // 7: not
+	for i := range 20 {
+		f.failed(log, "claim", fmt.Errorf("error %d", i)) // 8..13: new kinds, logged (the 10th is one); 14..27: not
+	}
+	got := strings.Count(buf.String(), "level=ERROR")
+	if want := maxFailureKinds; got != want {
+		t.Errorf("logged %d failures, want %d:\n%s", got, want, buf.String())
+	}
+	if !strings.Contains(buf.String(), "password authentication failed") {
+		t.Errorf("the new kind of failure was not logged:\n%s", buf.String())
+	}
+	f.worked(log, "claim")
+	buf.Reset()
+	f.failed(log, "claim", errors.New("password authentication failed"))
+	f.failed(log, "claim", errors.New("connection refused"))
+	if got := strings.Count(buf.String(), "level=ERROR"); got != 2 {
+		t.Errorf("after the task worked, logged %d failures of two kinds, want 2:\n%s", got, buf.String())
 	}
 }
