@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/server"
 )
 
@@ -41,10 +45,38 @@ func migrateCmd(env Env) *cobra.Command {
 				fmt.Fprintf(env.Stdout, "%s: schema is up to date at version %d\n", where, v.To)
 			default:
 				fmt.Fprintf(env.Stdout, "migrated %s: schema version %d → %d\n", where, v.From, v.To)
+				if v.From > 0 {
+					warnLiveNodes(cmd.Context(), env, store)
+				}
 			}
 			return store.Close()
 		},
 	}
 	dbFlag(cmd.Flags(), &dsn)
 	return cmd
+}
+
+// warnLiveNodes tells on stderr of the nodes (sked serve) that were seen
+// claiming within aliveWithin and did not say they stopped, after a
+// migration of their database: those of the older version keep running
+// on a schema they do not know. Only PostgreSQL's nodes can be: a SQLite
+// file's one node holds it locked.
+func warnLiveNodes(ctx context.Context, env Env, store db.Store) {
+	ws, err := store.Workers(ctx, store.Now().Add(-aliveWithin))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "warning: could not read which nodes are live: %v\n", err)
+		return
+	}
+	var live []string
+	for _, w := range ws {
+		if w.StoppedAt == nil && strings.HasPrefix(w.ID, handlers.ServeWorkerPrefix) {
+			live = append(live, strings.TrimPrefix(w.ID, handlers.ServeWorkerPrefix))
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	fmt.Fprintf(env.Stderr, "warning: %d node(s) of this database were seen in the last %s and did not say they stopped: %s. "+
+		"One that runs an older sked keeps serving, but its /readyz answers 503 and it refuses to start again: "+
+		"stop each and start it on this binary\n", len(live), aliveWithin, strings.Join(live, ", "))
 }

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/sked-dev/sked/db"
@@ -277,5 +280,52 @@ func TestServe_RefusedStartLeavesNothing(t *testing.T) {
 		if left, _ := os.ReadDir(dir); len(left) > 0 {
 			t.Errorf("serve --addr %s refused to start but left %s behind", c.addr, left[0].Name())
 		}
+	}
+}
+
+// TestMigrate_WarnsOfLiveNodes: sked migrate that upgrades a PostgreSQL
+// database names the nodes seen claiming in the last minutes that did not
+// say they stopped (they may run the older sked), and neither a node that
+// stopped, one long silent, nor a remote worker.
+func TestMigrate_WarnsOfLiveNodes(t *testing.T) {
+	ctx := context.Background()
+	u := postgrestest.URL(t)
+	if code, out, stderr := mainOf("migrate", "--db", u); code != 0 {
+		t.Fatalf("sked migrate --db %s: exit %d\n%s%s", u, code, out, stderr)
+	}
+	conn, err := postgres.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO workers (id, first_seen_at, last_seen_at, stopped_at) VALUES
+		('serve:a/1', now(), now(), NULL),
+		('serve:b/2', now(), now(), now()),
+		('serve:c/3', now() - interval '1 hour', now() - interval '1 hour', NULL),
+		('remote/4', now(), now(), NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := mainOf("migrate", "--db", u); code != 0 || stderr != "" {
+		t.Errorf("sked migrate of a database up to date: exit %d, stderr %q; want no warning", code, stderr)
+	}
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlConn := stdlib.OpenDB(*cfg)
+	defer sqlConn.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlConn, os.DirFS("../../db/postgres/migrations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Down(ctx); err != nil { // one version behind
+		t.Fatal(err)
+	}
+	code, out, stderr := mainOf("migrate", "--db", u)
+	if code != 0 || !strings.Contains(out, "migrated ") {
+		t.Fatalf("sked migrate --db %s (one version behind): exit %d\n%s%s", u, code, out, stderr)
+	}
+	if !strings.Contains(stderr, "1 node(s)") || !strings.Contains(stderr, ": a/1.") || !strings.Contains(stderr, "start it on this binary") {
+		t.Errorf("sked migrate with a live node: stderr %q; want a warning naming a/1 alone", stderr)
 	}
 }
