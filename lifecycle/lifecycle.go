@@ -273,14 +273,17 @@ func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time,
 }
 
 // Resumed is where a paused recurring job, waiting for slot, resumes as of
-// at: its first slot at or after at, with the slots from slot up to at
-// (excluded) recorded missed (reason paused). A slot not before at is kept.
-func Resumed(s *schedule.Schedule, slot, at time.Time) (time.Time, Missed) {
-	if !slot.Before(at) {
+// at: its first slot due at or after at (offset is the job's inside its
+// jitter: each slot is due that long after its time), with the slots from
+// slot on that were due before at recorded missed (reason paused). A slot
+// not due before at is kept.
+func Resumed(s *schedule.Schedule, slot, at time.Time, offset time.Duration) (time.Time, Missed) {
+	dueBefore := at.Add(-offset) // the slots due before at are those before it
+	if !slot.Before(dueBefore) {
 		return slot, Missed{}
 	}
-	latest := latestAtOrBefore(s, slot, at.Add(-time.Nanosecond))
-	return s.Next(latest), span(s, slot, latest.Add(time.Nanosecond), db.MissedPaused)
+	latest := latestAtOrBefore(s, slot, dueBefore.Add(-time.Nanosecond))
+	return s.Next(latest), span(s, slot, dueBefore, db.MissedPaused)
 }
 
 // Rescheduled moves recurring job j, waiting (ready or paused) at now on
@@ -306,17 +309,17 @@ func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Ti
 	if from.IsZero() {
 		return next.Next(now), Missed{}
 	}
-	// through is what the move passes over of old up to end (excluded).
+	// through is what the move passes over of old up to end (excluded):
+	// for a paused job, what it slept through.
 	through := func(end time.Time) Missed {
 		if j.State == db.StatePaused {
-			_, m := Resumed(old, from, end)
-			return m
+			return span(old, from, end, db.MissedPaused)
 		}
 		return span(old, from, end, db.MissedSkipped)
 	}
-	passedBy := now // a paused job: the slots before now
+	passedBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // a paused job: the slots due before now, as a resume
 	if j.State != db.StatePaused {
-		passedBy = now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))).Add(time.Nanosecond) // those due by now
+		passedBy = passedBy.Add(time.Nanosecond) // those due by now
 	}
 	passed := through(passedBy)
 	// A slot of old that passed but is not yet accounted for is owed

@@ -93,8 +93,9 @@ func TestSkipNext_OneOffAndTriggered(t *testing.T) {
 }
 
 // TestRescheduled: a change of schedule passes over the slots of the old
-// one that were due, not those whose jitter offset has not yet come, nor
-// a failed firing's slot, which is in the ledger as its runs.
+// one that were due (for a paused job, due before the change, as a resume
+// goes), not those whose jitter offset has not yet come, nor a failed
+// firing's slot, which is in the ledger as its runs.
 func TestRescheduled(t *testing.T) {
 	sched, err := schedule.Parse("0 * * * *", "UTC")
 	if err != nil {
@@ -118,7 +119,9 @@ func TestRescheduled(t *testing.T) {
 		{"due", db.Job{ID: id, State: db.StateReady, Jitter: db.Duration(jitter)}, slot.Add(offset), 1},
 		{"two due", db.Job{ID: id, State: db.StateReady, Jitter: db.Duration(jitter)}, slot.Add(time.Hour + offset), 2},
 		{"retry pending", db.Job{ID: id, State: db.StateReady, Attempt: 1}, slot.Add(90 * time.Minute), 1},
-		{"paused", db.Job{ID: id, State: db.StatePaused, Jitter: db.Duration(jitter)}, slot.Add(time.Second), 1},
+		{"paused, slot passed, offset not", db.Job{ID: id, State: db.StatePaused, Jitter: db.Duration(jitter)}, slot.Add(time.Second), 0},
+		{"paused, due at the change", db.Job{ID: id, State: db.StatePaused, Jitter: db.Duration(jitter)}, slot.Add(offset), 0},
+		{"paused, due before", db.Job{ID: id, State: db.StatePaused, Jitter: db.Duration(jitter)}, slot.Add(offset + time.Second), 1},
 	} {
 		tc.job.Schedule, tc.job.Slot = "0 * * * *", &slot
 		if _, m := lifecycle.Rescheduled(tc.job, sched, sched, tc.now); m.Total != tc.slots || int64(len(m.Slots)) != tc.slots {

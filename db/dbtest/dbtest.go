@@ -915,6 +915,38 @@ func testPauseResume(t *testing.T, f *fixture) {
 	if got.MissedSlots != 3 {
 		t.Fatalf("missedSlots = %d, want 3", got.MissedSlots)
 	}
+
+	// With a jitter, a slot is due at its time plus the job's offset: a
+	// resume after the slot's time but before it is due runs it; one after
+	// it is due records it slept through.
+	var jit db.Job
+	for jit.ID == "" || jit.NextRunAt.Sub(*jit.Slot) < time.Minute { // an offset over a minute
+		jit = f.create(db.JobCreateParams{Schedule: "0 * * * *", Jitter: 50 * time.Minute})
+	}
+	slot, due := *jit.Slot, *jit.NextRunAt
+	for _, c := range []struct {
+		at       time.Time
+		wantSlot time.Time
+		missed   int
+	}{
+		{slot.Add(time.Second), slot, 0},                               // passed, not due
+		{due, slot, 0},                                                 // due at the resume
+		{due.Add(time.Second), slot.Add(time.Hour), 1},                 // due before the resume
+		{due.Add(time.Hour + time.Second), slot.Add(2 * time.Hour), 2}, // and the next too
+	} {
+		if _, err := f.Store.JobPause(f.ctx, jit.ID); err != nil {
+			t.Fatal(err)
+		}
+		f.Clock.Set(c.at)
+		got, err := f.Store.JobResume(f.ctx, jit.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTime(t, "slot after a resume "+c.at.Sub(slot).String()+" after the slot", got.Slot, c.wantSlot)
+		if got.MissedSlots != int64(c.missed) {
+			t.Fatalf("resumed %s after the slot: missedSlots = %d, want %d", c.at.Sub(slot), got.MissedSlots, c.missed)
+		}
+	}
 }
 
 func testRecurring(t *testing.T, f *fixture) {

@@ -336,9 +336,9 @@ func (s *Store) JobResumeDue(ctx context.Context) (int, error) {
 const maxSweep = 500
 
 // resume moves paused job j back to ready as of at. A one-off job keeps its
-// due time and attempts; a recurring job resumes at its first slot at or
-// after at, and the slots before at that it slept through are recorded
-// missed (paused).
+// due time and attempts; a recurring job resumes at its first slot due at
+// or after at, and the slots due before at that it slept through are
+// recorded missed (paused).
 func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.Job, error) {
 	to := j
 	to.State, to.PauseReason, to.PauseUntil = db.StateReady, "", nil
@@ -352,7 +352,7 @@ func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.J
 		if lifecycle.RetryPending(j) {
 			pending = lifecycle.NextSlot(j, sched)
 		}
-		slot, missed := lifecycle.Resumed(sched, pending, at)
+		slot, missed := lifecycle.Resumed(sched, pending, at, schedule.Offset(j.ID, time.Duration(j.Jitter)))
 		if err := s.insertMissed(ctx, tx, j.ID, missed); err != nil {
 			return db.Job{}, err
 		}
