@@ -32,6 +32,7 @@ type mJob struct {
 	leaseUntil  time.Time                    // while running
 	cancelReq   bool                         // while running
 	pauseReq    bool                         // while running: a recurring job paused during its run
+	triggered   bool                         // recurring: an operator's extra run is due, or running
 	slot        time.Time                    // recurring: the slot of the current firing
 	nextRunAt   time.Time                    // read from the store: backoff and slots are lifecycle's business
 	reported    map[int64]db.RunFinishParams // what each generation's worker reported while it held the lease
@@ -52,7 +53,7 @@ type model struct {
 // sequences of create (one-off and recurring), claim, heartbeat, finish
 // (succeeded, failed retryable or permanent, cancelled, released; with the
 // live or a stale generation), cancel, cancel-run request, reap, pause,
-// resume, retry and clock moves. After every step the store's jobs and runs
+// resume, retry, trigger, reschedule and clock moves. After every step the store's jobs and runs
 // must match the model: states, attempts, generations that only grow and
 // are never reused, at most one live lease per job, 409s for cancels of held
 // jobs, stale writes refused, dead after max attempts.
@@ -90,6 +91,8 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		"pause":          m.pause,
 		"resume":         m.resume,
 		"retry":          m.retry,
+		"trigger":        m.trigger,
+		"reschedule":     m.reschedule,
 		"advance":        m.advance,
 		"advanceToLease": m.advanceToLease,
 	}
@@ -160,7 +163,7 @@ func (m *model) claim(t *rapid.T) {
 		}
 		latest = maxTime(latest, mj.nextRunAt)
 		wantAttempt := mj.attempt + 1
-		if mj.recurring && !c.Job.Slot.Equal(mj.slot) {
+		if mj.recurring && !mj.triggered && !c.Job.Slot.Equal(mj.slot) {
 			wantAttempt = 1 // the misfire policy moved the firing to a later slot
 		}
 		if c.Job.LeaseGeneration != mj.gen+1 || c.Job.Attempt != wantAttempt || c.RunID == 0 {
@@ -255,7 +258,11 @@ func (m *model) ended(mj *mJob, p db.RunFinishParams) {
 	nextFiring := func() { mj.state, mj.attempt = db.StateReady, 0 }
 	switch {
 	case p.Outcome == db.OutcomeReleased:
-		mj.state, mj.attempt = db.StateReady, max(mj.attempt-1, 0)
+		mj.state, mj.attempt = db.StateReady, max(mj.attempt-1, 0) // an extra run handed back is still to run
+	case mj.triggered:
+		// An operator's extra run, however it ended: the attempt it took
+		// is given back, and the schedule's firing waits as it was.
+		mj.state, mj.attempt, mj.triggered = db.StateReady, max(mj.attempt-1, 0), false
 	case p.Outcome == db.OutcomeSucceeded && mj.recurring, p.Outcome == db.OutcomeCancelled && mj.recurring:
 		nextFiring()
 	case p.Outcome == db.OutcomeSucceeded:
@@ -270,7 +277,7 @@ func (m *model) ended(mj *mJob, p db.RunFinishParams) {
 		mj.state = db.StateDead
 	}
 	if mj.pauseReq && mj.state == db.StateReady {
-		mj.state = db.StatePaused // paused during the run: the pause begins now
+		mj.state, mj.triggered = db.StatePaused, false // paused during the run: the pause begins now
 	}
 	mj.pauseReq = false
 }
@@ -284,7 +291,7 @@ func (m *model) cancel(t *rapid.T) {
 		if err != nil || j.State != db.StateCancelled {
 			t.Fatalf("cancel of %s job %s: got %s, %v", mj.state, mj.id, j.State, err)
 		}
-		mj.state = db.StateCancelled
+		mj.state, mj.triggered = db.StateCancelled, false
 		m.sync(t, mj, j)
 	default:
 		var conflict *db.ConflictError
@@ -342,7 +349,9 @@ func (m *model) pause(t *rapid.T) {
 		mj.pauseReq = true
 		return
 	}
-	m.transitionOf(t, "pause", mj, m.store.JobPause, db.StatePaused, db.StateReady, db.StatePaused)
+	if _, moved := m.transitionOf(t, "pause", mj, m.store.JobPause, db.StatePaused, db.StateReady, db.StatePaused); moved {
+		mj.triggered = false // a pause drops an operator's extra run still to come
+	}
 }
 
 func (m *model) resume(t *rapid.T) {
@@ -364,6 +373,62 @@ func (m *model) resume(t *rapid.T) {
 func (m *model) retry(t *rapid.T) {
 	if mj, moved := m.transition(t, "retry", m.store.JobRetry, db.StateReady, db.StateDead); moved {
 		mj.attempt = 0
+	}
+}
+
+// trigger asks for an extra run of a ready job now: a conflict when it is
+// not ready, or due already.
+func (m *model) trigger(t *rapid.T) {
+	m.steps.Add(1)
+	mj := m.pick(t)
+	j, err := m.store.JobTrigger(m.ctx, mj.id)
+	if mj.state != db.StateReady || !mj.nextRunAt.After(m.clock.Now()) {
+		if !errors.Is(err, db.ErrConflict) {
+			t.Fatalf("trigger of %s job %s due at %s (now %s): got %v, want a conflict", mj.state, mj.id, mj.nextRunAt, m.clock.Now(), err)
+		}
+		return
+	}
+	if err != nil || j.State != db.StateReady || !j.NextRunAt.Equal(m.clock.Now()) || j.Triggered != mj.recurring {
+		t.Fatalf("trigger of ready job %s: got %s due %v triggered %t, %v; want ready, due now", mj.id, j.State, j.NextRunAt, j.Triggered, err)
+	}
+	mj.triggered = mj.recurring
+	m.sync(t, mj, j)
+}
+
+// reschedule changes a recurring job's schedule from one interval to the
+// other (a cancelled job's is a conflict): its state stays; a waiting firing's retry is dropped (the new
+// schedule's slot is a firing of its own), a running one ends as it began,
+// and an extra run in flight takes back its attempt when it ends.
+func (m *model) reschedule(t *rapid.T) {
+	m.steps.Add(1)
+	mj := m.pick(t)
+	if !mj.recurring {
+		t.Skip("a one-off job has no schedule")
+	}
+	j, err := m.store.JobGet(m.ctx, mj.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := db.SpecOf(j)
+	spec.Schedule = map[string]string{"@every 10s": "@every 7s", "@every 7s": "@every 10s"}[j.Schedule]
+	j, err = m.store.JobRedefine(m.ctx, db.JobRedefineParams{ID: mj.id, Spec: spec})
+	if mj.state == db.StateCancelled {
+		if !errors.Is(err, db.ErrConflict) {
+			t.Fatalf("reschedule of cancelled job %s: got %v, want a conflict", mj.id, err)
+		}
+		return
+	}
+	if err != nil || j.State != mj.state || j.Schedule != spec.Schedule {
+		t.Fatalf("reschedule of %s job %s to %q: got %s %q, %v", mj.state, mj.id, spec.Schedule, j.State, j.Schedule, err)
+	}
+	switch {
+	case mj.state == db.StateReady, mj.state == db.StatePaused:
+		mj.attempt = 0
+	case mj.state == db.StateRunning && mj.triggered:
+		mj.attempt = 1 // the pending firing has made no attempt; the extra run's end takes this one back
+	}
+	if mj.state != db.StateRunning {
+		m.sync(t, mj, j)
 	}
 }
 
