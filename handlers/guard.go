@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -18,7 +19,10 @@ import (
 //     fetch or a beacon of another site's page.
 //   - Without a token only loopback Host names are served (and the ones the
 //     operator allows), so a page whose own DNS name was rebound to
-//     127.0.0.1 (DNS rebinding) is answered nothing.
+//     127.0.0.1 (DNS rebinding) is answered nothing. The Origin a browser
+//     sends with every change must name one of them too: a reverse proxy
+//     that passes its own Host upstream hides the rebound name there, not
+//     in Origin.
 //
 // Programs (curl, sked add, sked work, the client package) send neither
 // Origin nor Sec-Fetch-Site, and the dashboard's own fetches are
@@ -43,24 +47,49 @@ func (h *handler) refuseCrossOrigin(next http.Handler) http.Handler {
 	})
 }
 
-// checkHost answers 403 when there are no tokens and the request's Host is
-// neither a loopback name nor one of h.allowedHosts. The health probes
-// answer any Host, as they answer without a token.
+// checkHost answers 403 when there are no tokens and the request's Host, or
+// the host of the Origin of a request that changes something, is neither a loopback name nor
+// one of h.allowedHosts. The health probes answer any Host, as they answer
+// without a token.
 func (h *handler) checkHost(next http.Handler) http.Handler {
 	if len(h.tokens) > 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if publicPaths[r.URL.Path] || h.servesHost(r.Host) {
-			next.ServeHTTP(w, r)
+		origin := r.Header.Get("Origin")
+		switch {
+		case publicPaths[r.URL.Path]:
+		case !h.servesHost(r.Host):
+			h.error(w, r, &requestError{Status: http.StatusForbidden, Msg: fmt.Sprintf("Host %q is not served: "+
+				"without a token this server answers only the Host names localhost, 127.0.0.1 and [::1] (any port) "+
+				"and those given with --allowed-hosts, so that a web page cannot reach it through a DNS name rebound to this machine; "+
+				"use one of those names, add this one with --allowed-hosts (SKED_ALLOWED_HOSTS) when a proxy forwards it, "+
+				"or set a token with --token", r.Host)})
+			return
+		case origin != "" && !safeMethod(r.Method) && !h.servesOrigin(origin):
+			h.error(w, r, &requestError{Status: http.StatusForbidden, Msg: fmt.Sprintf("the page that sent this request is at Origin %q, "+
+				"which is not served: without a token this server answers only pages at localhost, 127.0.0.1 and [::1] "+
+				"and at the names given with --allowed-hosts, so that a web page cannot reach it through a DNS name rebound to this machine "+
+				"(here, through a proxy that passes its own Host); add the name the browser uses with --allowed-hosts (SKED_ALLOWED_HOSTS), "+
+				"or set a token with --token", origin)})
 			return
 		}
-		h.error(w, r, &requestError{Status: http.StatusForbidden, Msg: fmt.Sprintf("Host %q is not served: "+
-			"without a token this server answers only the Host names localhost, 127.0.0.1 and [::1] (any port) "+
-			"and those given with --allowed-hosts, so that a web page cannot reach it through a DNS name rebound to this machine; "+
-			"use one of those names, add this one with --allowed-hosts (SKED_ALLOWED_HOSTS) when a proxy forwards it, "+
-			"or set a token with --token", r.Host)})
+		next.ServeHTTP(w, r)
 	})
+}
+
+// safeMethod reports whether method changes nothing (RFC 9110 9.2.1): a
+// browser's request of it from another page can read nothing back.
+func safeMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// servesOrigin reports whether origin (an Origin header, such as
+// "http://localhost:8080") is at a host servesHost serves; "null" and
+// anything without a host are not.
+func (h *handler) servesOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && h.servesHost(u.Host)
 }
 
 // servesHost reports whether hostport (a Host header) names loopback or one

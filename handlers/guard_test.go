@@ -76,11 +76,6 @@ func send(t *testing.T, srv *httptest.Server, method, path string, headers ...st
 	return res.StatusCode, string(b)
 }
 
-// isSafe reports whether a method changes nothing (RFC 9110 9.2.1).
-func isSafe(method string) bool {
-	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
-}
-
 // TestGuard_CrossSiteEveryRoute sends every state-changing route what a
 // browser sends for another site's page (a form post, a no-cors fetch, an
 // old browser's Origin) and expects 403 and nothing stored; the same
@@ -100,11 +95,11 @@ func TestGuard_CrossSiteEveryRoute(t *testing.T) {
 				h = append(h, "Authorization", "Bearer secret")
 				status, body := send(t, srv, method, path, h...)
 				switch {
-				case isSafe(method) && status == http.StatusForbidden:
+				case safeMethod(method) && status == http.StatusForbidden:
 					t.Errorf("%s %s with %q: 403 %s; a request that changes nothing is not refused", method, route, h, body)
-				case !isSafe(method) && status != http.StatusForbidden:
+				case !safeMethod(method) && status != http.StatusForbidden:
 					t.Errorf("%s %s with %q (tokens %v): status %d, want 403", method, route, h, tokens, status)
-				case !isSafe(method) && !strings.Contains(body, "another site") && !strings.Contains(body, "another origin"):
+				case !safeMethod(method) && !strings.Contains(body, "another site") && !strings.Contains(body, "another origin"):
 					t.Errorf("%s %s: detail %s does not say why", method, route, body)
 				}
 			}
@@ -125,9 +120,10 @@ func TestGuard_CrossSiteEveryRoute(t *testing.T) {
 }
 
 // TestGuard_HostWithoutToken checks that without a token only loopback names
-// and the configured ones are served as Host, so that a page whose DNS name
-// was rebound to 127.0.0.1 cannot use the API; the health probes answer
-// any name, and with a token the Host is not checked.
+// and the configured ones are served as Host, and as the host of a
+// request's Origin, so that a page whose DNS name was rebound to 127.0.0.1
+// cannot use the API, even through a proxy that passes its own Host; the
+// health probes answer any name, and with a token the Host is not checked.
 func TestGuard_HostWithoutToken(t *testing.T) {
 	t.Parallel()
 	foreign := []string{"evil.example", "evil.example:8080", "localhost.evil.example", "127.0.0.1.nip.io:8080", "sked.example.com.evil.example"}
@@ -157,6 +153,17 @@ func TestGuard_HostWithoutToken(t *testing.T) {
 	for _, host := range []string{"example.com", "10.0.0.6:8080", "[fd00::6]", "sked.example.com.evil.example"} {
 		e.do(http.MethodGet, "/jobs", "", "Host", host).wantProblem(t, http.StatusForbidden,
 			"without a token this server answers only the Host names localhost, 127.0.0.1 and [::1]")
+	}
+
+	// A rebound page behind a proxy that passes its own Host upstream: the
+	// Host is loopback, the Origin the browser sends names the page's site.
+	for _, origin := range []string{"http://evil.example:8080", "http://localhost.evil.example", "null", "http://10.0.0.6"} {
+		e.do(http.MethodPost, "/jobs", `{"type": "noop"}`, "Host", "127.0.0.1:8080", "Origin", origin, "Sec-Fetch-Site", "same-origin").
+			wantProblem(t, http.StatusForbidden, "is not served: without a token this server answers only pages at localhost")
+	}
+	for _, origin := range []string{"http://127.0.0.1:8080", "http://localhost:9999", "https://sked.example.com", "http://[fd00::5]:8080"} {
+		e.do(http.MethodPost, "/jobs", `{"type": "noop"}`, "Host", "127.0.0.1:8080", "Origin", origin, "Sec-Fetch-Site", "same-origin").
+			wantStatus(t, http.StatusCreated)
 	}
 
 	// With a token the token is what keeps others out.

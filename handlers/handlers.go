@@ -180,8 +180,8 @@ func New(cfg Config) *API {
 // routes registers every route on r.
 func (h *handler) routes(r chi.Router) {
 	r.Use(h.recoverer)
+	r.Use(h.refuseCrossOrigin) // first: another site's page is told so
 	r.Use(h.checkHost)
-	r.Use(h.refuseCrossOrigin)
 	r.Use(h.authenticate)
 	r.Use(h.checkActor)
 	r.NotFound(h.handleNotFound)
