@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -72,4 +73,20 @@ type Controller interface {
 	// is older than their expectSuccessWithin as quiet, clears the mark of
 	// those that succeeded since, and returns what changed.
 	JobQuietSweep(ctx context.Context) ([]QuietChange, error)
+}
+
+// The idempotency keys of the jobs sked creates itself begin with these: a
+// backfill's slot, a notification's delivery (notify) and a ping's. A
+// client's key may not (ReservedKey), so that no job of its own passes
+// for one of them.
+const (
+	BackfillKeyPrefix = "backfill:"
+	NotifyKeyPrefix   = "notify:"
+	PingKeyPrefix     = "ping:"
+)
+
+// ReservedKey reports whether key begins as the keys of the jobs sked
+// creates itself do.
+func ReservedKey(key string) bool {
+	return strings.HasPrefix(key, BackfillKeyPrefix) || strings.HasPrefix(key, NotifyKeyPrefix) || strings.HasPrefix(key, PingKeyPrefix)
 }

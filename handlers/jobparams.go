@@ -433,6 +433,10 @@ func idempotencyKey(body string, header []string) (string, error) {
 		}
 		key = h
 	}
+	if db.ReservedKey(key) {
+		return invalid("idempotencyKey %q begins as the keys of the jobs sked creates itself (%s, %s, %s); pick a key that does not",
+			key, db.BackfillKeyPrefix, db.NotifyKeyPrefix, db.PingKeyPrefix)
+	}
 	if len(key) > maxIdempotencyKeyLen {
 		return invalid("idempotencyKey is %d bytes long; at most %d are allowed", len(key), maxIdempotencyKeyLen)
 	}

@@ -89,13 +89,6 @@ const (
 	deliveryTimeout  = 30 * time.Second
 )
 
-// Idempotency key prefixes of the jobs this package creates (see
-// IsDelivery).
-const (
-	notifyKeyPrefix = "notify:"
-	pingKeyPrefix   = "ping:"
-)
-
 // IsDelivery reports whether a job with this idempotency key delivers a
 // notification or a ping. Such a job is not itself announced when it goes
 // dead or gives up, since that announcement would go to the same sinks and
@@ -107,9 +100,9 @@ func IsDelivery(idempotencyKey string) bool { return DeliveryKind(idempotencyKey
 // place of the name such a job does not have.
 func DeliveryKind(idempotencyKey string) string {
 	switch {
-	case strings.HasPrefix(idempotencyKey, notifyKeyPrefix):
+	case strings.HasPrefix(idempotencyKey, db.NotifyKeyPrefix):
 		return "notification"
-	case strings.HasPrefix(idempotencyKey, pingKeyPrefix):
+	case strings.HasPrefix(idempotencyKey, db.PingKeyPrefix):
 		return "ping"
 	}
 	return ""
@@ -141,7 +134,7 @@ func (n *Notifier) enqueue(ctx context.Context, e Event, sinks []Sink) error {
 		err = n.create(ctx, db.JobCreateParams{
 			Type: typ, Payload: payload,
 			MaxAttempts: deliveryAttempts, Backoff: deliveryBackoff, Timeout: deliveryTimeout,
-			IdempotencyKey: notifyKeyPrefix + sinkID(s) + ":" + e.Key,
+			IdempotencyKey: db.NotifyKeyPrefix + sinkID(s) + ":" + e.Key,
 		})
 		if err != nil {
 			return fmt.Errorf("enqueue %s notification %s: %w", s.Kind, e.Key, err)

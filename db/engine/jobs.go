@@ -475,7 +475,7 @@ func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Bac
 			child, err := s.newJob(db.JobCreateParams{
 				Type: j.Type, Payload: j.Payload, Timezone: j.Timezone, MaxAttempts: j.MaxAttempts,
 				Timeout: time.Duration(j.Timeout), Backoff: time.Duration(j.Backoff),
-				IdempotencyKey: "backfill:" + j.ID + ":" + slot.UTC().Format(time.RFC3339),
+				IdempotencyKey: db.BackfillKeyPrefix + j.ID + ":" + slot.UTC().Format(time.RFC3339),
 			}, tx.Now())
 			if err != nil {
 				return db.Job{}, err
