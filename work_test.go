@@ -343,19 +343,6 @@ func TestWork_ServeDrainsOnSIGTERM(t *testing.T) {
 	}
 }
 
-// TestWork_BuiltinTypeWarns: a worker that claims exec jobs runs its own
-// command for them, not theirs; it says so when it starts.
-func TestWork_BuiltinTypeWarns(t *testing.T) {
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	startServe(t, filepath.Join(dir, "sked.db"), addr)
-	w := startWork(t, addr, "exec", filepath.Join(dir, "evidence"))
-	waitFor(t, "the worker's warning", func() bool {
-		return strings.Contains(w.log(), "this worker claims jobs of a built-in type") && strings.Contains(w.log(), "type=exec")
-	})
-	stopGracefully(t, w.proc)
-}
-
 // TestWork_ClaimsFullBacksOff: of two workers on a server that lets one
 // claim wait (--max-claim-waits 1), one waits and the other's claims are
 // refused, 503 with Retry-After: it says so and waits at least the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,11 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	p, wait, err := claimParams(&req)
 	if err != nil {
 		h.error(w, r, err)
+		return
+	}
+	if i := slices.IndexFunc(p.Types, func(t string) bool { return slices.Contains(h.ownTypes, t) }); i >= 0 {
+		h.error(w, r, &db.ValidationError{Field: "types", Msg: fmt.Sprintf("type %q is run by sked serve itself, and no remote worker may claim it; "+
+			"give the jobs of a remote worker a type of their own, such as \"thumbnail\"", p.Types[i])})
 		return
 	}
 	claimID := r.Header.Get(wire.ClaimIDHeader)

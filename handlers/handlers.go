@@ -57,6 +57,11 @@ type Config struct {
 	// "exec" -> "exec jobs are off; start sked serve with --enable-exec".
 	// Creating one answers 422 with that reason.
 	DisabledTypes map[string]string
+	// OwnTypes are the types the server's own pool runs and keeps to
+	// itself (sked serve's built-in http, email and exec): POST /claims
+	// refuses them, so that a remote worker cannot take such a job, with
+	// the secrets in its payload, and report it done unrun.
+	OwnTypes []string
 	// MaxBodyBytes bounds a request body; bigger bodies answer 413. Zero
 	// (or less) means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -109,6 +114,7 @@ type handler struct {
 	validatePayload func(string, json.RawMessage) error
 	checkNotify     func(*db.Notify) error
 	disabledTypes   map[string]string
+	ownTypes        []string // see Config.OwnTypes
 	maxBodyBytes    int64
 	logger          *slog.Logger // never nil
 	seriesFunc      func() any
@@ -144,6 +150,7 @@ func New(cfg Config) *API {
 		validatePayload: cfg.ValidatePayload,
 		checkNotify:     cfg.CheckNotifyFunc,
 		disabledTypes:   cfg.DisabledTypes,
+		ownTypes:        cfg.OwnTypes,
 		maxBodyBytes:    cfg.MaxBodyBytes,
 		logger:          cfg.Logger,
 		seriesFunc:      cfg.SeriesFunc,

@@ -136,6 +136,14 @@ type parts struct {
 // closed.
 var ErrClosed = errors.New("sked server closed")
 
+// builtinTypes are the job types sked serve runs itself (New, Start),
+// whatever handlers a program registers: no remote worker may claim them.
+var builtinTypes = []string{"http", "email", "exec"}
+
+// BuiltinType reports whether typ is a type sked serve runs itself, which
+// no remote worker may claim.
+func BuiltinType(typ string) bool { return slices.Contains(builtinTypes, typ) }
+
 // New returns a server for cfg with the built-in kinds registered: http,
 // email when cfg has an SMTP sink, and exec when enabled (Start adds it,
 // unless Handle registered "exec").
@@ -325,7 +333,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.api = handlers.New(handlers.Config{
 		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
 		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
-		DisabledTypes: disabled, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
+		DisabledTypes: disabled, OwnTypes: builtinTypes, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
 	})
 	mtr.WatchClaimWaits(p.api.ClaimWaits)

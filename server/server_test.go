@@ -196,6 +196,23 @@ func TestServer_PrivateTargetRefusedAtCreate(t *testing.T) {
 	}
 }
 
+// TestServer_BuiltinTypesNotClaimed: a remote worker cannot claim the types
+// sked serve runs itself (an http job's headers, an exec job's env are the
+// server's to use); its own types it can.
+func TestServer_BuiltinTypesNotClaimed(t *testing.T) {
+	t.Parallel()
+	r := start(t, server.Config{})
+	for _, typ := range []string{"http", "email", "exec"} {
+		status, body := call(t, "POST", r.base+"/claims", `{"workerId": "w", "types": ["thumbnail", "`+typ+`"], "wait": "0s"}`)
+		if status != http.StatusUnprocessableEntity || !strings.Contains(body, `type \"`+typ+`\" is run by sked serve itself`) {
+			t.Errorf("claim of type %s: %d %s; want 422 saying sked serve runs it", typ, status, body)
+		}
+	}
+	if status, body := call(t, "POST", r.base+"/claims", `{"workerId": "w", "types": ["thumbnail"], "wait": "0s"}`); status != http.StatusOK {
+		t.Errorf("claim of a type of its own: %d %s; want 200", status, body)
+	}
+}
+
 // TestServer_ClaimWaitMetrics: /metrics tells how many remote workers'
 // claims wait and how many were refused for --max-claim-waits.
 func TestServer_ClaimWaitMetrics(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	skedapi "github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/internal/buildinfo"
+	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
 )
@@ -84,6 +85,12 @@ func (f *workFlags) check(command []string) error {
 	var errs []error
 	if len(f.types) == 0 {
 		errs = append(errs, usagef("--type is required: the job type this worker runs"))
+	}
+	for _, t := range f.types {
+		if server.BuiltinType(t) {
+			errs = append(errs, usagef("--type %s: sked serve runs %s jobs itself, and no worker may claim them; "+
+				"give your jobs a type of their own, such as --type thumbnail", t, t))
+		}
 	}
 	if len(command) == 0 || command[0] == "" {
 		errs = append(errs, usagef("no command: give it after --, e.g. sked work --type thumbnail -- ./make-thumbnail"))
@@ -153,13 +160,6 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 	})
 	log.Info("sked working", "server", strings.Join(f.servers, ","), "types", strings.Join(pool.Types(), ","),
 		"concurrency", f.concurrency, "worker_id", f.workerID, "version", buildinfo.Read().Version)
-	for _, t := range f.types {
-		if t == "exec" || t == "http" {
-			log.Warn("this worker claims jobs of a built-in type, whose payload says what to run, and runs its own command for them instead "+
-				"(with the payload on standard input); sked serve runs them itself: give your jobs a type of their own, such as thumbnail",
-				"type", t, "command", command[0])
-		}
-	}
 	err := pool.Run(ctx)
 	log.Info("stopped")
 	if cause := context.Cause(ctx); errors.Is(cause, errRefused) {

@@ -28,6 +28,18 @@ func TestWorkCheck_Command(t *testing.T) {
 	}
 }
 
+// TestWorkCheck_BuiltinType: sked work refuses to claim a type sked serve
+// runs itself (the server would refuse each claim), naming the type.
+func TestWorkCheck_BuiltinType(t *testing.T) {
+	for _, typ := range []string{"exec", "http", "email"} {
+		f := workFlags{types: []string{"thumbnail", typ}, servers: []string{DefaultServer}, concurrency: 1, lease: 30 * time.Second, grace: 30 * time.Second}
+		err := f.check([]string{"sh", "-c", "true"})
+		if ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--type "+typ+": sked serve runs "+typ+" jobs itself") {
+			t.Errorf("check with --type %s = %v (exit %d), want a usage error naming the type", typ, err, ExitCode(err))
+		}
+	}
+}
+
 // TestRetryWait: the wait after n failed claims in a row doubles from 1s
 // to 30s, and a random half of it is taken off; it is no shorter than the
 // server's Retry-After, to which a random quarter of it is added.
