@@ -1,8 +1,8 @@
 -- The SQLite schema as the migrations in db/sqlite/migrations leave it.
 -- Generated: go test ./db/sqlite -run TestSchema -update
 
-CREATE TABLE job_events (
-    id     INTEGER PRIMARY KEY,
+CREATE TABLE "job_events" (
+    id     INTEGER PRIMARY KEY AUTOINCREMENT,
     job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     at     TEXT NOT NULL,
     kind   TEXT NOT NULL,

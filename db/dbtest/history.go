@@ -21,7 +21,9 @@ func testPrune(t *testing.T, f *fixture) {
 	rec := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
 	f.Clock.Set(Start.Add(time.Hour))
 	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
-	justBefore := f.create(db.JobCreateParams{}) // created and done a second before the prune's instant
+	// Created and done a second before the prune's instant; its events are
+	// the newest, and go with it.
+	justBefore := f.create(db.JobCreateParams{Notify: &db.Notify{Ping: "https://hc.example/just"}})
 	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
 
 	window := db.RunActivityParams{From: Start.Add(-time.Minute), To: Start.Add(2 * time.Hour)}
@@ -31,8 +33,12 @@ func testPrune(t *testing.T, f *fixture) {
 	pinged := func(events []db.Event) bool {
 		return slices.ContainsFunc(events, func(e db.Event) bool { return e.JobID == done.ID })
 	}
-	if !pinged(f.eventsAfter(0, nil, pinged)) {
-		t.Fatal("the pinged job wrote no event")
+	last := func(events []db.Event) bool {
+		return len(events) > 0 && events[len(events)-1].JobID == justBefore.ID
+	}
+	eventsBefore := f.eventsAfter(0, nil, func(e []db.Event) bool { return pinged(e) && last(e) })
+	if !pinged(eventsBefore) || !last(eventsBefore) {
+		t.Fatalf("events before the prune = %+v; want the pinged jobs', the last one's last", eventsBefore)
 	}
 	before := db.PruneParams{Before: Start.Add(time.Hour + time.Second), Limit: 10}
 	got, err := p.Prune(f.ctx, before)
@@ -62,6 +68,19 @@ func testPrune(t *testing.T, f *fixture) {
 	}
 	if again, err := p.Prune(f.ctx, before); err != nil || again != (db.Pruned{}) {
 		t.Fatalf("second Prune = %+v, %v; want nothing", again, err)
+	}
+
+	// An event written after the prune has an id above those before it,
+	// pruned ones included: the notifier reads the timeline after the last
+	// id it read, and would pass over an event given an old id.
+	newest := eventsBefore[len(eventsBefore)-1].ID
+	after := f.create(db.JobCreateParams{Notify: &db.Notify{Ping: "https://hc.example/after"}})
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	ofAfter := func(events []db.Event) bool {
+		return slices.ContainsFunc(events, func(e db.Event) bool { return e.JobID == after.ID })
+	}
+	if events := f.eventsAfter(newest, nil, ofAfter); !ofAfter(events) {
+		t.Fatalf("events after id %d, the newest before the prune: %+v; want the new job's (an id given again?)", newest, events)
 	}
 }
 
