@@ -116,7 +116,7 @@ func (n *Notifier) Deliver(ctx context.Context, j db.Job, ev db.Event) error {
 	}
 	switch {
 	case ev.Kind == db.EventGaveUp && !j.Recurring():
-		return n.Tell(ctx, j, Dead(j))
+		return n.Tell(ctx, j, Dead(j, r))
 	case ev.Kind == db.EventGaveUp:
 		return n.Tell(ctx, j, GaveUp(j, r))
 	case ev.Kind == db.EventRecovered:

@@ -46,10 +46,13 @@ func Quiet(j db.Job) Event {
 	return e
 }
 
-// Dead is the job_dead event of job j, which went dead at j.UpdatedAt.
-func Dead(j db.Job) Event {
+// Dead is the job_dead event of job j, which went dead at j.UpdatedAt
+// when its run r ended: the event carries the run's error and the tail of
+// its output.
+func Dead(j db.Job, r db.Run) Event {
 	e := jobEvent(KindDead, j)
-	e.Attempts, e.MaxAttempts, e.Error = j.Attempt, j.MaxAttempts, j.LastError
+	e.RunID, e.Attempts, e.MaxAttempts = r.ID, j.Attempt, j.MaxAttempts
+	e.Error, e.Output = cmp.Or(r.Error, j.LastError), r.Output
 	e.At = j.UpdatedAt
 	e.Key = fmt.Sprintf("dead:%s:%s", j.ID, j.UpdatedAt.Format(time.RFC3339Nano))
 	return e

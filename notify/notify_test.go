@@ -355,7 +355,7 @@ func TestNotifier_EnqueuesOncePerSink(t *testing.T) {
 	ctx := context.Background()
 	n := &notify.Notifier{Store: s, Sinks: parseSinks(t, "webhook:https://example.com/hook", "ntfy:https://ntfy.sh/alerts",
 		"smtp://a:b@mail.example.com?to=ops@example.com&from=sked@example.com")}
-	e := notify.Dead(db.Job{ID: "j1", Type: "http", Attempt: 3, MaxAttempts: 3, LastError: "boom", UpdatedAt: time.Now()})
+	e := notify.Dead(db.Job{ID: "j1", Type: "http", Attempt: 3, MaxAttempts: 3, LastError: "boom", UpdatedAt: time.Now()}, db.Run{ID: 1})
 	for range 2 { // the second time is a no-op
 		if err := n.Notify(ctx, e); err != nil {
 			t.Fatal(err)
@@ -385,7 +385,7 @@ func TestEvents_Keys(t *testing.T) {
 		{notify.GaveUp(j, db.Run{ID: 7, Slot: &at, Attempt: 2, FinishedAt: &at}), "run_gave_up", "gave_up:j1:7"},
 		{notify.Recovered(j, at), "schedule_recovered", "recovered:j1:2026-03-08T02:00:00Z"},
 		{notify.Quiet(j), "schedule_quiet", "quiet:j1:2026-03-08T02:00:00Z"},
-		{notify.Dead(j), "job_dead", "dead:j1:2026-03-08T02:00:00Z"},
+		{notify.Dead(j, db.Run{ID: 7}), "job_dead", "dead:j1:2026-03-08T02:00:00Z"},
 		{notify.ClockStep(at.Add(time.Hour), at), "clock_step", "clock:2026-03-08T02:00:00Z"},
 	} {
 		if c.e.Kind != c.kind || c.e.Key != c.key || !c.e.At.Equal(at) {

@@ -66,7 +66,7 @@ func (r *sweepRig) finish(typ string, outcome db.Outcome) {
 		r.t.Fatalf("claim %s: %d claims, %v", typ, len(claims), err)
 	}
 	j := claims[0].Job
-	if _, err := r.store.RunFinish(r.ctx, db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Outcome: outcome, Error: "boom"}); err != nil {
+	if _, err := r.store.RunFinish(r.ctx, db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Outcome: outcome, Error: "boom", Output: "output of " + typ}); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -159,8 +159,9 @@ func TestSweeper_QuietAndRecovered(t *testing.T) {
 	}
 }
 
-// Give-ups are told from the jobs' timeline, each once: a one-off job that
-// gave up as job_dead, a schedule's firing as run_gave_up, and its next
+// Give-ups are told from the jobs' timeline, each once, with the error and
+// output of the run that gave up: a one-off job that gave up as job_dead,
+// a schedule's firing as run_gave_up, and its next
 // success as schedule_recovered; a later sweep tells only what is new.
 func TestSweeper_TellsTheTimeline(t *testing.T) {
 	t.Parallel()
@@ -172,8 +173,8 @@ func TestSweeper_TellsTheTimeline(t *testing.T) {
 	r.finish("rec", db.OutcomeFailed)
 	ev := r.sweep()
 	slices.SortFunc(ev, func(a, b notify.Event) int { return strings.Compare(a.Kind, b.Kind) }) // job_dead, run_gave_up
-	if len(ev) != 2 || ev[0].Kind != notify.KindDead || ev[0].JobID != one.ID || ev[0].JobName != "once" ||
-		ev[1].Kind != notify.KindGaveUp || ev[1].JobID != rec.ID || ev[1].Error != "boom" || ev[1].Attempts != 1 {
+	if len(ev) != 2 || ev[0].Kind != notify.KindDead || ev[0].JobID != one.ID || ev[0].JobName != "once" || ev[0].Error != "boom" || ev[0].Output != "output of one" ||
+		ev[1].Kind != notify.KindGaveUp || ev[1].JobID != rec.ID || ev[1].Error != "boom" || ev[1].Attempts != 1 || ev[1].Output != "output of rec" {
 		t.Fatalf("first sweep told %+v; want job_dead of %s and run_gave_up of %s", ev, one.ID, rec.ID)
 	}
 	if r.wakes == 0 {
