@@ -11,13 +11,13 @@ import (
 	"github.com/sked-dev/sked/handlers"
 )
 
-// lockStore makes this process the only sked serve on the SQLite database
+// LockStore makes this process the only sked (serve or migrate) on the SQLite database
 // at dsn (see lockDB) until the returned file, which holds the lock, is
 // closed, by this process and by every supervisor it gave the file to (see
 // worker.ExecConfig.Hold). A PostgreSQL store is shared by design and is not
 // locked: the file is nil. A file that is not a SQLite database is refused
 // first, so that no lock file is left beside it.
-func lockStore(dsn string) (*os.File, error) {
+func LockStore(dsn string) (*os.File, error) {
 	if postgres.IsURL(dsn) {
 		return nil, nil
 	}

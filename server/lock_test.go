@@ -35,8 +35,8 @@ func TestLockStore_NotADatabase(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nconvert \"$1\" -resize 10% out.jpg\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lockStore(script); err == nil || !strings.Contains(err.Error(), "it is not a SQLite database") {
-		t.Fatalf("lockStore(a shell script): %v; want it refused as not a SQLite database", err)
+	if _, err := LockStore(script); err == nil || !strings.Contains(err.Error(), "it is not a SQLite database") {
+		t.Fatalf("LockStore(a shell script): %v; want it refused as not a SQLite database", err)
 	}
 	if _, err := os.Stat(script + ".lock"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a lock file was left beside the refused file: %v", err)
@@ -45,9 +45,9 @@ func TestLockStore_NotADatabase(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := lockStore(empty)
+	f, err := LockStore(empty)
 	if err != nil {
-		t.Fatalf("lockStore(an empty file): %v", err)
+		t.Fatalf("LockStore(an empty file): %v", err)
 	}
 	f.Close()
 }

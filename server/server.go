@@ -243,7 +243,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 			return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 		}
 	}
-	if p.lock, err = lockStore(cfg.DB); err != nil {
+	if p.lock, err = LockStore(cfg.DB); err != nil {
 		return nil, err
 	}
 	kinds := maps.Clone(s.handlers)

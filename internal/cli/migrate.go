@@ -33,6 +33,15 @@ func migrateCmd(env Env) *cobra.Command {
 			where := postgres.Redacted(dsn)
 			_, statErr := os.Stat(dsn) // a new SQLite file is created
 			created := !postgres.IsURL(dsn) && errors.Is(statErr, fs.ErrNotExist)
+			// A sked serve on a SQLite file would go on with a schema it
+			// does not know: the file is taken as serve takes it, or refused.
+			lock, err := server.LockStore(dsn)
+			if err != nil {
+				return err
+			}
+			if lock != nil {
+				defer lock.Close()
+			}
 			store, err := server.OpenStore(cmd.Context(), dsn, slog.New(slog.NewTextHandler(env.Stderr, nil)))
 			if err != nil {
 				return err

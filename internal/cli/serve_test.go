@@ -23,6 +23,7 @@ import (
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/server"
 )
 
 // parseServe runs `sked serve args` with the environment env up to the
@@ -280,6 +281,28 @@ func TestServe_RefusedStartLeavesNothing(t *testing.T) {
 		if left, _ := os.ReadDir(dir); len(left) > 0 {
 			t.Errorf("serve --addr %s refused to start but left %s behind", c.addr, left[0].Name())
 		}
+	}
+}
+
+// TestMigrate_RefusesAServedFile: sked migrate does not upgrade a SQLite
+// file a sked serve holds (it would go on with a schema it does not know):
+// it says which process holds it, and what to do.
+func TestMigrate_RefusesAServedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sked.db")
+	if code, out, stderr := mainOf("migrate", "--db", path); code != 0 {
+		t.Fatalf("sked migrate --db %s: exit %d\n%s%s", path, code, out, stderr)
+	}
+	lock, err := server.LockStore(path) // as sked serve holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := mainOf("migrate", "--db", path)
+	lock.Close()
+	if code == 0 || !strings.Contains(stderr, "holds "+path) || !strings.Contains(stderr, "stop it first") {
+		t.Errorf("sked migrate of a held file: exit %d\n%s%s; want it refused, naming the holder", code, out, stderr)
+	}
+	if code, out, stderr := mainOf("migrate", "--db", path); code != 0 {
+		t.Errorf("sked migrate once the file is free: exit %d\n%s%s", code, out, stderr)
 	}
 }
 
