@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,7 +128,7 @@ func parse(spec, tz string) (s *Schedule, err error) {
 		return parseEvery(spec, loc)
 	}
 
-	cs, err := parseCron(spec)
+	cs, err := parseCron(asRobfigReads(spec))
 	if err != nil {
 		return nil, fmt.Errorf("%q is not a cron expression: %s", spec, cronMistake(spec, err))
 	}
@@ -138,10 +139,70 @@ func parse(spec, tz string) (s *Schedule, err error) {
 	}
 	// The parser sets the location to time.Local; evaluate in naive space.
 	ss.Location = time.UTC
+	starDays(spec, ss)
 	if ss.Next(probe).IsZero() {
 		return nil, fmt.Errorf(`%q never fires: no month it names has that day of the month (e.g. 30 February); check the day-of-month and month fields`, spec)
 	}
 	return &Schedule{spec: ss, loc: loc}, nil
+}
+
+// robfigStar is the bit robfig/cron v3 sets in a field parsed from "*" (its
+// unexported starBit): with it in either day field, a day runs when both
+// fields name it.
+const robfigStar = 1 << 63
+
+// starDays gives ss, parsed from spec, cron's day rule (Vixie cron,
+// cronie): when a day-of-month or day-of-week field begins with "*", such
+// as "*/2", a day runs when both fields name it; when neither does, a day
+// either names runs. robfig takes only a bare "*" (or "?") for a star, so
+// "0 8 */2 * 1" would run on odd days and on Mondays, where cron runs on
+// Mondays that are odd days.
+func starDays(spec string, ss *cron.SpecSchedule) {
+	f := strings.Fields(spec)
+	if len(f) < 5 || strings.HasPrefix(spec, "@") {
+		return
+	}
+	if dom := f[len(f)-3]; strings.HasPrefix(dom, "*") {
+		ss.Dom |= robfigStar
+	}
+	if dow := f[len(f)-1]; strings.HasPrefix(dow, "*") {
+		ss.Dow |= robfigStar
+	}
+}
+
+// asRobfigReads is spec with its day-of-week field's 7s, Sunday as cron
+// also writes it, turned into robfig's 0: "7" becomes "0", and a range or
+// step through 7 becomes the list of its days ("5-7" is "5,6,0"). Other
+// specs are returned as they are.
+func asRobfigReads(spec string) string {
+	f := strings.Fields(spec)
+	if len(f) != 5 && len(f) != 6 {
+		return spec
+	}
+	items := strings.Split(f[len(f)-1], ",")
+	for i, item := range items {
+		rng, stepText, stepped := strings.Cut(item, "/")
+		lo, hi, ranged := strings.Cut(rng, "-")
+		if !ranged {
+			hi = lo
+		}
+		a, errLo := strconv.Atoi(lo)
+		b, errHi := strconv.Atoi(hi)
+		step, errStep := 1, error(nil)
+		if stepped {
+			step, errStep = strconv.Atoi(stepText)
+		}
+		if errLo != nil || errHi != nil || errStep != nil || b != 7 || a < 0 || a > b || step < 1 || stepped && !ranged {
+			continue
+		}
+		var days []string
+		for d := a; d <= b; d += step {
+			days = append(days, strconv.Itoa(d%7))
+		}
+		items[i] = strings.Join(days, ",")
+	}
+	f[len(f)-1] = strings.Join(items, ",")
+	return strings.Join(f, " ")
 }
 
 // parseCron calls robfig's parser, turning its panics (v3.0.1 panics on
@@ -163,7 +224,7 @@ var cronFields = [...]struct{ name, values string }{
 	{"hour", "0-23"},
 	{"day-of-month", "1-31"},
 	{"month", "1-12 or JAN-DEC"},
-	{"day-of-week", "0-6 or SUN-SAT"},
+	{"day-of-week", "0-7 (0 and 7 are Sunday) or SUN-SAT"},
 }
 
 // cronMistake says what is wrong with a spec robfig refused with err. For a
@@ -188,7 +249,7 @@ func cronMistake(spec string, err error) string {
 			probe[j] = "*"
 		}
 		probe[i] = f
-		_, ferr := parseCron(strings.Join(probe, " "))
+		_, ferr := parseCron(asRobfigReads(strings.Join(probe, " ")))
 		if ferr == nil {
 			continue
 		}
@@ -197,11 +258,7 @@ func cronMistake(spec string, err error) string {
 			word, _, _ = strings.Cut(word, ":")
 			why = fmt.Sprintf("%q is neither a number nor a name", word)
 		}
-		msg := fmt.Sprintf("its %s field %q is not valid (%s); it takes %s, a list a,b, a range a-b or a step */n", names[i].name, f, why, names[i].values)
-		if names[i].name == "day-of-week" && strings.Contains(why, "(7)") {
-			msg += "; Sunday is 0 (or SUN), not 7"
-		}
-		return msg
+		return fmt.Sprintf("its %s field %q is not valid (%s); it takes %s, a list a,b, a range a-b or a step */n", names[i].name, f, why, names[i].values)
 	}
 	return fmt.Sprintf("%s: %v", want, err)
 }

@@ -83,7 +83,9 @@ func TestParse_Errors(t *testing.T) {
 		{"Garbage", "every day at noon", "", `is not a cron expression: expected 5 fields`},
 		{"UnknownDescriptor", "@fortnightly", "", "is not a cron expression"},
 		{"SecondsOutOfRange", "61 0 * * * *", "", `its seconds field "61" is not valid`},
-		{"BadDayName", "0 9 * * MON-FRU", "", `its day-of-week field "MON-FRU" is not valid ("FRU" is neither a number nor a name); it takes 0-6 or SUN-SAT`},
+		{"BadDayName", "0 9 * * MON-FRU", "", `its day-of-week field "MON-FRU" is not valid ("FRU" is neither a number nor a name); it takes 0-7 (0 and 7 are Sunday) or SUN-SAT`},
+		{"DayOfWeekEight", "0 3 * * 8", "", `its day-of-week field "8" is not valid`},
+		{"SevenElsewhere", "0 3 * 13 7", "", `its month field "13" is not valid`},
 		{"TZPrefixAlone", "TZ=", "", `separate "timezone" field`},
 		{"TZPrefix", "TZ=UTC", "", `separate "timezone" field`},
 		{"TZPrefixWithSpec", "TZ=UTC 0 * * * *", "", `separate "timezone" field`},
@@ -99,7 +101,6 @@ func TestParse_Errors(t *testing.T) {
 		{"TimezoneLetterLeftOut", "0 * * * *", "Europe/Berln", `; did you mean "Europe/Berlin"?`},
 		{"TimezoneLettersSwapped", "0 * * * *", "Europe/Lodnon", `; did you mean "Europe/London"?`},
 		{"TimezoneLetterChanged", "0 * * * *", "Asia/Tokya", `; did you mean "Asia/Tokyo"?`},
-		{"DayOfWeekSeven", "0 3 * * 7", "", `Sunday is 0 (or SUN), not 7`},
 		{"EveryZero", "@every 0s", "", "below 1s"},
 		{"EveryNegative", "@every -1s", "", "below 1s"},
 		{"EverySubSecond", "@every 500ms", "", "below 1s"},
@@ -119,6 +120,44 @@ func TestParse_Errors(t *testing.T) {
 				t.Errorf("error = %q, want it to contain %q", got, want)
 			}
 		})
+	}
+}
+
+// TestSchedule_CronDays: the day fields read as cron reads them: 7 is
+// Sunday as 0 is, in a list, a range and a step too; when a day-of-month
+// or day-of-week field begins with "*" ("*/2"), a day must be in both,
+// and when neither does, in either.
+func TestSchedule_CronDays(t *testing.T) {
+	from := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) // a Tuesday
+	for _, c := range []struct {
+		spec string
+		want []string // the next fire days, "01" to "31" of December 2026
+	}{
+		{"0 3 * * 7", []string{"06", "13", "20", "27"}},
+		{"0 3 * * 0", []string{"06", "13", "20", "27"}},
+		{"0 3 * * 5-7", []string{"04", "05", "06", "11"}},
+		{"0 3 * * 6,7", []string{"05", "06", "12", "13"}},
+		{"0 3 * * 1-7/3", []string{"03", "06", "07", "10"}}, // Mon, Thu, Sun
+		{"0 8 */2 * 1", []string{"07", "21"}},               // Mondays that are odd days
+		{"0 8 * * 1", []string{"07", "14", "21", "28"}},
+		{"0 8 1-7 * 1", []string{"01", "02", "03", "04"}}, // the 1st to 7th, and Mondays
+		{"0 8 */5 * 2", []string{"01"}},                    // Tuesdays that are the 1st, 6th, 11th…
+	} {
+		s, err := Parse(c.spec, "UTC")
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", c.spec, err)
+		}
+		var got []string
+		for at := from; len(got) < len(c.want); {
+			at = s.Next(at)
+			if at.Month() != time.December {
+				break
+			}
+			got = append(got, at.Format("02"))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q fires on December %v; want %v", c.spec, got, c.want)
+		}
 	}
 }
 
