@@ -236,6 +236,9 @@ func cronMistake(spec string, err error) string {
 	fields := strings.Fields(spec)
 	names := cronFields[:]
 	switch {
+	case strings.EqualFold(spec, "@reboot"):
+		return "@reboot has no slots for sked to keep (it would be a run at each start of a machine, which sked does not see); " +
+			"start the command from the machine's boot (a systemd unit, say), or have that add a one-off job: sked add --exec -- …"
 	case strings.HasPrefix(spec, "@"):
 		return fmt.Sprintf("%s: %v", want, err)
 	case len(fields) == 5:

@@ -85,6 +85,7 @@ func TestParse_Errors(t *testing.T) {
 		{"SecondsOutOfRange", "61 0 * * * *", "", `its seconds field "61" is not valid`},
 		{"BadDayName", "0 9 * * MON-FRU", "", `its day-of-week field "MON-FRU" is not valid ("FRU" is neither a number nor a name); it takes 0-7 (0 and 7 are Sunday) or SUN-SAT`},
 		{"DayOfWeekEight", "0 3 * * 8", "", `its day-of-week field "8" is not valid`},
+		{"Reboot", "@reboot", "", "@reboot has no slots for sked to keep"},
 		{"SevenElsewhere", "0 3 * 13 7", "", `its month field "13" is not valid`},
 		{"TZPrefixAlone", "TZ=", "", `separate "timezone" field`},
 		{"TZPrefix", "TZ=UTC", "", `separate "timezone" field`},
