@@ -253,6 +253,7 @@ func addCmd(env Env) *cobra.Command {
 	fs.StringVar(&f.req.Misfire, "misfire", "", "recurring: run_once, skip or run_all")
 	fs.BoolVar(&f.exec, "exec", false, "an exec job running the command after --")
 	fs.StringVar(&f.url, "url", "", "an http job POSTing to this URL (--payload is the body)")
+	withEnv(fs, "tz")
 	fs.SortFlags = false
 	return cmd
 }

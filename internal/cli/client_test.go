@@ -95,6 +95,31 @@ func TestShow_WaitingByServerClock(t *testing.T) {
 	}
 }
 
+// TestAdd_ZoneFromEnv: sked add's --tz defaults to SKED_TZ, so that the
+// lines of a crontab moved over keep their machine's zone; --tz wins.
+func TestAdd_ZoneFromEnv(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "Europe/Berlin"},
+		{[]string{"--tz", "Asia/Tokyo"}, "Asia/Tokyo"},
+	} {
+		var out, errOut strings.Builder
+		args := append([]string{"add", "--type", "t", "--schedule", "30 2 * * *", "--server", srv.URL, "--json"}, c.args...)
+		env := Env{Getenv: func(k string) string { return map[string]string{"SKED_TZ": "Europe/Berlin"}[k] }, Stdout: &out, Stderr: &errOut}
+		if code := Main(context.Background(), args, env); code != 0 {
+			t.Fatalf("sked %v: exit %d: %s", args, code, errOut.String())
+		}
+		if !strings.Contains(out.String(), `"timezone": "`+c.want+`"`) {
+			t.Errorf("sked %v with SKED_TZ=Europe/Berlin: %s; want timezone %s", args, out.String(), c.want)
+		}
+	}
+}
+
 // TestRuns_Output: sked runs shows the last line of each run's output, and
 // with --output all of it that the run kept.
 func TestRuns_Output(t *testing.T) {
