@@ -142,7 +142,7 @@ func TestSchedule_CronDays(t *testing.T) {
 		{"0 8 */2 * 1", []string{"07", "21"}},               // Mondays that are odd days
 		{"0 8 * * 1", []string{"07", "14", "21", "28"}},
 		{"0 8 1-7 * 1", []string{"01", "02", "03", "04"}}, // the 1st to 7th, and Mondays
-		{"0 8 */5 * 2", []string{"01"}},                    // Tuesdays that are the 1st, 6th, 11th…
+		{"0 8 */5 * 2", []string{"01"}},                   // Tuesdays that are the 1st, 6th, 11th…
 	} {
 		s, err := Parse(c.spec, "UTC")
 		if err != nil {
