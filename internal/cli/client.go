@@ -12,7 +12,9 @@ import (
 	"net/url"
 	"os"
 	"os/user"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -258,6 +260,48 @@ func addCmd(env Env) *cobra.Command {
 	return cmd
 }
 
+// shellVar is a word that sets a variable the shell's way, NAME=value.
+var shellVar = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// checkExecCommand refuses an exec job's command that only a shell would
+// read as meant, since an exec job runs no shell: a shell line given as
+// one argument, a variable set before the program, a redirection or pipe
+// given as an argument. Each would fail at its first run, hours later.
+func checkExecCommand(command []string) error {
+	line := strings.Join(command, " ")
+	viaShell := fmt.Sprintf("run it through a shell (-- sh -c %q)", line)
+	switch {
+	case len(command) == 1 && strings.ContainsAny(command[0], " \t") && !strings.Contains(command[0], "/"):
+		// No program on the PATH has such a name.
+		return usagef("the command after -- is one argument, %q, which would run a program of that whole name: "+
+			"give its words as separate arguments (-- %s), or %s", command[0], command[0], viaShell)
+	case shellVar.MatchString(command[0]):
+		return usagef("the command after -- begins with %q, which sets a variable in a shell, but an exec job runs no shell: "+
+			"set it with env (-- env %s), or %s", command[0], line, viaShell)
+	}
+	for i, arg := range command {
+		if arg == "-c" && i > 0 && strings.HasSuffix(filepath.Base(command[i-1]), "sh") {
+			return nil // the rest is a shell's (sh -c, bash -c)
+		}
+		if shellSyntax(arg) {
+			return usagef("the command after -- has %q in it, which a shell would read as a redirection, pipe or list, but an exec job runs no shell "+
+				"and would pass it to the program as it is: %s", arg, viaShell)
+		}
+	}
+	return nil
+}
+
+// shellSyntax reports whether a word of arg begins as what a shell reads
+// as a redirection, a pipe or a list does (">>", "2>&1", "<in", "|", "&&",
+// ";").
+func shellSyntax(arg string) bool {
+	return slices.ContainsFunc(strings.Fields(arg), shellOperator.MatchString)
+}
+
+// shellOperator matches a word that begins as a shell's redirection, pipe or
+// list operator.
+var shellOperator = regexp.MustCompile(`^(?:[0-9]*>|&>|<|\||&|;)`)
+
 // run creates the job.
 func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	pos, command := splitDash(a, args)
@@ -286,12 +330,8 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		if f.payload != "" {
 			return usagef("--exec builds the payload from the command; leave out --payload")
 		}
-		if len(command) == 1 && strings.ContainsAny(command[0], " \t") && !strings.Contains(command[0], "/") {
-			// No program on the PATH has such a name: a shell line given
-			// as one argument.
-			return usagef("the command after -- is one argument, %q, which would run a program of that whole name: "+
-				"give its words as separate arguments (-- %s), or run it through a shell (-- sh -c %q)",
-				command[0], command[0], command[0])
+		if err := checkExecCommand(command); err != nil {
+			return err
 		}
 		body, _ = wire.Marshal(map[string][]string{"command": command})
 		req.Type, err = impliedType(req.Type, "exec", "--exec")

@@ -209,3 +209,35 @@ func TestInZone(t *testing.T) {
 		t.Errorf("inZone(nil) = %q, want empty", got)
 	}
 }
+
+// TestCheckExecCommand: sked add --exec refuses a command only a shell
+// would read as meant (an exec job runs none), saying to use sh -c or
+// env, and takes commands that are a program and its arguments.
+func TestCheckExecCommand(t *testing.T) {
+	for _, c := range []struct {
+		command []string
+		want    string // part of the refusal; "" to accept
+	}{
+		{[]string{"./backup.sh", "--to", "/mnt/b"}, ""},
+		{[]string{"/opt/My Scripts/run.sh"}, ""},
+		{[]string{"curl", "-fsS", "https://hc.example/ping?a=1&b=2"}, ""},
+		{[]string{"sh", "-c", "backup.sh >> /var/log/b.log 2>&1"}, ""},
+		{[]string{"env", "BACKUP_DIR=/mnt/b", "/path/x.sh"}, ""},
+		{[]string{"env", "X=1", "/bin/bash", "-c", "a | b"}, ""},
+		{[]string{"backup.sh --full"}, "is one argument"},
+		{[]string{"BACKUP_DIR=/mnt/b", "/path/x.sh"}, `set it with env (-- env BACKUP_DIR=/mnt/b /path/x.sh)`},
+		{[]string{"/path/backup.sh >> /log 2>&1"}, `has "/path/backup.sh >> /log 2>&1" in it`},
+		{[]string{"/path/backup.sh", ">>", "/log"}, `has ">>" in it`},
+		{[]string{"/path/backup.sh", "2>&1"}, `sh -c "/path/backup.sh 2>&1"`},
+		{[]string{"pg_dump", "db", "|", "gzip"}, `has "|" in it`},
+		{[]string{"make", "&&", "make", "install"}, `has "&&" in it`},
+	} {
+		err := checkExecCommand(c.command)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v; want it taken", c.command, err)
+		case c.want != "" && (err == nil || ExitCode(err) != 2 || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: %v; want a usage error with %q", c.command, err, c.want)
+		}
+	}
+}
