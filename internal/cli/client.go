@@ -506,13 +506,17 @@ func runsCmd(env Env) *cobra.Command {
 			return err
 		}
 		for _, r := range runs {
-			fmt.Fprintf(a.env.Stdout, "\n── run %d, attempt %d, %s ──\n%s\n", r.ID, r.Attempt, r.Outcome, cmp.Or(strings.TrimRight(r.Output, "\n"), "(no output)"))
+			fmt.Fprintf(a.env.Stdout, "\n── run %d, attempt %d, %s ──\n", r.ID, r.Attempt, r.Outcome)
+			if r.Error != "" { // the table cuts it short
+				fmt.Fprintf(a.env.Stdout, "error: %s\n", r.Error)
+			}
+			fmt.Fprintf(a.env.Stdout, "%s\n", cmp.Or(strings.TrimRight(r.Output, "\n"), "(no output)"))
 		}
 		return nil
 	})
 	cmd.Flags().IntVar(&p.Limit, "limit", 0, "runs per page (server default 50, at most 500)")
 	cmd.Flags().BoolVar(&all, "all", false, "every run, not only the newest page")
-	cmd.Flags().BoolVar(&output, "output", false, "after the table, each run's output (the last 4 KiB it wrote)")
+	cmd.Flags().BoolVar(&output, "output", false, "after the table, each run's whole error and its output (the last 4 KiB it wrote)")
 	return cmd
 }
 

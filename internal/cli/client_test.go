@@ -121,7 +121,7 @@ func TestAdd_ZoneFromEnv(t *testing.T) {
 }
 
 // TestRuns_Output: sked runs shows the last line of each run's output, and
-// with --output all of it that the run kept.
+// with --output its whole error and all the output the run kept.
 func TestRuns_Output(t *testing.T) {
 	s := sqlitetest.Open(t)
 	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
@@ -144,8 +144,8 @@ func TestRuns_Output(t *testing.T) {
 		t.Errorf("sked runs: exit %d, %q %q; want the error and the output's last line", code, out, stderr)
 	}
 	code, out, _ = mainOf("runs", j.ID, "--output", "--server", srv.URL)
-	if code != 0 || !strings.Contains(out, "── run 1, attempt 1, failed ──\nresizing 1.jpg\nbad header\n") {
-		t.Errorf("sked runs --output: exit %d, %q; want the whole output under its run", code, out)
+	if code != 0 || !strings.Contains(out, "── run 1, attempt 1, failed ──\nerror: exit status 4\nresizing 1.jpg\nbad header\n") {
+		t.Errorf("sked runs --output: exit %d, %q; want the whole error and output under its run", code, out)
 	}
 }
 
