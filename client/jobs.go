@@ -87,6 +87,7 @@ func (c *Client) JobList(ctx context.Context, p db.JobListParams) (jobs []db.Job
 	setQuery(q, "state", string(p.State))
 	setQuery(q, "type", p.Type)
 	setQuery(q, "name", p.Name)
+	setQuery(q, "health", p.Health)
 	setQuery(q, "cursor", p.Cursor)
 	if p.Limit > 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))

@@ -272,12 +272,22 @@ type JobCreateParams struct {
 // JobListParams filters and pages GET /jobs. Jobs come newest first; Cursor
 // is the NextCursor of the previous page.
 type JobListParams struct {
-	State  JobState
-	Type   string
-	Name   string
+	State JobState
+	Type  string
+	Name  string
+	// Health, when set, keeps only the schedules in trouble:
+	// HealthFailing (the last firing gave up) or HealthQuiet (no success
+	// within expectSuccessWithin).
+	Health string
 	Limit  int
 	Cursor string
 }
+
+// The values of JobListParams.Health.
+const (
+	HealthFailing = "failing"
+	HealthQuiet   = "quiet"
+)
 
 // Where is the WHERE clause of p's filters (empty when none is set), for
 // a page of jobs by id, newest first, and its arguments in order;
@@ -292,6 +302,12 @@ func (p JobListParams) Where(placeholder func(n int) string) (string, []any) {
 			args = append(args, f.v)
 			conds = append(conds, f.cond+" "+placeholder(len(args)))
 		}
+	}
+	switch p.Health {
+	case HealthFailing:
+		conds = append(conds, "failing_since IS NOT NULL")
+	case HealthQuiet:
+		conds = append(conds, "quiet_since IS NOT NULL")
 	}
 	if len(conds) == 0 {
 		return "", nil

@@ -517,6 +517,8 @@ func TestHandler_JobList(t *testing.T) {
 			{"limit=501", `limit "501" must be a whole number from 1 to 500`, "limit"},
 			{"limit=ten", `limit "ten"`, "limit"},
 			{"state=sleeping", `state "sleeping" is not a job state`, "state"},
+			{"state=failing", `"failing" is not a job state: a failing schedule is ready (or running) and waits for its next slot; list them with health=failing`, "state"},
+			{"health=sick", `health "sick" is not known; use failing`, "health"},
 			{"status=ready", `unknown query parameter "status"`, "status"},
 			{"state=ready&state=dead", `given 2 times`, "state"},
 			{"cursor=zzz", `cursor "zzz" is not a cursor of jobs`, "cursor"},

@@ -177,21 +177,34 @@ func (h *handler) handleJobGetByName(w http.ResponseWriter, r *http.Request) {
 	h.writeDated(w, r, http.StatusOK, job)
 }
 
-// handleJobList serves GET /jobs?state=&type=&name=&limit=&cursor=: a page of
-// jobs, newest first, and the cursor of the next page.
+// handleJobList serves GET /jobs?state=&type=&name=&health=&limit=&cursor=:
+// a page of jobs, newest first, and the cursor of the next page.
 func (h *handler) handleJobList(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "state", "type", "name", "limit", "cursor")
+	q, err := queryParams(r, "state", "type", "name", "health", "limit", "cursor")
 	if err != nil {
 		h.error(w, r, err)
 		return
 	}
-	p := db.JobListParams{State: db.JobState(q["state"]), Type: q["type"], Name: q["name"], Cursor: q["cursor"]}
+	p := db.JobListParams{State: db.JobState(q["state"]), Type: q["type"], Name: q["name"], Health: q["health"], Cursor: q["cursor"]}
 	switch p.State {
 	case "", db.StateReady, db.StateRunning, db.StateDone, db.StateDead, db.StateCancelled, db.StatePaused:
+	case db.HealthFailing, db.HealthQuiet:
+		h.error(w, r, &requestError{
+			Status: http.StatusBadRequest, Field: "state",
+			Msg: fmt.Sprintf("%q is not a job state: a %s schedule is ready (or running) and waits for its next slot; list them with health=%s", p.State, p.State, p.State),
+		})
+		return
 	default:
 		h.error(w, r, &requestError{
 			Status: http.StatusBadRequest, Field: "state",
 			Msg: fmt.Sprintf("state %q is not a job state; use ready, running, done, dead, cancelled or paused", p.State),
+		})
+		return
+	}
+	if p.Health != "" && p.Health != db.HealthFailing && p.Health != db.HealthQuiet {
+		h.error(w, r, &requestError{
+			Status: http.StatusBadRequest, Field: "health",
+			Msg: fmt.Sprintf("health %q is not known; use failing (the last firing gave up) or quiet (no success within expectSuccessWithin)", p.Health),
 		})
 		return
 	}

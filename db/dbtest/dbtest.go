@@ -61,6 +61,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"JobCreateIdempotent": testJobCreateIdempotent,
 		"JobCreateReturns":    testJobCreateReturnsStoredJob,
 		"JobList":             testJobList,
+		"JobListHealth":       testJobListHealth,
 		"RunClaim":            testRunClaim,
 		"RunClaimTypes":       testRunClaimTypes,
 		"RunClaimTypesOrder":  testRunClaimTypesOrder,
@@ -376,6 +377,30 @@ func testJobList(t *testing.T, f *fixture) {
 	running, _, _ := f.Store.JobList(f.ctx, db.JobListParams{State: db.StateRunning})
 	if len(running) != 1 {
 		t.Fatalf("state running: %d jobs, want 1", len(running))
+	}
+}
+
+// testJobListHealth lists the schedules in trouble: failing (the last
+// firing gave up) and quiet (no success within expectSuccessWithin).
+func testJobListHealth(t *testing.T, f *fixture) {
+	f.create(db.JobCreateParams{Schedule: "0 * * * *"}) // well
+	failing := f.create(db.JobCreateParams{Type: "f", Schedule: "0 * * * *", MaxAttempts: 1})
+	quiet := f.create(db.JobCreateParams{Type: "q", Schedule: "0 * * * *", ExpectSuccessWithin: 2 * time.Hour})
+	f.Clock.Set(Start.Add(time.Hour))
+	c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"f"}, Max: 1, Lease: time.Minute})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim of the failing schedule: %d, %v", len(c), err)
+	}
+	f.finish(c[0], db.OutcomeFailed, false)
+	f.Clock.Set(Start.Add(3 * time.Hour))
+	if _, err := f.Store.JobQuietSweep(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for health, want := range map[string]string{db.HealthFailing: failing.ID, db.HealthQuiet: quiet.ID} {
+		jobs, _, err := f.Store.JobList(f.ctx, db.JobListParams{Health: health})
+		if err != nil || len(jobs) != 1 || jobs[0].ID != want {
+			t.Errorf("health %s: %d jobs (%v); want %s alone", health, len(jobs), err, want)
+		}
 	}
 }
 

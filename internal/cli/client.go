@@ -432,6 +432,19 @@ func readPayload(v string) (json.RawMessage, error) {
 	return b, nil
 }
 
+// stateText is j's state, with what a schedule's state does not tell: that
+// its last firing gave up ("ready, failing") or it went quiet.
+func stateText(j db.Job) string {
+	s := string(j.State)
+	if j.FailingSince != nil {
+		s += ", failing"
+	}
+	if j.QuietSince != nil {
+		s += ", quiet"
+	}
+	return s
+}
+
 func lsCmd(env Env) *cobra.Command {
 	var (
 		p     db.JobListParams
@@ -443,6 +456,9 @@ func lsCmd(env Env) *cobra.Command {
 		Short: "List jobs, newest first",
 		Args:  noArgs,
 	}, func(ctx context.Context, a *api, _ []string) error {
+		if state == db.HealthFailing || state == db.HealthQuiet {
+			return usagef("--state %s: %s is not a job state (such a schedule is ready, or running); list them with --health %s", state, state, state)
+		}
 		p.State = db.JobState(state)
 		jobs, next, err := pages(p.Cursor, all, func(cursor string) ([]db.Job, string, error) {
 			p.Cursor = cursor
@@ -459,7 +475,7 @@ func lsCmd(env Env) *cobra.Command {
 		}
 		tw := table(a.env.Stdout, "NAME", "ID", "TYPE", "STATE", "SCHEDULE", "NEXT RUN", "ATTEMPT", "LAST ERROR")
 		for _, j := range jobs {
-			row(tw, listName(j), j.ID, j.Type, string(j.State), cmp.Or(j.Schedule, "-"), timeText(nextRun(j)),
+			row(tw, listName(j), j.ID, j.Type, stateText(j), cmp.Or(j.Schedule, "-"), timeText(nextRun(j)),
 				fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), oneLine(j.LastError, 60))
 		}
 		if err := tw.Flush(); err != nil {
@@ -474,6 +490,7 @@ func lsCmd(env Env) *cobra.Command {
 	fs.StringVar(&state, "state", "", "only jobs in this state: ready, running, done, dead, cancelled, paused")
 	fs.StringVar(&p.Type, "type", "", "only jobs of this type")
 	fs.StringVar(&p.Name, "name", "", "only the job of this name")
+	fs.StringVar(&p.Health, "health", "", "only the schedules in trouble: failing (the last firing gave up) or quiet (no success within --expect-success-within)")
 	fs.IntVar(&p.Limit, "limit", 0, "jobs per page (server default 50, at most 500)")
 	fs.StringVar(&p.Cursor, "cursor", "", "start at this page (the nextCursor of the previous one)")
 	fs.BoolVar(&all, "all", false, "follow the cursors to the last page")
