@@ -221,6 +221,9 @@ type RunEvent struct {
 	StartedAt  *time.Time `json:"startedAt,omitempty"`
 	Error      string     `json:"error,omitempty"`
 	Output     string     `json:"output,omitempty"` // the run's tail
+	// FirstFailure marks, on EventGaveUp, a schedule's firing that gave up
+	// after its last success (or since it began): its failing began.
+	FirstFailure bool `json:"firstFailure,omitempty"`
 }
 
 // EventListParams pages a job's events, newest first.

@@ -15,6 +15,7 @@ import (
 // The events a job's settings choose (db.Notify.On).
 const (
 	OnGaveUp    = "gave_up"   // run_gave_up, and job_dead for a one-off job
+	OnFailing   = "failing"   // run_gave_up of a schedule's first firing to give up since it last succeeded, and job_dead
 	OnRecovered = "recovered" // schedule_recovered
 	OnQuiet     = "quiet"     // schedule_quiet
 )
@@ -28,8 +29,8 @@ func (n *Notifier) CheckSettings(s *db.Notify) error {
 		return nil
 	}
 	for _, on := range s.On {
-		if on != OnGaveUp && on != OnRecovered && on != OnQuiet {
-			return &db.ValidationError{Field: "notify.on", Msg: fmt.Sprintf("%q is not an event; use %s, %s or %s", on, OnGaveUp, OnRecovered, OnQuiet)}
+		if on != OnGaveUp && on != OnFailing && on != OnRecovered && on != OnQuiet {
+			return &db.ValidationError{Field: "notify.on", Msg: fmt.Sprintf("%q is not an event; use %s, %s, %s or %s", on, OnGaveUp, OnFailing, OnRecovered, OnQuiet)}
 		}
 	}
 	if _, err := n.sinksOf(s); err != nil {
@@ -68,20 +69,22 @@ func (n *Notifier) sinksOf(s *db.Notify) ([]Sink, error) {
 	return out, nil
 }
 
-// wants reports whether settings s choose events of kind.
-func wants(s *db.Notify, kind string) bool {
+// wants reports whether settings s choose event e: OnFailing chooses, of
+// a schedule's give-ups, the first since it last succeeded.
+func wants(s *db.Notify, e Event) bool {
 	if s == nil || len(s.On) == 0 {
 		return true
 	}
-	on := map[string]string{KindGaveUp: OnGaveUp, KindDead: OnGaveUp, KindRecovered: OnRecovered, KindQuiet: OnQuiet}[kind]
-	return slices.Contains(s.On, on)
+	on := map[string]string{KindGaveUp: OnGaveUp, KindDead: OnGaveUp, KindRecovered: OnRecovered, KindQuiet: OnQuiet}[e.Kind]
+	return slices.Contains(s.On, on) ||
+		slices.Contains(s.On, OnFailing) && (e.Kind == KindDead || e.Kind == KindGaveUp && e.FirstFailure)
 }
 
 // Tell enqueues e, an event of job j, for the sinks j's settings choose
 // (the server's sinks and every event, unless they say otherwise). The
 // jobs that deliver notifications are not told about.
 func (n *Notifier) Tell(ctx context.Context, j db.Job, e Event) error {
-	if IsDelivery(j.IdempotencyKey) || !wants(j.Notify, e.Kind) {
+	if IsDelivery(j.IdempotencyKey) || !wants(j.Notify, e) {
 		return nil
 	}
 	sinks, err := n.sinksOf(j.Notify)
@@ -118,7 +121,9 @@ func (n *Notifier) Deliver(ctx context.Context, j db.Job, ev db.Event) error {
 	case ev.Kind == db.EventGaveUp && !j.Recurring():
 		return n.Tell(ctx, j, Dead(j, r))
 	case ev.Kind == db.EventGaveUp:
-		return n.Tell(ctx, j, GaveUp(j, r))
+		e := GaveUp(j, r)
+		e.FirstFailure = d.FirstFailure
+		return n.Tell(ctx, j, e)
 	case ev.Kind == db.EventRecovered:
 		return n.Tell(ctx, j, Recovered(j, ev.At))
 	}

@@ -51,6 +51,9 @@ type Event struct {
 	MaxAttempts int       `json:"maxAttempts,omitempty"`
 	Error       string    `json:"error,omitempty"`
 	Output      string    `json:"output,omitempty"`
+	// FirstFailure marks a schedule's first firing to give up since it
+	// last succeeded (run_gave_up).
+	FirstFailure bool `json:"firstFailure,omitempty"`
 	// ExpectSuccessWithin is the dead-man's switch of a quiet schedule.
 	ExpectSuccessWithin db.Duration `json:"expectSuccessWithin,omitzero"`
 	// Title and Message are the text people read. Notify writes them from

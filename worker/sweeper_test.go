@@ -208,6 +208,34 @@ func TestSweeper_JobSettings(t *testing.T) {
 	}
 }
 
+// A job that asks for "failing" is told when its schedule begins to fail,
+// not at each firing that fails after, and again after it recovered.
+func TestSweeper_FailingOnce(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	r.create(db.JobCreateParams{Type: "rec", MaxAttempts: 1, Schedule: "@every 1m", Notify: &db.Notify{On: []string{notify.OnFailing, notify.OnRecovered}}})
+	for _, step := range []struct {
+		outcome db.Outcome
+		want    string // the kind told, "" for none
+	}{
+		{db.OutcomeFailed, notify.KindGaveUp},
+		{db.OutcomeFailed, ""},
+		{db.OutcomeFailed, ""},
+		{db.OutcomeSucceeded, notify.KindRecovered},
+		{db.OutcomeFailed, notify.KindGaveUp},
+	} {
+		r.now = r.now.Add(time.Minute)
+		r.finish("rec", step.outcome)
+		ev := r.sweep()
+		if step.want == "" && len(ev) != 0 || step.want != "" && (len(ev) != 1 || ev[0].Kind != step.want) {
+			t.Fatalf("after a run %s: told %v; want %q", step.outcome, keys(ev), step.want)
+		}
+		if step.want == notify.KindGaveUp && !ev[0].FirstFailure {
+			t.Errorf("the first give-up is not marked firstFailure: %+v", ev[0])
+		}
+	}
+}
+
 // A notification or ping that gave up is logged, not announced: its
 // announcement would go to the same sinks and die the same way, again and
 // again.

@@ -226,7 +226,7 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, li
 func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, run db.Run, now time.Time) []db.Event {
 	at, start := s.stored(now), s.stored(*run.StartedAt)
 	ev := db.RunEvent{RunID: run.ID, Slot: cmp.Or(run.Slot, j.Slot), Attempt: j.Attempt, Generation: j.LeaseGeneration,
-		StartedAt: &start, Error: p.Error, Output: p.Output}
+		StartedAt: &start, Error: p.Error, Output: p.Output, FirstFailure: r.GaveUp && j.Recurring() && j.FailingSince == nil}
 	var out []db.Event
 	switch {
 	case r.GaveUp:
