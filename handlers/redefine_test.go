@@ -189,7 +189,7 @@ func TestHandler_JobNotify(t *testing.T) {
 	for _, tt := range []struct {
 		name, notify, field, detail string
 	}{
-		{"UnknownEvent", `{"on": ["sometimes"]}`, "notify.on", `"sometimes" is not an event; use gave_up, recovered or quiet`},
+		{"UnknownEvent", `{"on": ["sometimes"]}`, "notify.on", `"sometimes" is not an event; use gave_up, failing, recovered or quiet`},
 		{"BadSink", `{"sinks": ["pager:https://example.com"]}`, "notify.sinks", "pager"},
 		{"ForeignEmail", `{"sinks": ["smtp://me:pw@other.example?from=me@example.com&to=x@example.com"]}`, "notify.sinks", "is not one sked serve was started with"},
 		{"BadPing", `{"ping": "hc-ping.com/abc"}`, "notify.ping", "give the check's absolute http(s) URL"},
