@@ -42,16 +42,21 @@ func supervise() int {
 	if !ok {
 		return 1 // the parent died before it said what to run
 	}
-	r := run(first, msgs)
-	b, _ := json.Marshal(r)
 	rep := os.NewFile(fdReport, "report")
-	_, _ = rep.Write(b) // nobody reads it when the parent died
+	tell := func(r report) {
+		b, _ := json.Marshal(r)
+		_, _ = rep.Write(append(b, '\n')) // nobody reads it when the parent died
+	}
+	r := run(first, msgs, func(pgid int) { tell(report{Pgid: pgid}) })
+	r.Done = true
+	tell(r)
 	rep.Close()
 	return 0
 }
 
 // run starts the command of m and supervises it until its group is gone.
-func run(m message, msgs <-chan message) report {
+// started is told the command's group as it starts.
+func run(m message, msgs <-chan message, started func(pgid int)) report {
 	setSubreaper()
 	stopBy, grace := m.StopBy, max(m.Grace, time.Nanosecond)
 	if stopBy != 0 && clock.Monotonic() >= stopBy {
@@ -72,6 +77,7 @@ func run(m message, msgs <-chan message) report {
 		return r
 	}
 	pgid := cmd.Process.Pid
+	started(pgid)
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 

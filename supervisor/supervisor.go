@@ -17,7 +17,10 @@
 //     SIGKILL after a grace period.
 //
 // When the command exits, whatever it left running in its group is killed
-// too: the run is over. The supervisor itself does not end on SIGTERM,
+// too: the run is over. The supervisor tells the caller the group as it
+// starts the command, so that when the supervisor itself dies (kill -9,
+// the OOM killer) the caller kills the group: the command's own processes
+// die with the supervisor, but what they started would run on. The supervisor itself does not end on SIGTERM,
 // SIGINT, SIGHUP or SIGQUIT. A process that leaves the group (setsid, setpgid) is
 // out of reach. Deadlines are clock.Monotonic readings, the same in both
 // processes; a command whose deadline has passed when the supervisor is
@@ -26,6 +29,7 @@ package supervisor
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,9 +99,12 @@ type message struct {
 	Kill   bool          `json:"kill,omitempty"` // SIGKILL now
 }
 
-// report is what the supervisor writes on its report descriptor when the
-// command's group is gone.
+// report is what the supervisor writes on its report descriptor, a line
+// each: the command's group as it starts (Pgid alone), and how it ended
+// when the group is gone (Done).
 type report struct {
+	Pgid     int    `json:"pgid,omitempty"`     // the command's process group
+	Done     bool   `json:"done,omitempty"`     // the group is gone: the fields below say how it ended
 	Lapsed   bool   `json:"lapsed,omitempty"`   // not started: past the deadline
 	StartErr string `json:"startErr,omitempty"` // not started: this error
 	Errno    int    `json:"errno,omitempty"`    // of StartErr, when it has one
@@ -141,7 +148,15 @@ type Process struct {
 	path   string
 	mu     sync.Mutex // serializes writes to ctl
 	ctl    *os.File   // the control pipe's write end; closing it kills the command
-	report chan []byte
+	ending chan ending
+}
+
+// ending is what the report descriptor said by the time it closed: the
+// supervisor exited (or died).
+type ending struct {
+	report report // Done is false when the supervisor died without one
+	raw    []byte
+	pgid   int // the command's group, once it started
 }
 
 // self is the program to run as the supervisor: this one. On Linux the
@@ -193,11 +208,17 @@ func Start(c Command) (*Process, error) {
 		repR.Close()
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
-	p := &Process{cmd: cmd, path: c.Path, ctl: ctlW, report: make(chan []byte, 1)}
+	p := &Process{cmd: cmd, path: c.Path, ctl: ctlW, ending: make(chan ending, 1)}
 	go func() {
-		b, _ := io.ReadAll(repR)
+		b, _ := io.ReadAll(repR) // until the supervisor is gone
 		repR.Close()
-		p.report <- b
+		e := readEnding(b)
+		if !e.report.Done && e.pgid != 0 {
+			// The supervisor died with its command running: its own
+			// processes died with it, what they started did not.
+			killGroup(e.pgid)
+		}
+		p.ending <- e
 	}()
 	p.send(message{Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, Hold: len(c.Hold), Grace: c.Grace, StopBy: c.StopBy})
 	return p, nil
@@ -228,13 +249,17 @@ func (p *Process) Kill() { p.send(message{Kill: true}) }
 // *os.PathError around the errno).
 func (p *Process) Wait() error {
 	werr := p.cmd.Wait()
-	b := <-p.report
+	e := <-p.ending
 	p.mu.Lock()
 	p.ctl.Close()
 	p.mu.Unlock()
-	var r report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("supervisor of %s ended without a report (%v): %s", p.path, werr, strings.TrimSpace(string(b)))
+	r := e.report
+	if !r.Done {
+		killed := ""
+		if e.pgid != 0 {
+			killed = "; what was left of its command's group was killed"
+		}
+		return fmt.Errorf("supervisor of %s ended without a report (%v)%s: %s", p.path, werr, killed, strings.TrimSpace(string(e.raw)))
 	}
 	switch {
 	case r.Lapsed:
@@ -248,6 +273,39 @@ func (p *Process) Wait() error {
 	}
 	return nil
 }
+
+// readEnding reads the lines the supervisor wrote on its report descriptor.
+func readEnding(b []byte) ending {
+	e := ending{raw: b}
+	for line := range bytes.Lines(b) {
+		var r report
+		if json.Unmarshal(line, &r) != nil {
+			continue
+		}
+		if r.Pgid != 0 {
+			e.pgid = r.Pgid
+		}
+		if r.Done {
+			e.report = r
+		}
+	}
+	return e
+}
+
+// killGroup kills process group pgid and waits, up to killWait, until no
+// process is left in it: kill(2) finds a process until its parent reaps
+// it, and the parent of one whose own parent died may be slow, or a PID 1
+// that never reaps.
+func killGroup(pgid int) {
+	for deadline := time.Now().Add(killWait); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if syscall.Kill(-pgid, syscall.SIGKILL) != nil {
+			return // none is left
+		}
+	}
+}
+
+// killWait bounds how long killGroup waits for a killed group to be gone.
+const killWait = 5 * time.Second
 
 // readMessages sends the control pipe's messages on ch and closes it when
 // the pipe closes: the parent is gone.

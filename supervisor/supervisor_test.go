@@ -302,3 +302,35 @@ func TestStart_SignalsToSupervisor(t *testing.T) {
 		t.Errorf("the command ignores signals: %q", out.String())
 	}
 }
+
+// TestStart_SupervisorKilled: when the supervisor itself is killed (kill
+// -9, the OOM killer) the command's own process dies with it, and what
+// that started in its group is killed by Wait's caller before Wait
+// returns: nothing of the run goes on while a retry starts.
+func TestStart_SupervisorKilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ppid, child := filepath.Join(dir, "ppid"), filepath.Join(dir, "child")
+	c := sh(fmt.Sprintf("sleep 60 & echo $! > %s.tmp; mv %s.tmp %s; echo $PPID > %s.tmp; mv %s.tmp %s; wait", child, child, child, ppid, ppid, ppid), nil)
+	p, err := supervisor.Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, ppid)
+	read := func(path string) int {
+		b, _ := os.ReadFile(path)
+		return pids(t, string(b))[0]
+	}
+	sup, grandchild := read(ppid), read(child)
+	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = p.Wait()
+	if err == nil || !strings.Contains(err.Error(), "ended without a report") || !strings.Contains(err.Error(), "what was left of its command's group was killed") {
+		t.Errorf("Wait = %v; want the supervisor's end without a report, and its group killed", err)
+	}
+	if alive(grandchild) {
+		syscall.Kill(grandchild, syscall.SIGKILL)
+		t.Fatalf("process %d, started by the command, still runs after its supervisor was killed and Wait returned", grandchild)
+	}
+}
