@@ -63,7 +63,7 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 		return nil, 0, fmt.Errorf("claim jobs: %w", context.Cause(ctx))
 	}
 	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
-	claim := &claimSent{id: rand.Text()}
+	claim := &claimSent{id: rand.Text(), resend: c.claimLost.Load()}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
 	defer cancel()
 	stop := wire.WorkerStoppingRequest{WorkerID: p.WorkerID, ClaimID: claim.id}
@@ -76,7 +76,14 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 		Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease)), Wait: wire.DurationJSON(wait),
 	}, &resp)
 	c.claimFailed.Store(err != nil)
-	if apiErr := (*Error)(nil); errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
+	apiErr := (*Error)(nil)
+	answered := err == nil || errors.As(err, &apiErr)
+	if answered {
+		c.claimLost.Store(false)
+	} else {
+		c.claimLost.Store(true) // the server may have claimed jobs it could not tell of
+	}
+	if apiErr != nil && apiErr.RetryAfter > 0 {
 		c.claimAfter.Store(time.Now().Add(apiErr.RetryAfter).UnixNano())
 	}
 	if err != nil {

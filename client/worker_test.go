@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -364,5 +365,69 @@ func TestClient_ClaimStopsWaiting(t *testing.T) {
 	}
 	if ws, _ := s.Workers(context.Background(), time.Time{}); slices.ContainsFunc(ws, func(w db.Worker) bool { return w.ID == "late" }) {
 		t.Error("the claim with an ended context reached the server")
+	}
+}
+
+// TestClient_PoolClaimAnswerLost: a claim whose answer is lost on the way
+// back (the connection breaks after the server claimed) leaves a job
+// leased to a worker that never heard of it. The worker's next claim says
+// so, gets the job again and runs it once, at once: a job of one attempt
+// does not wait for its lease to run out and go dead unrun.
+func TestClient_PoolClaimAnswerLost(t *testing.T) {
+	t.Parallel()
+	s := sqlitetest.Open(t)
+	api := handlers.New(handlers.Config{Store: s})
+	var dropped atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/claims" || dropped.Load() {
+			api.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, r)
+		if !strings.Contains(rec.Body.String(), `"jobId"`) {
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+			return
+		}
+		dropped.Store(true) // claimed; the answer goes nowhere
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := &client.Client{BaseURL: srv.URL, ClaimWait: time.Second}
+	var runs atomic.Int32
+	pool := worker.NewPool(worker.PoolConfig{
+		Store: c, NextDueFunc: c.NextDue, WorkerID: "remote", Lease: time.Minute, MaxIdle: 100 * time.Millisecond,
+		Handlers: map[string]worker.HandlerFunc{"once": func(context.Context, *worker.Job) error { runs.Add(1); return nil }},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- pool.Run(ctx) }()
+	defer func() { cancel(); <-stopped }()
+	j, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "once", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := s.JobGet(context.Background(), j.ID)
+		if err == nil && got.State == db.StateDone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job is %s after 20 s (lost answer dropped: %t, runs %d); want it run and done well within its 1 min lease",
+				got.State, dropped.Load(), runs.Load())
+		}
+	}
+	if !dropped.Load() || runs.Load() != 1 {
+		t.Errorf("answer dropped %t, runs %d; want the answer lost and the job run once", dropped.Load(), runs.Load())
+	}
+	if rs, _, err := s.RunList(context.Background(), db.RunListParams{JobID: j.ID}); err != nil || len(rs) != 1 || rs[0].Outcome != db.OutcomeSucceeded {
+		t.Errorf("runs of the job: %+v, %v; want its one run, succeeded", rs, err)
 	}
 }

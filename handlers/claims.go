@@ -76,6 +76,23 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.stopping.remove(p.WorkerID, stopping)
+	if r.Header.Get(wire.ClaimResendHeader) != "" {
+		// The leases are renewed from after this: the worker counts
+		// them from here, no later than they began.
+		renewed := time.Since(arrived)
+		held, err := h.heldBy(r.Context(), p)
+		if err != nil {
+			h.error(w, r, err)
+			return
+		}
+		if len(held) > 0 {
+			for _, c := range held {
+				h.remote.hold(c.Job.ID, c.Job.LeaseGeneration, *c.Job.LeaseUntil)
+			}
+			h.writeJSON(w, r, http.StatusOK, claimAnswer(held, renewed))
+			return
+		}
+	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
@@ -136,6 +153,50 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			return // the worker hung up; nothing was claimed for it
 		}
 	}
+}
+
+// heldBy is what the store holds for p's worker (see
+// wire.ClaimResendHeader): the running jobs leased to its id, of its
+// types, each lease renewed for p.Lease from now under its generation. A
+// job whose lease ended meanwhile is left out.
+func (h *handler) heldBy(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	var mine []db.Job
+	for cursor := ""; ; {
+		jobs, next, err := h.store.JobList(ctx, db.JobListParams{State: db.StateRunning, Limit: MaxPageLimit, Cursor: cursor})
+		if err != nil {
+			return nil, fmt.Errorf("list the jobs held for worker %s: %w", p.WorkerID, err)
+		}
+		for _, j := range jobs {
+			if j.LeaseOwner == p.WorkerID && slices.Contains(p.Types, j.Type) {
+				mine = append(mine, j)
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	runs, err := h.store.RunsLive(ctx, mine)
+	if err != nil {
+		return nil, fmt.Errorf("read the runs held for worker %s: %w", p.WorkerID, err)
+	}
+	runOf := make(map[string]int64, len(runs))
+	for _, r := range runs {
+		runOf[r.JobID] = r.ID
+	}
+	var held []db.Claim
+	for _, j := range mine {
+		hb, err := h.store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: j.ID, Generation: j.LeaseGeneration, Lease: p.Lease})
+		if errors.Is(err, db.ErrStale) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("renew the lease of job %s for worker %s: %w", j.ID, p.WorkerID, err)
+		}
+		j.LeaseUntil, j.CancelRequested = &hb.LeaseUntil, hb.CancelRequested
+		held = append(held, db.Claim{Job: j, RunID: runOf[j.ID]})
+	}
+	return held, nil
 }
 
 // handBack releases claims made for a worker that hung up before they were

@@ -68,6 +68,38 @@ func TestHandler_ClaimValidation(t *testing.T) {
 	}
 }
 
+// TestHandler_ClaimResend: a claim sent after one whose answer was lost
+// (Sked-Claim-Resend) answers the jobs the server holds for the worker's
+// id again, the same generation and run, their leases renewed, and claims
+// nothing new; another worker's jobs are not in it, and without the
+// header the claim goes on as ever.
+func TestHandler_ClaimResend(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	lost := e.create(`{"type": "thumb"}`, http.StatusCreated)
+	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "max": 1, "lease": "10s", "wait": "0s"}`) // its answer is lost
+	e.create(`{"type": "thumb"}`, http.StatusCreated)                                                      // due, not claimed yet
+	theirs := e.create(`{"type": "other"}`, http.StatusCreated)
+	e.claimOne(`{"workerId": "box2/7", "types": ["other"], "wait": "0s"}`)
+
+	res := e.do(http.MethodPost, "/claims", `{"workerId": "box1/42", "types": ["thumb", "other"], "max": 5, "lease": "20s", "wait": "0s"}`,
+		wire.ClaimResendHeader, "1")
+	res.wantStatus(t, http.StatusOK)
+	var cr wire.ClaimResponse
+	res.decode(t, &cr)
+	if len(cr.Claims) != 1 {
+		t.Fatalf("resend: %d claims %+v; want the lost one alone (not %s, another worker's, nor a new one)", len(cr.Claims), cr.Claims, theirs.ID)
+	}
+	got := cr.Claims[0]
+	if got.ID != lost.ID || got.Generation != c.Generation || got.RunID != c.RunID || got.LeaseUntil == nil || !got.LeaseUntil.Equal(testNow.Add(20*time.Second)) {
+		t.Errorf("resend: %+v; want job %s, generation %d, run %d, its lease renewed for 20s", got, lost.ID, c.Generation, c.RunID)
+	}
+	// Without the header: the next due job, newly claimed.
+	if next := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`); next.ID == lost.ID {
+		t.Errorf("a claim without the header answered the held job again")
+	}
+}
+
 // TestHandler_ClaimLifecycle claims a job over HTTP, renews it, and checks
 // that every write under another generation is refused with 409 and
 // changes nothing.

@@ -360,13 +360,17 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		claims, err = p.cfg.Store.RunClaim(context.WithoutCancel(ctx), params)
 	}
 	late := ctx.Err() != nil
-	out := make([]*claimed, len(claims))
+	out := make([]*claimed, 0, len(claims))
 	p.runsMu.Lock()
 	defer p.runsMu.Unlock()
-	for i, c := range claims {
-		out[i] = &claimed{Claim: c, lease: newLease(sent, waited, params.Lease), late: late}
-		out[i].ctx, out[i].cancel = context.WithCancelCause(runCtx)
-		p.running[c.Job.ID] = out[i]
+	for _, c := range claims {
+		if had := p.running[c.Job.ID]; had != nil && had.Job.LeaseGeneration == c.Job.LeaseGeneration {
+			continue // a claim answered again (wire.ClaimResendHeader) of a run this pool has
+		}
+		cl := &claimed{Claim: c, lease: newLease(sent, waited, params.Lease), late: late}
+		cl.ctx, cl.cancel = context.WithCancelCause(runCtx)
+		p.running[c.Job.ID] = cl
+		out = append(out, cl)
 	}
 	return out, err
 }

@@ -197,6 +197,50 @@ func (c *countingStore) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db
 	return c.Store.RunClaim(ctx, p)
 }
 
+// repeatingStore answers every claim with the claims of the first one
+// that found jobs too, as a server answers a claim sent after a lost answer
+// (wire.ClaimResendHeader) with what it holds for the worker.
+type repeatingStore struct {
+	*sqlite.Store
+	mu    sync.Mutex
+	first []db.Claim
+}
+
+func (r *repeatingStore) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	claims, err := r.Store.RunClaim(ctx, p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == nil && len(claims) > 0 {
+		r.first = claims
+		return claims, err
+	}
+	return append(claims, r.first...), err
+}
+
+// TestPool_ClaimAnsweredAgain: a claim answered again with a job the pool
+// runs already (the same generation) does not start it a second time.
+func TestPool_ClaimAnsweredAgain(t *testing.T) {
+	s := sqlitetest.Open(t)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	rs := &repeatingStore{Store: s}
+	p, _ := startPool(t, s, worker.PoolConfig{Store: rs, Slots: 4, MaxIdle: 10 * time.Millisecond, Handlers: map[string]worker.HandlerFunc{
+		"slow": func(ctx context.Context, _ *worker.Job) error { calls.Add(1); <-release; return nil },
+	}})
+	j := create(t, s, db.JobCreateParams{Type: "slow"})
+	p.Wake()
+	waitState(t, s, j.ID, db.StateRunning)
+	for range 5 { // claims, each answering the running job again
+		p.Wake()
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
+	waitState(t, s, j.ID, db.StateDone)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times; want once", n)
+	}
+}
+
 // TestPool_FreedSlotsDoNotClaim: once a claim has taken every due job,
 // runs ending (freeing slots) make no claim: nothing became due.
 func TestPool_FreedSlotsDoNotClaim(t *testing.T) {
