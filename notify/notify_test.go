@@ -33,6 +33,7 @@ func TestParseSink(t *testing.T) {
 	}{
 		{in: "webhook:https://example.com/hook", want: notify.Sink{Kind: "webhook", URL: "https://example.com/hook"}},
 		{in: "ntfy:https://ntfy.sh/alerts", want: notify.Sink{Kind: "ntfy", URL: "https://ntfy.sh/", Topic: "alerts"}},
+		{in: "ntfy:http://nas.lan/ntfy/alerts", want: notify.Sink{Kind: "ntfy", URL: "http://nas.lan/ntfy/", Topic: "alerts"}}, // behind a proxy's prefix
 		{in: "gotify:https://g.example.com/?token=abc", want: notify.Sink{Kind: "gotify", URL: "https://g.example.com/message", Token: "abc"}},
 		{in: "slack:https://hooks.slack.com/services/T1/B2/xyz", want: notify.Sink{Kind: "slack", URL: "https://hooks.slack.com/services/T1/B2/xyz"}},
 		{in: "discord:https://discord.com/api/webhooks/1/abc", want: notify.Sink{Kind: "discord", URL: "https://discord.com/api/webhooks/1/abc"}},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/mail"
 	"net/url"
+	"path"
 	"strings"
 )
 
@@ -80,11 +81,13 @@ func ParseSink(s string) (Sink, error) {
 	}
 	switch kind {
 	case SinkNtfy:
-		topic := strings.Trim(u.Path, "/")
-		if topic == "" || strings.Contains(topic, "/") {
+		// The topic is the path's last part; what is before it is where
+		// the server is served (a proxy's prefix, /ntfy/ say).
+		prefix, topic := path.Split(strings.Trim(u.Path, "/"))
+		if topic == "" {
 			return Sink{}, fmt.Errorf("notify sink %s: give the topic as the URL's path, e.g. ntfy:https://ntfy.sh/my-topic", sinkLabel(kind, rawURL))
 		}
-		return Sink{Kind: kind, URL: u.Scheme + "://" + u.Host + "/", Topic: topic}, nil
+		return Sink{Kind: kind, URL: u.Scheme + "://" + u.Host + "/" + prefix, Topic: topic}, nil
 	case SinkGotify:
 		token := u.Query().Get("token")
 		if token == "" {
