@@ -23,6 +23,14 @@ const (
 // its id.
 func (e Event) subject() string { return cmp.Or(e.JobName, e.JobID) }
 
+// attempts is "1 attempt" or "n attempts".
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
 // who names the job in a sentence: the name first, with its type and id.
 func (e Event) who() string {
 	if e.JobName != "" {
@@ -36,9 +44,13 @@ func (e Event) text() (title, message string) {
 	lastErr := cmp.Or(e.Error, "none recorded")
 	switch e.Kind {
 	case KindGaveUp:
-		title = fmt.Sprintf("sked: %s gave up after %d attempts", e.subject(), e.Attempts)
-		message = fmt.Sprintf("%s gave up on its slot %s: all %d attempts failed. Last error: %s.",
-			e.who(), e.Slot.UTC().Format(time.RFC3339), e.Attempts, lastErr)
+		title = fmt.Sprintf("sked: %s gave up after %s", e.subject(), attempts(e.Attempts))
+		failed := fmt.Sprintf("all %d attempts failed", e.Attempts)
+		if e.Attempts == 1 {
+			failed = "its one attempt failed"
+		}
+		message = fmt.Sprintf("%s gave up on its slot %s: %s. Last error: %s.",
+			e.who(), e.Slot.UTC().Format(time.RFC3339), failed, lastErr)
 		if e.Schedule != "" {
 			message += fmt.Sprintf(" The schedule %q goes on at its next slot.", e.Schedule)
 		} else {

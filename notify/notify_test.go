@@ -155,6 +155,10 @@ func TestNotify_NameFirst(t *testing.T) {
 	if got.Message != want {
 		t.Errorf("message = %q, want %q", got.Message, want)
 	}
+	got = webhookEvent(t, n, s, notify.Event{Kind: notify.KindGaveUp, JobID: "01JOBID", JobType: "exec", Schedule: "0 2 * * *", Slot: slot, Attempts: 1, Error: "exit status 1", Key: "one"})
+	if want := "sked: 01JOBID gave up after 1 attempt"; got.Title != want || !strings.Contains(got.Message, ": its one attempt failed.") {
+		t.Errorf("one attempt: title %q, message %q; want %q and its one attempt", got.Title, got.Message, want)
+	}
 }
 
 // request is what a test server received.
