@@ -103,3 +103,21 @@ func TestLockDB_Symlinks(t *testing.T) {
 		t.Fatalf("lockDB through a link: %v; want it refused as held", err)
 	}
 }
+
+// TestDBLabel: logs name a SQLite file by its absolute path, and a
+// PostgreSQL URL without its password.
+func TestDBLabel(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dsn, want := range map[string]string{
+		"sked.db":                            filepath.Join(wd, "sked.db"),
+		"/var/lib/s.db":                      "/var/lib/s.db",
+		"postgres://sked:secret@db.lan/sked": "postgres://sked:xxxxx@db.lan/sked",
+	} {
+		if got := dbLabel(dsn); got != want {
+			t.Errorf("dbLabel(%q) = %q, want %q", dsn, got, want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,6 +140,19 @@ var ErrClosed = errors.New("sked server closed")
 // builtinTypes are the job types sked serve runs itself (New, Start),
 // whatever handlers a program registers: no remote worker may claim them.
 var builtinTypes = []string{"http", "email", "exec"}
+
+// dbLabel names the database at dsn in logs: a PostgreSQL URL without its
+// password, a SQLite file by its absolute path (a relative one names a
+// file in whatever directory sked was started from).
+func dbLabel(dsn string) string {
+	if postgres.IsURL(dsn) {
+		return postgres.Redacted(dsn)
+	}
+	if abs, err := filepath.Abs(dsn); err == nil {
+		return abs
+	}
+	return dsn
+}
 
 // BuiltinType reports whether typ is a type sked serve runs itself, which
 // no remote worker may claim.
@@ -264,9 +278,9 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.store = store
 	switch v := MigratedOf(store); {
 	case v.From == 0:
-		log.Info("created the database's schema", "db", postgres.Redacted(cfg.DB), "schema", v.To)
+		log.Info("created the database's schema", "db", dbLabel(cfg.DB), "schema", v.To)
 	case v.From != v.To:
-		log.Info("migrated the database's schema", "db", postgres.Redacted(cfg.DB), "from", v.From, "to", v.To)
+		log.Info("migrated the database's schema", "db", dbLabel(cfg.DB), "from", v.From, "to", v.To)
 	}
 	engineOf(store).DefaultsFunc = defaultsFunc(cfg.JobDefaults)
 	engineOf(store).Logger = log
@@ -479,7 +493,7 @@ func (s *Server) Run(ctx context.Context) error {
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}
 	}
-	log.Info("sked serving", "addr", addr, "db", postgres.Redacted(cfg.DB), "workers", cfg.Workers,
+	log.Info("sked serving", "addr", addr, "db", dbLabel(cfg.DB), "workers", cfg.Workers,
 		"types", strings.Join(p.pool.Types(), ","), "version", buildinfo.Read().Version)
 	if cfg.EnableExec && !cfg.authenticates() {
 		log.Warn("exec jobs are on and the API takes no token: any program or user that can reach it can run "+
