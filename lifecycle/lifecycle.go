@@ -143,12 +143,13 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	slot := deref(j.Slot)
 	outcome := ended(j, p)
 	switch {
-	case HandedBack(j, p, now) && j.RescheduledAt != nil && s != nil && !j.Triggered && j.Attempt <= 1:
+	case HandedBack(j, p, now) && j.RescheduledAt != nil && s != nil && !j.Triggered && j.Attempt <= 1 && !onSchedule(s, slot):
 		// The firing's first run never started, and its schedule was
-		// replaced while it was held: the firing is passed over, as the
-		// change passed over the old schedule's slots, and the job moves
-		// on to the new schedule from the change. (A retry handed back
-		// keeps its place below: its slot ran, and retries.)
+		// replaced while it was held by one without its slot: the firing
+		// is passed over, as the change passed over the old schedule's
+		// slots, and the job moves on to the new schedule from the
+		// change. (A slot the new schedule has too is owed still, and a
+		// retry handed back has run: both keep their place below.)
 		from := *j
 		from.Slot = j.RescheduledAt
 		r := nextFiring(&from, s, slot, claimedAt, now, j.LastError)
@@ -325,11 +326,16 @@ func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Ti
 	// A slot of old that passed but is not yet accounted for is owed
 	// still: when it is a slot of next too (only the jitter changed, say),
 	// it stays pending, late. Otherwise it is passed over too.
-	if owed := firstUnaccounted(old, from, passed); !owed.After(now) &&
-		(next.Every() || next.Next(owed.Add(-time.Nanosecond)).Equal(owed)) {
+	if owed := firstUnaccounted(old, from, passed); !owed.After(now) && onSchedule(next, owed) {
 		return owed, passed
 	}
 	return next.Next(now), through(now.Add(time.Nanosecond))
+}
+
+// onSchedule reports whether t is a slot of s; any instant is one of an
+// @every schedule, whose chain may start anywhere.
+func onSchedule(s *schedule.Schedule, t time.Time) bool {
+	return s.Every() || s.Next(t.Add(-time.Nanosecond)).Equal(t)
 }
 
 // firstUnaccounted is the first slot of s from from on that m, the slots

@@ -436,6 +436,36 @@ func testRescheduleWhileRunning(t *testing.T, f *fixture) {
 	after = f.finish(claims[0], db.OutcomeSucceeded, false)
 	wantTime(t, "next slot after the firing claimed ahead", after.Slot, at(60).Add(time.Second))
 	wantLedger(j.ID, map[string]int{"succeeded": 1, "missed:overlap": 3})
+
+	// Claimed ahead, changed to a schedule that has its slot too, and
+	// handed back before the slot: the slot is owed still, not skipped; it
+	// runs once, and the new schedule's slots before it are recorded when
+	// it ends.
+	f.Clock.Set(Start)
+	j = f.create(db.JobCreateParams{Name: "ahead-kept", Type: "kept", Schedule: "0 * * * *"})
+	f.Clock.Set(at(60).Add(-5 * time.Second))
+	claims, err = f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"kept"}, Max: 1, Lease: time.Hour, Ahead: 6 * time.Second})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim ahead: %d claims, %v", len(claims), err)
+	}
+	reschedule(j.ID, "*/2 * * * * *") // 12:59:56, 12:59:58, then 13:00:00, the firing's slot
+	f.Clock.Set(at(60).Add(-3 * time.Second))
+	after = f.finish(claims[0], db.OutcomeReleased, false)
+	wantTime(t, "slot after a hand-back the new schedule shares", after.Slot, at(60))
+	wantLedger(j.ID, map[string]int{"released": 1})
+	f.Clock.Set(at(60))
+	claims, err = f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"kept"}, Max: 1, Lease: time.Hour})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim of the owed slot: %d claims, %v", len(claims), err)
+	}
+	wantTime(t, "slot run", claims[0].Job.Slot, at(60))
+	f.Clock.Set(at(60).Add(500 * time.Millisecond))
+	after = f.finish(claims[0], db.OutcomeSucceeded, false)
+	wantTime(t, "next slot", after.Slot, at(60).Add(2*time.Second))
+	if n := f.settled(j.ID, at(60)); n != 1 {
+		t.Errorf("the shared slot is in the ledger %d times (%v); want once", n, f.outcomes(j.ID))
+	}
+	wantLedger(j.ID, map[string]int{"released": 1, "succeeded": 1, "missed:overlap": 2})
 }
 
 // testRescheduleAfterSkipBack skips a schedule's next slot, then changes
