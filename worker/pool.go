@@ -115,6 +115,11 @@ type Pool struct {
 	leasesMu sync.RWMutex
 	runsMu   sync.Mutex
 	running  map[string]*claimed // the pool's claims by job ID; guarded by runsMu
+	// ended are the runs this pool ended lately, at most maxEnded (endedOrder
+	// the oldest first): a claim answered again (see claim) may name one
+	// whose end the store recorded after it read it. Guarded by runsMu.
+	ended      map[runID]struct{}
+	endedOrder []runID
 
 	// The dispatcher goroutine's own: drained is set when the last claim
 	// took every due job, and then next (if hasNext) is the earliest due
@@ -183,6 +188,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		freed:   make(chan struct{}, 1),
 		recheck: make(chan struct{}, 1),
 		running: map[string]*claimed{},
+		ended:   map[runID]struct{}{},
 		sem:     make(chan struct{}, cfg.Slots),
 
 		workerIdle: workerIdle,
@@ -364,8 +370,15 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 	p.runsMu.Lock()
 	defer p.runsMu.Unlock()
 	for _, c := range claims {
-		if had := p.running[c.Job.ID]; had != nil && had.Job.LeaseGeneration == c.Job.LeaseGeneration {
-			continue // a claim answered again (wire.ClaimResendHeader) of a run this pool has
+		// A claim answered again (wire.ClaimResendHeader) names the jobs
+		// the store held for this worker as it read them: also runs this
+		// pool has, or ended since.
+		id := runID{c.Job.ID, c.Job.LeaseGeneration}
+		if had := p.running[c.Job.ID]; had != nil && had.Job.LeaseGeneration == id.generation {
+			continue
+		}
+		if _, ok := p.ended[id]; ok {
+			continue
 		}
 		cl := &claimed{Claim: c, lease: newLease(sent, waited, params.Lease), late: late}
 		cl.ctx, cl.cancel = context.WithCancelCause(runCtx)
@@ -382,7 +395,24 @@ func (p *Pool) release(c *claimed) {
 	if p.running[c.Job.ID] == c {
 		delete(p.running, c.Job.ID)
 	}
+	if len(p.endedOrder) == maxEnded {
+		delete(p.ended, p.endedOrder[0])
+		p.endedOrder = p.endedOrder[1:]
+	}
+	id := runID{c.Job.ID, c.Job.LeaseGeneration}
+	p.ended[id] = struct{}{}
+	p.endedOrder = append(p.endedOrder, id)
 }
+
+// runID names a run: its job and lease generation.
+type runID struct {
+	job        string
+	generation int64
+}
+
+// maxEnded bounds the ended runs a pool remembers: far more than end while
+// one claim is answered again.
+const maxEnded = 1024
 
 // RenewAhead renews the lease of every job the pool holds to last extra
 // longer than a lease, and keeps the pool from claiming or renewing until

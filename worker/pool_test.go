@@ -218,7 +218,7 @@ func (r *repeatingStore) RunClaim(ctx context.Context, p db.RunClaimParams) ([]d
 }
 
 // TestPool_ClaimAnsweredAgain: a claim answered again with a job the pool
-// runs already (the same generation) does not start it a second time.
+// runs already, or ran (the same generation), does not start it again.
 func TestPool_ClaimAnsweredAgain(t *testing.T) {
 	s := sqlitetest.Open(t)
 	var calls atomic.Int32
@@ -236,6 +236,10 @@ func TestPool_ClaimAnsweredAgain(t *testing.T) {
 	}
 	close(release)
 	waitState(t, s, j.ID, db.StateDone)
+	for range 5 { // and after it ended: the store read it before its end was recorded
+		p.Wake()
+		time.Sleep(20 * time.Millisecond)
+	}
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("the handler ran %d times; want once", n)
 	}
