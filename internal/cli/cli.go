@@ -149,7 +149,7 @@ func newRoot(env Env) *cobra.Command {
 	for _, c := range root.Commands() {
 		c.SuggestFor = otherCommandWords[c.Name()]
 	}
-	for _, c := range []*cobra.Command{versionCmd(env), backupCmd(env), healthcheckCmd(env), checkCmd(env), benchCmd(env)} {
+	for _, c := range []*cobra.Command{versionCmd(env), backupCmd(env), healthcheckCmd(env), checkCmd(env), benchCmd(env), importCrontabCmd(env)} {
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}
@@ -228,6 +228,16 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
+			return usagef("%s takes %s", cmd.CommandPath(), what)
+		}
+		return nil
+	}
+}
+
+// maxArgs wants at most n positional arguments, described by what.
+func maxArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
 			return usagef("%s takes %s", cmd.CommandPath(), what)
 		}
 		return nil
