@@ -63,7 +63,7 @@ type Client struct {
 
 	current     atomic.Int64 // the server requests go to: 0 is BaseURL, i is Fallbacks[i-1]
 	claimFailed atomic.Bool  // the last RunClaim failed; see NextDue
-	claimLost   atomic.Bool  // a RunClaim got no answer since the last that did; see wire.ClaimResendHeader
+	claimLost   atomic.Pointer[string] // the id of a claim that got no answer since the last that did; see wire.ClaimResendHeader
 	claimAfter  atomic.Int64 // no claim is sent before this (Unix ns): the last one's Retry-After
 }
 
@@ -189,7 +189,7 @@ func (c *Client) moveOn(i int64, err error) {
 // RunClaimWaited).
 type claimSent struct {
 	id     string // immutable
-	resend bool   // immutable: see wire.ClaimResendHeader
+	resend string // immutable: the claim it resends, see wire.ClaimResendHeader
 	mu     sync.Mutex
 	server string // "": not written yet; guarded by mu
 }
@@ -230,8 +230,8 @@ func (c *Client) sendTo(ctx context.Context, base, method, path, contentType str
 	}
 	if claim != nil {
 		req.Header.Set(wire.ClaimIDHeader, claim.id)
-		if claim.resend {
-			req.Header.Set(wire.ClaimResendHeader, "1")
+		if claim.resend != "" {
+			req.Header.Set(wire.ClaimResendHeader, claim.resend)
 		}
 	}
 	if b != nil {

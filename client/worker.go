@@ -63,7 +63,10 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 		return nil, 0, fmt.Errorf("claim jobs: %w", context.Cause(ctx))
 	}
 	wait := cmp.Or(c.ClaimWait, wire.DefaultClaimWait)
-	claim := &claimSent{id: rand.Text(), resend: c.claimLost.Load()}
+	claim := &claimSent{id: rand.Text()}
+	if lost := c.claimLost.Load(); lost != nil {
+		claim.resend = *lost
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(1+len(c.Fallbacks))*(wait+claimSlack))
 	defer cancel()
 	stop := wire.WorkerStoppingRequest{WorkerID: p.WorkerID, ClaimID: claim.id}
@@ -78,10 +81,13 @@ func (c *Client) RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.
 	c.claimFailed.Store(err != nil)
 	apiErr := (*Error)(nil)
 	answered := err == nil || errors.As(err, &apiErr)
-	if answered {
-		c.claimLost.Store(false)
-	} else {
-		c.claimLost.Store(true) // the server may have claimed jobs it could not tell of
+	switch {
+	case answered:
+		c.claimLost.Store(nil)
+	case claim.resend == "" || claim.where() != "":
+		// The server may have claimed jobs it could not tell of. A
+		// resend that was not even written keeps naming the claim lost.
+		c.claimLost.Store(&claim.id)
 	}
 	if apiErr != nil && apiErr.RetryAfter > 0 {
 		c.claimAfter.Store(time.Now().Add(apiErr.RetryAfter).UnixNano())

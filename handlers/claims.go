@@ -76,11 +76,11 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.stopping.remove(p.WorkerID, stopping)
-	if r.Header.Get(wire.ClaimResendHeader) != "" {
+	if lost := r.Header.Get(wire.ClaimResendHeader); lost != "" {
 		// The leases are renewed from after this: the worker counts
 		// them from here, no later than they began.
 		renewed := time.Since(arrived)
-		held, err := h.heldBy(r.Context(), p)
+		held, err := h.answeredAgain(r.Context(), p, lost)
 		if err != nil {
 			h.error(w, r, err)
 			return
@@ -89,6 +89,7 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			for _, c := range held {
 				h.remote.hold(c.Job.ID, c.Job.LeaseGeneration, *c.Job.LeaseUntil)
 			}
+			h.answered.add(p.WorkerID, claimID, held, time.Now()) // this answer may be lost too
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(held, renewed))
 			return
 		}
@@ -120,6 +121,7 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			for _, c := range claims {
 				h.remote.hold(c.Job.ID, c.Job.LeaseGeneration, *c.Job.LeaseUntil)
 			}
+			h.answered.add(p.WorkerID, claimID, claims, time.Now())
 			h.writeJSON(w, r, http.StatusOK, claimAnswer(claims, waited))
 			return
 		}
@@ -155,48 +157,24 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// heldBy is what the store holds for p's worker (see
-// wire.ClaimResendHeader): the running jobs leased to its id, of its
-// types, each lease renewed for p.Lease from now under its generation. A
-// job whose lease ended meanwhile is left out.
-func (h *handler) heldBy(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
-	var mine []db.Job
-	for cursor := ""; ; {
-		jobs, next, err := h.store.JobList(ctx, db.JobListParams{State: db.StateRunning, Limit: MaxPageLimit, Cursor: cursor})
-		if err != nil {
-			return nil, fmt.Errorf("list the jobs held for worker %s: %w", p.WorkerID, err)
-		}
-		for _, j := range jobs {
-			if j.LeaseOwner == p.WorkerID && slices.Contains(p.Types, j.Type) {
-				mine = append(mine, j)
-			}
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	runs, err := h.store.RunsLive(ctx, mine)
-	if err != nil {
-		return nil, fmt.Errorf("read the runs held for worker %s: %w", p.WorkerID, err)
-	}
-	runOf := make(map[string]int64, len(runs))
-	for _, r := range runs {
-		runOf[r.JobID] = r.ID
-	}
-	var held []db.Claim
-	for _, j := range mine {
-		hb, err := h.store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: j.ID, Generation: j.LeaseGeneration, Lease: p.Lease})
+// answeredAgain is what the claim named lost, of p's worker, was answered
+// with (see wire.ClaimResendHeader), as far as the store still holds it
+// under the same lease: each such job with its lease renewed for p.Lease
+// from now. The rest (run and ended since, reaped, cancelled) is left out.
+func (h *handler) answeredAgain(ctx context.Context, p db.RunClaimParams, lost string) ([]db.Claim, error) {
+	var again []db.Claim
+	for _, c := range h.answered.take(p.WorkerID, lost, time.Now()) {
+		hb, err := h.store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: c.Job.LeaseGeneration, Lease: p.Lease})
 		if errors.Is(err, db.ErrStale) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("renew the lease of job %s for worker %s: %w", j.ID, p.WorkerID, err)
+			return nil, fmt.Errorf("renew the lease of job %s for worker %s: %w", c.Job.ID, p.WorkerID, err)
 		}
-		j.LeaseUntil, j.CancelRequested = &hb.LeaseUntil, hb.CancelRequested
-		held = append(held, db.Claim{Job: j, RunID: runOf[j.ID]})
+		c.Job.LeaseUntil, c.Job.CancelRequested = &hb.LeaseUntil, hb.CancelRequested
+		again = append(again, c)
 	}
-	return held, nil
+	return again, nil
 }
 
 // handBack releases claims made for a worker that hung up before they were

@@ -69,34 +69,44 @@ func TestHandler_ClaimValidation(t *testing.T) {
 }
 
 // TestHandler_ClaimResend: a claim sent after one whose answer was lost
-// (Sked-Claim-Resend) answers the jobs the server holds for the worker's
-// id again, the same generation and run, their leases renewed, and claims
-// nothing new; another worker's jobs are not in it, and without the
-// header the claim goes on as ever.
+// (Sked-Claim-Resend naming its Sked-Claim-Id) answers that claim's jobs
+// again, the same generation and run, their leases renewed, and claims
+// nothing new; not the jobs of another claim of the same worker id (a
+// replica that shares it), nor another worker's; a resend naming a claim
+// the server does not know goes on as a claim as ever.
 func TestHandler_ClaimResend(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, nil)
+	claimAs := func(body, id string, headers ...string) wire.ClaimResponse {
+		t.Helper()
+		res := e.do(http.MethodPost, "/claims", body, append([]string{wire.ClaimIDHeader, id}, headers...)...)
+		res.wantStatus(t, http.StatusOK)
+		var cr wire.ClaimResponse
+		res.decode(t, &cr)
+		return cr
+	}
 	lost := e.create(`{"type": "thumb"}`, http.StatusCreated)
-	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "max": 1, "lease": "10s", "wait": "0s"}`) // its answer is lost
-	e.create(`{"type": "thumb"}`, http.StatusCreated)                                                      // due, not claimed yet
-	theirs := e.create(`{"type": "other"}`, http.StatusCreated)
+	first := claimAs(`{"workerId": "box1/42", "types": ["thumb"], "max": 1, "lease": "10s", "wait": "0s"}`, "claim-a") // its answer is lost
+	sibling := e.create(`{"type": "thumb"}`, http.StatusCreated)
+	claimAs(`{"workerId": "box1/42", "types": ["thumb"], "max": 1, "wait": "0s"}`, "claim-b") // a replica with the same id
+	e.create(`{"type": "thumb"}`, http.StatusCreated)                                         // due, not claimed yet
+	e.create(`{"type": "other"}`, http.StatusCreated)
 	e.claimOne(`{"workerId": "box2/7", "types": ["other"], "wait": "0s"}`)
 
-	res := e.do(http.MethodPost, "/claims", `{"workerId": "box1/42", "types": ["thumb", "other"], "max": 5, "lease": "20s", "wait": "0s"}`,
-		wire.ClaimResendHeader, "1")
-	res.wantStatus(t, http.StatusOK)
-	var cr wire.ClaimResponse
-	res.decode(t, &cr)
+	cr := claimAs(`{"workerId": "box1/42", "types": ["thumb", "other"], "max": 5, "lease": "20s", "wait": "0s"}`, "claim-c",
+		wire.ClaimResendHeader, "claim-a")
 	if len(cr.Claims) != 1 {
-		t.Fatalf("resend: %d claims %+v; want the lost one alone (not %s, another worker's, nor a new one)", len(cr.Claims), cr.Claims, theirs.ID)
+		t.Fatalf("resend: %d claims %+v; want the lost one alone (not %s, the sibling's, nor another worker's, nor a new one)", len(cr.Claims), cr.Claims, sibling.ID)
 	}
-	got := cr.Claims[0]
+	got, c := cr.Claims[0], first.Claims[0]
 	if got.ID != lost.ID || got.Generation != c.Generation || got.RunID != c.RunID || got.LeaseUntil == nil || !got.LeaseUntil.Equal(testNow.Add(20*time.Second)) {
 		t.Errorf("resend: %+v; want job %s, generation %d, run %d, its lease renewed for 20s", got, lost.ID, c.Generation, c.RunID)
 	}
-	// Without the header: the next due job, newly claimed.
-	if next := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`); next.ID == lost.ID {
-		t.Errorf("a claim without the header answered the held job again")
+	// Naming a claim it does not know (another node's, or this one's
+	// before a restart): a claim as ever, the next due job.
+	again := claimAs(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`, "claim-d", wire.ClaimResendHeader, "claim-zzz")
+	if len(again.Claims) != 1 || again.Claims[0].ID == lost.ID || again.Claims[0].ID == sibling.ID {
+		t.Errorf("a resend naming an unknown claim: %+v; want the next due job, newly claimed", again.Claims)
 	}
 }
 

@@ -122,6 +122,7 @@ type handler struct {
 	claimers        *claimWaiters   // long polls of POST /claims; never nil
 	remote          *remoteLeases   // leases handed to remote workers, for Drain; never nil
 	stopping        stoppingWorkers // ends the claim waits of workers that stop
+	answered        *answeredClaims // what named claims were answered, for a resend; never nil
 	tokens          []token         // Config's tokens of every role
 	allowedHosts    []string        // Config.AllowedHosts as hostName has them
 	metrics         http.Handler
@@ -175,6 +176,7 @@ func New(cfg Config) *API {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
 	h.remote = newRemoteLeases(cfg.Store, h.logger)
+	h.answered = newAnsweredClaims()
 	h.tokens = tokensOf(cfg)
 	for _, host := range cfg.AllowedHosts {
 		h.allowedHosts = append(h.allowedHosts, hostName(host))

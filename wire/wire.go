@@ -55,13 +55,15 @@ type ClaimRequest struct {
 // does not know it (and refuses unknown fields) ignores it.
 const ClaimIDHeader = "Sked-Claim-Id"
 
-// ClaimResendHeader, on a POST /claims, says the worker's previous claim
-// got no answer (its connection broke): the server may have claimed jobs
-// for it that it never heard of. The answer then holds, again, the jobs
-// the server holds for the worker's id, their leases renewed from now,
-// and nothing newly claimed; the worker runs those it does not run
-// already (the same job and generation), so that none waits for its
-// lease to run out and is charged a failed attempt without having run.
+// ClaimResendHeader, on a POST /claims, names (by its ClaimIDHeader) the
+// worker's claim that got no answer (its connection broke): the server
+// may have claimed jobs for it that it never heard of. When the server
+// that answered that claim still knows what it answered (the same node,
+// not restarted, within minutes), the answer holds those jobs again, as
+// far as the claim's leases still hold them, renewed from now, and nothing
+// newly claimed; the worker runs those it does not run already and did not
+// run (the same job and generation), so that none waits for its lease to
+// run out and is charged a failed attempt without having run.
 const ClaimResendHeader = "Sked-Claim-Resend"
 
 // Claimed is one job of a claim's answer: the job as claimed, its run and

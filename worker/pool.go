@@ -382,6 +382,9 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		}
 		cl := &claimed{Claim: c, lease: newLease(sent, waited, params.Lease), late: late}
 		cl.ctx, cl.cancel = context.WithCancelCause(runCtx)
+		if c.Job.CancelRequested { // asked while the claim's answer was lost (answered again)
+			cl.cancel(errCancelRequested)
+		}
 		p.running[c.Job.ID] = cl
 		out = append(out, cl)
 	}

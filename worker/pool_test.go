@@ -245,6 +245,37 @@ func TestPool_ClaimAnsweredAgain(t *testing.T) {
 	}
 }
 
+// cancelAskedStore answers claims with a cancel already asked for, as a
+// claim answered again after its first answer was lost may be.
+type cancelAskedStore struct{ *sqlite.Store }
+
+func (c cancelAskedStore) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	claims, err := c.Store.RunClaim(ctx, p)
+	for i := range claims {
+		if _, rerr := c.Store.JobRequestCancelRun(ctx, claims[i].Job.ID); rerr != nil {
+			return nil, rerr
+		}
+		claims[i].Job.CancelRequested = true
+	}
+	return claims, err
+}
+
+// TestPool_ClaimWithCancelAsked: a claim answered with a cancel already
+// asked for does not start its handler; the run ends cancelled.
+func TestPool_ClaimWithCancelAsked(t *testing.T) {
+	s := sqlitetest.Open(t)
+	var calls atomic.Int32
+	p, _ := startPool(t, s, worker.PoolConfig{Store: cancelAskedStore{s}, Handlers: map[string]worker.HandlerFunc{
+		"asked": func(context.Context, *worker.Job) error { calls.Add(1); return nil },
+	}})
+	j := create(t, s, db.JobCreateParams{Type: "asked"})
+	p.Wake()
+	waitState(t, s, j.ID, db.StateCancelled)
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the handler ran %d times; want none", n)
+	}
+}
+
 // TestPool_FreedSlotsDoNotClaim: once a claim has taken every due job,
 // runs ending (freeing slots) make no claim: nothing became due.
 func TestPool_FreedSlotsDoNotClaim(t *testing.T) {
