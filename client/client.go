@@ -61,10 +61,10 @@ type Client struct {
 	// Fallbacks) at WARN, with the server and the error that caused it.
 	Logger *slog.Logger
 
-	current     atomic.Int64 // the server requests go to: 0 is BaseURL, i is Fallbacks[i-1]
-	claimFailed atomic.Bool  // the last RunClaim failed; see NextDue
+	current     atomic.Int64           // the server requests go to: 0 is BaseURL, i is Fallbacks[i-1]
+	claimFailed atomic.Bool            // the last RunClaim failed; see NextDue
 	claimLost   atomic.Pointer[string] // the id of a claim that got no answer since the last that did; see wire.ClaimResendHeader
-	claimAfter  atomic.Int64 // no claim is sent before this (Unix ns): the last one's Retry-After
+	claimAfter  atomic.Int64           // no claim is sent before this (Unix ns): the last one's Retry-After
 }
 
 // Error is an answer of the server with a status of 400 or more, from its
