@@ -78,8 +78,11 @@ func (h *handler) checkHost(next http.Handler) http.Handler {
 	})
 }
 
-// safeMethod reports whether method changes nothing (RFC 9110 9.2.1): a
-// browser's request of it from another page can read nothing back.
+// safeMethod reports whether method changes nothing (RFC 9110 9.2.1). A
+// browser sends no Origin with a page's own such requests, so the Origin
+// check cannot cover them: a rebound page behind a proxy that passes its
+// own Host reads what the API answers (operations.md says to pass the
+// Host, or set a token).
 func safeMethod(method string) bool {
 	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 }

@@ -310,26 +310,21 @@ func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Ti
 	if from.IsZero() {
 		return next.Next(now), Missed{}
 	}
-	// through is what the move passes over of old up to end (excluded):
-	// for a paused job, what it slept through.
-	through := func(end time.Time) Missed {
-		if j.State == db.StatePaused {
-			return span(old, from, end, db.MissedPaused)
-		}
-		return span(old, from, end, db.MissedSkipped)
+	offset := schedule.Offset(j.ID, time.Duration(j.Jitter))
+	reason, passed := db.MissedSkipped, Missed{}
+	if j.State == db.StatePaused {
+		reason = db.MissedPaused
+		_, passed = Resumed(old, from, now, offset) // as a resume now would record them
+	} else {
+		passed = span(old, from, now.Add(-offset).Add(time.Nanosecond), reason) // those due by now
 	}
-	passedBy := now.Add(-schedule.Offset(j.ID, time.Duration(j.Jitter))) // a paused job: the slots due before now, as a resume
-	if j.State != db.StatePaused {
-		passedBy = passedBy.Add(time.Nanosecond) // those due by now
-	}
-	passed := through(passedBy)
 	// A slot of old that passed but is not yet accounted for is owed
 	// still: when it is a slot of next too (only the jitter changed, say),
 	// it stays pending, late. Otherwise it is passed over too.
 	if owed := firstUnaccounted(old, from, passed); !owed.After(now) && onSchedule(next, owed) {
 		return owed, passed
 	}
-	return next.Next(now), through(now.Add(time.Nanosecond))
+	return next.Next(now), span(old, from, now.Add(time.Nanosecond), reason)
 }
 
 // onSchedule reports whether t is a slot of s; any instant is one of an
