@@ -176,19 +176,29 @@ func TestFaults_DiskFull(t *testing.T) {
 	if full.Took > answerBound {
 		t.Errorf("the refusal took %s, more than %s", full.Took, answerBound)
 	}
-	// Refused again, and quickly, while it stays full.
-	if a := r.postJob(r.jobBody("full-again", false)); a.Status != http.StatusInsufficientStorage {
-		t.Errorf("second create on a full disk answered %+v", a)
+	// Refused again, and quickly, while it stays full; and not ready
+	// while writes fail for space (its own probe writes nothing). A small
+	// write that fits in the WAL's room (the running job's renewal) may
+	// land on a full disk and make it ready again, until the next write
+	// that needs room fails: a create and /readyz are tried a few times.
+	var code int
+	var body string
+	for i := range 5 {
+		if a := r.postJob(r.jobBody("full-again-"+strconv.Itoa(i), false)); a.Status != http.StatusInsufficientStorage {
+			t.Errorf("create %d more on a full disk answered %+v", i+1, a)
+		}
+		if code, body = r.readyz(); code == http.StatusServiceUnavailable {
+			break
+		}
 	}
-	// Not ready while writes fail for space (its own probe writes nothing).
-	if code, body := r.readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "space") {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "space") {
 		t.Errorf("/readyz on a full disk answered %d %s, want 503 saying it lacks space", code, body)
 	}
 
 	conn := openReadOnly(t, r.db)
 	var n int
 	key := strings.TrimPrefix(full.Type[strings.Index(full.Type, "key="):], "key=")
-	if err := conn.QueryRow(`SELECT count(*) FROM jobs WHERE idempotency_key IN (?, 'full-again')`, key).Scan(&n); err != nil || n != 0 {
+	if err := conn.QueryRow(`SELECT count(*) FROM jobs WHERE idempotency_key = ? OR idempotency_key LIKE 'full-again-%'`, key).Scan(&n); err != nil || n != 0 {
 		t.Errorf("refused jobs in the database: %d (%v)", n, err)
 	}
 	var ok string
