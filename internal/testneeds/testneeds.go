@@ -1,8 +1,8 @@
 // Package testneeds is how a test says that this machine lacks something
 // it needs (a PostgreSQL server, Chromium, root, Linux): one line naming what is
 // missing and how to get it, and a skip; or a failure where
-// $SKED_TEST_REQUIRE lists the need, as CI sets it for everything it
-// installs, so that a run cannot pass with half the suite skipped.
+// $SKED_TEST_REQUIRE lists the need, so that a run on a machine that
+// should have everything cannot pass with half the suite skipped.
 //
 // The line has a fixed form, "needs NAME: why. To run it: how", that
 // Parse reads back: the test runner (internal/testrun) sums the skips up

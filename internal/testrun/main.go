@@ -285,7 +285,7 @@ func (s *summary) print(raceOff string, status int) int {
 		missing = missing || need != ""
 	}
 	if missing {
-		fmt.Fprintf(s.out, "Not run here (%s=NAME,… turns a missing NAME into a failure; .ci/run installs them all and requires them):\n", testneeds.Env)
+		fmt.Fprintf(s.out, "Not run here (%s=NAME,… turns a missing NAME into a failure; .ci/run installs them all):\n", testneeds.Env)
 	} else {
 		fmt.Fprintln(s.out, everythingRan)
 	}

@@ -23,7 +23,7 @@ func TestRun(t *testing.T) {
 		{"postgres", "", 0, []string{
 			"go test -json -timeout=20m -race=false -count=1 -run=^TestHelperNeedsPostgres$ ../testneeds\n",
 			"ok  \tgithub.com/sked-dev/sked/internal/testneeds\t",
-			"Not run here (SKED_TEST_REQUIRE=NAME,… turns a missing NAME into a failure; .ci/run installs them all and requires them):\n" +
+			"Not run here (SKED_TEST_REQUIRE=NAME,… turns a missing NAME into a failure; .ci/run installs them all):\n" +
 				"  postgres: 1 test in ./internal/testneeds skipped:\n" +
 				"    the test says so (1)\n" +
 				"    to run: " + how + "\n" +
