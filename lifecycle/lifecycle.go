@@ -151,7 +151,7 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 		// change. (A slot the new schedule has too is owed still, and a
 		// retry handed back has run: both keep their place below.)
 		from := *j
-		from.Slot = j.RescheduledAt
+		from.Slot, from.RescheduledAt = j.RescheduledAt, nil // the new schedule's firings count from the change
 		r := nextFiring(&from, s, slot, claimedAt, now, j.LastError)
 		r.Passed = Missed{Slots: []time.Time{slot}, Total: 1, Reason: db.MissedSkipped}
 		return r

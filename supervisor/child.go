@@ -154,22 +154,17 @@ func exitReport(ps *os.ProcessState, stopped string) report {
 }
 
 // waitGone waits until no process is left in group pgid, killing what is
-// and reaping what comes to the supervisor as a subreaper. A member that
-// cannot be signalled (it changed its user) is out of reach and not waited
-// for.
-func waitGone(pgid int) {
+// and reaping what comes to the supervisor as a subreaper.
+func waitGone(pgid int) { killGroup(pgid, reapChildren, 0) }
+
+// reapChildren reaps the supervisor's children that have exited, its
+// command's orphans among them.
+func reapChildren() {
 	for {
-		for {
-			var ws syscall.WaitStatus
-			if pid, _ := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 {
-				break
-			}
-		}
-		if syscall.Kill(-pgid, 0) != nil {
+		var ws syscall.WaitStatus
+		if pid, _ := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 {
 			return
 		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

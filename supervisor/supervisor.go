@@ -216,7 +216,7 @@ func Start(c Command) (*Process, error) {
 		if !e.report.Done && e.pgid != 0 {
 			// The supervisor died with its command running: its own
 			// processes died with it, what they started did not.
-			killGroup(e.pgid)
+			killGroup(e.pgid, nil, killWait)
 		}
 		p.ending <- e
 	}()
@@ -292,19 +292,27 @@ func readEnding(b []byte) ending {
 	return e
 }
 
-// killGroup kills process group pgid and waits, up to killWait, until no
-// process is left in it: kill(2) finds a process until its parent reaps
-// it, and the parent of one whose own parent died may be slow, or a PID 1
-// that never reaps.
-func killGroup(pgid int) {
-	for deadline := time.Now().Add(killWait); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if syscall.Kill(-pgid, syscall.SIGKILL) != nil {
-			return // none is left
+// killGroup kills process group pgid until no process is left in it,
+// calling reap (when set) before each round, for at most wait (0: no
+// bound). kill(2) finds a process until its parent reaps it: the caller's
+// own children need reap, and an orphan's new parent may be slow, or a
+// PID 1 that never reaps. A member that cannot be signalled (it changed
+// its user) is out of reach and not waited for.
+func killGroup(pgid int, reap func(), wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for wait == 0 || time.Now().Before(deadline) {
+		if reap != nil {
+			reap()
 		}
+		if syscall.Kill(-pgid, syscall.SIGKILL) != nil {
+			return // none is left, or none within reach
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
-// killWait bounds how long killGroup waits for a killed group to be gone.
+// killWait bounds how long Wait's caller waits for the group of a
+// supervisor that died to be gone.
 const killWait = 5 * time.Second
 
 // readMessages sends the control pipe's messages on ch and closes it when
