@@ -28,6 +28,7 @@ import (
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/wire"
+	"github.com/sked-dev/sked/worker"
 )
 
 // DefaultServer is the API the client commands talk to when neither
@@ -211,6 +212,8 @@ type addFlags struct {
 	payload, schedule    string
 	at                   rfc3339Value
 	exec                 bool
+	env                  []string
+	dir                  string
 	url                  string
 	in, timeout, backoff time.Duration
 	jitter, expect       time.Duration
@@ -254,6 +257,8 @@ func addCmd(env Env) *cobra.Command {
 	fs.StringVar(&f.req.Overlap, "overlap", "", "recurring: skip or queue_one")
 	fs.StringVar(&f.req.Misfire, "misfire", "", "recurring: run_once, skip or run_all")
 	fs.BoolVar(&f.exec, "exec", false, "an exec job running the command after --")
+	fs.StringArrayVar(&f.env, "env", nil, "with --exec: NAME=value added to the command's environment (repeatable)")
+	fs.StringVar(&f.dir, "dir", "", "with --exec: absolute working directory of the command")
 	fs.StringVar(&f.url, "url", "", "an http job POSTing to this URL (--payload is the body)")
 	withEnv(fs, "tz")
 	fs.SortFlags = false
@@ -277,7 +282,7 @@ func checkExecCommand(command []string) error {
 			"give its words as separate arguments (-- %s), or %s", command[0], command[0], viaShell)
 	case shellVar.MatchString(command[0]):
 		return usagef("the command after -- begins with %q, which sets a variable in a shell, but an exec job runs no shell: "+
-			"set it with env (-- env %s), or %s", command[0], line, viaShell)
+			"set it with --env %s, or %s", command[0], command[0], viaShell)
 	}
 	for i, arg := range command {
 		if arg == "-c" && i > 0 && strings.HasSuffix(filepath.Base(command[i-1]), "sh") {
@@ -333,7 +338,11 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		if err := checkExecCommand(command); err != nil {
 			return err
 		}
-		body, _ = wire.Marshal(map[string][]string{"command": command})
+		p, perr := execPayload(command, f.env, f.dir)
+		if perr != nil {
+			return perr
+		}
+		body, _ = wire.Marshal(p)
 		req.Type, err = impliedType(req.Type, "exec", "--exec")
 	case f.url != "":
 		p := map[string]any{"url": f.url}
@@ -350,6 +359,9 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	}
 	if len(command) > 0 && !f.exec {
 		return usagef("arguments after -- are a command for --exec; add --exec")
+	}
+	if (len(f.env) > 0 || f.dir != "") && !f.exec {
+		return usagef("--env and --dir are an exec job's; add --exec")
 	}
 	req.Payload = body
 
@@ -394,6 +406,23 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	}
 	fmt.Fprintf(a.env.Stdout, "created job %s (%s, %s, next run %s)\n", jobLabel(job), job.Type, job.State, timeText(job.NextRunAt))
 	return nil
+}
+
+// execPayload is the payload of an exec job running command with the
+// variables env (each NAME=value) in dir. The server validates the rest.
+func execPayload(command, env []string, dir string) (worker.ExecPayload, error) {
+	p := worker.ExecPayload{Command: command, Dir: dir}
+	for _, kv := range env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return p, usagef("--env %q: give NAME=value, such as --env LANG=C.UTF-8", kv)
+		}
+		if p.Env == nil {
+			p.Env = map[string]string{}
+		}
+		p.Env[name] = value
+	}
+	return p, nil
 }
 
 // splitDash splits a command's arguments at "--": before it the positional

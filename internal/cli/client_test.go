@@ -15,6 +15,7 @@ import (
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/notify"
+	"github.com/sked-dev/sked/worker"
 )
 
 // TestConnect_Actor: changes are signed USER@HOST, and with USER unset (in
@@ -117,6 +118,43 @@ func TestAdd_ZoneFromEnv(t *testing.T) {
 		if !strings.Contains(out.String(), `"timezone": "`+c.want+`"`) {
 			t.Errorf("sked %v with SKED_TZ=Europe/Berlin: %s; want timezone %s", args, out.String(), c.want)
 		}
+	}
+}
+
+// TestAdd_ExecEnvDir: sked add --exec --env NAME=value --dir DIR puts the
+// variables and the directory into the exec payload; a malformed --env, or
+// either flag without --exec, is refused with nothing created.
+func TestAdd_ExecEnvDir(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s, ValidatePayload: worker.ValidatePayload}))
+	t.Cleanup(srv.Close)
+	code, stdout, stderr := mainOf("add", "--server", srv.URL, "--json", "--exec", "--env", "BACKUP_DIR=/mnt/b",
+		"--env", "GREETING=a=b c", "--dir", "/srv", "--", "/path/x.sh")
+	if code != 0 {
+		t.Fatalf("sked add --exec --env --dir: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"BACKUP_DIR": "/mnt/b"`, `"GREETING": "a=b c"`, `"dir": "/srv"`, `"command": [`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("payload without %s:\n%s", want, stdout)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--exec", "--env", "BACKUP_DIR", "--", "/path/x.sh"}, `--env "BACKUP_DIR": give NAME=value`},
+		{[]string{"--type", "t", "--env", "A=1"}, "add --exec"},
+		{[]string{"--url", "http://127.0.0.1:1/", "--dir", "/srv"}, "add --exec"},
+		{[]string{"--exec", "--dir", "srv", "--", "/path/x.sh"}, "must be an absolute path"},
+		{[]string{"--exec", "--env", "SKED_JOB=1", "--", "/path/x.sh"}, "set by sked"},
+	} {
+		code, _, stderr := mainOf(append([]string{"add", "--server", srv.URL}, c.args...)...)
+		if code == 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("sked add %q: exit %d, %q; want a refusal with %q", c.args, code, stderr, c.want)
+		}
+	}
+	if st, err := s.Stats(context.Background(), time.Now()); err != nil || st.JobsByState[db.StateReady] != 1 {
+		t.Errorf("ready jobs %v, %v: want only the one job created", st.JobsByState, err)
 	}
 }
 
@@ -225,7 +263,7 @@ func TestCheckExecCommand(t *testing.T) {
 		{[]string{"env", "BACKUP_DIR=/mnt/b", "/path/x.sh"}, ""},
 		{[]string{"env", "X=1", "/bin/bash", "-c", "a | b"}, ""},
 		{[]string{"backup.sh --full"}, "is one argument"},
-		{[]string{"BACKUP_DIR=/mnt/b", "/path/x.sh"}, `set it with env (-- env BACKUP_DIR=/mnt/b /path/x.sh)`},
+		{[]string{"BACKUP_DIR=/mnt/b", "/path/x.sh"}, `set it with --env BACKUP_DIR=/mnt/b`},
 		{[]string{"/path/backup.sh >> /log 2>&1"}, `has "/path/backup.sh >> /log 2>&1" in it`},
 		{[]string{"/path/backup.sh", ">>", "/log"}, `has ">>" in it`},
 		{[]string{"/path/backup.sh", "2>&1"}, `sh -c "/path/backup.sh 2>&1"`},
