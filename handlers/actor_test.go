@@ -73,3 +73,24 @@ func TestActor_OnControls(t *testing.T) {
 		t.Fatalf("timeline = %+v; want the pause by ann@laptop (127.0.0.1) with its reason", events)
 	}
 }
+
+// TestHandler_NoSniff: every answer, JSON, problem or probe, tells a
+// browser not to guess its type, so that a job's payload or output shown
+// in one is never read as a page.
+func TestHandler_NoSniff(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "noop", "payload": {"html": "<script>alert(1)</script>"}}`, http.StatusCreated)
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/jobs/" + j.ID},
+		{http.MethodGet, "/jobs"},
+		{http.MethodGet, "/jobs/nope"},
+		{http.MethodDelete, "/healthz"},
+		{http.MethodGet, "/healthz"},
+		{http.MethodGet, "/openapi.json"},
+	} {
+		if got := e.do(r.method, r.path, "").header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s %s: X-Content-Type-Options %q, want nosniff", r.method, r.path, got)
+		}
+	}
+}

@@ -188,6 +188,7 @@ func New(cfg Config) *API {
 
 // routes registers every route on r.
 func (h *handler) routes(r chi.Router) {
+	r.Use(noSniff)
 	r.Use(h.recoverer)
 	r.Use(h.refuseCrossOrigin) // first: another site's page is told so
 	r.Use(h.checkHost)
@@ -266,6 +267,16 @@ func (h *handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, 
 func (h *handler) writeDated(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Date", h.store.Now().UTC().Format(http.TimeFormat))
 	h.writeJSON(w, r, status, v)
+}
+
+// noSniff tells browsers to take every answer as the type it says it is:
+// a job's payload or output in a JSON answer is never read as HTML or
+// script, whatever it holds.
+func noSniff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // recoverer turns a panic in a handler into a logged 500 problem instead of a

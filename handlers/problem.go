@@ -165,7 +165,6 @@ func (h *handler) writeProblem(w http.ResponseWriter, p problem) {
 		p.Status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if p.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))
 	}
