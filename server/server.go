@@ -319,8 +319,10 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	} else {
 		disabled["email"] = "email jobs send through an SMTP sink of sked serve, and none is configured; give one with --notify smtp://user:password@host:587?to=you@example.com (embedded: Config.NotifySinks)"
 	}
+	checkNotify := notifier.CheckSettings
 	if !cfg.AllowPrivateTargets {
 		validate = refusingPrivateTargets(validate, sinkOrigins(cfg.NotifySinks))
+		checkNotify = refusingPrivateSinks(checkNotify, sinkOrigins(cfg.NotifySinks))
 	}
 	warnWaiting(ctx, store, disabled, log)
 	hostname, _ := os.Hostname()
@@ -345,7 +347,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	}
 	p.pool = pool
 	p.api = handlers.New(handlers.Config{
-		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: notifier.CheckSettings,
+		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: checkNotify,
 		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 		DisabledTypes: disabled, OwnTypes: builtinTypes, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
@@ -590,6 +592,34 @@ func refusingPrivateTargets(validate func(string, json.RawMessage) error, truste
 			return err
 		}
 		return worker.RefusePrivateTarget(payload, trusted)
+	}
+}
+
+// refusingPrivateSinks wraps check, a job's notification settings' check,
+// to also refuse its own sinks and ping URL that name a loopback or private
+// address outright, as refusingPrivateTargets does for http jobs: they are
+// called through the http kind, which would refuse each call.
+func refusingPrivateSinks(check func(*db.Notify) error, trusted worker.Origins) func(*db.Notify) error {
+	return func(s *db.Notify) error {
+		if err := check(s); err != nil || s == nil {
+			return err
+		}
+		for _, spec := range s.Sinks {
+			sink, err := notify.ParseSink(spec)
+			if err != nil {
+				return fmt.Errorf("read notify.sinks: %w", err) // check took it
+			}
+			if sink.URL == "" { // an email sink
+				continue
+			}
+			if err := worker.RefusePrivateURL("notify.sinks", sink.URL, trusted); err != nil {
+				return err
+			}
+		}
+		if s.Ping == "" {
+			return nil
+		}
+		return worker.RefusePrivateURL("notify.ping", s.Ping, trusted)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sked-dev/sked/internal/syncbuf"
+	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/worker"
 )
@@ -192,6 +193,52 @@ func TestServer_PrivateTargetRefusedAtCreate(t *testing.T) {
 	for _, u := range refused {
 		if status, body := call(t, "POST", lenient.base+"/jobs", job(u)); status != http.StatusCreated {
 			t.Errorf("with --allow-private-targets, POST /jobs with url %s: %d %s; want 201", u, status, body)
+		}
+	}
+}
+
+// TestServer_PrivateSinkRefusedAtCreate: without --allow-private-targets, a
+// job's own notification sink or ping URL at a loopback or private address
+// is refused when the job is created (422 on the field, naming the flag),
+// since every notification or ping sent there would fail; the server's own
+// sinks' origins are trusted, and public ones and email sinks are taken.
+// With the flag, all are created.
+func TestServer_PrivateSinkRefusedAtCreate(t *testing.T) {
+	t.Parallel()
+	job := func(notify string) string {
+		return `{"type": "noop", "runAt": "2030-01-01T00:00:00Z", "notify": ` + notify + `}`
+	}
+	own, err := notify.ParseSink("webhook:http://127.0.0.1:9/hooks/ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]string{
+		`{"sinks": ["webhook:http://192.168.1.20:8123/hook"]}`:                    "notify.sinks",
+		`{"sinks": ["ntfy:http://localhost:2586/alerts"]}`:                        "notify.sinks",
+		`{"sinks": ["webhook:https://example.com/h", "slack:http://10.0.0.7/x"]}`: "notify.sinks",
+		`{"ping": "http://127.1:8000/ping/abc"}`:                                  "notify.ping",
+	}
+	taken := []string{
+		`{"sinks": ["webhook:https://example.com/h"], "ping": "https://hc-ping.com/5b1c"}`,
+		`{"sinks": ["webhook:http://127.0.0.1:9/other-path"]}`, // the server's own sink's origin
+		`{"sinks": ["webhook:http://nas.home.arpa/hook"]}`,     // a name: judged when sent
+	}
+	strict := start(t, server.Config{NotifySinks: []notify.Sink{own}})
+	for n, field := range refused {
+		status, body := call(t, "POST", strict.base+"/jobs", job(n))
+		if status != http.StatusUnprocessableEntity || !strings.Contains(body, "--allow-private-targets") || !strings.Contains(body, `"field":"`+field+`"`) {
+			t.Errorf("POST /jobs with notify %s: %d %s; want 422 on %s naming --allow-private-targets", n, status, body, field)
+		}
+	}
+	for _, n := range taken {
+		if status, body := call(t, "POST", strict.base+"/jobs", job(n)); status != http.StatusCreated {
+			t.Errorf("POST /jobs with notify %s: %d %s; want 201", n, status, body)
+		}
+	}
+	lenient := start(t, server.Config{AllowPrivateTargets: true})
+	for n := range refused {
+		if status, body := call(t, "POST", lenient.base+"/jobs", job(n)); status != http.StatusCreated {
+			t.Errorf("with --allow-private-targets, POST /jobs with notify %s: %d %s; want 201", n, status, body)
 		}
 	}
 }

@@ -145,9 +145,16 @@ func RefusePrivateTarget(payload json.RawMessage, trusted Origins) error {
 	if err := json.Unmarshal(payload, &p); err != nil {
 		return fmt.Errorf("read http payload: %w", err)
 	}
-	u, err := url.Parse(p.URL)
+	return RefusePrivateURL("payload.url", p.URL, trusted)
+}
+
+// RefusePrivateURL is RefusePrivateTarget for a URL that sked calls through
+// the http kind (a job's own notification sink or ping URL), field naming
+// where it was given.
+func RefusePrivateURL(field, rawURL string, trusted Origins) error {
+	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("read http payload url: %w", err)
+		return fmt.Errorf("read %s: %w", field, err)
 	}
 	if trusted.Has(u) {
 		return nil
@@ -158,8 +165,8 @@ func RefusePrivateTarget(payload json.RawMessage, trusted Origins) error {
 		ip, _ = numericIPv4(host)
 	}
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") || ip.IsValid() && !PublicAddr(ip) {
-		return &db.ValidationError{Field: "payload.url", Msg: fmt.Sprintf("%s is a loopback or private address, which this server's http jobs may not call "+
-			"(the job would fail at its first attempt); start sked serve with --allow-private-targets to allow it", u.Hostname())}
+		return &db.ValidationError{Field: field, Msg: fmt.Sprintf("%s is a loopback or private address, which this server may not call "+
+			"(every call would fail); start sked serve with --allow-private-targets to allow it", u.Hostname())}
 	}
 	return nil
 }
