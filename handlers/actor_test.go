@@ -74,10 +74,10 @@ func TestActor_OnControls(t *testing.T) {
 	}
 }
 
-// TestHandler_NoSniff: every answer, JSON, problem or probe, tells a
-// browser not to guess its type, so that a job's payload or output shown
-// in one is never read as a page.
-func TestHandler_NoSniff(t *testing.T) {
+// TestHandler_GuardedAnswers: every answer, JSON, problem or probe, tells
+// a browser not to guess its type, so that a job's payload or output shown
+// in one is never read as a page, and not to keep a copy of it.
+func TestHandler_GuardedAnswers(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, nil)
 	j := e.create(`{"type": "noop", "payload": {"html": "<script>alert(1)</script>"}}`, http.StatusCreated)
@@ -89,8 +89,12 @@ func TestHandler_NoSniff(t *testing.T) {
 		{http.MethodGet, "/healthz"},
 		{http.MethodGet, "/openapi.json"},
 	} {
-		if got := e.do(r.method, r.path, "").header.Get("X-Content-Type-Options"); got != "nosniff" {
+		h := e.do(r.method, r.path, "").header
+		if got := h.Get("X-Content-Type-Options"); got != "nosniff" {
 			t.Errorf("%s %s: X-Content-Type-Options %q, want nosniff", r.method, r.path, got)
+		}
+		if got := h.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("%s %s: Cache-Control %q, want no-store", r.method, r.path, got)
 		}
 	}
 }

@@ -188,7 +188,7 @@ func New(cfg Config) *API {
 
 // routes registers every route on r.
 func (h *handler) routes(r chi.Router) {
-	r.Use(noSniff)
+	r.Use(guardAnswers)
 	r.Use(h.recoverer)
 	r.Use(h.refuseCrossOrigin) // first: another site's page is told so
 	r.Use(h.checkHost)
@@ -269,12 +269,14 @@ func (h *handler) writeDated(w http.ResponseWriter, r *http.Request, status int,
 	h.writeJSON(w, r, status, v)
 }
 
-// noSniff tells browsers to take every answer as the type it says it is:
-// a job's payload or output in a JSON answer is never read as HTML or
-// script, whatever it holds.
-func noSniff(next http.Handler) http.Handler {
+// guardAnswers tells browsers to take every answer as the type it says it
+// is, so that a job's payload or output in a JSON answer is never read as
+// HTML or script, and to keep no copy of it: payloads may hold secrets (an
+// exec job's env, an http job's headers).
+func guardAnswers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})
 }
