@@ -332,9 +332,6 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	if len(req.Output) > db.OutputTailBytes {
-		req.Output = req.Output[len(req.Output)-db.OutputTailBytes:]
-	}
 	job, err := h.store.RunFinish(r.Context(), db.RunFinishParams{
 		JobID: id, Generation: *req.Generation, Outcome: req.Outcome,
 		Error: req.Error, Retryable: req.Retryable, Output: req.Output,

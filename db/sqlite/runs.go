@@ -213,7 +213,7 @@ func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64,
 		WHERE outcome <> 'missed' AND finished_at > ? AND finished_at <= ?`,
 		p.Scan, from, to).Scan(&finished)
 	if err != nil {
-		return 0, nil, fmt.Errorf("count finished runs: %w", err)
+		return 0, nil, fmt.Errorf("count finished runs: %w", translate(err))
 	}
 	rows, err := d.read.QueryContext(ctx, `SELECT r.job_id, r.slot, r.started_at, j.jitter_ms FROM
 			(SELECT id, job_id, slot, attempt, started_at, outcome FROM runs ORDER BY id DESC LIMIT ?) r
@@ -223,7 +223,7 @@ func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64,
 		ORDER BY r.id DESC LIMIT ?`,
 		p.Scan, from, to, p.MaxLateness)
 	if err != nil {
-		return 0, nil, fmt.Errorf("read starts: %w", err)
+		return 0, nil, fmt.Errorf("read starts: %w", translate(err))
 	}
 	defer rows.Close()
 	var starts []engine.Start
@@ -231,12 +231,12 @@ func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64,
 		var st engine.Start
 		jitter := db.Duration(0)
 		if err := rows.Scan(&st.JobID, moment{&st.Slot}, moment{&st.Started}, millis{&jitter}); err != nil {
-			return 0, nil, fmt.Errorf("read starts: %w", err)
+			return 0, nil, fmt.Errorf("read starts: %w", translate(err))
 		}
 		st.Jitter = time.Duration(jitter)
 		starts = append(starts, st)
 	}
-	return finished, starts, rows.Err()
+	return finished, starts, translate(rows.Err())
 }
 
 // RunExpireOwnedBy ends now the leases of running jobs whose owner starts

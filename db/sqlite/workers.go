@@ -32,23 +32,20 @@ func (t *tx) WorkerStopped(ctx context.Context, id string) error {
 func (d *dialect) Workers(ctx context.Context, since time.Time) ([]db.Worker, error) {
 	rows, err := d.read.QueryContext(ctx, `SELECT id, types, first_seen_at, last_seen_at, stopped_at FROM workers
 		WHERE last_seen_at >= ? ORDER BY last_seen_at DESC, id`, fmtTime(since))
-	if err != nil {
-		return nil, err
+	return collect(rows, err, scanWorker)
+}
+
+// scanWorker reads a worker's row.
+func scanWorker(row scanner) (db.Worker, error) {
+	var (
+		w     db.Worker
+		types string
+	)
+	if err := row.Scan(&w.ID, &types, moment{&w.FirstSeen}, moment{&w.LastSeen}, at{&w.StoppedAt}); err != nil {
+		return w, err
 	}
-	defer rows.Close()
-	ws := []db.Worker{}
-	for rows.Next() {
-		var (
-			w     db.Worker
-			types string
-		)
-		if err := rows.Scan(&w.ID, &types, moment{&w.FirstSeen}, moment{&w.LastSeen}, at{&w.StoppedAt}); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(types), &w.Types); err != nil {
-			return nil, fmt.Errorf("worker %s: types %q: %w", w.ID, types, err)
-		}
-		ws = append(ws, w)
+	if err := json.Unmarshal([]byte(types), &w.Types); err != nil {
+		return w, fmt.Errorf("worker %s: types %q: %w", w.ID, types, err)
 	}
-	return ws, rows.Err()
+	return w, nil
 }
