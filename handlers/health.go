@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -55,11 +54,11 @@ func (h *handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
 
 // notReady answers 503 with Retry-After, saying detail.
 func (h *handler) notReady(w http.ResponseWriter, detail string) {
-	w.Header().Set("Retry-After", strconv.Itoa(int(readyRetryAfter.Seconds())))
 	h.writeProblem(w, problem{
-		Type:   "about:blank",
-		Title:  http.StatusText(http.StatusServiceUnavailable),
-		Status: http.StatusServiceUnavailable,
-		Detail: detail,
+		Type:       "about:blank",
+		Title:      http.StatusText(http.StatusServiceUnavailable),
+		Status:     http.StatusServiceUnavailable,
+		Detail:     detail,
+		retryAfter: int(readyRetryAfter.Seconds()),
 	})
 }

@@ -121,7 +121,7 @@ func (s *Store) commitLoop() {
 func (s *Store) yieldToClaims() {
 	deadline := time.Now().Add(maxYield)
 	for {
-		wait := time.Until(time.Unix(0, s.moreUntil.Load()))
+		wait := time.Duration(s.moreUntil.Load()) - time.Since(s.epoch)
 		if s.claiming.Load() > 0 {
 			wait = time.Until(deadline)
 		}

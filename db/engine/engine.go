@@ -310,9 +310,11 @@ type Store struct {
 
 	finishes chan *finishReq // RunFinish calls waiting for the committer
 	// claiming counts the RunClaim calls in flight, and moreUntil is until
-	// when (UnixNano) another claim is expected because the last one came
-	// back full and said More; the committer lets claims go first.
+	// when (on the monotonic clock, since epoch) another claim is expected
+	// because the last one came back full and said More; the committer lets
+	// claims go first.
 	claiming   atomic.Int32
+	epoch      time.Time
 	moreUntil  atomic.Int64
 	claimsDone chan struct{} // buffered(1): a claim returned
 	quit       chan struct{} // closed by Close: the committer stops
@@ -339,7 +341,9 @@ func New(cfg Config) *Store {
 		claimsDone:    make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 		stopped:       make(chan struct{}),
+		epoch:         time.Now(),
 	}
+	s.health.now = s.Now
 	go s.commitLoop()
 	return s
 }
@@ -491,6 +495,7 @@ func (s *Store) Ready(ctx context.Context) error {
 type health struct {
 	fullSince atomic.Int64          // UnixNano of the first write refused for space since one succeeded; 0: none
 	corrupt   atomic.Pointer[error] // the first corruption seen; never cleared
+	now       func() time.Time      // the store's clock
 }
 
 // saw records err, the outcome of a read or (wrote) a write that wrote.
@@ -499,7 +504,9 @@ func (h *health) saw(err error, wrote bool) {
 	case errors.Is(err, db.ErrCorrupt):
 		h.corrupt.CompareAndSwap(nil, &err)
 	case errors.Is(err, db.ErrStorageFull):
-		h.fullSince.CompareAndSwap(0, time.Now().UnixNano())
+		if !h.full() {
+			h.fullSince.CompareAndSwap(0, h.now().UnixNano())
+		}
 	case err == nil && wrote:
 		h.fullSince.Store(0)
 	}

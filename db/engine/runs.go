@@ -99,7 +99,7 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	var claims []db.Claim
 	defer func() {
 		if p.More && len(claims) == p.Max {
-			s.moreUntil.Store(time.Now().Add(claimGap).UnixNano())
+			s.moreUntil.Store(int64(time.Since(s.epoch) + claimGap))
 		}
 		s.claiming.Add(-1)
 		signal(s.claimsDone)
