@@ -93,22 +93,16 @@ func (a *API) JobCreate(ctx context.Context, req wire.JobCreateRequest) (job db.
 // records the change by the actor ctx carries (db.WithActor), "embedded"
 // when none.
 func (a *API) JobPut(ctx context.Context, name string, req wire.JobCreateRequest) (db.JobPutResult, error) {
-	if req.Name != "" && req.Name != name {
-		return db.JobPutResult{}, fieldError("name", "name %q in the request differs from %q; leave it out or make them agree", req.Name, name)
+	if err := sameName(req.Name, name); err != nil {
+		return db.JobPutResult{}, err
 	}
 	req.Name = name
 	p, err := a.JobParams(req)
-	if err != nil {
+	var off *typeDisabledError
+	if err != nil && !errors.As(err, &off) {
 		return db.JobPutResult{}, err
 	}
-	res, err := a.h.store.JobPut(ctx, db.JobPutParams{Spec: p, Actor: cmp.Or(db.ActorFrom(ctx), "embedded")})
-	if err != nil {
-		return db.JobPutResult{}, err
-	}
-	if res.Changed() {
-		a.h.due(res.Job.Type, 1)
-	}
-	return res, nil
+	return a.h.put(ctx, p, err, cmp.Or(db.ActorFrom(ctx), "embedded"), false)
 }
 
 // JobParams checks req as POST /jobs checks its body, at the store's now:
@@ -142,12 +136,21 @@ func (h *handler) jobCreateBody(w http.ResponseWriter, r *http.Request, name str
 		return db.JobCreateParams{}, err
 	}
 	if name != "" {
-		if req.Name != "" && req.Name != name {
-			return db.JobCreateParams{}, fieldError("name", "name %q in the body differs from %q in the path; leave it out of the body or make them agree", req.Name, name)
+		if err := sameName(req.Name, name); err != nil {
+			return db.JobCreateParams{}, err
 		}
 		req.Name = name
 	}
 	return h.jobParams(&req, r.Header.Values("Idempotency-Key"))
+}
+
+// sameName refuses a definition's name given that differs from name, the
+// one it is put under.
+func sameName(given, name string) error {
+	if given != "" && given != name {
+		return fieldError("name", "name %q in the definition differs from %q, the name it is put under; leave it out or make them agree", given, name)
+	}
+	return nil
 }
 
 // handleJobGet serves GET /jobs/{id}.

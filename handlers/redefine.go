@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,24 +138,37 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, &requestError{Status: http.StatusBadRequest, Field: "dryRun", Msg: "dryRun is true or false"})
 		return
 	}
-	res, err := h.store.JobPut(r.Context(), db.JobPutParams{Spec: p, Actor: actorOf(r), DryRun: dry || off != nil})
-	if off != nil && (err != nil || res.Changed()) {
-		h.error(w, r, off)
-		return
-	}
+	res, err := h.put(r.Context(), p, bodyErr, actorOf(r), dry)
 	if err != nil {
-		h.error(w, r, jobError(name, action{}, err))
+		h.error(w, r, err)
 		return
 	}
-	written := res.Changed() && !dry
-	w.Header().Set("Sked-Changed", strconv.FormatBool(written))
-	if written {
-		h.due(res.Job.Type, 1)
-	}
+	w.Header().Set("Sked-Changed", strconv.FormatBool(res.Changed() && !dry))
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
 		w.Header().Set("Location", jobLocation(r, res.Job.ID))
 	}
 	h.writeJSON(w, r, status, res)
+}
+
+// put gives the job named in p the definition p, as PUT
+// /jobs/by-name/{name} and API.JobPut do, and wakes the dispatcher when it
+// wrote. checkErr is what checking the definition found: only a
+// *typeDisabledError may be given, which lets through a put that changes
+// nothing (see handleJobPut) and is returned for one that would.
+func (h *handler) put(ctx context.Context, p db.JobCreateParams, checkErr error, actor string, dry bool) (db.JobPutResult, error) {
+	var off *typeDisabledError
+	errors.As(checkErr, &off)
+	res, err := h.store.JobPut(ctx, db.JobPutParams{Spec: p, Actor: actor, DryRun: dry || off != nil})
+	if off != nil && (err != nil || res.Changed()) {
+		return db.JobPutResult{}, off
+	}
+	if err != nil {
+		return db.JobPutResult{}, jobError(p.Name, action{}, err)
+	}
+	if res.Changed() && !dry {
+		h.due(res.Job.Type, 1)
+	}
+	return res, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/notify"
+	"github.com/sked-dev/sked/wire"
 )
 
 // patch sends body as a JSON merge patch of job id, with extra headers as
@@ -505,7 +506,7 @@ func TestHandler_JobPut(t *testing.T) {
 		status           int
 		field, detail    string
 	}{
-		{"NameDiffers", "certs", `{"name": "other", "type": "noop"}`, 422, "name", `name "other" in the body differs from "certs" in the path`},
+		{"NameDiffers", "certs", `{"name": "other", "type": "noop"}`, 422, "name", `name "other" in the definition differs from "certs", the name it is put under`},
 		{"BadName", "a.b%20c", `{"type": "noop"}`, 422, "name", "may hold only letters"},
 		{"IDShapedName", j.ID, `{"type": "noop"}`, 422, "name", "looks like a job id"},
 		{"TypeChange", "certs", `{"type": "other", "schedule": "0 5 * * *"}`, 422, "type", "a type cannot change"},
@@ -569,6 +570,16 @@ func TestHandler_JobPut_DisabledTypeUnchanged(t *testing.T) {
 	}
 	if l := e.list(""); len(l.Jobs) != 1 || l.Jobs[0].Schedule != "0 4 * * *" {
 		t.Errorf("jobs: got %+v, want deploy alone, unchanged", l.Jobs)
+	}
+	// In-process (API.JobPut, an embedding program's Server.Put), the same.
+	def := wire.JobCreateRequest{Type: "exec", Schedule: "0 4 * * *", Payload: json.RawMessage(`{"command": ["./deploy.sh"]}`)}
+	if r, err := e.api.JobPut(t.Context(), "deploy", def); err != nil || r.Changed() {
+		t.Errorf("API.JobPut of the stored definition: %+v, %v; want it unchanged", r, err)
+	}
+	changed := def
+	changed.Schedule = "0 5 * * *"
+	if _, err := e.api.JobPut(t.Context(), "deploy", changed); err == nil || !strings.Contains(err.Error(), off) {
+		t.Errorf("API.JobPut of a changed definition: %v; want %q", err, off)
 	}
 	if events := e.events("deploy"); len(events) != 0 {
 		t.Errorf("the puts recorded %d events, want none", len(events))
