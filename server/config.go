@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
 )
@@ -58,14 +60,43 @@ func CheckDB(name, db string) error {
 	return nil
 }
 
+// CheckPublicURL refuses a public address of the dashboard (named name in
+// its errors: --public-url, Config.PublicURL) that is not an absolute
+// http(s) URL without query or fragment; empty is none.
+func CheckPublicURL(name, public string) error {
+	u, err := url.Parse(public)
+	if public != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
+		return fmt.Errorf("%s %q: give the dashboard's absolute address without query or fragment, e.g. https://sked.example.com or https://example.com/sked/", name, public)
+	}
+	return nil
+}
+
+// checkJobDefaults refuses defaults no job may have: attempts beyond
+// handlers.MaxAttempts, or a negative count or backoff (zero keeps sked's
+// own).
+func checkJobDefaults(defaults map[string]db.Defaults) error {
+	for typ, d := range defaults {
+		if d.MaxAttempts < 0 || d.MaxAttempts > handlers.MaxAttempts || d.Backoff < 0 {
+			return fmt.Errorf("Config.JobDefaults[%q] %+v: attempts must be 0 (sked's own) to %d, and backoff not negative", typ, d, handlers.MaxAttempts)
+		}
+	}
+	return nil
+}
+
 // checkConfig refuses what cfg, with its defaults filled in, cannot run
 // with: the database setting CheckDB refuses, no worker slot, a lease
 // shorter than wire.MinLease (renewals could not keep it), a negative
-// grace.
+// grace, and what CheckPublicURL, worker.CheckExecEnv and checkJobDefaults
+// refuse.
 func checkConfig(cfg Config) error {
 	var errs []error
-	if err := CheckDB("Config.DB", cfg.DB); err != nil {
-		errs = append(errs, err)
+	for _, err := range []error{
+		CheckDB("Config.DB", cfg.DB), CheckPublicURL("Config.PublicURL", cfg.PublicURL),
+		worker.CheckExecEnv("Config.ExecEnv", cfg.ExecEnv), checkJobDefaults(cfg.JobDefaults),
+	} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if cfg.Workers < 1 {
 		errs = append(errs, fmt.Errorf("Config.Workers %d: must be at least 1 (0: the default, %d)", cfg.Workers, worker.DefaultSlots))

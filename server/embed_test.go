@@ -328,7 +328,9 @@ func mustParse(t *testing.T, s string) *url.URL {
 // TestServer_StartRefusesConfig: Start refuses, naming the field and the
 // fix, a Config the CLI's flags would refuse: a database setting that is
 // not a SQLite path nor a postgres:// URL, no worker slot, a lease too short
-// to renew, a negative grace; and it leaves no file and no lock behind.
+// to renew, a negative grace, a public URL that is not one, a variable
+// name that is not one, job defaults no job may have; and it leaves no
+// file and no lock behind.
 func TestServer_StartRefusesConfig(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "sked.db")
@@ -345,6 +347,10 @@ func TestServer_StartRefusesConfig(t *testing.T) {
 		{server.Config{DB: file, Workers: -1}, "Config.Workers -1: must be at least 1"},
 		{server.Config{DB: file, Lease: time.Millisecond}, "Config.Lease 1ms: must be at least"},
 		{server.Config{DB: file, Grace: -time.Second}, "Config.Grace -1s: must be above zero"},
+		{server.Config{DB: file, PublicURL: "sked.example.com"}, `Config.PublicURL "sked.example.com": give the dashboard's absolute address`},
+		{server.Config{DB: file, ExecEnv: []string{"AWS_PROFILE=prod"}}, `Config.ExecEnv "AWS_PROFILE=prod": give the name of a variable`},
+		{server.Config{DB: file, JobDefaults: map[string]db.Defaults{"http": {MaxAttempts: 5000}}}, `Config.JobDefaults["http"]`},
+		{server.Config{DB: file, JobDefaults: map[string]db.Defaults{"*": {Backoff: -time.Second}}}, `Config.JobDefaults["*"]`},
 	} {
 		s := server.New(c.cfg)
 		err := s.Start(context.Background())

@@ -52,6 +52,17 @@ type ExecConfig struct {
 	Hold []*os.File
 }
 
+// CheckExecEnv refuses an entry of ExecConfig.Env (named name in its
+// errors: --exec-env, Config.ExecEnv) that is not a variable's name.
+func CheckExecEnv(name string, names []string) error {
+	for _, n := range names {
+		if n == "" || strings.ContainsAny(n, "=\x00") {
+			return fmt.Errorf("%s %q: give the name of a variable, such as AWS_PROFILE", name, n)
+		}
+	}
+	return nil
+}
+
 // Exec returns the handler of kind "exec". It runs the payload's command
 // (see ExecPayload) as RunCommand does.
 //

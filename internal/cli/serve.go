@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -143,11 +142,10 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if !c.TestClock.IsZero() && postgres.IsURL(c.DB) {
 		bad("--test-clock needs a SQLite --db: PostgreSQL keeps time with its own now(), which a test clock cannot move")
 	}
-	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
-		bad("--public-url %q: give the dashboard's absolute address without query or fragment, e.g. https://sked.example.com or https://example.com/sked/", c.PublicURL)
-	}
-	if err := checkExecEnv(c.ExecEnv); err != nil {
-		errs = append(errs, err)
+	for _, err := range []error{server.CheckPublicURL("--public-url", c.PublicURL), worker.CheckExecEnv("--exec-env", c.ExecEnv)} {
+		if err != nil {
+			bad("%v", err)
+		}
 	}
 	for _, v := range s.notify {
 		sink, err := notify.ParseSink(v)
@@ -236,16 +234,6 @@ func execEnvFlag(fs *pflag.FlagSet, names *[]string) {
 		"their SKED_* and their payload's env otherwise; repeat for several")
 	withEnv(fs, "exec-env")
 	splitEnv(fs, "exec-env", ",")
-}
-
-// checkExecEnv checks the names of --exec-env.
-func checkExecEnv(names []string) error {
-	for _, n := range names {
-		if n == "" || strings.ContainsAny(n, "=\x00") {
-			return usagef("--exec-env %q: give the name of a variable, such as --exec-env AWS_PROFILE", n)
-		}
-	}
-	return nil
 }
 
 // timeValue is the value of --test-clock: an RFC 3339 time, "true" for

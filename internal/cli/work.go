@@ -107,8 +107,8 @@ func (f *workFlags) check(command []string) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := checkExecEnv(f.execEnv); err != nil {
-		errs = append(errs, err)
+	if err := worker.CheckExecEnv("--exec-env", f.execEnv); err != nil {
+		errs = append(errs, usagef("%v", err))
 	}
 	if f.concurrency < 1 {
 		errs = append(errs, usagef("--concurrency %d: must be at least 1", f.concurrency))
