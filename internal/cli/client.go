@@ -206,6 +206,21 @@ func clientCmds(env Env) []*cobra.Command {
 	}
 }
 
+// The help of the flags of a job's definition, which sked add and sked
+// edit share.
+const (
+	helpPayload     = "payload JSON, or @FILE to read it from a file"
+	helpSchedule    = "cron expression, e.g. '30 2 * * 1-5' or '@every 90s'"
+	helpTZ          = "IANA time zone of the schedule"
+	helpMaxAttempts = "attempts before a one-off job goes dead, or a schedule's firing gives up"
+	helpTimeout     = "limit of one attempt"
+	helpBackoff     = "first retry delay, doubled per attempt, each drawn from its upper half"
+	helpJitter      = "spread the slots by a fixed offset inside this window"
+	helpOverlap     = "skip or queue_one"
+	helpMisfire     = "run_once, skip or run_all"
+	helpExpect      = "mark the job quiet when no run succeeded for this long"
+)
+
 // addFlags are the flags of sked add.
 type addFlags struct {
 	req                  skedapi.JobCreateRequest
@@ -243,19 +258,19 @@ func addCmd(env Env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&f.req.Name, "name", "", "name of the job, unique among jobs not cancelled, accepted wherever its id is")
 	fs.StringVar(&f.req.Type, "type", "", "job type: http, exec or a handler's name")
-	fs.StringVar(&f.payload, "payload", "", "payload JSON, or @FILE to read it from a file")
+	fs.StringVar(&f.payload, "payload", "", helpPayload)
 	fs.Var(&f.at, "at", "one-off: run at this RFC 3339 time")
 	fs.DurationVar(&f.in, "in", 0, "one-off: run after this duration, e.g. 10m")
-	fs.StringVar(&f.schedule, "schedule", "", "recurring: cron expression, e.g. '30 2 * * 1-5' or '@every 90s'")
-	fs.StringVar(&f.req.Timezone, "tz", "", "recurring: IANA time zone of the schedule (default UTC)")
-	fs.IntVar(&f.req.MaxAttempts, "max-attempts", 0, "attempts before the job goes dead (server default by type)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "limit of one attempt (server default 1h)")
-	fs.DurationVar(&f.backoff, "backoff", 0, "first retry delay, doubled per attempt, each drawn from its upper half (server default by type)")
-	fs.DurationVar(&f.jitter, "jitter", 0, "recurring: spread the slots by a fixed offset inside this window")
-	fs.DurationVar(&f.expect, "expect-success-within", 0, "recurring: mark the job quiet when no run succeeded for this long")
+	fs.StringVar(&f.schedule, "schedule", "", "recurring: "+helpSchedule)
+	fs.StringVar(&f.req.Timezone, "tz", "", "recurring: "+helpTZ+" (default UTC)")
+	fs.IntVar(&f.req.MaxAttempts, "max-attempts", 0, helpMaxAttempts+" (server default by type)")
+	fs.DurationVar(&f.timeout, "timeout", 0, helpTimeout+" (server default 1h)")
+	fs.DurationVar(&f.backoff, "backoff", 0, helpBackoff+" (server default by type)")
+	fs.DurationVar(&f.jitter, "jitter", 0, "recurring: "+helpJitter)
+	fs.DurationVar(&f.expect, "expect-success-within", 0, "recurring: "+helpExpect)
 	fs.StringVar(&f.req.IdempotencyKey, "key", "", "idempotency key: a second add with it returns the first job")
-	fs.StringVar(&f.req.Overlap, "overlap", "", "recurring: skip or queue_one")
-	fs.StringVar(&f.req.Misfire, "misfire", "", "recurring: run_once, skip or run_all")
+	fs.StringVar(&f.req.Overlap, "overlap", "", "recurring: "+helpOverlap)
+	fs.StringVar(&f.req.Misfire, "misfire", "", "recurring: "+helpMisfire)
 	fs.BoolVar(&f.exec, "exec", false, "an exec job running the command after --")
 	fs.StringArrayVar(&f.env, "env", nil, "with --exec: NAME=value added to the command's environment (repeatable)")
 	fs.StringVar(&f.dir, "dir", "", "with --exec: absolute working directory of the command")
