@@ -352,6 +352,8 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"MisfireWithoutSchedule", `{"type": "noop", "misfire": "run_all"}`, nil, 422, "misfire applies only to recurring jobs", "misfire"},
 		{"NegativeTimeout", `{"type": "noop", "timeout": "-5s"}`, nil, 422, "timeout must not be negative", "timeout"},
 		{"ZeroTimeout", `{"type": "noop", "timeout": "0s"}`, nil, 422, "timeout must be greater than zero", "timeout"},
+		{"SubMillisecondTimeout", `{"type": "noop", "timeout": "500us"}`, nil, 422, "timeout 500µs is shorter than 1ms", "timeout"},
+		{"SubMillisecondBackoff", `{"type": "noop", "backoff": "1ns"}`, nil, 422, "backoff 1ns is shorter than 1ms", "backoff"},
 		{"NegativeJitter", `{"type": "noop", "jitter": "-1m"}`, nil, 422, "jitter must not be negative", "jitter"},
 		{"TimeoutNotDuration", `{"type": "noop", "timeout": "soon"}`, nil, 422, `timeout: "soon" is not a duration`, "timeout"},
 		{"TimeoutNumber", `{"type": "noop", "timeout": 30}`, nil, 422, "timeout: a duration is a string", "timeout"},

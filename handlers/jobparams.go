@@ -373,6 +373,10 @@ func setDuration(dst *time.Duration, field string, raw json.RawMessage, def time
 		return fieldError(field, "%s must not be negative, not %s", field, d)
 	case d == 0 && def > 0:
 		return fieldError(field, "%s must be greater than zero; omit it for the default of %s", field, def)
+	case d < time.Millisecond && def > 0:
+		// Stored in whole milliseconds, it would be zero: every attempt
+		// timed out at once, every retry without a wait.
+		return fieldError(field, "%s %s is shorter than 1ms, the precision sked keeps; give at least 1ms", field, d)
 	}
 	*dst = time.Duration(v)
 	return nil
