@@ -30,6 +30,7 @@ type Env struct {
 // Main runs args and returns the process's exit status: 0, 1 for an error,
 // 2 for a command line that cannot be run as given. It prints the error.
 func Main(ctx context.Context, args []string, env Env) int {
+	env.Stdout, env.Stderr = terminalSafe(env.Stdout), terminalSafe(env.Stderr)
 	err := Run(ctx, args, env)
 	if err != nil {
 		printError(env.Stderr, err)

@@ -261,14 +261,3 @@ func definitionPatch(b []byte, job db.Job) (map[string]any, error) {
 	}
 	return patch, nil
 }
-
-// isTerminal reports whether f is a terminal: a character device other than
-// /dev/null (cron, CI and nohup give commands /dev/null).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	null, err := os.Stat(os.DevNull)
-	return err != nil || !os.SameFile(fi, null)
-}
