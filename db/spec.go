@@ -44,6 +44,11 @@ func SpecOf(j Job) JobCreateParams {
 type KeyReusedError struct {
 	Key string
 	Job Job // the job that holds the key
+	// Index is the element of the request that gave the key (0 for a
+	// single create), and Field names it: "jobs[Index].idempotencyKey" in
+	// a batch, else empty.
+	Index int
+	Field string
 	// InBatch is set when that job is an earlier one of the same batch,
 	// which was not created: the batch was refused whole.
 	InBatch bool

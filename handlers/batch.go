@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/sked-dev/sked/db"
 )
@@ -43,8 +44,11 @@ func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
 		p, err := h.jobParams(&req.Jobs[i], nil)
 		var ve *db.ValidationError
 		if errors.As(err, &ve) {
-			err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field),
-				Msg: fmt.Sprintf("jobs[%d]: %s", i, validationDetail(ve))}
+			detail := validationDetail(ve)
+			if !strings.HasPrefix(detail, ve.Field) {
+				detail = ve.Field + ": " + detail
+			}
+			err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: fmt.Sprintf("jobs[%d].%s", i, detail)}
 		}
 		if err != nil {
 			h.error(w, r, err)

@@ -62,14 +62,19 @@ func TestHandler_JobBatch(t *testing.T) {
 		t.Parallel()
 		e := newTestEnv(t, nil)
 		for _, tc := range []struct{ body, field, detail string }{
-			{`{"jobs": [{"type": "a", "idempotencyKey": "k\u0000x"}]}`, "jobs[0].idempotencyKey", "jobs[0]: idempotencyKey \"k\\x00x\" contains a control character"},
+			{`{"jobs": [{"type": "a", "idempotencyKey": "k\u0000x"}]}`, "jobs[0].idempotencyKey", "jobs[0].idempotencyKey \"k\\x00x\" contains a control character"},
 			{`{"jobs": [{"type": "a"}, {"type": "a", "idempotencyKey": "k\r\nX: 1"}]}`, "jobs[1].idempotencyKey", "control character"},
-			{`{"jobs": [{"type": "a"}, {"type": "a", "jitter": "2562047h"}]}`, "jobs[1].jitter", "jobs[1]: jitter 2562047h0m0s is longer than 24h0m0s"},
+			{`{"jobs": [{"type": "a"}, {"type": "a", "jitter": "2562047h"}]}`, "jobs[1].jitter", "jobs[1].jitter 2562047h0m0s is longer than 24h0m0s"},
 			{`{"jobs": [{"type": "a", "schedule": "@every 10s", "jitter": "11s"}]}`, "jobs[0].jitter", "longer than 10s, the shortest time between two slots"},
+			{`{"jobs": [{"type": "a"}, {"type": "a", "timeout": "soon"}]}`, "jobs[1].timeout", "jobs[1].timeout: "},
+			{`{"jobs": [{"type": "a", "idempotencyKey": "k1"}, {"type": "b", "idempotencyKey": "k1"}]}`, "jobs[1].idempotencyKey", `idempotency key "k1" is given to two different jobs of the batch`},
 		} {
 			p := e.do(http.MethodPost, "/jobs/batch", tc.body).wantProblem(t, http.StatusUnprocessableEntity, tc.detail)
 			if p.Field != tc.field {
 				t.Errorf("%s: field got %q, want %q", tc.body, p.Field, tc.field)
+			}
+			if strings.Count(p.Detail, "jobs[") > 1 {
+				t.Errorf("%s: detail %q names the element more than once", tc.body, p.Detail)
 			}
 		}
 		e.do(http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "a"}]}`, "Content-Type", "").

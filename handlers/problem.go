@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,7 +95,7 @@ func problemFor(err error) problem {
 	case errors.As(err, &valErr):
 		p.Status, p.Field, p.Detail = http.StatusUnprocessableEntity, valErr.Field, validationDetail(valErr)
 	case errors.As(err, &keyErr):
-		p.Status, p.Field, p.Detail = http.StatusUnprocessableEntity, "idempotencyKey", keyErr.Error()
+		p.Status, p.Field, p.Detail = http.StatusUnprocessableEntity, cmp.Or(keyErr.Field, "idempotencyKey"), keyErr.Error()
 	case errors.Is(err, db.ErrInvalid):
 		p.Status, p.Detail = http.StatusUnprocessableEntity, err.Error()
 	case errors.Is(err, db.ErrNotFound):

@@ -76,7 +76,7 @@ func TestHandler_JobNames(t *testing.T) {
 			}
 		}
 		p := e.do(http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "a"}, {"name": "a b", "type": "b"}]}`).
-			wantProblem(t, http.StatusUnprocessableEntity, "jobs[1]: name")
+			wantProblem(t, http.StatusUnprocessableEntity, "jobs[1].name \"a b\" may hold only")
 		if p.Field != "jobs[1].name" {
 			t.Errorf("batch field: got %q, want jobs[1].name", p.Field)
 		}

@@ -70,6 +70,10 @@ func (s *Store) CreateIn(ctx context.Context, tx Tx, ps []db.JobCreateParams, ba
 		jobs[i] = j
 	}
 	created, err := s.insert(ctx, tx, jobs)
+	var reused *db.KeyReusedError
+	if batch && errors.As(err, &reused) {
+		reused.Field = fmt.Sprintf("jobs[%d].idempotencyKey", reused.Index)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,7 +148,7 @@ func (s *Store) settleKeys(ctx context.Context, tx Tx, jobs []db.Job, idx []int)
 			rest = append(rest, i)
 		case h.RequestHash != "" && h.RequestHash != jobs[i].RequestHash:
 			inBatch := slices.ContainsFunc(jobs, func(j db.Job) bool { return j.ID == h.ID })
-			return nil, &db.KeyReusedError{Key: h.IdempotencyKey, Job: h, InBatch: inBatch}
+			return nil, &db.KeyReusedError{Key: h.IdempotencyKey, Job: h, InBatch: inBatch, Index: i}
 		default:
 			jobs[i] = h
 		}
