@@ -73,15 +73,15 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // a name is accepted wherever an id is.
 var ulidPattern = regexp.MustCompile(`^[0-7][0-9A-HJKMNP-TV-Z]{25}$`)
 
-// CheckName returns a *ValidationError for a name that is not letters,
-// digits, '-', '_' and '.', at most MaxNameLen long, or that looks like a
-// job id.
+// CheckName returns a *ValidationError for a name that is not ASCII
+// letters, digits, '-', '_' and '.', at most MaxNameLen long, or that looks
+// like a job id.
 func CheckName(name string) error {
 	switch {
+	case !namePattern.MatchString(name):
+		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name %q may hold only ASCII letters, digits, '-', '_' and '.'", name)}
 	case len(name) > MaxNameLen:
 		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name is %d characters long; at most %d are allowed", len(name), MaxNameLen)}
-	case !namePattern.MatchString(name):
-		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name %q may hold only letters, digits, '-', '_' and '.'", name)}
 	case ulidPattern.MatchString(name):
 		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name %q looks like a job id; pick one that does not", name)}
 	}

@@ -64,11 +64,12 @@ func TestHandler_JobNames(t *testing.T) {
 
 	t.Run("BadNames", func(t *testing.T) {
 		for body, detail := range map[string]string{
-			`{"name": "nightly backup", "type": "noop"}`:                   `may hold only letters, digits, '-', '_' and '.'`,
+			`{"name": "nightly backup", "type": "noop"}`:                   `may hold only ASCII letters, digits, '-', '_' and '.'`,
 			`{"name": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "type": "noop"}`:       "looks like a job id",
 			`{"name": "by-name", "type": "noop"}`:                          `name "by-name" is a word of the API's paths (/jobs/by-name); pick another`,
 			`{"name": "batch", "type": "noop"}`:                            "is a word of the API's paths",
 			`{"name": "` + strings.Repeat("n", 101) + `", "type": "noop"}`: "at most 100",
+			`{"name": "` + strings.Repeat("é", 60) + `", "type": "noop"}`:  "may hold only ASCII letters",
 		} {
 			p := e.do(http.MethodPost, "/jobs", body).wantProblem(t, http.StatusUnprocessableEntity, detail)
 			if p.Field != "name" {
@@ -76,7 +77,7 @@ func TestHandler_JobNames(t *testing.T) {
 			}
 		}
 		p := e.do(http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "a"}, {"name": "a b", "type": "b"}]}`).
-			wantProblem(t, http.StatusUnprocessableEntity, "jobs[1].name \"a b\" may hold only")
+			wantProblem(t, http.StatusUnprocessableEntity, "jobs[1].name \"a b\" may hold only ASCII")
 		if p.Field != "jobs[1].name" {
 			t.Errorf("batch field: got %q, want jobs[1].name", p.Field)
 		}
@@ -507,7 +508,7 @@ func TestHandler_JobPut(t *testing.T) {
 		field, detail    string
 	}{
 		{"NameDiffers", "certs", `{"name": "other", "type": "noop"}`, 422, "name", `name "other" in the definition differs from "certs", the name it is put under`},
-		{"BadName", "a.b%20c", `{"type": "noop"}`, 422, "name", "may hold only letters"},
+		{"BadName", "a.b%20c", `{"type": "noop"}`, 422, "name", "may hold only ASCII letters"},
 		{"IDShapedName", j.ID, `{"type": "noop"}`, 422, "name", "looks like a job id"},
 		{"TypeChange", "certs", `{"type": "other", "schedule": "0 5 * * *"}`, 422, "type", "a type cannot change"},
 		{"BadField", "certs", `{"type": "noop", "schedule": "0 5 * * *", "jitter": "25h"}`, 422, "jitter", "longer than 24h0m0s, the shortest time between two slots"},

@@ -85,7 +85,8 @@ func checkJobDefaults(defaults map[string]db.Defaults) error {
 
 // checkConfig refuses what cfg, with its defaults filled in, cannot run
 // with: the database setting CheckDB refuses, no worker slot, a lease
-// shorter than wire.MinLease (renewals could not keep it), a negative
+// shorter than wire.MinLease (renewals could not keep it) or longer than
+// wire.MaxLease, a negative
 // grace, and what CheckPublicURL, worker.CheckExecEnv and checkJobDefaults
 // refuse.
 func checkConfig(cfg Config) error {
@@ -101,8 +102,8 @@ func checkConfig(cfg Config) error {
 	if cfg.Workers < 1 {
 		errs = append(errs, fmt.Errorf("Config.Workers %d: must be at least 1 (0: the default, %d)", cfg.Workers, worker.DefaultSlots))
 	}
-	if cfg.Lease < wire.MinLease {
-		errs = append(errs, fmt.Errorf("Config.Lease %s: must be at least %s (0: the default, %s)", cfg.Lease, wire.MinLease, db.DefaultLease))
+	if cfg.Lease < wire.MinLease || cfg.Lease > wire.MaxLease {
+		errs = append(errs, fmt.Errorf("Config.Lease %s: must be from %s to %s (0: the default, %s)", cfg.Lease, wire.MinLease, wire.MaxLease, db.DefaultLease))
 	}
 	if cfg.Grace < 0 {
 		errs = append(errs, fmt.Errorf("Config.Grace %s: must be above zero, such as 1ms to stop running jobs at once (0: the default, %s)", cfg.Grace, worker.DefaultGrace))

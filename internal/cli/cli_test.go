@@ -32,7 +32,7 @@ func TestMain_ValueFromEnv(t *testing.T) {
 		t.Errorf("ls with SKED_SERVER=localhost:1 said %q", msg)
 	}
 	msg := run("serve", "--lease", "20ms")
-	for _, want := range []string{"sked: --workers 0 (from SKED_WORKERS): must be at least 1\n", "sked: --lease 20ms: must be at least"} {
+	for _, want := range []string{"sked: --workers 0 (from SKED_WORKERS): must be at least 1\n", "sked: --lease 20ms: must be from 300ms to 24h0m0s"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("serve said %q, want %q", msg, want)
 		}
@@ -77,6 +77,7 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"ls", "--server", "http://a:8080,http://b:8080"}, `--server "http://a:8080,http://b:8080": give one URL; only sked work takes several`},
 		{[]string{"ls", "--limit", "many"}, `--limit "many": give a whole number`},
 		{[]string{"work", "--type", "t", "--lease", "48h", "--", "true"}, `--lease 48h0m0s: must be from 300ms to 24h0m0s`},
+		{[]string{"serve", "--lease", "25h"}, `--lease 25h0m0s: must be from 300ms to 24h0m0s`},
 	} {
 		code, _, stderr := mainOf(c.args...)
 		if code != 2 || !strings.HasPrefix(stderr, "sked: "+c.want) {

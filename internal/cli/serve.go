@@ -113,8 +113,8 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if c.Workers < 1 {
 		bad("--workers %d: must be at least 1", c.Workers)
 	}
-	if c.Lease < wire.MinLease {
-		bad("--lease %s: must be at least %s", c.Lease, wire.MinLease)
+	if c.Lease < wire.MinLease || c.Lease > wire.MaxLease {
+		bad("--lease %s: must be from %s to %s", c.Lease, wire.MinLease, wire.MaxLease)
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("--max-body %d: must be at least 1 (bytes); the default is %d", c.MaxBodyBytes, handlers.DefaultMaxBodyBytes)
