@@ -98,3 +98,20 @@ func TestHandler_GuardedAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestHandler_Head: a HEAD of a GET route answers as its GET does, without
+// a body (curl -I), instead of 405.
+func TestHandler_Head(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "noop"}`, http.StatusCreated)
+	for _, path := range []string{"/jobs", "/jobs/" + j.ID, "/stats", "/openapi.json"} {
+		res := e.do(http.MethodHead, path, "")
+		if res.status != http.StatusOK || len(res.body) != 0 || res.header.Get("Content-Type") == "" {
+			t.Errorf("HEAD %s: %d, %d bytes, Content-Type %q; want 200 without a body", path, res.status, len(res.body), res.header.Get("Content-Type"))
+		}
+	}
+	if res := e.do(http.MethodHead, "/jobs/nope", ""); res.status != http.StatusNotFound {
+		t.Errorf("HEAD of a missing job: %d, want 404", res.status)
+	}
+}

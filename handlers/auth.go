@@ -134,17 +134,21 @@ func (ro role) allows(r *http.Request) bool {
 	case roleAdmin:
 		return true
 	case roleReader:
-		return r.Method == http.MethodGet || r.Method == http.MethodHead || isDryRun(r)
+		return r.Method == http.MethodGet || r.Method == http.MethodHead || writesNothing(r)
 	case roleWorker:
 		return r.Method == http.MethodPost && isWorkerPath(r.URL.Path)
 	}
 	return false
 }
 
-// isDryRun reports whether r is a put of a named job as a dry run (sked
-// apply --dry-run): it writes nothing, so a read token may make it.
-func isDryRun(r *http.Request) bool {
-	if r.Method != http.MethodPut || !strings.HasPrefix(r.URL.Path, "/jobs/by-name/") {
+// writesNothing reports whether r, not a GET, writes nothing, so that a read
+// token may make it: a put of a named job as a dry run (sked apply
+// --dry-run), or a schedule's check (POST /schedules/check).
+func writesNothing(r *http.Request) bool {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/schedules/check":
+		return true
+	case r.Method != http.MethodPut || !strings.HasPrefix(r.URL.Path, "/jobs/by-name/"):
 		return false
 	}
 	dry, err := dryRunParam(r)
@@ -161,7 +165,7 @@ func (ro role) refusal(r *http.Request) string {
 		return "this is a worker token (SKED_WORKER_TOKEN): it may only claim jobs and report on their runs " +
 			"(POST /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete, /workers/stopping, /workers/stopped); use a token from SKED_TOKEN for anything else"
 	}
-	return "this is a read-only token (SKED_READ_TOKEN): it may only read (GET, and dry runs of sked apply); use a token from SKED_TOKEN to change anything"
+	return "this is a read-only token (SKED_READ_TOKEN): it may only read (GET, dry runs of sked apply, schedule checks); use a token from SKED_TOKEN to change anything"
 }
 
 // isWorkerPath reports whether path is one of the routes a worker uses:

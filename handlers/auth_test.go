@@ -75,6 +75,10 @@ func TestAuth_RoleRefusals(t *testing.T) {
 	for _, path := range []string{"/jobs/by-name/nightly", "/jobs/by-name/nightly?dryRun=false", "/jobs/by-name/nightly?dryRun=maybe"} {
 		e.do("PUT", path, put, "Authorization", "Bearer r").wantProblem(t, http.StatusForbidden, "it may only read")
 	}
+	// A schedule's check writes nothing either; a worker token may not.
+	check := `{"schedule": "30 2 * * *"}`
+	e.do("POST", "/schedules/check", check, "Authorization", "Bearer r").wantStatus(t, http.StatusOK)
+	e.do("POST", "/schedules/check", check, "Authorization", "Bearer w").wantProblem(t, http.StatusForbidden, "worker token")
 }
 
 // TestAuth_RoleHeader: an answer to a valid token names its role, a 403

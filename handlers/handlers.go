@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/internal/buildinfo"
@@ -194,6 +195,7 @@ func (h *handler) routes(r chi.Router) {
 	r.Use(h.checkHost)
 	r.Use(h.authenticate)
 	r.Use(h.checkActor)
+	r.Use(middleware.GetHead) // HEAD of every GET route, as curl -I sends
 	r.NotFound(h.handleNotFound)
 	r.MethodNotAllowed(h.handleMethodNotAllowed(r))
 

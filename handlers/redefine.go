@@ -106,7 +106,7 @@ func checkKept(j db.Job, req jobCreateRequest) error {
 }
 
 // dryRunParam reads r's dryRun query parameter: false when absent, an
-// error when it is not a boolean. The read role's check (isDryRun) reads it
+// error when it is not a boolean. The read role's check (writesNothing) reads it
 // here too, so that both agree on what is a dry run.
 func dryRunParam(r *http.Request) (bool, error) {
 	return strconv.ParseBool(cmp.Or(r.URL.Query().Get("dryRun"), "false"))

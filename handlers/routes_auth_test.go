@@ -26,7 +26,8 @@ func (c *fixedClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock()
 // TestAuth_EveryRoute walks every route of the API, with every optional
 // route switched on, and checks that each answers 401 without a token and
 // with a wrong one, except the health probes; and that a worker token may
-// only claim and report, a read token only read (403 otherwise), and the
+// only claim and report, a read token only read and check schedules (403
+// otherwise), and the
 // full token anything.
 func TestAuth_EveryRoute(t *testing.T) {
 	t.Parallel()
@@ -75,7 +76,7 @@ func TestAuth_EveryRoute(t *testing.T) {
 		for token, allowed := range map[string]bool{
 			"secret": true,
 			"worker": public[route] || workers[method+" "+route],
-			"reader": public[route] || method == http.MethodGet || method == http.MethodHead,
+			"reader": public[route] || method == http.MethodGet || method == http.MethodHead || method+" "+route == "POST /schedules/check",
 		} {
 			got := status(method, path, "Bearer "+token)
 			if refused := got == http.StatusUnauthorized || got == http.StatusForbidden; refused == allowed {
