@@ -24,8 +24,9 @@ import (
 
 const (
 	// maxResponseBody is how much of a response body is read into the job's
-	// output; the rest is left unread.
-	maxResponseBody = 64 << 10
+	// output, its beginning, which a run keeps whole (db.OutputTailBytes);
+	// the rest is left unread.
+	maxResponseBody = db.OutputTailBytes
 	// maxRedirects is how many redirects the built-in client follows.
 	maxRedirects = 5
 )
@@ -89,8 +90,8 @@ type HTTPConfig struct {
 // A 2xx answer succeeds. A 5xx or 429 answer, or a network error, is a
 // retryable error; any other answer ("POST https://example.com/hook answered
 // 404 Not Found"), a payload that does not validate, a refused target and too
-// many redirects are Permanent errors. Up to 64 KiB of the response body is
-// written to job.Output. The request is bound to ctx, and the error of a
+// many redirects are Permanent errors. The first 4 KiB of the response body
+// are written to job.Output. The request is bound to ctx, and the error of a
 // request cut short by ctx wraps ctx.Err().
 //
 // Unless cfg.AllowPrivate, a target whose address PublicAddr rejects is

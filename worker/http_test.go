@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sked-dev/sked/db"
 )
 
 // httpJob is a job of kind http with payload p.
@@ -197,14 +199,15 @@ func TestHTTP(t *testing.T) {
 
 	t.Run("OutputBounded", func(t *testing.T) {
 		t.Parallel()
-		srv, _ := newServer(t, http.StatusOK, strings.Repeat("x", 100<<10)+"end")
+		srv, _ := newServer(t, http.StatusOK, `{"error": "quota"}`+strings.Repeat("x", 100<<10)+"end")
 		job := httpJob(t, map[string]any{"url": srv.URL})
 		job.Output = &Tail{Max: 1 << 20}
 		if err := HTTP(allowLoopback)(context.Background(), job); err != nil {
 			t.Fatalf("HTTP: %v", err)
 		}
-		if got := len(job.Output.String()); got != maxResponseBody {
-			t.Errorf("output is %d bytes, want %d", got, maxResponseBody)
+		// The beginning of the body, which the run keeps whole.
+		if got := job.Output.String(); len(got) != db.OutputTailBytes || !strings.HasPrefix(got, `{"error": "quota"}`) {
+			t.Errorf("output is %d bytes beginning %.20q; want the body's first %d", len(got), got, db.OutputTailBytes)
 		}
 	})
 

@@ -8,7 +8,7 @@
 //
 //	go run ./examples/embed                        # SQLite file embed.db
 //	SKED_DB=postgres://user:pass@host/db go run ./examples/embed
-//	open http://127.0.0.1:8080/sked/
+//	open http://127.0.0.1:8080/sked/   (EMBED_ADDR=127.0.0.1:9090 to listen elsewhere)
 //	curl -s --json '{"type": "greet", "payload": {"name": "Ada"}}' http://127.0.0.1:8080/sked/jobs
 package main
 

@@ -215,7 +215,7 @@ const (
 	helpMaxAttempts = "attempts before a one-off job goes dead, or a schedule's firing gives up"
 	helpTimeout     = "limit of one attempt"
 	helpBackoff     = "first retry delay, doubled per attempt, each drawn from its upper half"
-	helpJitter      = "spread the slots by a fixed offset inside this window"
+	helpJitter      = "delay the run (a schedule: every slot) by a fixed offset inside this window"
 	helpOverlap     = "skip or queue_one"
 	helpMisfire     = "run_once, skip or run_all"
 	helpExpect      = "mark the job quiet when no run succeeded for this long"
@@ -266,7 +266,7 @@ func addCmd(env Env) *cobra.Command {
 	fs.IntVar(&f.req.MaxAttempts, "max-attempts", 0, helpMaxAttempts+" (server default by type)")
 	fs.DurationVar(&f.timeout, "timeout", 0, helpTimeout+" (server default 1h)")
 	fs.DurationVar(&f.backoff, "backoff", 0, helpBackoff+" (server default by type)")
-	fs.DurationVar(&f.jitter, "jitter", 0, "recurring: "+helpJitter)
+	fs.DurationVar(&f.jitter, "jitter", 0, helpJitter)
 	fs.DurationVar(&f.expect, "expect-success-within", 0, "recurring: "+helpExpect)
 	fs.StringVar(&f.req.IdempotencyKey, "key", "", "idempotency key: a second add with it returns the first job")
 	fs.StringVar(&f.req.Overlap, "overlap", "", "recurring: "+helpOverlap)
