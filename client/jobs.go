@@ -40,6 +40,34 @@ func (c *Client) JobGet(ctx context.Context, id string) (db.Job, error) {
 	return job, err
 }
 
+// JobWait polls the job of an id or a name every poll (0: 500ms; at least
+// 100ms) until it has ended (done, dead or cancelled; see
+// db.JobState.Final) and returns it as it ended: a recurring job ends only
+// when cancelled. A request that got no answer, or a 503 (the server
+// restarting, its database failing over), is sent again at the next poll;
+// any other error ends the wait, as does the end of ctx.
+func (c *Client) JobWait(ctx context.Context, id string, poll time.Duration) (db.Job, error) {
+	if poll == 0 {
+		poll = 500 * time.Millisecond
+	}
+	tick := time.NewTicker(max(poll, 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		job, err := c.JobGet(ctx, id)
+		switch {
+		case err == nil && job.State.Final():
+			return job, nil
+		case err != nil && !failsOver(ctx, err):
+			return db.Job{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return db.Job{}, fmt.Errorf("wait for job %s to end: %w", id, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
 // JobGetDated is JobGet with the server's time of its answer (its Date
 // header, to the second; zero when it has none), by the clock that says
 // what is due: compare the job's times with it, not with this machine's

@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
@@ -125,5 +127,43 @@ func TestClient_NotSked(t *testing.T) {
 			t.Errorf("%d %q: %v; want it to ask whether this is a sked server", c.status, c.contentType, err)
 		}
 		srv.Close()
+	}
+}
+
+// TestClient_JobWait: JobWait reads the job until it has ended, asking
+// again through a 503 (a server restarting) and a server that does not
+// answer; a 404 ends the wait.
+func TestClient_JobWait(t *testing.T) {
+	t.Parallel()
+	var read atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reads := read.Add(1)
+		switch {
+		case r.URL.Path == "/jobs/gone":
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"status": 404, "detail": "job \"gone\" does not exist"}`)
+		case reads == 1:
+			io.WriteString(w, `{"jobId": "j1", "state": "running"}`)
+		case reads == 2:
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"status": 503, "detail": "restarting"}`)
+		case reads == 3:
+			hj, _ := w.(http.Hijacker)
+			conn, _, _ := hj.Hijack()
+			conn.Close() // no answer at all
+		default:
+			io.WriteString(w, `{"jobId": "j1", "state": "dead", "attempt": 3, "lastError": "exit status 1"}`)
+		}
+	}))
+	defer srv.Close()
+	c := &client.Client{BaseURL: srv.URL}
+	job, err := c.JobWait(context.Background(), "j1", 100*time.Millisecond)
+	if reads := read.Load(); err != nil || job.State != db.StateDead || reads != 4 {
+		t.Fatalf("JobWait: %+v, %v after %d reads; want the dead job after 4", job, err, reads)
+	}
+	if _, err := c.JobWait(context.Background(), "gone", 100*time.Millisecond); !errors.Is(err, db.ErrNotFound) {
+		t.Errorf("JobWait of a job that does not exist: %v, want ErrNotFound", err)
 	}
 }

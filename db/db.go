@@ -91,6 +91,12 @@ const (
 	StatePaused    JobState = "paused"
 )
 
+// Final reports whether a job in state s has ended: done, dead or
+// cancelled. A recurring job ends only when cancelled.
+func (s JobState) Final() bool {
+	return s == StateDone || s == StateDead || s == StateCancelled
+}
+
 // Outcome is how a run ended.
 type Outcome string
 

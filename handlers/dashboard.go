@@ -126,7 +126,7 @@ func (h *handler) handleJobPreview(w http.ResponseWriter, r *http.Request) {
 	}
 	times := []fireTime{}
 	switch {
-	case job.State == db.StateCancelled || job.State == db.StateDone || job.State == db.StateDead:
+	case job.State.Final():
 	case !job.Recurring():
 		if job.NextRunAt != nil {
 			times = append(times, fireTimeIn(*job.NextRunAt, time.UTC))

@@ -102,7 +102,7 @@ func TestMain_Mistyped(t *testing.T) {
 		{[]string{"add", "--type", "x", "--max-attemps", "3"}, "unknown flag: --max-attemps; did you mean --max-attempts?"},
 		{[]string{"serve", "--enable-exce"}, "unknown flag: --enable-exce; did you mean --enable-exec?"},
 		{[]string{"add", "--zzzzzz"}, "unknown flag: --zzzzzz"},
-		{[]string{"lsit"}, `unknown command "lsit"; did you mean edit or ls?`},
+		{[]string{"lsit"}, `unknown command "lsit"; did you mean edit or ls or wait?`},
 		{[]string{"shwo", "x"}, `unknown command "shwo"; did you mean show?`},
 		{[]string{"retyr", "x"}, `unknown command "retyr"; did you mean retry?`},
 		{[]string{"list"}, `unknown command "list"; did you mean ls?`},

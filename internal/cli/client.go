@@ -192,7 +192,7 @@ func apiError(err error, server string) error {
 
 func clientCmds(env Env) []*cobra.Command {
 	return []*cobra.Command{
-		addCmd(env), lsCmd(env), showCmd(env), runsCmd(env), editCmd(env), applyCmd(env), exportCmd(env),
+		addCmd(env), lsCmd(env), showCmd(env), runsCmd(env), waitCmd(env), editCmd(env), applyCmd(env), exportCmd(env),
 		cancelCmd(env),
 		pauseCmd(env),
 		actionCmd(env, "resume", "Resume a paused job", "resumed", "", (*skedapi.Client).JobResume),
@@ -226,7 +226,7 @@ type addFlags struct {
 	req                  skedapi.JobCreateRequest
 	payload, schedule    string
 	at                   rfc3339Value
-	exec                 bool
+	exec, wait           bool
 	env                  []string
 	dir                  string
 	url                  string
@@ -275,6 +275,7 @@ func addCmd(env Env) *cobra.Command {
 	fs.StringArrayVar(&f.env, "env", nil, "with --exec: NAME=value added to the command's environment (repeatable)")
 	fs.StringVar(&f.dir, "dir", "", "with --exec: absolute working directory of the command")
 	fs.StringVar(&f.url, "url", "", "an http job POSTing to this URL (--payload is the body)")
+	fs.BoolVar(&f.wait, "wait", false, "one-off: wait until the job ends, as sked wait does (exit 0 done, 1 dead or cancelled)")
 	withEnv(fs, "tz")
 	fs.SortFlags = false
 	return cmd
@@ -402,6 +403,9 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	if req.Timezone != "" && f.schedule == "" {
 		return usagef("--tz is the time zone of a --schedule; add --schedule")
 	}
+	if f.wait && f.schedule != "" {
+		return usagef("--wait waits for a one-off job to end; a --schedule job ends only when cancelled")
+	}
 	req.Schedule = f.schedule
 
 	job, created, err := a.c.JobCreate(ctx, req)
@@ -411,16 +415,20 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	if job.State == db.StateReady || job.State == db.StatePaused {
 		warnUnserved(ctx, a, job)
 	}
-	if a.json {
+	switch {
+	case f.wait && a.json: // one JSON document: the job as it ended
+	case a.json:
 		return a.printJSON(job)
-	}
-	if !created {
+	case !created:
 		fmt.Fprintf(a.env.Stdout, "job %s already exists for key %q (%s, next run %s); nothing created, and its time is kept\n",
 			jobLabel(job), job.IdempotencyKey, job.State, timeText(job.NextRunAt))
+	default:
+		fmt.Fprintf(a.env.Stdout, "created job %s (%s, %s, next run %s)\n", jobLabel(job), job.Type, job.State, timeText(job.NextRunAt))
+	}
+	if !f.wait {
 		return nil
 	}
-	fmt.Fprintf(a.env.Stdout, "created job %s (%s, %s, next run %s)\n", jobLabel(job), job.Type, job.State, timeText(job.NextRunAt))
-	return nil
+	return a.wait(ctx, job.ID, 0)
 }
 
 // execPayload is the payload of an exec job running command with the

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/handlers"
+)
+
+// finishSoon claims the job of type typ after a moment, as a worker would,
+// and reports its run ended with outcome.
+func finishSoon(t *testing.T, s *sqlite.Store, typ string, outcome db.Outcome, errText string) {
+	t.Helper()
+	done := make(chan struct{})
+	t.Cleanup(func() { <-done })
+	go func() {
+		defer close(done)
+		time.Sleep(700 * time.Millisecond) // the wait has begun polling
+		ctx := context.Background()
+		c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{typ}, Max: 1})
+		if err != nil || len(c) != 1 {
+			t.Errorf("claim: %v, %v", c, err)
+			return
+		}
+		if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: c[0].Job.ID, Generation: c[0].Job.LeaseGeneration, Outcome: outcome, Error: errText}); err != nil {
+			t.Errorf("finish: %v", err)
+		}
+	}()
+}
+
+// TestWait: sked wait and sked add --wait wait until a one-off job ends and
+// exit by how it ended: 0 done, 1 dead (with its last error) or when the
+// wait runs out; a recurring job is refused, as --wait with --schedule is.
+func TestWait(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+
+	t.Run("Done", func(t *testing.T) {
+		j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "ok", Name: "build"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		finishSoon(t, s, "ok", db.OutcomeSucceeded, "")
+		code, stdout, stderr := mainOf("wait", "build", "--server", srv.URL)
+		if code != 0 || stdout != "job build ("+j.ID+") done after 1 attempt\n" {
+			t.Errorf("sked wait of a job done: exit %d, %q %q", code, stdout, stderr)
+		}
+	})
+	t.Run("Dead", func(t *testing.T) {
+		if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "bad", Name: "lint", MaxAttempts: 1}); err != nil {
+			t.Fatal(err)
+		}
+		finishSoon(t, s, "bad", db.OutcomeFailed, "exit status 3")
+		code, _, stderr := mainOf("wait", "lint", "--server", srv.URL)
+		if code != 1 || !strings.Contains(stderr, "is dead after 1 attempt: exit status 3") {
+			t.Errorf("sked wait of a job gone dead: exit %d, %q", code, stderr)
+		}
+	})
+	t.Run("AddWaitJSON", func(t *testing.T) {
+		finishSoon(t, s, "ok2", db.OutcomeSucceeded, "")
+		code, stdout, stderr := mainOf("add", "--type", "ok2", "--wait", "--json", "--server", srv.URL)
+		var job db.Job
+		if err := json.Unmarshal([]byte(stdout), &job); code != 0 || err != nil || job.State != db.StateDone {
+			t.Errorf("sked add --wait --json: exit %d, %q %q; want the job as it ended, done", code, stdout, stderr)
+		}
+	})
+	t.Run("Timeout", func(t *testing.T) {
+		if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "nobody", Name: "stuck"}); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := mainOf("wait", "stuck", "--timeout", "1s", "--server", srv.URL)
+		if code != 1 || !strings.Contains(stderr, "has not ended after 1s: it is ready") {
+			t.Errorf("sked wait --timeout 1s of a job nobody runs: exit %d, %q", code, stderr)
+		}
+	})
+	t.Run("Recurring", func(t *testing.T) {
+		if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "nightly", Name: "nightly", Schedule: "0 3 * * *"}); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, stderr := mainOf("wait", "nightly", "--server", srv.URL); code != 1 || !strings.Contains(stderr, "is recurring: it ends only when cancelled") {
+			t.Errorf("sked wait of a schedule: exit %d, %q", code, stderr)
+		}
+		if code, _, stderr := mainOf("add", "--type", "t", "--schedule", "@hourly", "--wait", "--server", srv.URL); code != 2 || !strings.Contains(stderr, "--wait waits for a one-off job") {
+			t.Errorf("sked add --wait --schedule: exit %d, %q", code, stderr)
+		}
+	})
+}
