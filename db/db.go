@@ -203,8 +203,8 @@ type Job struct {
 
 // Notify is a job's own notification settings.
 type Notify struct {
-	// On lists the events told: gave_up, recovered, quiet; empty: the
-	// server's default events.
+	// On lists the events told: gave_up, failing, recovered, quiet, or
+	// none alone; empty: the server's default events.
 	On []string `json:"on,omitempty"`
 	// Sinks lists where they go, in sked serve --notify's form; empty: the
 	// server's sinks.

@@ -351,6 +351,9 @@ func (c *jobCheck) checkNotify() error {
 		return fieldError("notify", "notify must be an object such as {\"on\": [\"gave_up\"], \"sinks\": [\"ntfy:https://ntfy.sh/topic\"]}, not %s",
 			jsonKind(cmp.Or(kind, "number")))
 	}
+	if n.On != nil && len(n.On) == 0 {
+		return fieldError("notify.on", `notify.on is empty: leave it out for the default events, or give ["none"] to tell none`)
+	}
 	if len(n.On) > 0 || len(n.Sinks) > 0 || n.Ping != "" {
 		c.p.Notify = &n
 	}

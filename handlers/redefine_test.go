@@ -183,15 +183,20 @@ func TestHandler_JobNotify(t *testing.T) {
 		t.Fatalf("sink name %q does not mask the password", mail.SMTP.Name)
 	}
 	e.create(`{"type": "noop", "notify": {"sinks": ["`+mail.SMTP.Name+`"]}}`, http.StatusCreated)
-	// Settings that say nothing are none.
-	if got := e.create(`{"type": "noop", "notify": {"on": [], "sinks": []}}`, http.StatusCreated); got.Notify != nil {
+	// Settings that say nothing are none; "none" alone tells no event.
+	if got := e.create(`{"type": "noop", "notify": {"sinks": []}}`, http.StatusCreated); got.Notify != nil {
 		t.Errorf("empty notify stored as %+v, want none", got.Notify)
+	}
+	if got := e.create(`{"type": "noop", "notify": {"on": ["none"]}}`, http.StatusCreated); got.Notify == nil || len(got.Notify.On) != 1 {
+		t.Errorf("notify on none stored as %+v, want it kept", got.Notify)
 	}
 
 	for _, tt := range []struct {
 		name, notify, field, detail string
 	}{
 		{"UnknownEvent", `{"on": ["sometimes"]}`, "notify.on", `"sometimes" is not an event; use gave_up, failing, recovered or quiet`},
+		{"EmptyEvents", `{"on": []}`, "notify.on", `notify.on is empty: leave it out for the default events, or give ["none"] to tell none`},
+		{"NoneWithEvents", `{"on": ["none", "gave_up"]}`, "notify.on", `"none" tells no event, and stands alone`},
 		{"BadSink", `{"sinks": ["pager:https://example.com"]}`, "notify.sinks", "pager"},
 		{"ForeignEmail", `{"sinks": ["smtp://me:pw@other.example?from=me@example.com&to=x@example.com"]}`, "notify.sinks", "is not one sked serve was started with"},
 		{"BadPing", `{"ping": "hc-ping.com/abc"}`, "notify.ping", "give the check's absolute http(s) URL"},

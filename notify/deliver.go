@@ -18,6 +18,7 @@ const (
 	OnFailing   = "failing"   // run_gave_up of a schedule's first firing to give up since it last succeeded, and job_dead
 	OnRecovered = "recovered" // schedule_recovered
 	OnQuiet     = "quiet"     // schedule_quiet
+	OnNone      = "none"      // no event: the job tells nothing (its ping is apart)
 )
 
 // CheckSettings returns an error that says how to fix n unless every event
@@ -29,9 +30,12 @@ func (n *Notifier) CheckSettings(s *db.Notify) error {
 		return nil
 	}
 	for _, on := range s.On {
-		if on != OnGaveUp && on != OnFailing && on != OnRecovered && on != OnQuiet {
-			return &db.ValidationError{Field: "notify.on", Msg: fmt.Sprintf("%q is not an event; use %s, %s, %s or %s", on, OnGaveUp, OnFailing, OnRecovered, OnQuiet)}
+		if on != OnGaveUp && on != OnFailing && on != OnRecovered && on != OnQuiet && on != OnNone {
+			return &db.ValidationError{Field: "notify.on", Msg: fmt.Sprintf("%q is not an event; use %s, %s, %s or %s, or %s alone for none", on, OnGaveUp, OnFailing, OnRecovered, OnQuiet, OnNone)}
 		}
+	}
+	if slices.Contains(s.On, OnNone) && len(s.On) > 1 {
+		return &db.ValidationError{Field: "notify.on", Msg: fmt.Sprintf("%q tells no event, and stands alone; give it alone, or the events to tell", OnNone)}
 	}
 	if _, err := n.sinksOf(s); err != nil {
 		return err

@@ -81,3 +81,36 @@ func TestNotifier_Deliver(t *testing.T) {
 		t.Errorf("CheckSettings of an email sink the server lacks = %v; want ErrInvalid", err)
 	}
 }
+
+// TestNotifier_DeliverNone: a job whose settings choose "none" is told of
+// nothing, its going dead included, while its ping still hears
+// its runs.
+func TestNotifier_DeliverNone(t *testing.T) {
+	t.Parallel()
+	s := sqlitetest.Open(t)
+	ctx := context.Background()
+	n := &notify.Notifier{Store: s, Sinks: parseSinks(t, "webhook:https://server.example/hook")}
+	slot := time.Date(2026, 3, 8, 2, 0, 0, 0, time.UTC)
+	job := db.Job{ID: "01JOBID", Type: "exec", MaxAttempts: 1, Notify: &db.Notify{On: []string{notify.OnNone}, Ping: "https://hc.example/abc"}}
+	if err := n.CheckSettings(job.Notify); err != nil {
+		t.Fatalf("CheckSettings of none: %v", err)
+	}
+	run, _ := json.Marshal(db.RunEvent{Slot: &slot, Attempt: 1, Generation: 1, StartedAt: &slot, Error: "exit status 1"})
+	for i, kind := range []string{db.EventGaveUp, db.EventRecovered, db.EventQuiet} {
+		if err := n.Deliver(ctx, job, db.Event{ID: int64(i + 1), JobID: job.ID, Kind: kind, At: slot.Add(time.Minute), Detail: run}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, _, err := s.JobList(ctx, db.JobListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if !strings.HasPrefix(j.IdempotencyKey, db.PingKeyPrefix) {
+			t.Errorf("a delivery %s (%s) for a job that chose none", j.IdempotencyKey, j.Payload)
+		}
+	}
+	if len(jobs) == 0 {
+		t.Error("no ping of the failed run; the ping is apart from the events")
+	}
+}
