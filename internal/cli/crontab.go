@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -119,6 +121,9 @@ func importCrontab(r io.Reader, tz string, system bool) ([]wire.JobCreateRequest
 			user, command, _ := strings.Cut(rest, " ")
 			note("runs as %s in cron; sked runs it as the user sked runs as", user)
 			rest = strings.TrimSpace(command)
+		} else if first, _, _ := strings.Cut(rest, " "); isUserNotProgram(first) {
+			note("its command begins with %q, a user of this machine and no program: if this is a system crontab "+
+				"(/etc/crontab, /etc/cron.d/*), whose lines name a user before the command, give --system", first)
 		}
 		if strings.EqualFold(spec, "@reboot") {
 			note("@reboot is left out: sked keeps no run at a machine's start; start it from the machine's boot: %s", rest)
@@ -146,6 +151,16 @@ func importCrontab(r io.Reader, tz string, system bool) ([]wire.JobCreateRequest
 		reqs = append(reqs, wire.JobCreateRequest{Name: cronJobName(rest, names), Type: "exec", Schedule: spec, Timezone: tz, Payload: b})
 	}
 	return reqs, notes, sc.Err()
+}
+
+// isUserNotProgram reports whether word names a user of this machine and
+// no program on the PATH: the user field of a system crontab's line.
+func isUserNotProgram(word string) bool {
+	if _, err := user.Lookup(word); err != nil {
+		return false
+	}
+	_, err := exec.LookPath(word)
+	return err != nil
 }
 
 // cronLine is a crontab line of five schedule fields and a command.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,5 +103,15 @@ func TestImportCrontab_System(t *testing.T) {
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], "runs as root in cron") {
 		t.Errorf("notes %q; want the user named", notes)
+	}
+	// The same line without --system: its command would be "root …",
+	// which is said.
+	if _, err := user.Lookup("root"); err != nil {
+		t.Skipf("no user root here: %v", err)
+	}
+	_, notes, err = importCrontab(strings.NewReader("17 * * * * root cd / && run-parts /etc/cron.hourly\n"), "UTC", false)
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], `line 1: its command begins with "root", a user of this machine and no program`) ||
+		!strings.Contains(notes[0], "give --system") {
+		t.Errorf("a system crontab's line without --system: notes %q, %v; want one saying to give --system", notes, err)
 	}
 }
