@@ -114,7 +114,9 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 		case role == roleNone:
 			msg := "this server requires a bearer token: send the header Authorization: Bearer <token> " +
 				"with a token sked serve was started with (SKED_TOKEN)"
-			if given {
+			if scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " "); given && !strings.EqualFold(scheme, "Bearer") {
+				msg = fmt.Sprintf("the Authorization header is of scheme %q; this server takes only a bearer token: Authorization: Bearer <token>", scheme)
+			} else if given {
 				msg = "the bearer token is not one this server accepts"
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sked"`)

@@ -25,7 +25,7 @@ func TestAuth_Bearer(t *testing.T) {
 		{"NoHeader", "/jobs", "", http.StatusUnauthorized, "requires a bearer token"},
 		{"WrongToken", "/jobs", "Bearer first-tokenX", http.StatusUnauthorized, "not one this server accepts"},
 		{"PrefixOfToken", "/jobs", "Bearer first", http.StatusUnauthorized, "not one this server accepts"},
-		{"OtherScheme", "/jobs", "Basic Zmlyc3QtdG9rZW4=", http.StatusUnauthorized, "not one this server accepts"},
+		{"OtherScheme", "/jobs", "Basic Zmlyc3QtdG9rZW4=", http.StatusUnauthorized, `the Authorization header is of scheme "Basic"; this server takes only a bearer token`},
 		{"MetricsNeedToken", "/metrics", "", http.StatusUnauthorized, "requires a bearer token"},
 		{"FirstToken", "/jobs", "Bearer first-token", http.StatusOK, ""},
 		{"SecondToken", "/jobs", "bearer second-token", http.StatusOK, ""},

@@ -56,12 +56,23 @@ func Run(ctx context.Context, args []string, env Env) error {
 
 // execute runs args with root and its commands.
 func execute(ctx context.Context, root *cobra.Command, args []string) error {
+	// cobra adds its completion command as it runs; add it now, so that
+	// its unknown shells are refused like unknown commands.
+	root.InitDefaultCompletionCmd(args...)
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown shell %q: sked completion bash, zsh, fish or powershell", args[0])
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 	cmd, _, err := root.Find(args)
 	if len(args) > 1 && args[0] == "help" {
 		// help on a command there is not: cobra prints the root's help.
-		// Its own commands are added as it runs; add them now to look.
+		// Its help command is added as it runs; add it now to look.
 		root.InitDefaultHelpCmd()
-		root.InitDefaultCompletionCmd(args...)
 		if c, _, ferr := root.Find(args[1:]); ferr != nil || c == root {
 			return &usageError{msg: fmt.Sprintf("unknown command %q: there is no help on it", args[1]), cmd: "sked"}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -51,7 +52,9 @@ func backup(ctx context.Context, dbPath, out string, force bool, stdout io.Write
 		return usagef("sked backup copies a SQLite file; back up PostgreSQL with pg_dump while the nodes run " +
 			"(pg_dump --format=custom --file=sked.pgdump URL) and restore it with pg_restore; see docs/postgresql.md")
 	}
-	if _, err := os.Stat(dbPath); err != nil {
+	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
+		return usagef("back up %s: there is no such file; give the database sked serve uses with --db (SKED_DB)", dbPath)
+	} else if err != nil {
 		return fmt.Errorf("back up %s: %w", dbPath, err)
 	}
 	if _, err := os.Stat(out); err == nil && !force {

@@ -164,6 +164,9 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := handlers.CheckTokens(handlers.Config{Tokens: c.Tokens, WorkerTokens: c.WorkerTokens, ReadTokens: c.ReadTokens}); err != nil {
+		bad("%v", err)
+	}
 	if c.AllowedHosts, err = parseAllowedHosts(s.allowedHosts); err != nil {
 		errs = append(errs, err)
 	}
