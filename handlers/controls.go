@@ -45,10 +45,6 @@ func (h *handler) handleJobPause(w http.ResponseWriter, r *http.Request) {
 			h.error(w, r, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %q is not an RFC 3339 time such as \"2026-12-01T09:00:00Z\"", req.Until)})
 			return
 		}
-		if !t.After(h.store.Now()) {
-			h.error(w, r, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %s is not in the future", req.Until)})
-			return
-		}
 		p.Until = t
 	}
 	h.jobAction(w, r, actionPause, func(ctx context.Context, _ string) (db.Job, error) {
@@ -87,10 +83,6 @@ func (h *handler) handleJobBackfill(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		*f.dst = t
-	}
-	if p.To.After(h.store.Now()) {
-		h.error(w, r, &db.ValidationError{Field: "to", Msg: "to is in the future; backfill covers slots that have passed"})
-		return
 	}
 	b, err := h.store.JobBackfill(r.Context(), p)
 	if err != nil {

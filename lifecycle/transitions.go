@@ -40,8 +40,12 @@ func Cancel(j db.Job, live func() (*db.Run, error)) (noop bool, err error) {
 // (again, with p's reason and end), and a running recurring job pauses
 // when its run ends (j.PauseRequested); pausing a paused job with neither,
 // or with the reason and end it has, is a no-op, as is asking again for
-// the pause a running job will make. Other states are a conflict.
-func Pause(j db.Job, p db.JobPauseParams) (noop bool, err error) {
+// the pause a running job will make. Other states are a conflict; an end
+// not after now, the transaction's time, is a *db.ValidationError.
+func Pause(j db.Job, p db.JobPauseParams, now time.Time) (noop bool, err error) {
+	if !p.Until.IsZero() && !p.Until.After(now) {
+		return false, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %s is not in the future", p.Until.UTC().Format(time.RFC3339Nano))}
+	}
 	switch {
 	case j.State == db.StatePaused, j.State == db.StateReady, j.State == db.StateRunning && j.Recurring():
 	default:
@@ -111,11 +115,15 @@ func SkipNext(j db.Job) error {
 	return nil
 }
 
-// BackfillRange checks p's range before any job is read: a backwards range
-// is a *db.ValidationError.
-func BackfillRange(p db.JobBackfillParams) error {
-	if p.To.Before(p.From) {
+// BackfillRange checks p's range at now, the transaction's time: a
+// backwards range, or one that ends in the future (its slots have not
+// passed), is a *db.ValidationError.
+func BackfillRange(p db.JobBackfillParams, now time.Time) error {
+	switch {
+	case p.To.Before(p.From):
 		return &db.ValidationError{Field: "to", Msg: "to must not be before from"}
+	case p.To.After(now):
+		return &db.ValidationError{Field: "to", Msg: "to is in the future; backfill covers slots that have passed"}
 	}
 	return nil
 }

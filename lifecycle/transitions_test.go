@@ -23,7 +23,7 @@ func TestTransitions(t *testing.T) {
 	}
 	decisions := map[string]decide{
 		"cancel":     func(j db.Job) (bool, error) { return lifecycle.Cancel(j, live) },
-		"pause":      func(j db.Job) (bool, error) { return lifecycle.Pause(j, db.JobPauseParams{}) },
+		"pause":      func(j db.Job) (bool, error) { return lifecycle.Pause(j, db.JobPauseParams{}, time.Time{}) },
 		"resume":     lifecycle.Resume,
 		"retry":      noNoop(lifecycle.Retry),
 		"cancel-run": noNoop(lifecycle.CancelRun),

@@ -13,6 +13,10 @@ import (
 func testPauseUntil(t *testing.T, f *fixture) {
 	c := f.Store
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	// An end that has passed by the store's clock is refused, whoever asks.
+	if _, err := c.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Until: Start}); !errors.Is(err, db.ErrInvalid) || !strings.Contains(err.Error(), "is not in the future") {
+		t.Fatalf("pause until now: %v; want a validation error", err)
+	}
 	p, err := c.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Reason: "maintenance", Until: Start.Add(150 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +121,12 @@ func testBackfill(t *testing.T, f *fixture) {
 		t.Fatalf("backfill job = %+v", child)
 	}
 	wantTime(t, "backfill slot", child.Slot, Start.Add(-2*time.Hour))
-	if _, err := c.JobBackfill(f.ctx, db.JobBackfillParams{ID: j.ID, From: Start, To: Start.Add(2000 * time.Hour)}); !errors.Is(err, db.ErrInvalid) {
+	if _, err := c.JobBackfill(f.ctx, db.JobBackfillParams{ID: j.ID, From: Start.Add(-2000 * time.Hour), To: Start}); !errors.Is(err, db.ErrInvalid) || !strings.Contains(err.Error(), "backfill at most") {
 		t.Fatalf("backfill of too many slots: %v", err)
+	}
+	// A range that ends after the store's now holds slots yet to come.
+	if _, err := c.JobBackfill(f.ctx, db.JobBackfillParams{ID: j.ID, From: Start, To: Start.Add(2 * time.Hour)}); !errors.Is(err, db.ErrInvalid) || !strings.Contains(err.Error(), "to is in the future") {
+		t.Fatalf("backfill into the future: %v", err)
 	}
 }
 

@@ -269,7 +269,7 @@ func (s *Store) JobPause(ctx context.Context, id string) (db.Job, error) {
 // ends; see db.Store.
 func (s *Store) JobPauseUntil(ctx context.Context, p db.JobPauseParams) (db.Job, error) {
 	return s.transition(ctx, p.ID, "pause", db.EventPaused, func(tx Tx, j db.Job) (db.Job, error) {
-		noop, err := lifecycle.Pause(j, p)
+		noop, err := lifecycle.Pause(j, p, tx.Now())
 		if err != nil || noop {
 			return j, err
 		}
@@ -451,10 +451,10 @@ func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
 // that already have a succeeded run of the schedule are not run again.
 func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Backfill, error) {
 	var out db.Backfill
-	if err := lifecycle.BackfillRange(p); err != nil {
-		return out, err
-	}
 	_, err := s.transition(ctx, p.ID, "backfill", "", func(tx Tx, j db.Job) (db.Job, error) {
+		if err := lifecycle.BackfillRange(p, tx.Now()); err != nil {
+			return db.Job{}, err
+		}
 		if err := lifecycle.Backfillable(j); err != nil {
 			return db.Job{}, err
 		}
