@@ -214,6 +214,14 @@ type Notify struct {
 	Ping string `json:"ping,omitempty"`
 }
 
+// Deref is *t, or the zero time when t is nil.
+func Deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
 // Recurring reports whether the job has a schedule.
 func (j *Job) Recurring() bool { return j.Schedule != "" }
 

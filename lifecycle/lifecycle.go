@@ -104,7 +104,7 @@ func RetryPending(j db.Job) bool { return j.Recurring() && j.Attempt > 0 }
 // firing ran (j.RescheduledAt), whichever is later. The zero time when s
 // never fires again.
 func NextSlot(j db.Job, s *schedule.Schedule) time.Time {
-	from := deref(j.Slot)
+	from := db.Deref(j.Slot)
 	if j.RescheduledAt != nil && j.RescheduledAt.After(from) {
 		from = *j.RescheduledAt
 	}
@@ -140,7 +140,7 @@ func StartsAt(j db.Job, now time.Time) time.Time {
 // at now with p.Outcome. s is nil for one-off jobs. rnd draws the backoff
 // jitter.
 func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, now time.Time, rnd func() float64) Result {
-	slot := deref(j.Slot)
+	slot := db.Deref(j.Slot)
 	outcome := ended(j, p)
 	switch {
 	case HandedBack(j, p, now) && j.RescheduledAt != nil && s != nil && !j.Triggered && j.Attempt <= 1 && !onSchedule(s, slot):
@@ -303,7 +303,7 @@ func Rescheduled(j db.Job, old, next *schedule.Schedule, now time.Time) (time.Ti
 	if old == nil {
 		return next.Next(now), Missed{}
 	}
-	from := deref(j.Slot)
+	from := db.Deref(j.Slot)
 	if RetryPending(j) {
 		from = NextSlot(j, old)
 	}
@@ -405,13 +405,6 @@ func firstAtOrAfter(s *schedule.Schedule, first, t time.Time) time.Time {
 		return first.Add(k * d)
 	}
 	return s.Next(t.Add(-time.Nanosecond))
-}
-
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }
 
 // FirstSlot is the first firing of a new job created at now: its runAt (now

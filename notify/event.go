@@ -17,9 +17,9 @@ import (
 // attempts, the last error and the tail of the output. Its key is the run.
 func GaveUp(j db.Job, r db.Run) Event {
 	e := jobEvent(KindGaveUp, j)
-	e.RunID, e.Slot, e.Attempts, e.MaxAttempts = r.ID, deref(r.Slot), r.Attempt, j.MaxAttempts
+	e.RunID, e.Slot, e.Attempts, e.MaxAttempts = r.ID, db.Deref(r.Slot), r.Attempt, j.MaxAttempts
 	e.Error, e.Output = cmp.Or(r.Error, j.LastError), r.Output
-	e.At = cmp.Or(deref(r.FinishedAt), j.UpdatedAt)
+	e.At = cmp.Or(db.Deref(r.FinishedAt), j.UpdatedAt)
 	e.Key = fmt.Sprintf("gave_up:%s:%d", j.ID, r.ID)
 	return e
 }
@@ -41,7 +41,7 @@ func Recovered(j db.Job, at time.Time) Event {
 func Quiet(j db.Job) Event {
 	e := jobEvent(KindQuiet, j)
 	e.ExpectSuccessWithin, e.Error = j.ExpectSuccessWithin, j.LastError
-	e.At = deref(j.QuietSince)
+	e.At = db.Deref(j.QuietSince)
 	e.Key = fmt.Sprintf("quiet:%s:%s", j.ID, e.At.Format(time.RFC3339Nano))
 	return e
 }
@@ -71,12 +71,4 @@ func ClockStep(from, to time.Time) Event {
 // jobEvent is an event of kind about job j.
 func jobEvent(kind string, j db.Job) Event {
 	return Event{Kind: kind, JobID: j.ID, JobName: j.Name, JobType: j.Type, Schedule: j.Schedule}
-}
-
-// deref is *t, or the zero time for nil.
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }

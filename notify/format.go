@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/sked-dev/sked/internal/clip"
 )
 
 // Limits of the chat and push formats, which refuse longer texts (Slack: a
@@ -157,7 +158,7 @@ func slackMessage(e Event) map[string]any {
 		link = "<" + e.URL + "|Open " + slackEscape(e.subject()) + " in sked>"
 	}
 	section := func(text string) map[string]any {
-		return map[string]any{"type": "section", "text": map[string]string{"type": "mrkdwn", "text": clip(text, slackTextChars)}}
+		return map[string]any{"type": "section", "text": map[string]string{"type": "mrkdwn", "text": clip.Runes(text, slackTextChars)}}
 	}
 	blocks := []any{section(title + "\n" + message)}
 	if output != "" {
@@ -182,7 +183,7 @@ func discordMessage(e Event) map[string]any {
 		color = 0x2DA44E
 	}
 	embed := map[string]any{
-		"title": clip(e.Title, discordTitle), "description": clip(desc, discordDesc),
+		"title": clip.Runes(e.Title, discordTitle), "description": clip.Runes(desc, discordDesc),
 		"color": color, "timestamp": e.At.UTC().Format(time.RFC3339), "footer": map[string]string{"text": "sked · " + e.Kind},
 	}
 	if e.URL != "" {
@@ -200,25 +201,13 @@ func slackEscape(s string) string {
 // unfence breaks up ``` inside a code block, which would end it.
 func unfence(s string) string { return strings.ReplaceAll(s, "```", "`\u200b``") }
 
-// tail returns the last max bytes of s, starting at a whole character.
+// tail returns the last max bytes of s, starting at a whole character,
+// after an ellipsis when it was cut.
 func tail(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	s = s[len(s)-max:]
-	for len(s) > 0 && !utf8.RuneStart(s[0]) {
-		s = s[1:]
-	}
-	return "…" + s
-}
-
-// clip shortens s to at most n characters, ending with an ellipsis.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return "…" + clip.Tail(s, max)
 }
 
 // nonEmpty returns the strings of ss that are not empty.

@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/clip"
 	"github.com/sked-dev/sked/notify"
 )
 
@@ -227,16 +228,13 @@ const maxSubject = 200
 // message is the RFC 5322 message of payload p sent through s by job
 // jobID at now.
 func message(s notify.SMTP, p EmailPayload, jobID string, now time.Time) ([]byte, error) {
-	subject := []rune(p.Subject)
-	if len(subject) > maxSubject {
-		subject = append(subject[:maxSubject-1], '…')
-	}
+	subject := clip.Runes(p.Subject, maxSubject)
 	domain := s.From[strings.LastIndexByte(s.From, '@')+1:]
 	var b bytes.Buffer
 	header := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
 	header("From", s.From)
 	header("To", strings.Join(s.To, ", "))
-	header("Subject", mime.QEncoding.Encode("utf-8", string(subject)))
+	header("Subject", mime.QEncoding.Encode("utf-8", subject))
 	header("Date", now.Format(time.RFC1123Z))
 	header("Message-ID", "<"+jobID+"@"+domain+">")
 	header("Auto-Submitted", "auto-generated")

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/failpoint"
+	"github.com/sked-dev/sked/internal/clip"
 	"github.com/sked-dev/sked/lifecycle"
 	"github.com/sked-dev/sked/schedule"
 )
@@ -595,13 +595,4 @@ func text(s string) string {
 
 // tail keeps, as text, the last db.OutputTailBytes of s, from the first
 // rune that begins in them.
-func tail(s string) string {
-	s = text(s)
-	if len(s) > db.OutputTailBytes {
-		s = s[len(s)-db.OutputTailBytes:]
-		for len(s) > 0 && !utf8.RuneStart(s[0]) {
-			s = s[1:]
-		}
-	}
-	return s
-}
+func tail(s string) string { return clip.Tail(text(s), db.OutputTailBytes) }

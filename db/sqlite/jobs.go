@@ -83,7 +83,7 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 	inserted := make([]bool, len(jobs))
 	for i, j := range jobs {
 		res, err := ins.ExecContext(ctx, j.ID, j.Type, string(j.Payload), nullString(j.Schedule), j.Timezone, j.State,
-			nullTime(deref(j.NextRunAt)), nullTime(deref(j.Slot)), j.MaxAttempts, nullString(j.IdempotencyKey),
+			nullTime(db.Deref(j.NextRunAt)), nullTime(db.Deref(j.Slot)), j.MaxAttempts, nullString(j.IdempotencyKey),
 			nullString(j.Overlap), nullString(j.Misfire), ms(j.Timeout), ms(j.Backoff), ms(j.Jitter),
 			ms(j.ExpectSuccessWithin), nullString(j.ParentID), fmtTime(j.CreatedAt), fmtTime(j.UpdatedAt),
 			nullString(j.Name), nullString(j.RequestHash), nullString(db.NotifyText(j.Notify)))
@@ -287,10 +287,10 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 	upd := t.stmt(ctx, t.stmts.updateJob)
 	for _, u := range us {
 		j := u.Job
-		res, err := upd.ExecContext(ctx, j.State, nullTime(deref(j.NextRunAt)), nullTime(deref(j.Slot)), j.Attempt,
-			nullString(j.LeaseOwner), nullTime(deref(j.LeaseUntil)), j.CancelRequested, j.MissedSlots, nullString(j.LastError),
-			nullString(j.PauseReason), nullTime(deref(j.PauseUntil)), nullTime(deref(j.LastSuccessAt)), nullTime(deref(j.QuietSince)),
-			j.Triggered, fmtTime(j.UpdatedAt), nullTime(deref(j.FailingSince)), nullTime(deref(j.RescheduledAt)), j.PauseRequested, j.ID, u.From, j.LeaseGeneration)
+		res, err := upd.ExecContext(ctx, j.State, nullTime(db.Deref(j.NextRunAt)), nullTime(db.Deref(j.Slot)), j.Attempt,
+			nullString(j.LeaseOwner), nullTime(db.Deref(j.LeaseUntil)), j.CancelRequested, j.MissedSlots, nullString(j.LastError),
+			nullString(j.PauseReason), nullTime(db.Deref(j.PauseUntil)), nullTime(db.Deref(j.LastSuccessAt)), nullTime(db.Deref(j.QuietSince)),
+			j.Triggered, fmtTime(j.UpdatedAt), nullTime(db.Deref(j.FailingSince)), nullTime(db.Deref(j.RescheduledAt)), j.PauseRequested, j.ID, u.From, j.LeaseGeneration)
 		if err != nil {
 			return err
 		}
@@ -311,8 +311,8 @@ func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
 		WHERE id = ? AND state = ? AND lease_generation = ?`,
 		nullString(j.Name), string(j.Payload), nullString(j.Schedule), j.Timezone,
 		j.MaxAttempts, ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), nullString(j.Overlap), nullString(j.Misfire),
-		ms(j.ExpectSuccessWithin), nullString(db.NotifyText(j.Notify)), nullTime(deref(j.Slot)), nullTime(deref(j.NextRunAt)),
-		fmtTime(j.UpdatedAt), j.Attempt, j.MissedSlots, nullTime(deref(j.RescheduledAt)), j.ID, u.From, j.LeaseGeneration)
+		ms(j.ExpectSuccessWithin), nullString(db.NotifyText(j.Notify)), nullTime(db.Deref(j.Slot)), nullTime(db.Deref(j.NextRunAt)),
+		fmtTime(j.UpdatedAt), j.Attempt, j.MissedSlots, nullTime(db.Deref(j.RescheduledAt)), j.ID, u.From, j.LeaseGeneration)
 	if err != nil {
 		return err
 	}
@@ -388,11 +388,3 @@ func (d *dialect) JobByName(ctx context.Context, name string) (db.Job, error) {
 
 // ms is d in whole milliseconds, as the *_ms columns keep durations.
 func ms(d db.Duration) int64 { return time.Duration(d).Milliseconds() }
-
-// deref is *t, or the zero time for nil.
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
-}

@@ -39,9 +39,9 @@ func (t *tx) RunsInsert(ctx context.Context, runs []db.Run) ([]int64, error) {
 	ins := t.stmt(ctx, t.stmts.insertRun)
 	ids := make([]int64, len(runs))
 	for i, r := range runs {
-		res, err := ins.ExecContext(ctx, r.JobID, nullTime(deref(r.Slot)), r.Attempt, r.Generation, nullString(r.WorkerID),
-			nullTime(deref(r.StartedAt)), nullTime(deref(r.FinishedAt)), r.Outcome, nullString(r.Reason),
-			nullCount(r.SlotCount), nullTime(deref(r.LastSlot)))
+		res, err := ins.ExecContext(ctx, r.JobID, nullTime(db.Deref(r.Slot)), r.Attempt, r.Generation, nullString(r.WorkerID),
+			nullTime(db.Deref(r.StartedAt)), nullTime(db.Deref(r.FinishedAt)), r.Outcome, nullString(r.Reason),
+			nullCount(r.SlotCount), nullTime(db.Deref(r.LastSlot)))
 		if err != nil {
 			return nil, err
 		}

@@ -58,7 +58,7 @@ func addDues(st *db.Stats, rows *sql.Rows, err error) error {
 		if err := r.Scan(&typ, at{&oldest}, &d.NextMinute); err != nil {
 			return err
 		}
-		d.Oldest = deref(oldest)
+		d.Oldest = db.Deref(oldest)
 		st.AddDue(typ, d)
 		return nil
 	})

@@ -26,6 +26,7 @@ import (
 
 	skedapi "github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/clip"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
@@ -959,14 +960,11 @@ func optTime(t *time.Time) string {
 
 // oneLine makes s fit a table cell: its first line, at most n runes.
 func oneLine(s string, n int) string {
-	s, _, cut := strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > n {
-		s, cut = string(r[:n]), true
-	}
-	if cut {
+	s, _, more := strings.Cut(strings.TrimSpace(s), "\n")
+	if more {
 		s += "…"
 	}
-	return cmp.Or(s, "-")
+	return cmp.Or(clip.Runes(s, n), "-")
 }
 
 // rawText is the JSON text raw as people read it: compact, with &, < and >
