@@ -35,10 +35,12 @@ const ServeWorkerPrefix = "serve:"
 
 // handleClaim serves POST /claims: it leases up to max due jobs of types to
 // the worker, waiting up to wait for one to become due. It answers as soon
-// as it has claimed at least one, and with an empty list when the wait ends,
-// the worker says it is stopping or the server shuts down. A claim that would wait while as many as
-// allowed wait already answers 503 at once (claimsFullError), and so does
-// one that arrives while the server shuts down (errShuttingDown).
+// as it has claimed at least one, and with an empty list when the wait
+// ends, the worker says it is stopping or the server shuts down. A claim
+// that would wait while as many as allowed wait already answers 503 at once
+// (claimsFullError), and so does one that arrives while the server shuts
+// down (errShuttingDown). A resend (wire.ClaimResendHeader) answers again
+// the jobs of the claim it names, as far as their leases still hold them.
 func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	var req wire.ClaimRequest
@@ -86,11 +88,7 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(held) > 0 {
-			for _, c := range held {
-				h.remote.hold(c.Job.ID, c.Job.LeaseGeneration, *c.Job.LeaseUntil)
-			}
-			h.answered.add(p.WorkerID, claimID, held, time.Now()) // this answer may be lost too
-			h.writeJSON(w, r, http.StatusOK, claimAnswer(held, renewed))
+			h.answerClaims(w, r, p.WorkerID, claimID, held, renewed) // this answer may be lost too
 			return
 		}
 	}
@@ -118,11 +116,7 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 				types[i] = c.Job.Type
 			}
 			h.claimers.claimed(waiter, types)
-			for _, c := range claims {
-				h.remote.hold(c.Job.ID, c.Job.LeaseGeneration, *c.Job.LeaseUntil)
-			}
-			h.answered.add(p.WorkerID, claimID, claims, time.Now())
-			h.writeJSON(w, r, http.StatusOK, claimAnswer(claims, waited))
+			h.answerClaims(w, r, p.WorkerID, claimID, claims, waited)
 			return
 		}
 		if !waits {
@@ -155,6 +149,17 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 			return // the worker hung up; nothing was claimed for it
 		}
 	}
+}
+
+// answerClaims answers claims, made waited after the claim arrived, to the
+// worker's claim claimID: their leases are held for the drain at shutdown,
+// and the answer is kept for a resend of the claim, should it be lost.
+func (h *handler) answerClaims(w http.ResponseWriter, r *http.Request, workerID, claimID string, claims []db.Claim, waited time.Duration) {
+	for _, c := range claims {
+		h.remote.hold(c.Job.ID, c.Job.LeaseGeneration, *c.Job.LeaseUntil)
+	}
+	h.answered.add(workerID, claimID, claims, time.Now())
+	h.writeJSON(w, r, http.StatusOK, claimAnswer(claims, waited))
 }
 
 // answeredAgain is what the claim named lost, of p's worker, was answered
