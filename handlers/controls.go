@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -40,9 +39,9 @@ func (h *handler) handleJobPause(w http.ResponseWriter, r *http.Request) {
 	}
 	p := db.JobPauseParams{ID: chi.URLParam(r, "id"), Reason: req.Reason}
 	if req.Until != "" {
-		t, err := time.Parse(time.RFC3339Nano, req.Until)
+		t, err := timeField("until", req.Until)
 		if err != nil {
-			h.error(w, r, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %q is not an RFC 3339 time such as \"2026-12-01T09:00:00Z\"", req.Until)})
+			h.error(w, r, err)
 			return
 		}
 		p.Until = t
@@ -77,9 +76,9 @@ func (h *handler) handleJobBackfill(w http.ResponseWriter, r *http.Request) {
 		name, v string
 		dst     *time.Time
 	}{{"from", req.From, &p.From}, {"to", req.To, &p.To}} {
-		t, err := time.Parse(time.RFC3339Nano, f.v)
+		t, err := timeField(f.name, f.v)
 		if err != nil {
-			h.error(w, r, &db.ValidationError{Field: f.name, Msg: fmt.Sprintf("%s %q is not an RFC 3339 time such as \"2026-12-01T09:00:00Z\"", f.name, f.v)})
+			h.error(w, r, err)
 			return
 		}
 		*f.dst = t

@@ -144,6 +144,16 @@ func fieldError(field, format string, args ...any) error {
 	return &db.ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
+// timeField parses v, the RFC 3339 time of field, or refuses it naming the
+// field.
+func timeField(field, v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fieldError(field, "%s %q is not an RFC 3339 time such as \"2026-12-01T09:00:00Z\"", field, v)
+	}
+	return t, nil
+}
+
 func (c *jobCheck) checkType() error {
 	switch t := c.req.Type; {
 	case t == "":
@@ -198,9 +208,9 @@ func (c *jobCheck) checkRunAt() error {
 	if c.req.Schedule != "" {
 		return fieldError("runAt", "runAt and schedule cannot be used together: give runAt for a one-off job or schedule for a recurring one")
 	}
-	t, err := time.Parse(time.RFC3339Nano, *c.req.RunAt)
+	t, err := timeField("runAt", *c.req.RunAt)
 	if err != nil {
-		return fieldError("runAt", "runAt %q is not an RFC 3339 time such as \"2026-12-01T09:00:00Z\"", *c.req.RunAt)
+		return err
 	}
 	c.p.RunAt = t
 	return nil

@@ -35,9 +35,9 @@ func (h *handler) handleTestClock(w http.ResponseWriter, r *http.Request) {
 			h.error(w, r, &db.ValidationError{Field: "set", Msg: `give exactly one of "set" (an RFC 3339 time) or "advance" (a duration such as "90m")`})
 			return
 		case req.Set != "":
-			t, err := time.Parse(time.RFC3339Nano, req.Set)
+			t, err := timeField("set", req.Set)
 			if err != nil {
-				h.error(w, r, &db.ValidationError{Field: "set", Msg: fmt.Sprintf(`set %q is not an RFC 3339 time such as "2026-03-08T06:59:00Z"`, req.Set)})
+				h.error(w, r, err)
 				return
 			}
 			h.testClock.Set(t)
