@@ -98,9 +98,4 @@ func (c *Checkpointer) runOnce(ctx context.Context) (string, error) {
 	return result, err
 }
 
-func (c *Checkpointer) logger() *slog.Logger {
-	if c.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return c.Logger
-}
+func (c *Checkpointer) logger() *slog.Logger { return orDiscard(c.Logger) }

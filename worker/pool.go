@@ -178,9 +178,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = orDiscard(cfg.Logger)
 	return &Pool{
 		cfg:     cfg,
 		types:   slices.Sorted(maps.Keys(cfg.Handlers)),

@@ -33,25 +33,13 @@ type Pruner struct {
 
 // Run prunes at once and then every Interval until ctx is done.
 func (p *Pruner) Run(ctx context.Context) error {
-	t := time.NewTicker(cmp.Or(p.Interval, DefaultPruneInterval))
-	defer t.Stop()
-	for {
-		p.runOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return every(ctx, cmp.Or(p.Interval, DefaultPruneInterval), func(ctx context.Context) { p.runOnce(ctx) })
 }
 
 // runOnce deletes batches until one deletes less than a full batch of both
 // jobs and runs, and returns the total.
 func (p *Pruner) runOnce(ctx context.Context) db.Pruned {
-	log := p.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := orDiscard(p.Logger)
 	now := time.Now
 	if p.NowFunc != nil {
 		now = p.NowFunc

@@ -23,25 +23,13 @@ type Reaper struct {
 	failures failureLog
 }
 
-// Run reaps every Interval until ctx is done.
+// Run reaps at once and then every Interval until ctx is done.
 func (r *Reaper) Run(ctx context.Context) error {
-	t := time.NewTicker(cmp.Or(r.Interval, DefaultReapInterval))
-	defer t.Stop()
-	for {
-		r.runOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return every(ctx, cmp.Or(r.Interval, DefaultReapInterval), r.runOnce)
 }
 
 func (r *Reaper) runOnce(ctx context.Context) {
-	log := r.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := orDiscard(r.Logger)
 	n, err := r.Store.RunReapExpired(ctx)
 	switch {
 	case err != nil:
@@ -53,4 +41,26 @@ func (r *Reaper) runOnce(ctx context.Context) {
 		log.Warn("reaped expired leases", "jobs", n)
 	}
 	r.failures.worked(log, "reap expired leases")
+}
+
+// every runs fn at once and then every d until ctx is done.
+func every(ctx context.Context, d time.Duration, fn func(context.Context)) error {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		fn(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// orDiscard is log, or a logger that discards when it is nil.
+func orDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
 }

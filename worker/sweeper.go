@@ -72,6 +72,9 @@ func (s *Sweeper) Wake() { s.chans(); signal(s.wake) }
 // rest of a sweep: events of runs were written. It never blocks.
 func (s *Sweeper) News() { s.chans(); signal(s.news) }
 
+// logger is Logger, or one that discards.
+func (s *Sweeper) logger() *slog.Logger { return orDiscard(s.Logger) }
+
 // chans makes the wake-up channels, once.
 func (s *Sweeper) chans() {
 	s.wakeOnce.Do(func() { s.wake, s.news = make(chan struct{}, 1), make(chan struct{}, 1) })
@@ -79,9 +82,6 @@ func (s *Sweeper) chans() {
 
 // Run sweeps every Interval until ctx is done.
 func (s *Sweeper) Run(ctx context.Context) error {
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
 	// The events of the last hour are told again after a restart; their
 	// idempotency keys keep each to one notification.
 	s.started = s.NowFunc()
@@ -118,7 +118,7 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 	if n, err := s.Store.JobResumeDue(ctx); err != nil {
 		s.logErr(ctx, "resume paused jobs", err)
 	} else if n > 0 {
-		s.Logger.Info("resumed paused jobs", "jobs", n)
+		s.logger().Info("resumed paused jobs", "jobs", n)
 		if s.WakeFunc != nil {
 			s.WakeFunc()
 		}
@@ -133,11 +133,11 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 		}
 		j := c.Job
 		if c.Quiet {
-			s.Logger.Warn("schedule gone quiet", "job_id", j.ID, "name", j.Name, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
+			s.logger().Warn("schedule gone quiet", "job_id", j.ID, "name", j.Name, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
 			s.tell(ctx, j, notify.Quiet(j))
 			continue
 		}
-		s.Logger.Info("schedule recovered", "job_id", j.ID, "name", j.Name)
+		s.logger().Info("schedule recovered", "job_id", j.ID, "name", j.Name)
 		if j.LastSuccessAt != nil {
 			s.tell(ctx, j, notify.Recovered(j, *j.LastSuccessAt))
 		}
@@ -189,7 +189,7 @@ func (s *Sweeper) deliver(ctx context.Context, ev db.Event) error {
 	}
 	if notify.IsDelivery(j.IdempotencyKey) {
 		if ev.Kind == db.EventGaveUp && !ev.At.Before(s.started.Add(-loggedBefore)) {
-			s.Logger.Error("notification not delivered", "job_id", j.ID, "attempts", j.Attempt, "err", j.LastError)
+			s.logger().Error("notification not delivered", "job_id", j.ID, "attempts", j.Attempt, "err", j.LastError)
 		}
 		return nil
 	}
@@ -214,6 +214,6 @@ func (s *Sweeper) tell(ctx context.Context, j db.Job, e notify.Event) {
 
 func (s *Sweeper) logErr(ctx context.Context, what string, err error) {
 	if ctx.Err() == nil {
-		s.Logger.Error(what, "err", err)
+		s.logger().Error(what, "err", err)
 	}
 }
