@@ -632,6 +632,19 @@ func testRunHeartbeat(t *testing.T, f *fixture) {
 	if _, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: 2}); !errors.Is(err, db.ErrStale) {
 		t.Fatalf("heartbeat with a wrong generation: err = %v, want ErrStale", err)
 	}
+	// A renewal never shortens a lease: one whose transaction began before
+	// another's (a slow node) may commit after it, and the later end, once
+	// answered, must hold. It answers the lease as it is.
+	promised := *f.get(c.Job.ID).LeaseUntil
+	f.Clock.Advance(-5 * time.Second)
+	hb, err = f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: 1, Lease: 10 * time.Second})
+	if err != nil || !hb.LeaseUntil.Equal(promised) {
+		t.Fatalf("a renewal to an earlier end = %+v, %v; want the lease kept until %v", hb, err, promised)
+	}
+	if got := f.get(c.Job.ID).LeaseUntil; !got.Equal(promised) {
+		t.Fatalf("after a renewal to an earlier end the lease runs until %v; want %v", got, promised)
+	}
+	f.Clock.Advance(5 * time.Second)
 	// The extended lease keeps the reaper away past the first lease's end.
 	f.Clock.Advance(20 * time.Second)
 	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 0 {

@@ -191,10 +191,12 @@ type Tx interface {
 	// RunsSucceeded returns which of slots have a succeeded run of job.
 	RunsSucceeded(ctx context.Context, job string, slots []time.Time) ([]time.Time, error)
 
-	// Heartbeat extends the live lease of a job to until, and reports
-	// whether cancellation was requested; db.ErrNotFound when generation
-	// does not hold a live lease at Now.
-	Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (cancelRequested bool, err error)
+	// Heartbeat extends the live lease of a job to until, never shortening
+	// it (a renewal whose transaction began before another's may commit
+	// after it), and reports whether cancellation was requested and the
+	// lease's end as it now is; db.ErrNotFound when generation does not
+	// hold a live lease at Now.
+	Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (cancelRequested bool, leaseUntil time.Time, err error)
 	// Prune deletes history as db.Store.Prune says.
 	Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error)
 	// WorkerSeen forgets the workers last seen before forget, passing over

@@ -241,11 +241,11 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 	var hb db.Heartbeat
 	err := s.inTx(ctx, func(tx Tx) error {
 		until := s.stored(tx.Now().Add(cmp.Or(p.Lease, db.DefaultLease)))
-		cancel, err := tx.Heartbeat(ctx, p.JobID, p.Generation, until)
+		cancel, leaseUntil, err := tx.Heartbeat(ctx, p.JobID, p.Generation, until)
 		if errors.Is(err, db.ErrNotFound) {
 			return db.ErrStale
 		}
-		hb = db.Heartbeat{LeaseUntil: until, CancelRequested: cancel}
+		hb = db.Heartbeat{LeaseUntil: leaseUntil, CancelRequested: cancel}
 		return err
 	})
 	if err != nil {

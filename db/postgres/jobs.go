@@ -435,13 +435,16 @@ func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
 	return nil
 }
 
-// Heartbeat extends a live lease; see engine.Tx.
-func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (bool, error) {
-	var cancel bool
-	err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&cancel) }, `UPDATE jobs SET lease_until = $1
+// Heartbeat extends a live lease, never shortening it; see engine.Tx.
+func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (bool, time.Time, error) {
+	var (
+		cancel     bool
+		leaseUntil time.Time
+	)
+	err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&cancel, &leaseUntil) }, `UPDATE jobs SET lease_until = greatest(lease_until, $1)
 		WHERE id = $2 AND lease_generation = $3 AND state = 'running' AND lease_until >= $4
-		RETURNING cancel_requested`, until, job, generation, t.now)
-	return cancel, translate(err)
+		RETURNING cancel_requested, lease_until`, until, job, generation, t.now)
+	return cancel, leaseUntil.UTC(), translate(err)
 }
 
 // Notify wakes every node's dispatcher when the transaction commits, with

@@ -324,18 +324,21 @@ func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
 
 // heartbeatSQL extends a live lease and says whether cancellation was
 // requested. Arguments: lease until, job id, generation, now.
-const heartbeatSQL = `UPDATE jobs SET lease_until = ?
+const heartbeatSQL = `UPDATE jobs SET lease_until = max(lease_until, ?)
 	WHERE id = ? AND lease_generation = ? AND state = 'running' AND lease_until >= ?
-	RETURNING cancel_requested`
+	RETURNING cancel_requested, lease_until`
 
-// Heartbeat extends a live lease; see engine.Tx.
-func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (bool, error) {
-	var cancel int
-	err := t.stmt(ctx, t.stmts.heartbeat).QueryRowContext(ctx, fmtTime(until), job, generation, fmtTime(t.now)).Scan(&cancel)
+// Heartbeat extends a live lease, never shortening it; see engine.Tx.
+func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (bool, time.Time, error) {
+	var (
+		cancel     int
+		leaseUntil time.Time
+	)
+	err := t.stmt(ctx, t.stmts.heartbeat).QueryRowContext(ctx, fmtTime(until), job, generation, fmtTime(t.now)).Scan(&cancel, moment{&leaseUntil})
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, db.ErrNotFound
+		return false, time.Time{}, db.ErrNotFound
 	}
-	return cancel != 0, err
+	return cancel != 0, leaseUntil, err
 }
 
 // Notify does nothing: one process owns a SQLite file.
