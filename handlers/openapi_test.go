@@ -291,3 +291,28 @@ func TestOpenAPI_MaxAttempts(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPI_BadActorEverywhere: every operation but the probes' lists
+// 400, which a bad Sked-Actor header answers on every route
+// (TestHandler_ActorHeader).
+func TestOpenAPI_BadActorEverywhere(t *testing.T) {
+	for path, item := range loadOpenAPI(t).Paths {
+		if publicPaths[path] {
+			continue
+		}
+		for method, raw := range item {
+			if !slices.Contains(openAPIMethods, method) {
+				continue
+			}
+			var op struct {
+				Responses map[string]json.RawMessage `json:"responses"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			if _, ok := op.Responses["400"]; !ok {
+				t.Errorf("%s %s lists no 400, which a bad Sked-Actor answers", method, path)
+			}
+		}
+	}
+}
