@@ -331,6 +331,12 @@ func TestCLI_Edit(t *testing.T) {
 	if msg := fails(t, srv, 2, "edit", "report", "-f", m[1], "--jitter", "1m"); !strings.Contains(msg, "leave out the flags that set fields") {
 		t.Errorf("edit -f with a field flag said %q", msg)
 	}
+	// A file without the type, which cannot change, says to keep it.
+	untyped := filepath.Join(t.TempDir(), "untyped.yaml")
+	os.WriteFile(untyped, []byte("schedule: 0 6 * * *\n"), 0o600)
+	if msg := fails(t, srv, 2, "edit", "report", "-f", untyped); !strings.Contains(msg, "has no type: a job's type cannot change; keep the line `type: ") {
+		t.Errorf("edit -f of a file without the type said %q", msg)
+	}
 	out = ok(t, srv, "edit", "report", "-f", m[1])
 	if !strings.Contains(out, `+ schedule: "0 5 * * *"`) || !strings.Contains(out, "+ maxAttempts: 4") {
 		t.Errorf("edit -f of the mended edit printed:\n%s", out)

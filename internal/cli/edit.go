@@ -249,6 +249,8 @@ func definitionPatch(b []byte, job db.Job) (map[string]any, error) {
 	for _, f := range old {
 		v, ok := edited[f.key]
 		switch {
+		case !ok && f.key == "type":
+			return nil, usagef("the edited definition has no type: a job's type cannot change; keep the line `type: %s`", job.Type)
 		case !ok:
 			patch[f.key] = nil
 		case !db.SameJSON(v, []byte(f.value)):
