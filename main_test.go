@@ -210,6 +210,8 @@ func TestRun_BadFlags(t *testing.T) {
 		{[]string{"serve", "--default-max-attempts", "0"}, "--default-max-attempts 0: must be at least 1"},
 		{[]string{"serve", "--default-max-attempts", "-2", "--job-defaults", "http=3/5s"}, "--default-max-attempts -2: must be at least 1"},
 		{[]string{"serve", "--default-backoff", "0"}, "--default-backoff 0s: must be above zero, such as 30s"},
+		{[]string{"serve", "--default-backoff", "500us"}, "--default-backoff 500µs: backoff must be 1ms or more"},
+		{[]string{"serve", "--default-max-attempts", "1001"}, "--default-max-attempts 1001: attempts must be from 1 to 1000"},
 		{[]string{"serve", "--max-body", "0"}, "--max-body 0: must be at least 1 (bytes); the default is 1048576"},
 		{[]string{"serve", "--grace", "0"}, "--grace 0s: must be above zero, such as 1ms to stop running jobs at once; the default is 30s"},
 		{[]string{"work", "--grace", "0", "--", "true"}, "--grace 0s: must be above zero"},

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
-	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
 )
@@ -71,13 +70,12 @@ func CheckPublicURL(name, public string) error {
 	return nil
 }
 
-// checkJobDefaults refuses defaults no job may have: attempts beyond
-// handlers.MaxAttempts, or a negative count or backoff (zero keeps sked's
-// own).
+// checkJobDefaults refuses what CheckDefaults refuses of each type's
+// defaults.
 func checkJobDefaults(defaults map[string]db.Defaults) error {
 	for typ, d := range defaults {
-		if d.MaxAttempts < 0 || d.MaxAttempts > handlers.MaxAttempts || d.Backoff < 0 {
-			return fmt.Errorf("Config.JobDefaults[%q] %+v: attempts must be 0 (sked's own) to %d, and backoff not negative", typ, d, handlers.MaxAttempts)
+		if err := CheckDefaults(d); err != nil {
+			return fmt.Errorf("Config.JobDefaults[%q] %+v: %w", typ, d, err)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,23 +34,39 @@ func ParseJobDefaults(spec string) (map[string]db.Defaults, error) {
 			return nil, fmt.Errorf("job defaults %q: write TYPE=ATTEMPTS/BACKOFF, e.g. http=10/5m or *=3/10s", item)
 		}
 		var d db.Defaults
+		var err error
 		if attempts != "" {
-			n, err := strconv.Atoi(attempts)
-			if err != nil || n < 1 || n > handlers.MaxAttempts {
+			if d.MaxAttempts, err = strconv.Atoi(attempts); err != nil {
 				return nil, fmt.Errorf("job defaults %q: attempts %q must be a whole number from 1 to %d", item, attempts, handlers.MaxAttempts)
 			}
-			d.MaxAttempts = n
 		}
 		if backoff != "" {
-			b, err := time.ParseDuration(backoff)
-			if err != nil || b <= 0 {
-				return nil, fmt.Errorf("job defaults %q: backoff %q must be a duration above zero, such as 30s", item, backoff)
+			if d.Backoff, err = time.ParseDuration(backoff); err != nil {
+				return nil, fmt.Errorf("job defaults %q: backoff %q must be a duration, such as 30s", item, backoff)
 			}
-			d.Backoff = b
+		}
+		if attempts != "" && d.MaxAttempts == 0 || backoff != "" && d.Backoff == 0 {
+			return nil, fmt.Errorf("job defaults %q: write values above zero, or leave a half empty for sked's own", item)
+		}
+		if err := CheckDefaults(d); err != nil {
+			return nil, fmt.Errorf("job defaults %q: %w", item, err)
 		}
 		out[typ] = d
 	}
 	return out, nil
+}
+
+// CheckDefaults refuses job defaults no job may have; a zero field keeps
+// sked's own. A backoff is kept in whole milliseconds: a shorter one would
+// be none.
+func CheckDefaults(d db.Defaults) error {
+	switch {
+	case d.MaxAttempts < 0 || d.MaxAttempts > handlers.MaxAttempts:
+		return fmt.Errorf("attempts must be from 1 to %d", handlers.MaxAttempts)
+	case d.Backoff < 0 || d.Backoff > 0 && d.Backoff < time.Millisecond:
+		return errors.New("backoff must be 1ms or more, the precision sked keeps")
+	}
+	return nil
 }
 
 // defaultsFunc is the store's DefaultsFunc for over: a type's own entry,

@@ -352,6 +352,7 @@ func TestServer_StartRefusesConfig(t *testing.T) {
 		{server.Config{DB: file, ExecEnv: []string{"AWS_PROFILE=prod"}}, `Config.ExecEnv "AWS_PROFILE=prod": give the name of a variable`},
 		{server.Config{DB: file, JobDefaults: map[string]db.Defaults{"http": {MaxAttempts: 5000}}}, `Config.JobDefaults["http"]`},
 		{server.Config{DB: file, JobDefaults: map[string]db.Defaults{"*": {Backoff: -time.Second}}}, `Config.JobDefaults["*"]`},
+		{server.Config{DB: file, JobDefaults: map[string]db.Defaults{"*": {Backoff: 500 * time.Microsecond}}}, "backoff must be 1ms or more"},
 	} {
 		s := server.New(c.cfg)
 		err := s.Start(context.Background())

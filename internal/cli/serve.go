@@ -172,15 +172,24 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	}
 	// Given, the defaults for every other type must be values a job may
 	// have; each bad one is refused by its own name.
+	// Zero is the flags' "not given", so a zero given is refused here.
 	switch {
 	case !fs.Changed("default-max-attempts"):
 	case s.defaultAttempts < 1:
 		bad("--default-max-attempts %d: must be at least 1 (a job gets at least one attempt); leave the flag out for each type's own default", s.defaultAttempts)
-	case s.defaultAttempts > handlers.MaxAttempts:
-		bad("--default-max-attempts %d: must be at most %d, the most attempts a job may have", s.defaultAttempts, handlers.MaxAttempts)
+	default:
+		if err := server.CheckDefaults(db.Defaults{MaxAttempts: s.defaultAttempts}); err != nil {
+			bad("--default-max-attempts %d: %v", s.defaultAttempts, err)
+		}
 	}
-	if fs.Changed("default-backoff") && s.defaultBackoff <= 0 {
+	switch {
+	case !fs.Changed("default-backoff"):
+	case s.defaultBackoff <= 0:
 		bad("--default-backoff %s: must be above zero, such as 30s; leave the flag out for each type's own default", s.defaultBackoff)
+	default:
+		if err := server.CheckDefaults(db.Defaults{Backoff: s.defaultBackoff}); err != nil {
+			bad("--default-backoff %s: %v", s.defaultBackoff, err)
+		}
 	}
 	if c.JobDefaults, err = server.ParseJobDefaults(s.jobDefaults); err != nil {
 		bad("--job-defaults: %v", err)

@@ -99,7 +99,7 @@ func TestServeFlags_Env(t *testing.T) {
 		t.Fatalf("--max-claim-waits 0: %v", err)
 	}
 	_, err = parseServe(t, []string{"--default-max-attempts", "1000000000"}, nil)
-	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 1000000000: must be at most 1000") {
+	if msg := fmt.Sprint(err); ExitCode(err) != 2 || !strings.Contains(msg, "--default-max-attempts 1000000000: attempts must be from 1 to 1000") {
 		t.Fatalf("--default-max-attempts 1000000000: %v", err)
 	}
 }
