@@ -158,7 +158,9 @@ func TestClient_JobWait(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := &client.Client{BaseURL: srv.URL}
+	// A connection of its own for each request: net/http sends a GET
+	// again by itself only on a reused connection that broke.
+	c := &client.Client{BaseURL: srv.URL, HTTP: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	job, err := c.JobWait(context.Background(), "j1", 100*time.Millisecond)
 	if reads := read.Load(); err != nil || job.State != db.StateDead || reads != 4 {
 		t.Fatalf("JobWait: %+v, %v after %d reads; want the dead job after 4", job, err, reads)

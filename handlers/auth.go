@@ -106,7 +106,7 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		given, role := h.bearer(r)
+		scheme, role := h.bearer(r)
 		if role != roleNone {
 			w.Header().Set(roleHeader, role.String())
 		}
@@ -114,10 +114,11 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 		case role == roleNone:
 			msg := "this server requires a bearer token: send the header Authorization: Bearer <token> " +
 				"with a token sked serve was started with (SKED_TOKEN)"
-			if scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " "); given && !strings.EqualFold(scheme, "Bearer") {
-				msg = fmt.Sprintf("the Authorization header is of scheme %q; this server takes only a bearer token: Authorization: Bearer <token>", scheme)
-			} else if given {
+			switch {
+			case strings.EqualFold(scheme, "Bearer"):
 				msg = "the bearer token is not one this server accepts"
+			case scheme != "":
+				msg = fmt.Sprintf("the Authorization header is of scheme %q; this server takes only a bearer token: Authorization: Bearer <token>", scheme)
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sked"`)
 			h.error(w, r, &requestError{Status: http.StatusUnauthorized, Msg: msg})
@@ -182,14 +183,17 @@ func isWorkerPath(path string) bool {
 	return ok && id != "" && (action == "heartbeat" || action == "complete")
 }
 
-// bearer reports whether r carries credentials in its Authorization header
-// (given) and, when they are "Bearer" and one of h.tokens, its role.
-func (h *handler) bearer(r *http.Request) (given bool, ro role) {
+// bearer returns the scheme of the credentials in r's Authorization header
+// ("" for none) and, when they are "Bearer" and one of h.tokens, its role.
+func (h *handler) bearer(r *http.Request) (scheme string, ro role) {
 	scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ok, roleNone
+	switch {
+	case !ok:
+		return "", roleNone
+	case !strings.EqualFold(scheme, "Bearer"):
+		return scheme, roleNone
 	}
-	return true, h.roleOf(strings.TrimSpace(t))
+	return scheme, h.roleOf(strings.TrimSpace(t))
 }
 
 // mayUseAPI reports whether r passes what every other route asks of it: with

@@ -44,11 +44,7 @@ func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
 		p, err := h.jobParams(&req.Jobs[i], nil)
 		var ve *db.ValidationError
 		if errors.As(err, &ve) {
-			detail := validationDetail(ve)
-			if !strings.HasPrefix(detail, ve.Field) {
-				detail = ve.Field + ": " + detail
-			}
-			err = &db.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Msg: fmt.Sprintf("jobs[%d].%s", i, detail)}
+			err = elementError(i, ve)
 		}
 		if err != nil {
 			h.error(w, r, err)
@@ -69,4 +65,18 @@ func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
 		h.due(typ, n)
 	}
 	h.writeJSON(w, r, http.StatusCreated, jobBatchResponse{Jobs: jobs})
+}
+
+// elementError is ve, of element i of a batch, named by its place:
+// "jobs[1].timeout: …", or "jobs[1]: …" when ve names no field.
+func elementError(i int, ve *db.ValidationError) error {
+	element := fmt.Sprintf("jobs[%d]", i)
+	if ve.Field == "" {
+		return &db.ValidationError{Field: element, Msg: element + ": " + ve.Msg}
+	}
+	detail := validationDetail(ve)
+	if !strings.HasPrefix(detail, ve.Field) {
+		detail = ve.Field + ": " + detail
+	}
+	return &db.ValidationError{Field: element + "." + ve.Field, Msg: element + "." + detail}
 }

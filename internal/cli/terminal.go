@@ -41,17 +41,17 @@ func (c controlEscaper) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// escapeControls writes each control character of s (C0 but newline and
-// tab, DEL, C1) as a \u escape, "\u001b" for ESC: readable, and the same
-// character inside a JSON string. A byte that is not UTF-8 (such as 0x9b,
-// a terminal's one-byte CSI) becomes U+FFFD.
+// escapeControls writes each control character of s (C0 but newline, tab
+// and the CR of a CRLF line end, DEL, C1) as a \u escape, "\u001b" for
+// ESC: readable, and the same character inside a JSON string. A byte that
+// is not UTF-8 (such as 0x9b, a terminal's one-byte CSI) becomes U+FFFD.
 func escapeControls(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, isControl) < 0 {
+	if utf8.ValidString(s) && strings.IndexFunc(strings.ReplaceAll(s, "\r\n", "\n"), isControl) < 0 {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if isControl(r) {
+	for i, r := range s {
+		if isControl(r) && !(r == '\r' && strings.HasPrefix(s[i+1:], "\n")) {
 			fmt.Fprintf(&b, `\u%04x`, r)
 			continue
 		}

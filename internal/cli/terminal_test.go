@@ -15,6 +15,7 @@ func TestEscapeControls(t *testing.T) {
 		"\x1b[31mRED\x1b[0m":                `\u001b[31mRED\u001b[0m`,
 		"\x1b]0;title\x07 done\n":           `\u001b]0;title\u0007 done` + "\n",
 		"50%\r100%":                         `50%\u000d100%`,
+		"HTTP/1.1 500\r\nbody\r\n":          "HTTP/1.1 500\r\nbody\r\n", // CRLF line ends are kept
 		"del\x7f c1\u009b2J":                `del\u007f c1\u009b2J`,
 		"raw csi \x9b2J":                    "raw csi \uFFFD2J",
 	} {

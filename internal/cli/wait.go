@@ -27,7 +27,8 @@ func waitCmd(env Env) *cobra.Command {
 	cmd.Flags().DurationVar(&limit, "timeout", 0, "wait at most this long (0: as long as it takes), then exit 1")
 	cmd.Long = "sked wait reads the job every " + waitPoll.String() + " until it ends, for scripts and CI: it exits 0 when the job is\n" +
 		"done, and 1 when it is dead (its last error printed) or cancelled, or when --timeout runs out. A server that\n" +
-		"does not answer meanwhile (restarting) is asked again. A recurring job does not end by itself: it is refused.\n" +
+		"does not answer meanwhile (restarting) is asked again. A paused job waits until it is resumed, or --timeout.\n" +
+		"A recurring job does not end by itself: it is refused.\n" +
 		"sked add --wait creates a job and waits for it the same way."
 	return cmd
 }

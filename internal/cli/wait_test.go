@@ -14,20 +14,24 @@ import (
 	"github.com/sked-dev/sked/handlers"
 )
 
-// finishSoon claims the job of type typ after a moment, as a worker would,
-// and reports its run ended with outcome.
+// finishSoon claims the job of type typ once it is there (the wait has
+// begun polling by then, or the job is yet to be created by the command
+// under test), as a worker would, and reports its run ended with outcome.
 func finishSoon(t *testing.T, s *sqlite.Store, typ string, outcome db.Outcome, errText string) {
 	t.Helper()
 	done := make(chan struct{})
 	t.Cleanup(func() { <-done })
 	go func() {
 		defer close(done)
-		time.Sleep(700 * time.Millisecond) // the wait has begun polling
 		ctx := context.Background()
-		c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{typ}, Max: 1})
-		if err != nil || len(c) != 1 {
-			t.Errorf("claim: %v, %v", c, err)
-			return
+		var c []db.Claim
+		for deadline := time.Now().Add(20 * time.Second); len(c) == 0; {
+			time.Sleep(300 * time.Millisecond)
+			var err error
+			if c, err = s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{typ}, Max: 1}); err != nil || len(c) == 0 && time.Now().After(deadline) {
+				t.Errorf("claim of a %s job: %v, %v", typ, c, err)
+				return
+			}
 		}
 		if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: c[0].Job.ID, Generation: c[0].Job.LeaseGeneration, Outcome: outcome, Error: errText}); err != nil {
 			t.Errorf("finish: %v", err)
@@ -50,7 +54,7 @@ func TestWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		finishSoon(t, s, "ok", db.OutcomeSucceeded, "")
-		code, stdout, stderr := mainOf("wait", "build", "--server", srv.URL)
+		code, stdout, stderr := mainOf("wait", "build", "--timeout", "30s", "--server", srv.URL)
 		if code != 0 || stdout != "job build ("+j.ID+") done after 1 attempt\n" {
 			t.Errorf("sked wait of a job done: exit %d, %q %q", code, stdout, stderr)
 		}
@@ -60,17 +64,21 @@ func TestWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		finishSoon(t, s, "bad", db.OutcomeFailed, "exit status 3")
-		code, _, stderr := mainOf("wait", "lint", "--server", srv.URL)
+		code, _, stderr := mainOf("wait", "lint", "--timeout", "30s", "--server", srv.URL)
 		if code != 1 || !strings.Contains(stderr, "is dead after 1 attempt: exit status 3") {
 			t.Errorf("sked wait of a job gone dead: exit %d, %q", code, stderr)
 		}
 	})
 	t.Run("AddWaitJSON", func(t *testing.T) {
 		finishSoon(t, s, "ok2", db.OutcomeSucceeded, "")
-		code, stdout, stderr := mainOf("add", "--type", "ok2", "--wait", "--json", "--server", srv.URL)
+		// Bounded by its context, since --wait waits as long as it takes.
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		var stdout, stderr strings.Builder
+		code := Main(wctx, []string{"add", "--type", "ok2", "--wait", "--json", "--server", srv.URL}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
 		var job db.Job
-		if err := json.Unmarshal([]byte(stdout), &job); code != 0 || err != nil || job.State != db.StateDone {
-			t.Errorf("sked add --wait --json: exit %d, %q %q; want the job as it ended, done", code, stdout, stderr)
+		if err := json.Unmarshal([]byte(stdout.String()), &job); code != 0 || err != nil || job.State != db.StateDone {
+			t.Errorf("sked add --wait --json: exit %d, %q %q; want the job as it ended, done", code, stdout.String(), stderr.String())
 		}
 	})
 	t.Run("Timeout", func(t *testing.T) {
