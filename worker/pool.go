@@ -160,6 +160,9 @@ var (
 	// lease was certainly left: the claim's answer came late (see
 	// startLeft), or the lease lapsed before its command could start.
 	errLapsed = errors.New("handed back unrun: too little of its lease was certainly left to start it")
+	// errNotStartedShutdown is a run's end until it starts: shutdown
+	// reached it first. Made once, not at every run.
+	errNotStartedShutdown = fmt.Errorf("%w: %w", errNotStarted, errShutdown)
 )
 
 // NewPool returns a pool for cfg. It panics if cfg.Store is nil or there are
@@ -592,7 +595,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 		defer close(beatDone)
 		p.heartbeat(c, stopBeat)
 	})
-	err := fmt.Errorf("%w: %w", errNotStarted, errShutdown)
+	err := errNotStartedShutdown
 	running := !c.late
 	if running && wait > 0 {
 		// Until it is due, shutdown (not started) or its own end, below.
