@@ -69,9 +69,17 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	}
 	waiter := newClaimWaiter(p.Types, p.Max)
 	waits := wait > 0 && h.claimers.add(waiter)
-	if waits {
-		defer h.claimers.remove(waiter)
+	// leave gives up its place among the waiting claims, once: before a
+	// claim that got jobs answers, so that the worker, answered, finds room
+	// for its next claim.
+	left := false
+	leave := func() {
+		if waits && !left {
+			left = true
+			h.claimers.remove(waiter)
+		}
 	}
+	defer leave()
 	stopping, ok := h.stopping.add(p.WorkerID, claimID, time.Now())
 	if !ok { // its worker stopped before it arrived
 		h.writeJSON(w, r, http.StatusOK, claimAnswer(nil, 0))
@@ -116,6 +124,7 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 				types[i] = c.Job.Type
 			}
 			h.claimers.claimed(waiter, types)
+			leave()
 			h.answerClaims(w, r, p.WorkerID, claimID, claims, waited)
 			return
 		}
