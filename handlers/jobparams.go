@@ -178,6 +178,11 @@ func (c *jobCheck) checkName() error {
 	if slices.Contains(routeWords, name) {
 		return fieldError("name", "name %q is a word of the API's paths (/jobs/%s); pick another", name, name)
 	}
+	if strings.Trim(name, ".") == "" {
+		// "." and ".." are the directory and its parent in a URL's path:
+		// /jobs/.. is / to a browser, a client or a proxy.
+		return fieldError("name", "name %q is only dots, which a URL's path reads as a directory; pick another", name)
+	}
 	return db.CheckName(name)
 }
 

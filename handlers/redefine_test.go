@@ -68,6 +68,7 @@ func TestHandler_JobNames(t *testing.T) {
 			`{"name": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "type": "noop"}`:       "looks like a job id",
 			`{"name": "by-name", "type": "noop"}`:                          `name "by-name" is a word of the API's paths (/jobs/by-name); pick another`,
 			`{"name": "batch", "type": "noop"}`:                            "is a word of the API's paths",
+			`{"name": "..", "type": "noop"}`:                               "is only dots",
 			`{"name": "` + strings.Repeat("n", 101) + `", "type": "noop"}`: "at most 100",
 			`{"name": "` + strings.Repeat("é", 60) + `", "type": "noop"}`:  "may hold only ASCII letters",
 		} {

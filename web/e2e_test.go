@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
@@ -65,7 +66,8 @@ func TestDashboard_EndToEnd(t *testing.T) {
 		// then the page shows the 409, and a later click succeeds.
 		for i := 0; ; i++ {
 			b.do(chromedp.Click(chromedp.CSS(`button[data-action=cancel]`)))
-			msg := b.wait(`(t => t && !t.endsWith('…') && t)(document.querySelector('#action-msg')?.textContent)`)
+			b.do(chromedp.Click(chromedp.CSS(`button[data-action=cancel-confirm]`))) // it asks first
+			msg := b.wait(`(t => t && !t.endsWith('…') && !t.includes('cannot be undone') && t)(document.querySelector('#action-msg')?.textContent)`)
 			if msg == "Job cancelled." {
 				break
 			}
@@ -88,6 +90,7 @@ func TestDashboard_EndToEnd(t *testing.T) {
 		b.do(chromedp.Navigate(base + "/#/jobs/" + id))
 		b.wait(`document.querySelector('#job-head .badge')?.textContent === 'running' && 'ok'`)
 		b.do(chromedp.Click(chromedp.CSS(`button[data-action=cancel]`)))
+		b.do(chromedp.Click(chromedp.CSS(`button[data-action=cancel-confirm]`)))
 		msg := b.wait(`document.querySelector('#action-msg .problem')?.textContent`)
 		for _, want := range []string{"409", "running on worker", "cancel-run"} {
 			if !strings.Contains(msg, want) {
@@ -152,6 +155,10 @@ func TestDashboard_AsksForToken(t *testing.T) {
 	if got := b.wait(`document.querySelector('#live').textContent`); got != "needs a token" {
 		t.Errorf("behind the token prompt the live indicator says %q", got)
 	}
+	// Escape closes the prompt; the page asks again rather than hang.
+	b.wait(`(window.closes = 0, document.querySelector('#token-dialog').addEventListener('close', () => window.closes++), 'ok')`)
+	b.do(chromedp.KeyEvent(kb.Escape))
+	b.wait(`window.closes > 0 && document.querySelector('#token-dialog').open && 'ok'`)
 	b.do(chromedp.SendKeys(chromedp.CSS("#token-input"), "wrong"))
 	b.do(chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
 	if got := b.wait(`document.querySelector('#token-dialog')?.open && document.querySelector('#token-error').textContent`); !strings.Contains(got, "refused") {

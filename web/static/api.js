@@ -24,9 +24,13 @@ function askToken(message) {
   err.hidden = !message;
   err.textContent = message || "";
   input.value = "";
+  // Closed by a token given or by Escape: the request is sent again,
+  // and asks again if it is still refused.
   asking = new Promise((resolve) => {
-    form.addEventListener("submit", () => {
-      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    const submitted = () => sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    form.addEventListener("submit", submitted, { once: true });
+    dialog.addEventListener("close", () => {
+      form.removeEventListener("submit", submitted);
       asking = null;
       resolve();
     }, { once: true });
@@ -68,6 +72,11 @@ export async function api(method, path, body) {
       try { data = JSON.parse(text); } catch { data = { detail: text }; }
     }
     if (!resp.ok) throw new ApiError(resp.status, data);
+    if (text && !/json/.test(resp.headers.get("Content-Type") || "")) {
+      // Not the API's answer: a path that left the API, such as a job
+      // named "..", or a proxy's page.
+      throw new ApiError(resp.status, { detail: `${path} answered ${resp.headers.get("Content-Type") || "no type"}, not the API's JSON` });
+    }
     gotAnswer = true;
     return data;
   }

@@ -197,6 +197,11 @@ let current = null, timer = null;
 // route shows the page of the hash. Each page is {title, el, refresh,
 // stop?}: refresh is polled while it is shown, stop ends what it runs on
 // its own.
+// decodes reports whether s is a well-formed URI component.
+function decodes(s) {
+  try { decodeURIComponent(s); return true; } catch { return false; }
+}
+
 function route() {
   const [path, query] = location.hash.replace(/^#\/?/, "").split("?"); // "#/jobs/x?y" -> jobs/x, y
   const params = new URLSearchParams(query || "");
@@ -207,7 +212,7 @@ function route() {
   else if (path === "dead") { current = listPage(params, { dead: true }); nav = "dead"; }
   else if (path === "new") { current = newJobPage(); nav = "new"; }
   else if (path === "workers") { current = workersPage(); nav = "workers"; }
-  else if ((m = path.match(/^jobs\/([^/]+)$/))) { current = jobPage(decodeURIComponent(m[1])); nav = "jobs"; }
+  else if ((m = path.match(/^jobs\/([^/]+)$/)) && decodes(m[1])) { current = jobPage(decodeURIComponent(m[1])); nav = "jobs"; }
   else { current = { title: "Not found", el: h("p.error", "No such page: " + path), async refresh() {} }; }
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.nav === nav);
   document.title = current.title + " · sked";

@@ -294,6 +294,15 @@ export function jobPage(ref) {
     await view.refresh();
   }
 
+  // confirmAct asks before a control that cannot be undone.
+  function confirmAct(b) {
+    msg.replaceChildren(h("p", `${b.label}? It cannot be undone: a cancelled job is neither retried nor edited. `,
+      h("button.danger", { type: "button", "data-action": b.action + "-confirm",
+        onclick: () => act(b.action, b.method || "POST", b.suffix ?? "/" + b.action) }, "Yes, " + b.label.toLowerCase()),
+      " ", h("button", { type: "button", onclick: () => msg.replaceChildren() }, "No")));
+    msg.querySelector("button").focus();
+  }
+
   edit.addEventListener("toggle", () => {
     if (!edit.open || !job) return;
     edit.replaceChildren(edit.firstChild, editForm(job, async (patch) => {
@@ -309,7 +318,7 @@ export function jobPage(ref) {
   function controls(j) {
     const out = BUTTONS.filter((b) => b.when(j)).map((b) => h("button", {
       type: "button", class: "act-" + b.action + (b.danger ? " danger" : ""), "data-action": b.action,
-      onclick: () => act(b.action, b.method || "POST", b.suffix ?? "/" + b.action),
+      onclick: () => b.danger ? confirmAct(b) : act(b.action, b.method || "POST", b.suffix ?? "/" + b.action),
     }, b.label));
     if (j.state === "ready" || j.state === "running" && j.schedule && !j.pauseRequested) {
       const reason = h("input#pause-reason", { maxlength: 500, autocomplete: "off" }), until = localInput("pause-until");
