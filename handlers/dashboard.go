@@ -128,7 +128,7 @@ func (h *handler) handleJobPreview(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case job.State.Final():
 	case !job.Recurring():
-		if job.NextRunAt != nil {
+		if job.NextRunAt != nil && job.State != db.StateRunning { // a running one's slot is past; a retry is not planned yet
 			times = append(times, fireTimeIn(*job.NextRunAt, time.UTC))
 		}
 	default:
@@ -140,6 +140,12 @@ func (h *handler) handleJobPreview(w http.ResponseWriter, r *http.Request) {
 		for _, f := range upcoming(job, sched, h.store.Now(), n) {
 			ft := fireTimeIn(f.At.Add(offset), sched.Location())
 			ft.Note = f.Note
+			if job.State == db.StatePaused && job.PauseUntil == nil {
+				if ft.Note != "" {
+					ft.Note += "; "
+				}
+				ft.Note += "if resumed before"
+			}
 			times = append(times, ft)
 		}
 	}
@@ -148,10 +154,16 @@ func (h *handler) handleJobPreview(w http.ResponseWriter, r *http.Request) {
 
 // upcoming is the next n slots of job, a recurring job that is not over,
 // whose schedule is sched: from its pending slot on (an @every schedule
-// counts from it, a skip moved it), after the slot it is running, and
-// after now for a job without a slot.
+// counts from it, a skip moved it), after the slot it is running, after
+// now for a job without a slot, and for a paused job after now or the end
+// of its pause: the slots it sleeps through are recorded missed.
 func upcoming(job db.Job, sched *schedule.Schedule, now time.Time, n int) []schedule.Fire {
 	switch {
+	case job.State == db.StatePaused:
+		if job.PauseUntil != nil && job.PauseUntil.After(now) {
+			now = *job.PauseUntil
+		}
+		return sched.Preview(now, n)
 	case job.Slot == nil:
 		return sched.Preview(now, n)
 	case job.State == db.StateRunning && !job.Triggered: // an operator's extra run keeps the pending slot

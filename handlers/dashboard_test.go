@@ -114,6 +114,28 @@ func TestHandler_JobPreview(t *testing.T) {
 			t.Errorf("got %v, want the one runAt", got)
 		}
 	})
+	t.Run("Paused", func(t *testing.T) {
+		// Paused at 10:00 with a past pending slot (09:00 is in the past
+		// for a job created before it): fires after now, or after the
+		// pause's end, never the slots it sleeps through.
+		j := e.create(`{"type": "t", "schedule": "0 * * * *"}`, http.StatusCreated)
+		e.do(http.MethodPost, "/jobs/"+j.ID+"/pause", "").wantStatus(t, http.StatusOK)
+		got := preview(t, j.ID, "?n=2")
+		if len(got) != 2 || got[0].UTC != "2026-03-01T11:00:00Z" || got[0].Note != "if resumed before" {
+			t.Errorf("paused until resumed: got %v, want 11:00 on, each if resumed before", got)
+		}
+		e.do(http.MethodPost, "/jobs/"+j.ID+"/pause", `{"until": "2026-03-01T15:30:00Z"}`).wantStatus(t, http.StatusOK)
+		if got := preview(t, j.ID, "?n=1"); len(got) != 1 || got[0].UTC != "2026-03-01T16:00:00Z" || got[0].Note != "" {
+			t.Errorf("paused until 15:30: got %v, want 16:00", got)
+		}
+	})
+	t.Run("RunningOneOff", func(t *testing.T) {
+		j := e.create(`{"type": "runs-now"}`, http.StatusCreated)
+		e.claimOne(`{"workerId": "w", "types": ["runs-now"], "wait": "0s"}`)
+		if got := preview(t, j.ID, ""); len(got) != 0 {
+			t.Errorf("a running one-off job: got %v, want none (its slot is the run under way)", got)
+		}
+	})
 	t.Run("Cancelled", func(t *testing.T) {
 		j := e.create(`{"type": "t", "schedule": "@hourly"}`, http.StatusCreated)
 		e.do(http.MethodDelete, "/jobs/"+j.ID, "").wantStatus(t, http.StatusNoContent)

@@ -399,7 +399,7 @@ export function jobPage(ref) {
       drawPreview(fires, (f) => f.length ? h("ol.fires", f.map((x) => h("li",
         h("span.mono", fmtZoned(x.at)), x.at.endsWith("Z") ? null : h("span.muted", " · " + fmtZoned(x.utc)),
         x.note ? h("span.muted", " · " + x.note) : null)))
-        : h("p.muted", "None: the job will not fire again."));
+        : h("p.muted", job.state === "running" ? "None planned while it runs." : "None: the job will not fire again."));
       // Pings of start and success are runs, shown below.
       const timeline = evs.filter((e) => e.kind !== "started" && e.kind !== "succeeded");
       drawEvents(timeline, (t) => t.length ? t.map(eventItem) : h("li.muted.empty", "No changes, controls, give-ups or recoveries yet."));
