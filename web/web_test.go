@@ -124,8 +124,10 @@ func TestMount_RefusesFraming(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'self'") {
-			t.Errorf("GET %s: Content-Security-Policy %q lacks frame-ancestors 'self'", path, csp)
+		for _, want := range []string{"frame-ancestors 'self'", "base-uri 'none'", "form-action 'self'"} {
+			if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, want) {
+				t.Errorf("GET %s: Content-Security-Policy %q lacks %s", path, csp, want)
+			}
 		}
 		if xfo := res.Header.Get("X-Frame-Options"); xfo != "SAMEORIGIN" {
 			t.Errorf("GET %s: X-Frame-Options %q, want SAMEORIGIN", path, xfo)

@@ -62,7 +62,7 @@ function overviewPage() {
       const [st, series] = await Promise.all([counts.refresh(), api("GET", "stats/series")]);
       drawQueue({ due: st.dueNextMinute, age: st.oldestReadyAgeSeconds, missed: st.missedSlots,
         failing: st.failingSchedules ?? 0, quiet: st.quietSchedules ?? 0 }, (q) => [
-        `${q.due} due within a minute · ${q.age > 0 ? "oldest due ready job waiting " + fmtSeconds(q.age) : "no due job waiting"} · ${q.missed} missed slots · `,
+        `${q.due} due within a minute · ${q.age > 0 ? "oldest due ready job waiting " + fmtSeconds(q.age) : "no due job waiting"} · ${q.missed} missed slot${q.missed === 1 ? "" : "s"} · `,
         h("a#schedule-health", { href: "#/jobs", class: q.failing + q.quiet > 0 ? "bad" : null,
           title: "failing: the last firing gave up; quiet: no success within expectSuccessWithin (the Jobs page flags them)" },
           `${q.failing} failing, ${q.quiet} quiet schedules`)]);

@@ -169,10 +169,19 @@ function eventItem(e) {
     body);
 }
 
+// KEPT_OUTPUT is how much of a run's output is kept: its last 4 KiB.
+const KEPT_OUTPUT = 4096;
+
+// cutMark is the line before an output that may have been cut to what a
+// run keeps.
+function cutMark(output) {
+  return new TextEncoder().encode(output).length >= KEPT_OUTPUT - 3 ? "… (a run keeps the last 4 KiB of its output)\n" : "";
+}
+
 function runItem(r, open) {
   const ms = r.startedAt && r.finishedAt ? Date.parse(r.finishedAt) - Date.parse(r.startedAt) : null;
   const out = r.output ? h("details.output", { "data-run": r.runId, open: open.has(r.runId) },
-    h("summary", "output tail"), h("pre", r.output)) : null;
+    h("summary", "output tail"), h("pre", cutMark(r.output) + r.output)) : null;
   return h("li.run.outcome-" + r.outcome, { "data-run": r.runId, "data-outcome": r.outcome },
     h("span.dot"),
     h("div.run-main",
@@ -200,11 +209,13 @@ function liveTail(runsPath) { // runsPath() is the path of the job's runs
   function render(r) {
     const running = r.outcome === "running";
     box.dataset.live = running ? "on" : "ended";
+    box.firstChild.textContent = running ? "Output of the running run" : "Output of the last run";
     head.replaceChildren(...[`Run ${r.runId} · attempt ${r.attempt}`, r.workerId ? ` · worker ${r.workerId}` : "",
       running ? [" · started ", timeEl(r.startedAt), " · read every second while it runs"]
         : [" · ended ", h("span.badge.outcome-" + r.outcome, r.outcome), " ", timeEl(r.finishedAt)]].flat());
     const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.textContent = r.output || (running ? "Nothing yet: the worker reports a run's output as it ends." : "(no output)");
+    pre.textContent = r.output ? cutMark(r.output) + r.output
+      : running ? "Nothing yet: the worker reports a run's output as it ends." : "(no output)";
     if (atEnd) pre.scrollTop = pre.scrollHeight;
   }
   async function poll() {
