@@ -45,24 +45,28 @@ func (c *Client) JobGet(ctx context.Context, id string) (db.Job, error) {
 // db.JobState.Final) and returns it as it ended: a recurring job ends only
 // when cancelled. A request that got no answer, or a 503 (the server
 // restarting, its database failing over), is sent again at the next poll;
-// any other error ends the wait, as does the end of ctx.
+// any other error ends the wait, as does the end of ctx, which returns the
+// job as last read (zero if none was) with an error wrapping ctx.Err().
 func (c *Client) JobWait(ctx context.Context, id string, poll time.Duration) (db.Job, error) {
 	if poll == 0 {
 		poll = 500 * time.Millisecond
 	}
 	tick := time.NewTicker(max(poll, 100*time.Millisecond))
 	defer tick.Stop()
+	var last db.Job
 	for {
 		job, err := c.JobGet(ctx, id)
 		switch {
 		case err == nil && job.State.Final():
 			return job, nil
-		case err != nil && !failsOver(ctx, err):
+		case err == nil:
+			last = job
+		case !failsOver(ctx, err):
 			return db.Job{}, err
 		}
 		select {
 		case <-ctx.Done():
-			return db.Job{}, fmt.Errorf("wait for job %s to end: %w", id, ctx.Err())
+			return last, fmt.Errorf("wait for job %s to end: %w", id, ctx.Err())
 		case <-tick.C:
 		}
 	}

@@ -46,7 +46,7 @@ func (c controlEscaper) Write(p []byte) (int, error) {
 // ESC: readable, and the same character inside a JSON string. A byte that
 // is not UTF-8 (such as 0x9b, a terminal's one-byte CSI) becomes U+FFFD.
 func escapeControls(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(strings.ReplaceAll(s, "\r\n", "\n"), isControl) < 0 {
+	if utf8.ValidString(s) && strings.IndexFunc(s, isControl) < 0 {
 		return s
 	}
 	var b strings.Builder

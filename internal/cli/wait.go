@@ -51,8 +51,7 @@ func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
 	}
 	ended, err := a.c.JobWait(ctx, job.ID, waitPoll)
 	if errors.Is(err, context.DeadlineExceeded) && limit > 0 {
-		now, _ := a.c.JobGet(context.WithoutCancel(ctx), job.ID)
-		return fmt.Errorf("job %s has not ended after %s: it is %s", jobLabel(job), limit, cmp.Or(now.State, job.State))
+		return fmt.Errorf("job %s has not ended after %s: it is %s", jobLabel(job), limit, cmp.Or(ended.State, job.State))
 	}
 	if err != nil {
 		return err
