@@ -45,6 +45,9 @@ import (
 // field names.
 type Config struct {
 	DB string // SQLite file, or a postgres:// URL (see OpenStore); default "sked.db"
+	// DBWait is how long Start waits for a PostgreSQL server that cannot be
+	// reached yet (see OpenStore); default DefaultDBWait, negative: none.
+	DBWait time.Duration
 	// Addr is the address sked's own HTTP server listens on, such as
 	// "127.0.0.1:8080". Empty (and no Listener): sked listens nowhere, and
 	// the embedding program serves Handler itself.
@@ -165,6 +168,7 @@ func New(cfg Config) *Server {
 	cfg.DB = cmp.Or(cfg.DB, "sked.db")
 	cfg.Workers = cmp.Or(cfg.Workers, worker.DefaultSlots)
 	cfg.Lease = cmp.Or(cfg.Lease, db.DefaultLease)
+	cfg.DBWait = cmp.Or(cfg.DBWait, DefaultDBWait)
 	cfg.Grace = cmp.Or(cfg.Grace, worker.DefaultGrace)
 	cfg.Retention = cmp.Or(cfg.Retention, worker.DefaultRetention)
 	cfg.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
@@ -271,7 +275,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		}
 		kinds["exec"] = worker.Exec(execCfg)
 	}
-	store, err := OpenStore(ctx, cfg.DB, log)
+	store, err := OpenStore(ctx, cfg.DB, cfg.DBWait, log)
 	if err != nil {
 		return nil, err
 	}

@@ -5,15 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/sethvargo/go-retry"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
@@ -22,19 +26,75 @@ import (
 	"github.com/sked-dev/sked/worker"
 )
 
+// DefaultDBWait is how long a node waits at start for a PostgreSQL server
+// that does not answer yet.
+const DefaultDBWait = time.Minute
+
 // OpenStore opens and migrates the store dsn names: a postgres:// or
 // postgresql:// URL is a PostgreSQL database that many sked processes may
-// share; anything else is the path of a SQLite file. On PostgreSQL, log
-// (nil: discard) hears of a wait for another node's migration.
-func OpenStore(ctx context.Context, dsn string, log *slog.Logger) (db.Store, error) {
-	if postgres.IsURL(dsn) {
-		s, err := postgres.OpenWith(ctx, dsn, postgres.Options{Logger: log})
-		if err != nil {
-			return nil, postgresOpenError(dsn, err)
-		}
-		return s, nil
+// share; anything else is the path of a SQLite file. A PostgreSQL server
+// that cannot be reached yet (not listening, starting up, its name not
+// known yet) is tried again, with growing pauses, for up to wait (none if
+// wait is not positive); a mistake of the URL, the login or the database
+// fails at once. On PostgreSQL, log (nil: discard) hears of each failed
+// try and of a wait for another node's migration.
+func OpenStore(ctx context.Context, dsn string, wait time.Duration, log *slog.Logger) (db.Store, error) {
+	if !postgres.IsURL(dsn) {
+		return sqlite.Open(ctx, dsn)
 	}
-	return sqlite.Open(ctx, dsn)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b := retry.NewExponential(250 * time.Millisecond)
+	b = retry.WithCappedDuration(5*time.Second, b)
+	b = retry.WithMaxDuration(max(wait, 0), b)
+	start := time.Now()
+	var last error
+	s, err := retry.DoValue(ctx, b, func(ctx context.Context) (*postgres.Store, error) {
+		s, err := postgres.OpenWith(ctx, dsn, postgres.Options{Logger: log})
+		if err == nil || !unreachable(err) {
+			return s, err
+		}
+		last = err
+		if left := wait - time.Since(start); left > 0 {
+			log.WarnContext(ctx, "PostgreSQL does not answer yet; trying again", "err", postgresOpenError(dsn, err),
+				"gives_up_in", left.Round(time.Second))
+		}
+		return nil, retry.RetryableError(err)
+	})
+	switch {
+	case err == nil:
+		return s, nil
+	case ctx.Err() != nil && last != nil:
+		return nil, fmt.Errorf("stopped while waiting for PostgreSQL: %w", postgresOpenError(dsn, last))
+	case last != nil && wait > 0:
+		return nil, fmt.Errorf("%w; gave up after %s of trying", postgresOpenError(dsn, err), time.Since(start).Round(time.Second))
+	}
+	return nil, postgresOpenError(dsn, err)
+}
+
+// unreachable reports whether err, of opening a PostgreSQL database, may
+// pass by itself: no server listening or answering yet, one starting up
+// or shutting down, its host name not resolved yet (a container started
+// before the database's), every connection slot taken.
+func unreachable(err error) bool {
+	var (
+		pgErr   *pgconn.PgError
+		connErr *pgconn.ConnectError
+		dnsErr  *net.DNSError
+	)
+	switch {
+	case errors.As(err, &pgErr):
+		// cannot_connect_now, too_many_connections, admin_shutdown
+		return pgErr.Code == "57P03" || pgErr.Code == "53300" || pgErr.Code == "57P01"
+	case errors.As(err, &dnsErr):
+		return !strings.Contains(dnsErr.Name, "@") // an @ of the password: a mistake
+	case errors.As(err, &connErr):
+		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+			errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
+			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded)
+	}
+	return false
 }
 
 // MigratedOf is from which schema version to which opening store migrated

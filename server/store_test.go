@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/internal/syncbuf"
 	"github.com/sked-dev/sked/internal/testnet"
 	"github.com/sked-dev/sked/server"
 )
@@ -33,7 +36,7 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 	ln.Close()
 	check := func(dsn string, want ...string) {
 		t.Helper()
-		s, err := server.OpenStore(ctx, dsn, nil)
+		s, err := server.OpenStore(ctx, dsn, -1, nil)
 		if err == nil {
 			s.Close()
 			t.Fatalf("OpenStore(%s) opened it", dsn)
@@ -76,7 +79,7 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 	// password early, and the rest is taken for the host.
 	atTwice := "postgres://sked:p@ss@" + nothing + "/sked?connect_timeout=5"
 	check(atTwice, "the host name read from --db holds an @", "@ as %40")
-	if _, err := server.OpenStore(ctx, atTwice, nil); strings.Contains(err.Error(), "ss@") {
+	if _, err := server.OpenStore(ctx, atTwice, -1, nil); strings.Contains(err.Error(), "ss@") {
 		t.Errorf("the refusal of a password with @ shows part of it: %v", err)
 	}
 	// A port where something else answers, such as an HTTP server.
@@ -115,6 +118,74 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 		t.Skipf("PostgreSQL %d lets every role create tables in public", version)
 	}
 	check(with(role, "guest", ""), "sked's role may not create its tables (permission denied for schema public): make the role the database's owner")
+}
+
+// TestOpenStore_WaitsForPostgres: a node started before its PostgreSQL
+// server (as containers started together are) tries again, saying so in
+// its log, and opens the database once the server answers; a mistake that
+// waiting cannot mend, a refused login, fails at its first try.
+func TestOpenStore_WaitsForPostgres(t *testing.T) {
+	t.Parallel()
+	real, err := url.Parse(postgrestest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := ln.Addr().String() // nothing listens there until the proxy starts
+	ln.Close()
+	dsn := *real
+	dsn.Host = later
+	go func() {
+		time.Sleep(time.Second)
+		proxy, err := net.Listen("tcp", later)
+		if err != nil {
+			t.Errorf("listen on %s for the late server: %v", later, err)
+			return
+		}
+		t.Cleanup(func() { proxy.Close() })
+		for {
+			c, err := proxy.Accept()
+			if err != nil {
+				return
+			}
+			go forward(c, real.Host)
+		}
+	}()
+	var log syncbuf.Buffer
+	s, err := server.OpenStore(t.Context(), dsn.String(), time.Minute, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatalf("OpenStore of a server that answers a second late: %v\nlog:\n%s", err, log.String())
+	}
+	s.Close()
+	if !strings.Contains(log.String(), "PostgreSQL does not answer yet; trying again") || !strings.Contains(log.String(), "connection refused") {
+		t.Errorf("the wait was not logged with its cause:\n%s", log.String())
+	}
+
+	var refused syncbuf.Buffer
+	wrong := *real
+	wrong.User = url.UserPassword("sked_no_such_role", "x")
+	if _, err := server.OpenStore(t.Context(), wrong.String(), time.Minute, slog.New(slog.NewTextHandler(&refused, nil))); err == nil ||
+		!strings.Contains(err.Error(), "the server refused the login") {
+		t.Errorf("OpenStore with a wrong login = %v; want the refusal", err)
+	}
+	if strings.Contains(refused.String(), "trying again") {
+		t.Errorf("a refused login was tried again:\n%s", refused.String())
+	}
+}
+
+// forward copies between c and a new connection to addr until either ends.
+func forward(c net.Conn, addr string) {
+	defer c.Close()
+	up, err := net.Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go io.Copy(up, c)
+	io.Copy(c, up)
 }
 
 // serverOffersTLS reports whether the PostgreSQL server at dsn has ssl on.

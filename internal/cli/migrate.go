@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +19,10 @@ import (
 )
 
 func migrateCmd(env Env) *cobra.Command {
-	var dsn string
+	var (
+		dsn  string
+		wait time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "migrate [--db sked.db]",
 		Short: "Create or upgrade the database (--db) and exit",
@@ -42,7 +46,7 @@ func migrateCmd(env Env) *cobra.Command {
 			if lock != nil {
 				defer lock.Close()
 			}
-			store, err := server.OpenStore(cmd.Context(), dsn, slog.New(slog.NewTextHandler(env.Stderr, nil)))
+			store, err := server.OpenStore(cmd.Context(), dsn, wait, slog.New(slog.NewTextHandler(env.Stderr, nil)))
 			if err != nil {
 				return err
 			}
@@ -61,7 +65,7 @@ func migrateCmd(env Env) *cobra.Command {
 			return store.Close()
 		},
 	}
-	dbFlag(cmd.Flags(), &dsn)
+	dbFlag(cmd.Flags(), &dsn, &wait)
 	return cmd
 }
 

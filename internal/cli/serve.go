@@ -38,7 +38,7 @@ type serveFlags struct {
 
 func (s *serveFlags) register(fs *pflag.FlagSet) {
 	c := &s.cfg
-	dbFlag(fs, &c.DB)
+	dbFlag(fs, &c.DB, &c.DBWait)
 	fs.StringVar(&c.Addr, "addr", defaultAddr, "HTTP listen address")
 	fs.IntVar(&c.Workers, "workers", worker.DefaultSlots, "jobs run at once by this process")
 	fs.DurationVar(&c.Lease, "lease", db.DefaultLease, "lease of a claimed job, renewed while it runs")
@@ -339,9 +339,33 @@ func listen(addr string) (net.Listener, error) {
 	return nil, fmt.Errorf("cannot listen on %s: %w; give an address of this machine with --addr (SKED_ADDR), such as %s", addr, err, defaultAddr)
 }
 
-// dbFlag registers --db, the database of sked serve and sked migrate, on fs,
-// read into dsn.
-func dbFlag(fs *pflag.FlagSet, dsn *string) {
+// dbFlag registers on fs --db, the database of sked serve and sked migrate,
+// read into dsn, and --db-wait, read into wait (0: -1, none; see
+// server.Config.DBWait).
+func dbFlag(fs *pflag.FlagSet, dsn *string, wait *time.Duration) {
 	fs.StringVar(dsn, "db", "sked.db", "SQLite database file, or a postgres:// URL shared by many nodes")
-	withEnv(fs, "db")
+	*wait = server.DefaultDBWait
+	fs.Var((*dbWait)(wait), "db-wait", "how long to wait at start for a PostgreSQL server that cannot be reached yet, such as one still starting; 0: do not wait")
+	withEnv(fs, "db", "db-wait")
 }
+
+// dbWait is --db-wait: a duration, of which 0 is stored as -1 (no wait;
+// server.Config's 0 is the default).
+type dbWait time.Duration
+
+func (w *dbWait) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return errors.New("not a duration, such as 1m or 30s")
+	case d < 0:
+		return errors.New("must not be negative (0: do not wait)")
+	case d == 0:
+		d = -1
+	}
+	*w = dbWait(d)
+	return nil
+}
+
+func (w *dbWait) String() string { return time.Duration(max(*w, 0)).String() }
+func (*dbWait) Type() string     { return "duration" }
