@@ -161,7 +161,7 @@ func (c *Client) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.
 // attempt whose answer was lost and that the server had recorded is
 // answered as recorded when it is sent again.
 func (c *Client) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
-	body := wire.CompleteRequest{Generation: &p.Generation, Outcome: p.Outcome, Error: p.Error, Retryable: p.Retryable, Output: p.Output}
+	body := wire.CompleteRequest{Generation: &p.Generation, Outcome: p.Outcome, Error: p.Error, Retryable: &p.Retryable, Output: p.Output}
 	path := "/jobs/" + url.PathEscape(p.JobID) + "/complete"
 	for {
 		var job db.Job

@@ -499,8 +499,10 @@ const (
 	DefaultLease       = 30 * time.Second
 	// MaxBackoff caps the exponential backoff between attempts.
 	MaxBackoff = time.Hour
-	// OutputTailBytes bounds the output kept in a run.
+	// OutputTailBytes bounds the output kept in a run: its last bytes.
 	OutputTailBytes = 4096
+	// ErrorHeadBytes bounds the error kept in a run: its first bytes.
+	ErrorHeadBytes = 4096
 )
 
 // Defaults are the attempts and backoff a job gets when it does not say.

@@ -44,6 +44,12 @@ func (h *handler) checkActor(next http.Handler) http.Handler {
 // "ann@laptop (192.0.2.7)".
 func actorOf(r *http.Request) string { return db.ActorFrom(r.Context()) }
 
+// printable reports whether s is UTF-8 text without control characters,
+// which a terminal or a log line shows as it is.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+}
+
 // actor is who sends r (see actorOf), or a 400 naming the header when it is
 // too long or not printable UTF-8 text.
 func actor(r *http.Request) (string, error) {
@@ -54,7 +60,7 @@ func actor(r *http.Request) (string, error) {
 	case len(who) > maxActorLen:
 		return "", &requestError{Status: http.StatusBadRequest, Field: actorHeader,
 			Msg: fmt.Sprintf("the %s header is %d bytes long; at most %d are allowed", actorHeader, len(who), maxActorLen)}
-	case !utf8.ValidString(who) || strings.IndexFunc(who, unicode.IsControl) >= 0:
+	case !printable(who):
 		return "", &requestError{Status: http.StatusBadRequest, Field: actorHeader,
 			Msg: fmt.Sprintf("the %s header %q is not printable UTF-8 text; send who you are, such as user@host", actorHeader, who)}
 	}

@@ -23,7 +23,6 @@ const (
 	claimTimeout   = 10 * time.Second
 	maxWorkerIDLen = 200
 	maxClaimTypes  = 50
-	maxErrorLen    = 4096
 )
 
 // ServeWorkerPrefix starts the worker ids of sked serve's own pools. A sked
@@ -232,6 +231,8 @@ func checkWorkerID(id string) error {
 		return fieldError("workerId", "workerId is required: a name for this worker, such as its host name and process id")
 	case len(id) > maxWorkerIDLen:
 		return fieldError("workerId", "workerId is %d bytes long; at most %d are allowed", len(id), maxWorkerIDLen)
+	case !printable(id):
+		return fieldError("workerId", "workerId %q is not printable UTF-8 text; name this worker by its host name and process id, such as web-1/4242", id)
 	case strings.HasPrefix(id, ServeWorkerPrefix):
 		return fieldError("workerId", "workerId %q begins with %q, which names the pools inside sked serve (a restart of sked serve takes their "+
 			"jobs back while they run); name this worker otherwise, such as by its host name and process id", id, ServeWorkerPrefix)
@@ -348,7 +349,7 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 	}
 	job, err := h.store.RunFinish(r.Context(), db.RunFinishParams{
 		JobID: id, Generation: *req.Generation, Outcome: req.Outcome,
-		Error: req.Error, Retryable: req.Retryable, Output: req.Output,
+		Error: req.Error, Retryable: req.Retryable == nil || *req.Retryable, Output: req.Output,
 	})
 	if err != nil {
 		h.reportFailed(w, r, id, *req.Generation, err)
@@ -373,21 +374,26 @@ func validateComplete(req *wire.CompleteRequest) error {
 	default:
 		return &db.ValidationError{Field: "outcome", Msg: fmt.Sprintf("outcome %q is not one a worker reports; use succeeded, failed, timed_out, cancelled or released", req.Outcome)}
 	}
-	if len(req.Error) > maxErrorLen {
-		return &db.ValidationError{Field: "error", Msg: fmt.Sprintf("error is %d bytes long; at most %d are allowed", len(req.Error), maxErrorLen)}
-	}
 	return nil
 }
 
 // reportFailed answers a heartbeat or completion of job id with generation
 // that the store refused with err. A stale generation's lease is over, and
-// the answer's detail says why.
+// the answer's detail says why; no job of that id is 404 (the worker routes
+// take the id a claim answered, not a name).
 func (h *handler) reportFailed(w http.ResponseWriter, r *http.Request, id string, gen int64, err error) {
-	if errors.Is(err, db.ErrStale) || errors.Is(err, db.ErrNotFound) {
-		h.remote.end(id, gen)
+	if !errors.Is(err, db.ErrStale) && !errors.Is(err, db.ErrNotFound) {
+		h.error(w, r, err)
+		return
+	}
+	h.remote.end(id, gen)
+	if j, getErr := h.store.JobGet(r.Context(), id); errors.Is(getErr, db.ErrNotFound) || getErr == nil && j.ID != id { // none, or a name's
+		h.error(w, r, &detailError{err: db.ErrNotFound, detail: fmt.Sprintf(
+			"no job has the id %q; heartbeats and completions name a job by the id its claim answered, not by its name", id)})
+		return
 	}
 	h.error(w, r, &detailError{err: err, detail: fmt.Sprintf(
-		"generation %d no longer holds job %s: its lease expired or another worker claimed it; stop and do not report this run", gen, id)})
+		"generation %d no longer holds job %s: its lease expired or another worker claimed it; stop the run (a report of how it ended is kept on the run as its late outcome, and changes nothing else)", gen, id)})
 }
 
 // shuttingDown reports whether the server has begun shutting down.

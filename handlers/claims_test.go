@@ -45,6 +45,8 @@ func TestHandler_ClaimValidation(t *testing.T) {
 		{`{"workerId": "w", "types": ["a"], "wait": "-1s"}`, "wait"},
 		{`{"workerId": "w", "types": ["a"], "extra": 1}`, "extra"},
 		{`{"workerId": "serve:host/42", "types": ["a"], "wait": "0s"}`, "workerId"},
+		{`{"workerId": "w\u001b[31mRED\nfake", "types": ["a"], "wait": "0s"}`, "workerId"},
+		{`{"workerId": "w\u0000", "types": ["a"], "wait": "0s"}`, "workerId"},
 	} {
 		p := e.do(http.MethodPost, "/claims", tc.body).wantProblem(t, http.StatusUnprocessableEntity, "")
 		if p.Field != tc.field {
@@ -158,6 +160,47 @@ func TestHandler_ClaimLifecycle(t *testing.T) {
 	runs, _, err := e.store.RunList(t.Context(), db.RunListParams{JobID: j.ID, Limit: 10})
 	if err != nil || len(runs) != 1 || runs[0].Outcome != db.OutcomeSucceeded || runs[0].Output != "made it" || runs[0].WorkerID != "box1/42" {
 		t.Fatalf("runs: got %+v, %v", runs, err)
+	}
+}
+
+// TestHandler_CompleteReport: a failure reported without retryable is
+// retried (a worker that leaves it out does not send its job dead at the
+// first failure); retryable false sends it dead. An error longer than a
+// run keeps is cut, not refused (a refused report would be lost, and the
+// run would wait out its lease). A heartbeat or completion naming no job's
+// id, or a name, is 404.
+func TestHandler_CompleteReport(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	claimed := func() wire.Claimed {
+		t.Helper()
+		return e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`)
+	}
+	j := e.create(`{"type": "thumb", "name": "thumbs", "maxAttempts": 3}`, http.StatusCreated)
+	c := claimed()
+	long := strings.Repeat("é", 3000) // 6000 bytes
+	var after db.Job
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", fmt.Sprintf(`{"generation": %d, "outcome": "failed", "error": %q}`, c.Generation, long)).decode(t, &after)
+	if after.State != db.StateReady || after.Attempt != 1 {
+		t.Fatalf("a failure without retryable: %s at attempt %d; want ready for a retry", after.State, after.Attempt)
+	}
+	runs, _, err := e.store.RunList(t.Context(), db.RunListParams{JobID: j.ID, Limit: 10})
+	if err != nil || len(runs) != 1 || runs[0].Error != long[:db.ErrorHeadBytes] {
+		t.Fatalf("the run of a failure with a long error: %+v, %v; want its first %d bytes", runs, err, db.ErrorHeadBytes)
+	}
+
+	e.store.NowFunc = func() time.Time { return testNow.Add(time.Hour) } // past the backoff
+	c = claimed()
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", fmt.Sprintf(`{"generation": %d, "outcome": "failed", "retryable": false}`, c.Generation)).decode(t, &after)
+	if after.State != db.StateDead {
+		t.Errorf("a failure with retryable false: %s; want dead", after.State)
+	}
+
+	for _, r := range []struct{ path, body string }{
+		{"/jobs/01M8TJ0AMX1M4CVGVM6BCJD4HZ/heartbeat", `{"generation": 1}`},
+		{"/jobs/thumbs/complete", `{"generation": 1, "outcome": "succeeded"}`},
+	} {
+		e.do(http.MethodPost, r.path, r.body).wantProblem(t, http.StatusNotFound, "by the id its claim answered")
 	}
 }
 

@@ -105,7 +105,7 @@ type CompleteRequest struct {
 	Generation *int64     `json:"generation"`
 	Outcome    db.Outcome `json:"outcome"`
 	Error      string     `json:"error,omitempty"`
-	Retryable  bool       `json:"retryable,omitempty"`
+	Retryable  *bool      `json:"retryable,omitempty"` // for failed and timed_out; absent: true
 	Output     string     `json:"output,omitempty"`
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/failpoint"
+	"github.com/sked-dev/sked/internal/clip"
 )
 
 // maxGroup bounds the completions committed in one transaction.
@@ -44,7 +45,7 @@ type finishResult struct {
 // (group commit); it returns once that transaction is durable, with its own
 // result: ErrStale for its generation alone, never for its neighbours'.
 func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
-	p.Error, p.Output = text(p.Error), tail(p.Output) // as the run keeps them
+	p.Error, p.Output = clip.Head(text(p.Error), db.ErrorHeadBytes), tail(p.Output) // as the run keeps them
 	req := &finishReq{ctx: ctx, p: p, done: make(chan finishResult, 1)}
 	var r finishResult
 	select {

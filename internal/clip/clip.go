@@ -18,6 +18,19 @@ func Tail(s string, max int) string {
 	return s
 }
 
+// Head returns the first max bytes of s, up to the last character that
+// ends in them; s itself when it is no longer.
+func Head(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	i := max // the first byte left out
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
 // Runes returns s shortened to at most n characters, the last of them an
 // ellipsis (…) when it was cut; s itself when it is no longer.
 func Runes(s string, n int) string {

@@ -19,6 +19,24 @@ func TestTail(t *testing.T) {
 	}
 }
 
+func TestHead(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"0123456789", 4, "0123"},
+		{"éé", 3, "é"}, // the second é ends past byte 3
+		{"aéé", 3, "aé"},
+		{"é", 1, ""},
+	} {
+		if got := Head(c.s, c.max); got != c.want {
+			t.Errorf("Head(%q, %d) = %q, want %q", c.s, c.max, got, c.want)
+		}
+	}
+}
+
 func TestRunes(t *testing.T) {
 	for _, c := range []struct {
 		s    string
