@@ -10,6 +10,8 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -73,17 +75,49 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // a name is accepted wherever an id is.
 var ulidPattern = regexp.MustCompile(`^[0-7][0-9A-HJKMNP-TV-Z]{25}$`)
 
+// The times a request may give (a job's runAt, a pause's end, a backfill's
+// range, a test clock): from the Unix epoch to well before the year 10000,
+// which RFC 3339 cannot write, so that no slot, jitter or backoff from
+// such a time is stored that no answer could hold.
+var (
+	EarliestTime = time.Unix(0, 0).UTC()
+	LatestTime   = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// CheckTime returns a *ValidationError on field for a t outside
+// [EarliestTime, LatestTime).
+func CheckTime(field string, t time.Time) error {
+	if t.Before(EarliestTime) || !t.Before(LatestTime) {
+		return &ValidationError{Field: field, Msg: fmt.Sprintf("%s %s is out of range: give a time from %d to %d",
+			field, t.Format(time.RFC3339Nano), EarliestTime.Year(), LatestTime.Year()-1)}
+	}
+	return nil
+}
+
+// routeWords are the path segments after /jobs/ that name a route rather
+// than a job: a job of that name could not be reached as /jobs/{name}/….
+var routeWords = []string{"batch", "by-name"}
+
 // CheckName returns a *ValidationError for a name that is not ASCII
-// letters, digits, '-', '_' and '.', at most MaxNameLen long, or that looks
-// like a job id.
+// letters, digits, '-', '_' and '.', at most MaxNameLen long, that looks
+// like a job id, is a word of the API's paths, or is only dots.
 func CheckName(name string) error {
+	invalid := func(format string, args ...any) error {
+		return &ValidationError{Field: "name", Msg: fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case !namePattern.MatchString(name):
-		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name %q may hold only ASCII letters, digits, '-', '_' and '.'", name)}
+		return invalid("name %q may hold only ASCII letters, digits, '-', '_' and '.'", name)
 	case len(name) > MaxNameLen:
-		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name is %d characters long; at most %d are allowed", len(name), MaxNameLen)}
+		return invalid("name is %d characters long; at most %d are allowed", len(name), MaxNameLen)
 	case ulidPattern.MatchString(name):
-		return &ValidationError{Field: "name", Msg: fmt.Sprintf("name %q looks like a job id; pick one that does not", name)}
+		return invalid("name %q looks like a job id; pick one that does not", name)
+	case slices.Contains(routeWords, name):
+		return invalid("name %q is a word of the API's paths (/jobs/%s); pick another", name, name)
+	case strings.Trim(name, ".") == "":
+		// "." and ".." are the directory and its parent in a URL's path:
+		// /jobs/.. is / to a browser, a client or a proxy.
+		return invalid("name %q is only dots, which a URL's path reads as a directory; pick another", name)
 	}
 	return nil
 }

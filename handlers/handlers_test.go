@@ -340,6 +340,9 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"LocalTimezone", `{"type": "noop", "timezone": "Local"}`, nil, 422, `timezone "Local"`, "timezone"},
 		{"RunAtNotRFC3339", `{"type": "noop", "runAt": "tomorrow"}`, nil, 422, `runAt "tomorrow" is not an RFC 3339 time such as "2026-12-01T09:00:00Z"`, "runAt"},
 		{"RunAtNoZone", `{"type": "noop", "runAt": "2026-12-01T09:00:00"}`, nil, 422, "is not an RFC 3339 time", "runAt"},
+		// A job due past 9999 was stored, and no answer could hold it.
+		{"RunAtYear9999", `{"type": "noop", "runAt": "9999-12-31T23:59:59Z", "jitter": "24h"}`, nil, 422, "runAt 9999-12-31T23:59:59Z is out of range: give a time from 1970 to 8999", "runAt"},
+		{"RunAtYear1", `{"type": "noop", "runAt": "0001-01-01T00:00:00Z"}`, nil, 422, "is out of range", "runAt"},
 		{"RunAtAndSchedule", `{"type": "noop", "runAt": "2026-12-01T09:00:00Z", "schedule": "@hourly"}`, nil, 422, "runAt and schedule cannot be used together", "runAt"},
 		{"MaxAttemptsZero", `{"type": "noop", "maxAttempts": 0}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},
 		{"MaxAttemptsNegative", `{"type": "noop", "maxAttempts": -1}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},

@@ -151,7 +151,7 @@ func timeField(field, v string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fieldError(field, "%s %q is not an RFC 3339 time such as \"2026-12-01T09:00:00Z\"", field, v)
 	}
-	return t, nil
+	return t, db.CheckTime(field, t)
 }
 
 func (c *jobCheck) checkType() error {
@@ -166,24 +166,11 @@ func (c *jobCheck) checkType() error {
 	return nil
 }
 
-// routeWords are the path segments after /jobs/ that name a route rather
-// than a job: a job of that name could not be reached as /jobs/{name}/….
-var routeWords = []string{"batch", "by-name"}
-
 func (c *jobCheck) checkName() error {
-	name := c.req.Name
-	if name == "" {
+	if c.req.Name == "" {
 		return nil
 	}
-	if slices.Contains(routeWords, name) {
-		return fieldError("name", "name %q is a word of the API's paths (/jobs/%s); pick another", name, name)
-	}
-	if strings.Trim(name, ".") == "" {
-		// "." and ".." are the directory and its parent in a URL's path:
-		// /jobs/.. is / to a browser, a client or a proxy.
-		return fieldError("name", "name %q is only dots, which a URL's path reads as a directory; pick another", name)
-	}
-	return db.CheckName(name)
+	return db.CheckName(c.req.Name)
 }
 
 func (c *jobCheck) checkPayload() error {

@@ -47,6 +47,10 @@ func (h *handler) handleTestClock(w http.ResponseWriter, r *http.Request) {
 				h.error(w, r, &db.ValidationError{Field: "advance", Msg: fmt.Sprintf(`advance %q is not a duration such as "90m" or "-1h"`, req.Advance)})
 				return
 			}
+			if err := db.CheckTime("advance", h.testClock.Now().Add(d)); err != nil {
+				h.error(w, r, err)
+				return
+			}
 			h.testClock.Advance(d)
 		}
 		h.wake()

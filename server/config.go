@@ -103,6 +103,11 @@ func checkConfig(cfg Config) error {
 	if cfg.Lease < wire.MinLease || cfg.Lease > wire.MaxLease {
 		errs = append(errs, fmt.Errorf("Config.Lease %s: must be from %s to %s (0: the default, %s)", cfg.Lease, wire.MinLease, wire.MaxLease, db.DefaultLease))
 	}
+	if !cfg.TestClock.IsZero() {
+		if err := db.CheckTime("Config.TestClock", cfg.TestClock); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if cfg.Grace < 0 {
 		errs = append(errs, fmt.Errorf("Config.Grace %s: must be above zero, such as 1ms to stop running jobs at once (0: the default, %s)", cfg.Grace, worker.DefaultGrace))
 	}

@@ -32,6 +32,8 @@ CRON_TZ=Europe/Berlin
 0 9 * * *    mail -s hi me%body
 not a line at all
 0 25 * * *   /bin/true
+0 4 * * *    batch < /etc/jobs
+0 5 * * *    /usr/bin/.. x
 `
 
 // TestImportCrontab: each schedule line becomes an exec job that runs the
@@ -50,6 +52,8 @@ func TestImportCrontab(t *testing.T) {
 		{"report", "@monthly", "BACKUP_DIR=/mnt/b /usr/local/bin/report.py"},
 		{"date", "0 8 * * *", "date +%F > /tmp/today"},
 		{"mail", "0 9 * * *", "mail -s hi me%body"},
+		{"cron", "0 4 * * *", "batch < /etc/jobs"}, // batch is a word of the API's paths
+		{"cron-2", "0 5 * * *", "/usr/bin/.. x"},   // .. is a directory in a URL
 	}
 	if len(reqs) != len(want) {
 		t.Fatalf("%d jobs, want %d: %+v\nnotes: %q", len(reqs), len(want), reqs, notes)
