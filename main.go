@@ -14,8 +14,12 @@ import (
 	"github.com/sked-dev/sked/internal/cli"
 )
 
+// main runs the command line until it ends or the first SIGTERM, SIGINT or
+// SIGHUP (a closed terminal) ends its context: sked serve and sked work
+// then drain. A second such signal ends the process at once.
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	context.AfterFunc(ctx, stop)
 	code := cli.Main(ctx, os.Args[1:], cli.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr})
 	stop()
 	os.Exit(code)

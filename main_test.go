@@ -345,8 +345,15 @@ func TestServe_Kill9MidRun(t *testing.T) {
 }
 
 // TestServe_SIGTERMDrains sends SIGTERM while a job runs: sked stops
-// claiming, lets the job finish inside the grace period and exits 0.
+// claiming, lets the job finish inside the grace period and exits 0. So
+// does SIGHUP (a closed terminal), which killed it at once.
 func TestServe_SIGTERMDrains(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) { testServeDrains(t, sig) })
+	}
+}
+
+func testServeDrains(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
 	dbPath, addr, ev := filepath.Join(dir, "sked.db"), freeAddr(t), filepath.Join(dir, "evidence")
 	p := startServe(t, dbPath, addr, "--enable-exec", "--grace", "20s")
@@ -356,9 +363,9 @@ func TestServe_SIGTERMDrains(t *testing.T) {
 	later := c.create(map[string]any{"type": "exec", "runAt": time.Now().Add(time.Hour).Format(time.RFC3339),
 		"payload": map[string]any{"command": []string{"true"}}})
 	waitFor(t, "the job to start", func() bool { return len(evidence(t, ev)) == 1 })
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Process.Signal(sig)
 	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("sked exited with %v after SIGTERM:\n%s", err, p.logs)
+		t.Fatalf("sked exited with %v after %v:\n%s", err, sig, p.logs)
 	}
 	if got := strings.Join(evidence(t, ev), " "); got != "start end" {
 		t.Fatalf("evidence = %q: the running job was not let finish", got)
