@@ -151,7 +151,7 @@ func writesNothing(r *http.Request) bool {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/schedules/check":
 		return true
-	case r.Method != http.MethodPut || !strings.HasPrefix(r.URL.Path, "/jobs/by-name/"):
+	case !isPut(r):
 		return false
 	}
 	dry, err := dryRunParam(r)

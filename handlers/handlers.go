@@ -195,6 +195,7 @@ func (h *handler) routes(r chi.Router) {
 	r.Use(h.checkHost)
 	r.Use(h.authenticate)
 	r.Use(h.checkActor)
+	r.Use(h.refuseWriteQueries)
 	r.Use(middleware.GetHead) // HEAD of every GET route, as curl -I sends
 	r.NotFound(h.handleNotFound)
 	r.MethodNotAllowed(h.handleMethodNotAllowed(r))

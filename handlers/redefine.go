@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/go-chi/chi/v5"
@@ -105,11 +106,48 @@ func checkKept(j db.Job, req jobCreateRequest) error {
 	return nil
 }
 
-// dryRunParam reads r's dryRun query parameter: false when absent, an
-// error when it is not a boolean. The read role's check (writesNothing) reads it
-// here too, so that both agree on what is a dry run.
+// dryRunParam reads r's dryRun query parameter: false when absent, a 400
+// when it is not a boolean, is given twice or has another parameter beside
+// it (a typo such as ?dryrun=true must not write). The read role's check
+// (writesNothing) reads it here too, so that both agree on what is a dry
+// run.
 func dryRunParam(r *http.Request) (bool, error) {
-	return strconv.ParseBool(cmp.Or(r.URL.Query().Get("dryRun"), "false"))
+	q, err := queryParams(r, "dryRun")
+	if err != nil {
+		return false, err
+	}
+	dry, err := strconv.ParseBool(cmp.Or(q["dryRun"], "false"))
+	if err != nil {
+		return false, &requestError{Status: http.StatusBadRequest, Field: "dryRun", Msg: fmt.Sprintf("dryRun %q is true or false", q["dryRun"])}
+	}
+	return dry, nil
+}
+
+// isPut reports whether r is a PUT /jobs/by-name/{name}, the one write
+// that takes a query parameter (dryRun).
+func isPut(r *http.Request) bool {
+	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/jobs/by-name/")
+}
+
+// refuseWriteQueries answers 400 to a write given a query parameter it
+// does not take (every write but a PUT's dryRun): POST /jobs?dryRun=true
+// would otherwise create the job it was meant to try.
+func (h *handler) refuseWriteQueries(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var err error
+		switch {
+		case r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions:
+		case isPut(r):
+			_, err = dryRunParam(r)
+		case r.URL.RawQuery != "":
+			_, err = queryParams(r)
+		}
+		if err != nil {
+			h.error(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // handleJobPut serves PUT /jobs/by-name/{name}[?dryRun=true]: the body is
@@ -135,7 +173,7 @@ func (h *handler) handleJobPut(w http.ResponseWriter, r *http.Request) {
 	}
 	dry, err := dryRunParam(r)
 	if err != nil {
-		h.error(w, r, &requestError{Status: http.StatusBadRequest, Field: "dryRun", Msg: "dryRun is true or false"})
+		h.error(w, r, err)
 		return
 	}
 	res, err := h.put(r.Context(), p, bodyErr, actorOf(r), dry)

@@ -626,3 +626,28 @@ func TestHandler_EventList(t *testing.T) {
 	e.do(http.MethodGet, "/jobs/report/events?cursor=x", "").wantProblem(t, http.StatusBadRequest, `cursor "x" is not a cursor of events`)
 	e.do(http.MethodGet, "/jobs/report/events?since=1", "").wantProblem(t, http.StatusBadRequest, `unknown query parameter "since"`)
 }
+
+// TestHandler_WriteQueries: a write given a query parameter it does not
+// take is refused and writes nothing: a PUT's ?dryrun=true (a typo) or
+// its dryRun given twice would have written, and so would POST
+// /jobs?dryRun=true.
+func TestHandler_WriteQueries(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	for _, r := range []struct{ method, path, body, field string }{
+		{http.MethodPut, "/jobs/by-name/nightly?dryrun=true", `{"type": "t", "schedule": "@daily"}`, "dryrun"},
+		{http.MethodPut, "/jobs/by-name/nightly?dryRun=false&dryRun=true", `{"type": "t", "schedule": "@daily"}`, "dryRun"},
+		{http.MethodPut, "/jobs/by-name/nightly?dryRun=yes", `{"type": "t", "schedule": "@daily"}`, "dryRun"},
+		{http.MethodPost, "/jobs?dryRun=true", `{"type": "t"}`, "dryRun"},
+		{http.MethodPost, "/jobs/batch?dryRun=true", `{"jobs": [{"type": "t"}]}`, "dryRun"},
+	} {
+		p := e.do(r.method, r.path, r.body).wantProblem(t, http.StatusBadRequest, "")
+		if p.Field != r.field {
+			t.Errorf("%s %s: field %q (%s); want %q", r.method, r.path, p.Field, p.Detail, r.field)
+		}
+	}
+	if jobs, _, err := e.store.JobList(t.Context(), db.JobListParams{}); err != nil || len(jobs) != 0 {
+		t.Errorf("after refused writes: %d jobs, %v; want none", len(jobs), err)
+	}
+	e.do(http.MethodPut, "/jobs/by-name/nightly?dryRun=true", `{"type": "t", "schedule": "@daily"}`).wantStatus(t, http.StatusCreated)
+}

@@ -203,9 +203,13 @@ func queryParams(r *http.Request, allowed ...string) (map[string]string, error) 
 			known = known || a == name
 		}
 		if !known {
+			allows := "this route takes none"
+			if len(allowed) > 0 {
+				allows = "allowed are " + strings.Join(allowed, ", ")
+			}
 			return nil, &requestError{
 				Status: http.StatusBadRequest, Field: name,
-				Msg: fmt.Sprintf("unknown query parameter %q; allowed are %s", name, strings.Join(allowed, ", ")),
+				Msg: fmt.Sprintf("unknown query parameter %q; %s", name, allows),
 			}
 		}
 		if len(vals) > 1 {
