@@ -102,6 +102,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"PauseUntilAsOf":      testPauseUntilAsOf,
 		"RunFinishAfterClose": testRunFinishAfterClose,
 		"MissedSpan":          testMissedSpan,
+		"MissedSpanStepped":   testMissedSpanStepped,
 		"KeyAfterCancel":      testKeyAfterCancel,
 		"Names":               testNames,
 		"Redefine":            testRedefine,

@@ -3,10 +3,12 @@ package dbtest
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 )
 
@@ -179,7 +181,7 @@ func testRunFinishAfterClose(t *testing.T, f *fixture) {
 // testMissedSpan checks that an event that passes over more slots than get
 // a row each still accounts for every one: the rest are one span row.
 func testMissedSpan(t *testing.T, f *fixture) {
-	j := f.create(db.JobCreateParams{Schedule: "@every 1s"})
+	f.create(db.JobCreateParams{Schedule: "@every 1s"})
 	f.Clock.Set(Start.Add(4 * time.Hour))
 	c := f.claimLease("w", 1, time.Hour)
 	if len(c) != 1 {
@@ -191,24 +193,70 @@ func testMissedSpan(t *testing.T, f *fixture) {
 	if after.MissedSlots != missed {
 		t.Fatalf("missedSlots = %d, want %d", after.MissedSlots, missed)
 	}
-	var rows, spans, accounted int64
+	f.wantMissed(after, map[string]int{db.MissedDowntime: 10000},
+		db.Run{Slot: new(Start.Add(10001 * time.Second)), LastSlot: new(Start.Add(4*time.Hour - time.Second)), SlotCount: missed - 10000, Reason: db.MissedDowntime})
+}
+
+// testMissedSpanStepped: a forward clock step over more slots than get a
+// row each records the rest as one span too, with the reason of the slots
+// it continues, clock_step: whether the step jumped over every slot missed
+// or came after downtime that missed the first of them.
+func testMissedSpanStepped(t *testing.T, f *fixture) {
+	s, ok := f.Store.(interface{ UseClock(*clock.Guard) })
+	if !ok {
+		t.Skip("the store takes no clock guard")
+	}
+	// The guard's elapsed time is a second clock: moved with the wall
+	// clock, time passes; the wall clock moved alone, it steps.
+	elapsed := NewClock(Start)
+	s.UseClock(clock.NewGuard(f.Clock.Now, elapsed.Now, nil))
+	down := f.create(db.JobCreateParams{Schedule: "@every 1s"})
+	f.Clock.Advance(time.Hour)
+	elapsed.Advance(time.Hour)
+	jumped := f.create(db.JobCreateParams{Schedule: "@every 1s"})
+	f.Clock.Advance(3 * time.Hour) // a step, from Start+1h to Start+4h
+	if c := f.claimLease("w", 2, time.Hour); len(c) != 2 {
+		t.Fatalf("claimed %d after the step, want 2", len(c))
+	}
+	last := Start.Add(4*time.Hour - time.Second) // the slot before the one that runs
+	f.wantMissed(f.get(jumped.ID), map[string]int{db.MissedClockStep: 10000},
+		db.Run{Slot: new(Start.Add(time.Hour + 10001*time.Second)), LastSlot: new(last), SlotCount: 3*3600 - 1 - 10000, Reason: db.MissedClockStep})
+	f.wantMissed(f.get(down.ID), map[string]int{db.MissedDowntime: 3600, db.MissedClockStep: 6400},
+		db.Run{Slot: new(Start.Add(10001 * time.Second)), LastSlot: new(last), SlotCount: 4*3600 - 1 - 10000, Reason: db.MissedClockStep})
+}
+
+// wantMissed checks j's missed runs: rows says how many slots of each
+// reason have a row of their own, and one span row follows, like span in
+// its slots, count and reason; together they account for all of j's
+// missedSlots.
+func (f *fixture) wantMissed(j db.Job, rows map[string]int, span db.Run) {
+	f.Helper()
+	got := map[string]int{}
+	var spans []db.Run
 	for _, r := range f.runs(j.ID) {
-		if r.Outcome != db.OutcomeMissed {
-			continue
-		}
-		rows++
-		accounted += max(r.SlotCount, 1)
-		if r.SlotCount > 0 {
-			spans++
-			wantTime(t, "span's first slot", r.Slot, Start.Add(10001*time.Second))
-			wantTime(t, "span's last slot", r.LastSlot, Start.Add(4*time.Hour-time.Second))
-			if r.SlotCount != missed-10000 {
-				t.Errorf("span of %d slots, want %d", r.SlotCount, missed-10000)
-			}
+		switch {
+		case r.Outcome != db.OutcomeMissed:
+		case r.SlotCount > 0:
+			spans = append(spans, r)
+		default:
+			got[r.Reason]++
 		}
 	}
-	if rows != 10001 || spans != 1 || accounted != missed {
-		t.Fatalf("%d missed rows (%d spans) accounting for %d slots; want 10,001 rows, one span, %d slots", rows, spans, accounted, missed)
+	if !maps.Equal(got, rows) || len(spans) != 1 {
+		f.Fatalf("job %s: missed rows by reason %v and %d spans; want %v and one span", j.ID, got, len(spans), rows)
+	}
+	r := spans[0]
+	wantTime(f.T, "span's first slot", r.Slot, *span.Slot)
+	wantTime(f.T, "span's last slot", r.LastSlot, *span.LastSlot)
+	if r.SlotCount != span.SlotCount || r.Reason != span.Reason {
+		f.Errorf("job %s: span of %d slots, reason %q; want %d, %q", j.ID, r.SlotCount, r.Reason, span.SlotCount, span.Reason)
+	}
+	var listed int64
+	for _, n := range got {
+		listed += int64(n)
+	}
+	if listed+r.SlotCount != j.MissedSlots {
+		f.Errorf("job %s: missed runs account for %d slots, missedSlots = %d", j.ID, listed+r.SlotCount, j.MissedSlots)
 	}
 }
 

@@ -554,21 +554,29 @@ func (s *Store) missedRuns(jobID string, m lifecycle.Missed, now time.Time) []db
 }
 
 // splitStepped relabels the missed slots that a forward clock step jumped
-// over as clock_step; the rest keep their reason.
+// over as clock_step; the rest keep their reason. The span of the slots past
+// those listed (m.Rest) goes with the last listed slot, whose reason is
+// that of the slots the span continues.
 func (s *Store) splitStepped(m lifecycle.Missed) []lifecycle.Missed {
 	if s.ClockGuard == nil || len(m.Slots) == 0 {
 		return []lifecycle.Missed{m}
 	}
 	stepped := lifecycle.Missed{Reason: db.MissedClockStep}
-	rest := lifecycle.Missed{Reason: m.Reason, Total: m.Total, Rest: m.Rest}
+	kept := lifecycle.Missed{Reason: m.Reason}
+	var last *lifecycle.Missed // the group of the slot last listed
 	for _, slot := range m.Slots {
+		last = &kept
 		if s.ClockGuard.JumpedOver(slot) {
-			stepped.Slots = append(stepped.Slots, slot)
-		} else {
-			rest.Slots = append(rest.Slots, slot)
+			last = &stepped
 		}
+		last.Slots = append(last.Slots, slot)
+		last.Total++
 	}
-	return []lifecycle.Missed{stepped, rest}
+	if r := m.Rest; r != nil {
+		last.Rest = r
+		last.Total += r.Count
+	}
+	return []lifecycle.Missed{stepped, kept}
 }
 
 // Prune deletes a batch of old history in one transaction; see db.Store.
