@@ -139,7 +139,7 @@ func (ro role) allows(r *http.Request) bool {
 	case roleReader:
 		return r.Method == http.MethodGet || r.Method == http.MethodHead || writesNothing(r)
 	case roleWorker:
-		return r.Method == http.MethodPost && isWorkerPath(r.URL.Path)
+		return r.Method == http.MethodPost && isWorkerPath(r.URL.Path) || isContract(r)
 	}
 	return false
 }
@@ -166,9 +166,16 @@ func (ro role) refusal(r *http.Request) string {
 			"a token from the server's SKED_WORKER_TOKEN (or SKED_TOKEN)"
 	case ro == roleWorker:
 		return "this is a worker token (SKED_WORKER_TOKEN): it may only claim jobs and report on their runs " +
-			"(POST /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete, /workers/stopping, /workers/stopped); use a token from SKED_TOKEN for anything else"
+			"(POST /claims, /jobs/{id}/heartbeat, /jobs/{id}/complete, /workers/stopping, /workers/stopped) and read /openapi.json; use a token from SKED_TOKEN for anything else"
 	}
 	return "this is a read-only token (SKED_READ_TOKEN): it may only read (GET, dry runs of sked apply, schedule checks); use a token from SKED_TOKEN to change anything"
+}
+
+// isContract reports whether r reads the API's contract, GET (or HEAD)
+// /openapi.json, which every token may: a worker's author reads the
+// protocol there.
+func isContract(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path == "/openapi.json"
 }
 
 // isWorkerPath reports whether path is one of the routes a worker uses:

@@ -40,7 +40,7 @@ func TestAuth_EveryRoute(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	public := map[string]bool{"/healthz": true, "/readyz": true}
-	workers := map[string]bool{"POST /claims": true, "POST /jobs/{id}/heartbeat": true, "POST /jobs/{id}/complete": true, "POST /workers/stopping": true, "POST /workers/stopped": true}
+	workers := map[string]bool{"GET /openapi.json": true, "POST /claims": true, "POST /jobs/{id}/heartbeat": true, "POST /jobs/{id}/complete": true, "POST /workers/stopping": true, "POST /workers/stopped": true}
 	status := func(method, path, auth string) int {
 		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(`{}`))
 		if err != nil {
