@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/clip"
 	"github.com/sked-dev/sked/wire"
 )
 
@@ -242,7 +243,7 @@ func (c *Client) sendTo(ctx context.Context, base, method, path, contentType str
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	if c.Actor != "" {
-		req.Header.Set("Sked-Actor", c.Actor)
+		req.Header.Set(wire.ActorHeader, c.Actor)
 	}
 	hc := c.HTTP
 	if hc == nil {
@@ -287,10 +288,7 @@ func responseError(resp *http.Response) error {
 		e.Detail = notSked(resp.Request.URL.Host, "an HTML page")
 		return e
 	}
-	e.Detail = strings.TrimSpace(string(b))
-	if len(e.Detail) > 200 {
-		e.Detail = e.Detail[:200] + "…"
-	}
+	e.Detail = clip.Runes(strings.TrimSpace(string(b)), 200)
 	return e
 }
 

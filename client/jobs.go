@@ -226,7 +226,7 @@ func listPage[T any](ctx context.Context, c *Client, id, what string, limit int,
 	if err != nil {
 		return nil, 0, err
 	}
-	if h := resp.Header.Get("Sked-Next-Cursor"); h != "" {
+	if h := resp.Header.Get(wire.NextCursorHeader); h != "" {
 		if next, err = strconv.ParseInt(h, 10, 64); err != nil {
 			return nil, 0, fmt.Errorf("read %s of %s: Sked-Next-Cursor %q is not a number", what, id, h)
 		}

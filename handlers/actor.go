@@ -9,12 +9,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // actorHeader names who sends a change, e.g. user@host; the job's timeline
 // records it with the address the request came from.
 const (
-	actorHeader = "Sked-Actor"
+	actorHeader = wire.ActorHeader
 	maxActorLen = 200
 )
 

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/wire"
 )
 
 // handleRunList serves GET /jobs/{id}/runs?limit=&cursor=: a JSON array of
@@ -68,7 +69,7 @@ func jobPage[T any](h *handler, w http.ResponseWriter, r *http.Request, what str
 		items = []T{}
 	}
 	if next != 0 {
-		w.Header().Set("Sked-Next-Cursor", strconv.FormatInt(next, 10))
+		w.Header().Set(wire.NextCursorHeader, strconv.FormatInt(next, 10))
 		w.Header().Set("Link", fmt.Sprintf(`</jobs/%s/%s?cursor=%d&limit=%d>; rel="next"`, url.PathEscape(p.id), what, next, p.limit))
 	}
 	h.writeJSON(w, r, http.StatusOK, items)

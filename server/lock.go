@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -45,7 +46,7 @@ func reclaimPredecessor(ctx context.Context, store db.Store, host string, log *s
 	}
 	n, err := s.RunExpireOwnedBy(ctx, servePrefix(host))
 	if err != nil {
-		return err
+		return fmt.Errorf("hand back the jobs of the previous sked serve of this host: %w", err)
 	}
 	if n > 0 {
 		log.Warn("the previous sked serve died holding jobs; they are handed back now", "jobs", n)

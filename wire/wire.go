@@ -55,6 +55,14 @@ type ClaimRequest struct {
 // does not know it (and refuses unknown fields) ignores it.
 const ClaimIDHeader = "Sked-Claim-Id"
 
+// ActorHeader names who sends a request (a person, a script), for the
+// events it records; optional, printable text.
+const ActorHeader = "Sked-Actor"
+
+// NextCursorHeader, on a page of runs or events, is the cursor of the next
+// page: the cursor query parameter of the request for it.
+const NextCursorHeader = "Sked-Next-Cursor"
+
 // ClaimResendHeader, on a POST /claims, names (by its ClaimIDHeader) the
 // worker's claim that got no answer (its connection broke): the server
 // may have claimed jobs for it that it never heard of. When the server

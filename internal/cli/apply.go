@@ -301,7 +301,10 @@ func printCreate(w io.Writer, req skedapi.JobCreateRequest, dryRun bool) {
 	if !dryRun {
 		return
 	}
-	fields, _ := orderedFields(req)
+	fields, err := orderedFields(req)
+	if err != nil {
+		fmt.Fprintf(w, "    (its fields cannot be shown: %v)\n", err)
+	}
 	for _, kv := range fields {
 		if kv.key != "name" {
 			fmt.Fprintf(w, "    + %s: %s\n", kv.key, kv.value)
