@@ -97,8 +97,9 @@ func TestClient_FailoverRunsWorkerProtocol(t *testing.T) {
 }
 
 // TestClient_FailoverNotOn4xx: a 409 (stale lease) or 401 from the
-// current server is its answer: the client returns it as it is and sends
-// nothing to the other server.
+// current server is its answer, and so is a 500 (the request reached it,
+// and may have been done): the client returns it as it is and sends
+// nothing to the other server. Only a 503 or no answer moves it on.
 func TestClient_FailoverNotOn4xx(t *testing.T) {
 	t.Parallel()
 	s, first := serve(t)
@@ -120,8 +121,13 @@ func TestClient_FailoverNotOn4xx(t *testing.T) {
 	if _, err := c2.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1}); !client.IsStatus(err, http.StatusUnauthorized) {
 		t.Fatalf("claim refused: got %v, want the 401", err)
 	}
-	if sent.Load() != 0 || c.Server() != first || c2.Server() != refused {
-		t.Errorf("the other server got %d requests (want 0); servers now %s and %s, want the first ones", sent.Load(), c.Server(), c2.Server())
+	failed, _ := answering(t, http.StatusInternalServerError)
+	c3 := &client.Client{BaseURL: failed, Fallbacks: []string{other}}
+	if _, err := c3.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1}); !client.IsStatus(err, http.StatusInternalServerError) {
+		t.Fatalf("claim failed: got %v, want the 500", err)
+	}
+	if sent.Load() != 0 || c.Server() != first || c2.Server() != refused || c3.Server() != failed {
+		t.Errorf("the other server got %d requests (want 0); servers now %s, %s and %s, want the first ones", sent.Load(), c.Server(), c2.Server(), c3.Server())
 	}
 }
 

@@ -61,6 +61,8 @@ func (c *Client) JobWait(ctx context.Context, id string, poll time.Duration) (db
 			return job, nil
 		case err == nil:
 			last = job
+		case ctx.Err() != nil: // ended during the request
+			return last, fmt.Errorf("wait for job %s to end: %w", id, ctx.Err())
 		case !failsOver(ctx, err):
 			return db.Job{}, err
 		}

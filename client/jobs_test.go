@@ -168,4 +168,17 @@ func TestClient_JobWait(t *testing.T) {
 	if _, err := c.JobWait(context.Background(), "gone", 100*time.Millisecond); !errors.Is(err, db.ErrNotFound) {
 		t.Errorf("JobWait of a job that does not exist: %v, want ErrNotFound", err)
 	}
+
+	// The wait's context ends first: the job as last read, and the
+	// context's error.
+	running := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"jobId": "j2", "state": "running", "attempt": 1}`)
+	}))
+	defer running.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	job, err = (&client.Client{BaseURL: running.URL}).JobWait(ctx, "j2", 100*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || job.ID != "j2" || job.State != db.StateRunning {
+		t.Errorf("JobWait until its context ends: %+v, %v; want the running job as last read and the deadline", job, err)
+	}
 }

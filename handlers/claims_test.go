@@ -53,6 +53,33 @@ func TestHandler_ClaimValidation(t *testing.T) {
 			t.Errorf("%s: field got %q, want %q (%s)", tc.body, p.Field, tc.field, p.Detail)
 		}
 	}
+	// The bounds, at and past them.
+	types := func(n int) string {
+		ts := make([]string, n)
+		for i := range ts {
+			ts[i] = fmt.Sprintf("%q", fmt.Sprint("t", i))
+		}
+		return "[" + strings.Join(ts, ",") + "]"
+	}
+	for _, tc := range []struct {
+		body, claimID, field string // field "": accepted
+	}{
+		{`{"workerId": "` + strings.Repeat("w", maxWorkerIDLen) + `", "types": ["a"], "wait": "0s"}`, "", ""},
+		{`{"workerId": "` + strings.Repeat("w", maxWorkerIDLen+1) + `", "types": ["a"], "wait": "0s"}`, "", "workerId"},
+		{`{"workerId": "w", "types": ` + types(maxClaimTypes) + `, "wait": "0s"}`, "", ""},
+		{`{"workerId": "w", "types": ` + types(maxClaimTypes+1) + `, "wait": "0s"}`, "", "types"},
+		{`{"workerId": "w", "types": ["a"], "wait": "0s"}`, strings.Repeat("c", maxClaimIDLen), ""},
+		{`{"workerId": "w", "types": ["a"], "wait": "0s"}`, strings.Repeat("c", maxClaimIDLen+1), wire.ClaimIDHeader},
+	} {
+		res := e.do(http.MethodPost, "/claims", tc.body, wire.ClaimIDHeader, tc.claimID)
+		if tc.field == "" {
+			res.wantStatus(t, http.StatusOK)
+			continue
+		}
+		if p := res.wantProblem(t, http.StatusUnprocessableEntity, ""); p.Field != tc.field {
+			t.Errorf("field got %q, want %q (%s)", p.Field, tc.field, p.Detail)
+		}
+	}
 	for _, tc := range []struct {
 		path, body, field string
 	}{
