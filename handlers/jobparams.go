@@ -32,13 +32,14 @@ const (
 	// later runAt. A recurring job's jitter is bounded by its schedule
 	// instead (see checkJitter).
 	maxOneOffJitter = 24 * time.Hour
-	// gapSlots is how many of a schedule's coming slots checkJitter and
-	// checkExpectSuccessWithin look at for the shortest and longest time
-	// between two.
+	// gapSlots is how many of a schedule's coming slots jobCheck.gaps
+	// looks at for the shortest and longest time between two, besides
+	// those around each change of the zone's offset in the coming year
+	// (schedule.Schedule.Gaps).
 	gapSlots = 500
-	// gapHorizon is how far ahead checkExpectSuccessWithin looks at least:
-	// a week and a day, so that a weekly pattern's longest gap (the weekend
-	// of a weekday schedule) shows whatever the day it is checked.
+	// gapHorizon is how far ahead jobCheck.gaps walks the slots at least:
+	// a week and a day, so that a weekly pattern's gaps (the weekend of a
+	// weekday schedule) show whatever the day it is checked.
 	gapHorizon = 8 * 24 * time.Hour
 )
 
@@ -137,6 +138,24 @@ type jobCheck struct {
 	now        time.Time          // when the job is created
 	sched      *schedule.Schedule // req.Schedule parsed by checkSchedule; nil for a one-off job
 	p          db.JobCreateParams
+
+	// shortest and longest are sched's gaps once gapsDone (see gaps).
+	shortest, longest schedule.Gap
+	gapsDone          bool
+}
+
+// gaps returns the shortest and the longest time between two consecutive
+// slots of the schedule, the bounds of its jitter and of its dead-man's
+// switch: among its next gapSlots slots, those within gapHorizon, and those
+// around each change of its zone's offset in the coming year, so that the
+// answer does not depend on the day of the year it is asked. It is
+// computed once per request.
+func (c *jobCheck) gaps() (shortest, longest schedule.Gap) {
+	if !c.gapsDone {
+		c.shortest, c.longest = c.sched.Gaps(c.now, gapSlots, c.now.Add(gapHorizon))
+		c.gapsDone = true
+	}
+	return c.shortest, c.longest
 }
 
 // fieldError is the *db.ValidationError of field.
@@ -277,9 +296,8 @@ func (c *jobCheck) checkBackoff() error {
 
 // checkJitter parses jitter and bounds it. A job is due at its slot plus a
 // fixed offset below its jitter, so a recurring job's jitter is at most the
-// shortest time between two of its slots (among the next gapSlots): then
-// every run is due before the next slot. A one-off job's is at most
-// maxOneOffJitter.
+// shortest time between two of its slots (see gaps): then every run is due
+// before the next slot. A one-off job's is at most maxOneOffJitter.
 func (c *jobCheck) checkJitter() error {
 	if err := setDuration(&c.p.Jitter, "jitter", c.req.Jitter, 0); err != nil || c.p.Jitter == 0 {
 		return err
@@ -291,7 +309,7 @@ func (c *jobCheck) checkJitter() error {
 		}
 		return nil
 	}
-	shortest, _ := c.sched.Gaps(c.now, gapSlots, c.now)
+	shortest, _ := c.gaps()
 	if gap, from := shortest.Length, shortest.From; gap > 0 && jitter > gap {
 		loc := c.sched.Location()
 		return fieldError("jitter", "jitter %s is longer than %s, the shortest time between two slots of schedule %q (%s to %s); "+
@@ -303,8 +321,8 @@ func (c *jobCheck) checkJitter() error {
 
 // checkExpectSuccessWithin parses the dead-man's switch and bounds it: it
 // watches a schedule, and must be longer than the longest time between two
-// of its slots (among the next gapSlots, and those within gapHorizon), or
-// the schedule would be quiet in that gap every time however its runs went.
+// of its slots (see gaps), or the schedule would be quiet in that gap every
+// time however its runs went.
 func (c *jobCheck) checkExpectSuccessWithin() error {
 	if err := setDuration(&c.p.ExpectSuccessWithin, "expectSuccessWithin", c.req.ExpectSuccessWithin, 0); err != nil {
 		return err
@@ -316,7 +334,7 @@ func (c *jobCheck) checkExpectSuccessWithin() error {
 	if within == 0 || c.sched == nil {
 		return nil
 	}
-	_, longest := c.sched.Gaps(c.now, gapSlots, c.now.Add(gapHorizon))
+	_, longest := c.gaps()
 	if gap := longest.Length; gap > 0 && time.Duration(within) <= gap {
 		loc := c.sched.Location()
 		return fieldError("expectSuccessWithin", "expectSuccessWithin %s is no longer than %s, the longest time between two slots of schedule %q (%s to %s): "+

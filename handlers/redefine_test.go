@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -650,4 +651,56 @@ func TestHandler_WriteQueries(t *testing.T) {
 		t.Errorf("after refused writes: %d jobs, %v; want none", len(jobs), err)
 	}
 	e.do(http.MethodPut, "/jobs/by-name/nightly?dryRun=true", `{"type": "t", "schedule": "@daily"}`).wantStatus(t, http.StatusCreated)
+}
+
+// TestHandler_GapBoundsAnyDay: a recurring job's dead-man's switch and
+// jitter are bounded by the gaps of its schedule's DST days however far off
+// they are, so that a definition is accepted or refused whatever the day:
+// before, hourly in New York with expectSuccessWithin 1h30m (the November
+// fall-back has a 2h gap) was accepted in September and then an unchanged
+// PUT (sked apply) or a PATCH of another field refused near the fall-back;
+// hourly on Lord Howe with jitter 1h (30 minutes of DST: a 30m gap in
+// October) was accepted in March and refused in late September.
+func TestHandler_GapBoundsAnyDay(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	put := func(name, body string) response {
+		t.Helper()
+		return e.do(http.MethodPut, "/jobs/by-name/"+name, body)
+	}
+	accepted := func(res response) db.Job {
+		t.Helper()
+		if res.status != http.StatusOK && res.status != http.StatusCreated {
+			t.Fatalf("status: got %d, want 200 or 201; body %s", res.status, res.body)
+		}
+		var r db.JobPutResult
+		res.decode(t, &r)
+		return r.Job
+	}
+	const (
+		newYork  = `{"type": "exec", "schedule": "0 * * * *", "timezone": "America/New_York", "expectSuccessWithin": %q, "payload": {"command": ["true"]}}`
+		lordHowe = `{"type": "noop", "schedule": "0 * * * *", "timezone": "Australia/Lord_Howe", "jitter": %q}`
+	)
+	for i, clock := range []time.Time{
+		testNow, // March
+		time.Date(2026, 9, 25, 12, 0, 0, 0, time.UTC),
+		time.Date(2026, 10, 31, 12, 0, 0, 0, time.UTC), // the eve of New York's fall-back
+		time.Date(2026, 11, 1, 7, 0, 0, 0, time.UTC),   // an hour after it: the next is in 2027
+	} {
+		e.store.NowFunc = func() time.Time { return clock }
+		put("qq", fmt.Sprintf(newYork, "1h30m")).wantProblem(t, http.StatusUnprocessableEntity,
+			`expectSuccessWithin 1h30m0s is no longer than 2h0m0s, the longest time between two slots of schedule "0 * * * *" (`)
+		j := accepted(put("qq", fmt.Sprintf(newYork, "2h30m")))
+		e.patch(j.ID, fmt.Sprintf(`{"maxAttempts": %d}`, i+2)).wantStatus(t, http.StatusOK)
+
+		put("lh", fmt.Sprintf(lordHowe, "1h")).wantProblem(t, http.StatusUnprocessableEntity,
+			`jitter 1h0m0s is longer than 30m0s, the shortest time between two slots of schedule "0 * * * *" (`)
+		accepted(put("lh", fmt.Sprintf(lordHowe, "30m")))
+	}
+	// The gap named is the coming one, months away.
+	e.store.NowFunc = func() time.Time { return time.Date(2026, 9, 25, 12, 0, 0, 0, time.UTC) }
+	put("qq", fmt.Sprintf(newYork, "2h")).wantProblem(t, http.StatusUnprocessableEntity,
+		"(2026-11-01T01:00:00-04:00 to 2026-11-01T02:00:00-05:00)")
+	put("lh", fmt.Sprintf(lordHowe, "31m")).wantProblem(t, http.StatusUnprocessableEntity,
+		"(2026-10-04T02:30:00+11:00 to 2026-10-04T03:00:00+11:00)")
 }

@@ -32,7 +32,8 @@ func BenchmarkParse(b *testing.B) {
 
 // BenchmarkSchedule_Gaps measures the bounds POST /jobs puts on a
 // recurring job's jitter and dead-man's switch: the shortest and longest
-// gaps among the next 500 slots.
+// gaps among the next 500 slots and those of the next 8 days, and around
+// each of the zone's changes in the coming year.
 func BenchmarkSchedule_Gaps(b *testing.B) {
 	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, spec := range []string{"@every 1s", "*/5 * * * *", "0 9 * * 1-5", "0 0 29 2 *"} {
@@ -42,7 +43,7 @@ func BenchmarkSchedule_Gaps(b *testing.B) {
 		}
 		b.Run(spec, func(b *testing.B) {
 			for b.Loop() {
-				s.Gaps(t, 500, t)
+				s.Gaps(t, 500, t.Add(8*24*time.Hour))
 			}
 		})
 	}

@@ -528,30 +528,116 @@ type Gap struct {
 	From   time.Time // the earlier slot
 }
 
-// maxGapSlots bounds the slots Gaps looks at, whatever it is asked.
+// maxGapSlots bounds the slots Gaps walks from t, whatever it is asked.
 const maxGapSlots = 20000
+
+// gapYear is how far after t Gaps looks for the changes of the schedule's
+// zone (DST, or a new standard offset): a leap year and a week, so that
+// every change a zone makes each year falls inside it whatever the day Gaps
+// is asked, a change on a weekday of a month too (the first Sunday of
+// November is 364 to 372 days after the last).
+const gapYear = (366 + 7) * 24 * time.Hour
 
 // Gaps returns the shortest and the longest time between two consecutive
 // slots among the first n slots after t and the further ones up to through
-// (at most maxGapSlots in all), each the first such pair. They are zero
-// when fewer than two slots exist.
+// (at most maxGapSlots in all), and, when these give a gap, those around
+// each change of the zone's offset within gapYear after t: the gap across
+// the change and the one after it, where a DST day's short or long gap
+// lies. Each is the first such pair. They are zero when fewer than two
+// slots are looked at. Each change costs some 30 slots (see gaps), so an
+// every-second schedule is not walked for a year to find its DST night.
 func (s *Schedule) Gaps(t time.Time, n int, through time.Time) (shortest, longest Gap) {
-	prev := s.Next(t)
+	shortest, longest, _ = s.gaps(t, n, through)
+	return shortest, longest
+}
+
+// gaps is Gaps; examined is how many slots it computed (calls of Next),
+// its cost.
+func (s *Schedule) gaps(t time.Time, n int, through time.Time) (shortest, longest Gap, examined int) {
+	next := func(u time.Time) time.Time {
+		examined++
+		return s.Next(u)
+	}
+	see := func(from, to time.Time) {
+		d := to.Sub(from)
+		if shortest.Length == 0 || d < shortest.Length || d == shortest.Length && from.Before(shortest.From) {
+			shortest = Gap{d, from}
+		}
+		if d > longest.Length || d == longest.Length && from.Before(longest.From) {
+			longest = Gap{d, from}
+		}
+	}
+	prev := next(t)
 	for i := 1; (i < n || prev.Before(through)) && i < maxGapSlots && !prev.IsZero(); i++ {
-		next := s.Next(prev)
-		if next.IsZero() {
+		slot := next(prev)
+		if slot.IsZero() {
 			break
 		}
-		d := next.Sub(prev)
-		if shortest.Length == 0 || d < shortest.Length {
-			shortest = Gap{d, prev}
-		}
-		if d > longest.Length {
-			longest = Gap{d, prev}
-		}
-		prev = next
+		see(prev, slot)
+		prev = slot
 	}
-	return shortest, longest
+	if s.every > 0 || longest.Length == 0 {
+		// @every counts elapsed time: a zone's change moves none of its gaps.
+		return shortest, longest, examined
+	}
+	for _, change := range zoneChanges(s.loc, t, t.Add(gapYear)) {
+		// Slots on either side of the change are apart as their wall
+		// clocks are; only the gap across it, and the one after a slot
+		// moved to the change (spring forward), differ.
+		slot := lastBefore(next, t, change)
+		for after := 0; after < 2 && !slot.IsZero(); {
+			following := next(slot)
+			if following.IsZero() {
+				break
+			}
+			see(slot, following)
+			if !following.Before(change) {
+				after++
+			}
+			slot = following
+		}
+	}
+	return shortest, longest, examined
+}
+
+// lastBefore returns the last slot in (t, before), as next (a schedule's
+// Next) gives slots, or the zero time when there is none. It halves the
+// span to the second, cron's finest slot: some 25 calls of next for a year.
+func lastBefore(next func(time.Time) time.Time, t, before time.Time) time.Time {
+	isBefore := func(slot time.Time) bool { return !slot.IsZero() && slot.Before(before) }
+	last := next(t)
+	if !isBefore(last) {
+		return time.Time{}
+	}
+	// next(lo) = last comes before before, next(hi) does not: no slot lies
+	// in (hi, before), so the last one is in (lo, hi].
+	lo, hi := t, before
+	for hi.Sub(lo) > time.Second {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if slot := next(mid); isBefore(slot) {
+			lo, last = mid, slot
+		} else {
+			hi = mid
+		}
+	}
+	return last
+}
+
+// zoneChanges returns the instants in (t, until] at which loc's offset
+// from UTC changes, in order.
+func zoneChanges(loc *time.Location, t, until time.Time) []time.Time {
+	var changes []time.Time
+	for {
+		_, end := t.In(loc).ZoneBounds()
+		if end.IsZero() || end.After(until) {
+			return changes
+		}
+		_, before := t.In(loc).Zone()
+		if _, after := end.In(loc).Zone(); after != before {
+			changes = append(changes, end)
+		}
+		t = end
+	}
 }
 
 // Offset returns a deterministic per-job offset in [0, jitter), taken from

@@ -518,3 +518,87 @@ func TestParseCron_Panic(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedule_GapsAcrossZoneChanges: the gaps a zone's offset change makes
+// months ahead count, beyond the slots walked from t: hourly in New York
+// has a 2h gap at the November fall-back, hourly on Lord Howe (a 30-minute
+// DST) a 30m one at the October spring-forward, and a daily 02:30 in New
+// York a 23h30m one in March, seen from September.
+func TestSchedule_GapsAcrossZoneChanges(t *testing.T) {
+	tests := []struct {
+		name, spec, tz, now string
+		shortest, longest   Gap
+	}{
+		{"NewYorkFallBack", "0 * * * *", "America/New_York", "2026-09-25T12:00:00Z",
+			Gap{time.Hour, utc(t, "2026-09-25T13:00:00Z")}, Gap{2 * time.Hour, utc(t, "2026-11-01T05:00:00Z")}},
+		{"LordHoweSpringForward", "0 * * * *", "Australia/Lord_Howe", "2026-09-25T00:00:00Z",
+			Gap{30 * time.Minute, utc(t, "2026-10-03T15:30:00Z")}, Gap{90 * time.Minute, utc(t, "2027-04-03T14:00:00Z")}},
+		{"NewYorkDailyFromSeptember", "30 2 * * *", "America/New_York", "2026-09-25T00:00:00Z",
+			Gap{23*time.Hour + 30*time.Minute, utc(t, "2027-03-13T07:30:00Z")}, Gap{25 * time.Hour, utc(t, "2026-10-31T06:30:00Z")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := utc(t, tt.now)
+			shortest, longest := mustParse(t, tt.spec, tt.tz).Gaps(now, 500, now.Add(8*24*time.Hour))
+			if shortest.Length != tt.shortest.Length || !shortest.From.Equal(tt.shortest.From) {
+				t.Errorf("shortest gap = %v from %v, want %v from %v", shortest.Length, shortest.From, tt.shortest.Length, tt.shortest.From)
+			}
+			if longest.Length != tt.longest.Length || !longest.From.Equal(tt.longest.From) {
+				t.Errorf("longest gap = %v from %v, want %v from %v", longest.Length, longest.From, tt.longest.Length, tt.longest.From)
+			}
+		})
+	}
+}
+
+// TestSchedule_GapsAnyDay: the shortest and longest gap of a schedule are
+// the same whatever the day of the year they are asked.
+func TestSchedule_GapsAnyDay(t *testing.T) {
+	tests := []struct {
+		spec, tz          string
+		shortest, longest time.Duration
+	}{
+		{"0 * * * *", "America/New_York", time.Hour, 2 * time.Hour},
+		{"0 * * * *", "Australia/Lord_Howe", 30 * time.Minute, 90 * time.Minute},
+		{"30 2 * * *", "America/New_York", 23*time.Hour + 30*time.Minute, 25 * time.Hour},
+		{"*/5 9-17 * * 1-5", "Europe/London", 5 * time.Minute, 64*time.Hour + 5*time.Minute},
+	}
+	start := utc(t, "2026-01-01T00:00:00Z")
+	for _, tt := range tests {
+		t.Run(tt.spec+" "+tt.tz, func(t *testing.T) {
+			t.Parallel()
+			s := mustParse(t, tt.spec, tt.tz)
+			for day := range 366 {
+				now := start.Add(time.Duration(day)*24*time.Hour + 7*time.Hour)
+				shortest, longest := s.Gaps(now, 500, now.Add(8*24*time.Hour))
+				if shortest.Length != tt.shortest || longest.Length != tt.longest {
+					t.Fatalf("from %v: gaps %v (from %v) to %v (from %v); want %v to %v, as from any day",
+						now, shortest.Length, shortest.From, longest.Length, longest.From, tt.shortest, tt.longest)
+				}
+			}
+		})
+	}
+}
+
+// TestSchedule_GapsCost: an every-second schedule is not walked for a
+// year to find its DST nights: Gaps examines the slots it walks from t
+// (maxGapSlots at most) and a few dozen around each change of the zone.
+func TestSchedule_GapsCost(t *testing.T) {
+	now := utc(t, "2026-11-01T07:00:00Z") // New York's fall-back an hour ago: the next is 371 days away
+	for _, tz := range []string{"America/New_York", "Australia/Lord_Howe", "UTC"} {
+		s := mustParse(t, "* * * * * *", tz)
+		_, longest, examined := s.gaps(now, 500, now.Add(8*24*time.Hour))
+		t.Logf("%s: longest %v, %d slots examined", tz, longest.Length, examined)
+		if limit := maxGapSlots + 2*100; examined > limit {
+			t.Errorf("%s: %d slots examined; want at most %d", tz, examined, limit)
+		}
+		if want := time.Hour + time.Second; tz == "America/New_York" && longest.Length != want {
+			t.Errorf("%s: longest gap %v; want %v, the fall-back's", tz, longest.Length, want)
+		}
+	}
+	// A long cycle is walked as before: its first slots span decades.
+	_, longest, examined := mustParse(t, "0 0 29 2 *", "Europe/Berlin").gaps(now, 500, now.Add(8*24*time.Hour))
+	t.Logf("0 0 29 2 *: longest %v, %d slots examined", longest.Length, examined)
+	if want := utc(t, "2104-02-28T23:00:00Z").Sub(utc(t, "2096-02-28T23:00:00Z")); longest.Length != want {
+		t.Errorf("0 0 29 2 *: longest gap %v; want %v, 2096 to 2104", longest.Length, want)
+	}
+}
