@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,9 +11,10 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// jobBatchRequest is the body of POST /jobs/batch.
+// jobBatchRequest is the body of POST /jobs/batch. Each job is decoded on
+// its own (see batchElement), so that a problem names its element.
 type jobBatchRequest struct {
-	Jobs []jobCreateRequest `json:"jobs"`
+	Jobs []json.RawMessage `json:"jobs"`
 }
 
 // jobBatchResponse is the body of a POST /jobs/batch answer.
@@ -40,8 +43,8 @@ func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ps := make([]db.JobCreateParams, len(req.Jobs))
-	for i := range req.Jobs {
-		p, err := h.jobParams(&req.Jobs[i], nil)
+	for i, raw := range req.Jobs {
+		p, err := h.batchElement(raw)
 		var ve *db.ValidationError
 		if errors.As(err, &ve) {
 			err = elementError(i, ve)
@@ -65,6 +68,20 @@ func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
 		h.due(typ, n)
 	}
 	h.writeJSON(w, r, http.StatusCreated, jobBatchResponse{Jobs: jobs})
+}
+
+// batchElement decodes and checks one job of a batch as POST /jobs does its
+// body; a body's problem (not an object, malformed) is a
+// *db.ValidationError of the element.
+func (h *handler) batchElement(raw json.RawMessage) (db.JobCreateParams, error) {
+	var req jobCreateRequest
+	if err := decodeJSON(bytes.NewReader(raw), &req); err != nil {
+		if re := (*requestError)(nil); errors.As(err, &re) {
+			return db.JobCreateParams{}, &db.ValidationError{Msg: strings.Replace(re.Msg, "request body", "the job", 1)}
+		}
+		return db.JobCreateParams{}, err
+	}
+	return h.jobParams(&req, nil)
 }
 
 // elementError is ve, of element i of a batch, named by its place:

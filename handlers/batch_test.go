@@ -68,6 +68,11 @@ func TestHandler_JobBatch(t *testing.T) {
 			{`{"jobs": [{"type": "a", "schedule": "@every 10s", "jitter": "11s"}]}`, "jobs[0].jitter", "longer than 10s, the shortest time between two slots"},
 			{`{"jobs": [{"type": "a"}, {"type": "a", "timeout": "soon"}]}`, "jobs[1].timeout", "jobs[1].timeout: "},
 			{`{"jobs": [{"type": "a", "idempotencyKey": "k1"}, {"type": "b", "idempotencyKey": "k1"}]}`, "jobs[1].idempotencyKey", `idempotency key "k1" is given to two different jobs of the batch`},
+			// What decoding refuses names the element too.
+			{`{"jobs": [{"type": "a"}, {"type": "a", "zzz": 1}]}`, "jobs[1].zzz", `jobs[1].zzz: unknown field "zzz"; allowed fields are name, type, payload`},
+			{`{"jobs": [{"type": "a"}, {"type": "a", "runAt": 3}]}`, "jobs[1].runAt", "jobs[1].runAt: field runAt must be a string, not a number"},
+			{`{"jobs": [{"type": "a"}, null]}`, "jobs[1]", "jobs[1]: the job must be a JSON object, not null"},
+			{`{"jobs": [[1]]}`, "jobs[0]", "jobs[0]: the job must be a JSON object, not an array"},
 		} {
 			p := e.do(http.MethodPost, "/jobs/batch", tc.body).wantProblem(t, http.StatusUnprocessableEntity, tc.detail)
 			if p.Field != tc.field {

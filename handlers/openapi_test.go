@@ -121,8 +121,6 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		{"JobList", jobListResponse{}},
 		{"JobBatch", jobBatchRequest{}},
 		{"JobBatchResult", jobBatchResponse{}},
-		{"JobBatch", jobBatchRequest{}},
-		{"JobBatchResult", jobBatchResponse{}},
 		{"Problem", problem{}},
 		{"FireTime", fireTime{}},
 		{"ScheduleCheck", scheduleCheckRequest{}},
