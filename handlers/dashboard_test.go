@@ -207,4 +207,11 @@ func TestHandler_JobPreviewUnparseable(t *testing.T) {
 	if res.decode(t, &got); len(got) != 0 {
 		t.Errorf("got %v, want no fire times", got)
 	}
+	// Paused (as a claim or a sweep sets it aside), its resume says why it
+	// cannot: it said "job … is paused; it cannot be resumed (only paused
+	// jobs … can be resumed)".
+	if _, err := raw.Exec(`UPDATE jobs SET state = 'paused', pause_reason = 'set aside' WHERE id = ?`, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/resume", "").wantProblem(t, http.StatusConflict, "no longer parses")
 }

@@ -311,7 +311,7 @@ var (
 		hint: "ask the handler to stop with POST /jobs/%s/cancel-run"}
 	actionPause = action{done: "paused", which: "only ready jobs, and running schedules (which pause when the run ends), can be paused",
 		hint: "a one-off job's run is all of it: stop the run with POST /jobs/%s/cancel-run"}
-	actionResume    = action{done: "resumed", which: "only paused jobs, and running schedules that were to pause, can be resumed"}
+	actionResume    = action{done: "resumed", which: "only paused jobs, and running schedules that were to pause, can be resumed", in: db.StatePaused}
 	actionRetry     = action{done: "retried", which: "only dead jobs can be retried"}
 	actionCancelRun = action{done: "asked to stop", which: "only a running job has a run to stop"}
 )

@@ -32,7 +32,7 @@ func importCrontabCmd(env Env) *cobra.Command {
 		Long: "sked import-crontab reads a crontab (FILE, or standard input; crontab -l's output) and writes its lines as the\n" +
 			"YAML list of exec jobs sked apply reads: each line's command runs through the crontab's SHELL (sh) with -c, as\n" +
 			"cron runs it, on the same schedule, with the crontab's variables (PATH, say) in its environment and its\n" +
-			"CRON_TZ (or --tz) as the zone; each job is named after its command. It writes nothing to a server: read the\n" +
+			"CRON_TZ or TZ (or --tz) as the zone; each job is named after its command. It writes nothing to a server: read the\n" +
 			"file, then sked apply -f it. What does not carry over (@reboot, MAILTO, a % in a command, a line that is not a\n" +
 			"schedule) is said on standard error, by line.",
 		Example: "  crontab -l | sked import-crontab --tz Europe/Berlin > schedules.yaml\n  sked apply -f schedules.yaml --dry-run",
