@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,10 +171,14 @@ func starDays(spec string, ss *cron.SpecSchedule) {
 	}
 }
 
+// dayNames are the names of the days of the week, from Sunday (0).
+var dayNames = []string{"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"}
+
 // asRobfigReads is spec with its day-of-week field's 7s, Sunday as cron
 // also writes it, turned into robfig's 0: "7" becomes "0", and a range or
-// step through 7 becomes the list of its days ("5-7" is "5,6,0"). Other
-// specs are returned as they are.
+// step through 7 becomes the list of its days ("5-7" is "5,6,0"); a range
+// that ends on SUN ends on 7 ("FRI-SUN" is "5,6,0"). Other specs are
+// returned as they are.
 func asRobfigReads(spec string) string {
 	f := strings.Fields(spec)
 	if len(f) != 5 && len(f) != 6 {
@@ -186,8 +191,17 @@ func asRobfigReads(spec string) string {
 		if !ranged {
 			hi = lo
 		}
-		a, errLo := strconv.Atoi(lo)
-		b, errHi := strconv.Atoi(hi)
+		day := func(s string) (int, error) {
+			if d := slices.Index(dayNames, strings.ToUpper(s)); d >= 0 {
+				return d, nil
+			}
+			return strconv.Atoi(s)
+		}
+		a, errLo := day(lo)
+		b, errHi := day(hi)
+		if ranged && b == 0 && a > 0 {
+			b = 7 // a range ending on Sunday ends on its 7
+		}
 		step, errStep := 1, error(nil)
 		if stepped {
 			step, errStep = strconv.Atoi(stepText)

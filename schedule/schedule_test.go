@@ -137,6 +137,10 @@ func TestSchedule_CronDays(t *testing.T) {
 		{"0 3 * * 7", []string{"06", "13", "20", "27"}},
 		{"0 3 * * 0", []string{"06", "13", "20", "27"}},
 		{"0 3 * * 5-7", []string{"04", "05", "06", "11"}},
+		{"0 3 * * FRI-SUN", []string{"04", "05", "06", "11"}}, // ends on Sunday, 7
+		{"0 3 * * sat-sun", []string{"05", "06", "12", "13"}},
+		{"0 3 * * SUN-SUN", []string{"06", "13", "20", "27"}}, // Sunday alone
+		{"0 3 * * 0-0", []string{"06", "13", "20", "27"}},
 		{"0 3 * * 6,7", []string{"05", "06", "12", "13"}},
 		{"0 3 * * 1-7/3", []string{"03", "06", "07", "10"}}, // Mon, Thu, Sun
 		{"0 8 */2 * 1", []string{"07", "21"}},               // Mondays that are odd days
