@@ -108,6 +108,10 @@ func checkConfig(cfg Config) error {
 			errs = append(errs, err)
 		}
 	}
+	if most := worker.MaxClaimAhead(cfg.Lease); cfg.ClaimAhead > most {
+		errs = append(errs, fmt.Errorf("Config.ClaimAhead %s: must be at most a quarter of the lease (%s); negative: claim only due jobs (0: the default, %s)",
+			cfg.ClaimAhead, most, min(worker.DefaultClaimAhead, most)))
+	}
 	if cfg.Grace < 0 {
 		errs = append(errs, fmt.Errorf("Config.Grace %s: must be above zero, such as 1ms to stop running jobs at once (0: the default, %s)", cfg.Grace, worker.DefaultGrace))
 	}

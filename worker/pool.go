@@ -56,6 +56,10 @@ const (
 	DefaultClaimAhead = 250 * time.Millisecond
 )
 
+// MaxClaimAhead is the longest PoolConfig.ClaimAhead for lease: a quarter
+// of it, so that a job claimed ahead starts with most of its lease left.
+func MaxClaimAhead(lease time.Duration) time.Duration { return lease / 4 }
+
 // PoolConfig configures a Pool. Zero values mean the defaults.
 type PoolConfig struct {
 	Store    Store                  // never nil
@@ -176,7 +180,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	cfg.MaxIdle = cmp.Or(cfg.MaxIdle, DefaultMaxIdle)
 	cfg.Grace = cmp.Or(cfg.Grace, DefaultGrace)
 	cfg.ClaimBatch = cmp.Or(cfg.ClaimBatch, DefaultClaimBatch)
-	cfg.ClaimAhead = min(max(cmp.Or(cfg.ClaimAhead, DefaultClaimAhead), 0), cfg.Lease/4)
+	cfg.ClaimAhead = min(max(cmp.Or(cfg.ClaimAhead, DefaultClaimAhead), 0), MaxClaimAhead(cfg.Lease))
 	cfg.WorkerID = cmp.Or(cfg.WorkerID, "local")
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now

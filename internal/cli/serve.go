@@ -129,10 +129,10 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 		errs = append(errs, usagef("%v", err))
 	}
 	if !fs.Changed("claim-ahead") {
-		s.claimAhead = min(s.claimAhead, c.Lease/4) // the default fits a short --lease
+		s.claimAhead = min(s.claimAhead, worker.MaxClaimAhead(c.Lease)) // the default fits a short --lease
 	}
-	if s.claimAhead < 0 || s.claimAhead > c.Lease/4 {
-		bad("--claim-ahead %s: must be between 0 and a quarter of --lease (%s)", s.claimAhead, c.Lease/4)
+	if s.claimAhead < 0 || s.claimAhead > worker.MaxClaimAhead(c.Lease) {
+		bad("--claim-ahead %s: must be between 0 and a quarter of --lease (%s)", s.claimAhead, worker.MaxClaimAhead(c.Lease))
 	}
 	if s.retention < 0 {
 		bad("--retention %s: give a duration such as 720h, or 0 to keep everything", s.retention)
