@@ -499,6 +499,11 @@ const (
 	DefaultLease       = 30 * time.Second
 	// MaxBackoff caps the exponential backoff between attempts.
 	MaxBackoff = time.Hour
+	// MaxAttempts is the most attempts a job may have (its maxAttempts,
+	// and the defaults a server gives). With the backoff capped at
+	// MaxBackoff, a thousand attempts already retry for weeks; a job that
+	// must never give up is a schedule.
+	MaxAttempts = 1000
 	// OutputTailBytes bounds the output kept in a run: its last bytes.
 	OutputTailBytes = 4096
 	// ErrorHeadBytes bounds the error kept in a run: its first bytes.

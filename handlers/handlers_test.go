@@ -201,8 +201,8 @@ func TestHandler_JobCreate(t *testing.T) {
 	t.Run("MaxAttemptsAtBound", func(t *testing.T) {
 		t.Parallel()
 		e := newTestEnv(t, nil)
-		if j := e.create(fmt.Sprintf(`{"type": "noop", "maxAttempts": %d}`, MaxAttempts), http.StatusCreated); j.MaxAttempts != MaxAttempts {
-			t.Errorf("maxAttempts: got %d, want %d", j.MaxAttempts, MaxAttempts)
+		if j := e.create(fmt.Sprintf(`{"type": "noop", "maxAttempts": %d}`, db.MaxAttempts), http.StatusCreated); j.MaxAttempts != db.MaxAttempts {
+			t.Errorf("maxAttempts: got %d, want %d", j.MaxAttempts, db.MaxAttempts)
 		}
 	})
 

@@ -17,11 +17,6 @@ import (
 	"github.com/sked-dev/sked/schedule"
 )
 
-// MaxAttempts is the most attempts a job may have (maxAttempts, and the
-// defaults of sked serve --job-defaults and --default-max-attempts). With
-// the backoff capped at db.MaxBackoff, a thousand attempts already retry
-// for weeks; a job that must never give up is a schedule.
-const MaxAttempts = 1000
 
 // Limits on the fields of a new job.
 const (
@@ -279,8 +274,8 @@ func (c *jobCheck) checkMaxAttempts() error {
 	switch n := *c.req.MaxAttempts; {
 	case n < 1:
 		return fieldError("maxAttempts", "maxAttempts must be at least 1, not %d; omit it for the default of the job's type", n)
-	case n > MaxAttempts:
-		return fieldError("maxAttempts", "maxAttempts must be at most %d, not %d: with waits capped at %s, %d attempts already retry for weeks; for work that must go on, use a schedule", MaxAttempts, n, db.MaxBackoff, MaxAttempts)
+	case n > db.MaxAttempts:
+		return fieldError("maxAttempts", "maxAttempts must be at most %d, not %d: with waits capped at %s, %d attempts already retry for weeks; for work that must go on, use a schedule", db.MaxAttempts, n, db.MaxBackoff, db.MaxAttempts)
 	}
 	c.p.MaxAttempts = *c.req.MaxAttempts
 	return nil

@@ -284,8 +284,8 @@ func TestOpenAPI_MaxAttempts(t *testing.T) {
 	}
 	for _, schema := range []string{"JobCreate", "JobPatch"} {
 		ref := "#/components/schemas/" + schema + "/properties/maxAttempts/maximum"
-		if got := resolvePointer(doc, ref); got != float64(MaxAttempts) {
-			t.Errorf("handlers/openapi.json %s = %v, want %d (MaxAttempts)", ref, got, MaxAttempts)
+		if got := resolvePointer(doc, ref); got != float64(db.MaxAttempts) {
+			t.Errorf("handlers/openapi.json %s = %v, want %d (db.MaxAttempts)", ref, got, db.MaxAttempts)
 		}
 	}
 }

@@ -33,11 +33,14 @@ func ParseJobDefaults(spec string) (map[string]db.Defaults, error) {
 		if !ok || !ok2 || typ == "" {
 			return nil, fmt.Errorf("job defaults %q: write TYPE=ATTEMPTS/BACKOFF, e.g. http=10/5m or *=3/10s", item)
 		}
+		if typ = strings.TrimSpace(typ); typ != AnyType && !handlers.IsJobType(typ) {
+			return nil, fmt.Errorf("job defaults %q: %q is not a job type (letters, digits and _ . : -) nor * for every other type", item, typ)
+		}
 		var d db.Defaults
 		var err error
 		if attempts != "" {
 			if d.MaxAttempts, err = strconv.Atoi(attempts); err != nil {
-				return nil, fmt.Errorf("job defaults %q: attempts %q must be a whole number from 1 to %d", item, attempts, handlers.MaxAttempts)
+				return nil, fmt.Errorf("job defaults %q: attempts %q must be a whole number from 1 to %d", item, attempts, db.MaxAttempts)
 			}
 		}
 		if backoff != "" {
@@ -61,8 +64,8 @@ func ParseJobDefaults(spec string) (map[string]db.Defaults, error) {
 // be none.
 func CheckDefaults(d db.Defaults) error {
 	switch {
-	case d.MaxAttempts < 0 || d.MaxAttempts > handlers.MaxAttempts:
-		return fmt.Errorf("attempts must be from 1 to %d", handlers.MaxAttempts)
+	case d.MaxAttempts < 0 || d.MaxAttempts > db.MaxAttempts:
+		return fmt.Errorf("attempts must be from 1 to %d", db.MaxAttempts)
 	case d.Backoff < 0 || d.Backoff > 0 && d.Backoff < time.Millisecond:
 		return errors.New("backoff must be 1ms or more, the precision sked keeps")
 	}

@@ -29,7 +29,7 @@ func TestParseJobDefaults(t *testing.T) {
 	if d := defaultsFunc(nil)("http"); d != db.DefaultsFor("http") || d.MaxAttempts != 25 {
 		t.Errorf("without overrides, http = %+v, want sked's own 25 attempts", d)
 	}
-	for _, bad := range []string{"http", "http=0/1m", "http=x/1m", "http=3/-1s", "=3/1s", "http=1001/1m", "*=1000000000/", "http=3/500us", "http=3/0s"} {
+	for _, bad := range []string{"http", "http=0/1m", "http=x/1m", "http=3/-1s", "=3/1s", "http=1001/1m", "*=1000000000/", "http=3/500us", "http=3/0s", "ht tp=3/1s", "exec;rm=3/1s"} {
 		if _, err := ParseJobDefaults(bad); err == nil || !strings.Contains(err.Error(), "job defaults") {
 			t.Errorf("ParseJobDefaults(%q) = %v, want an error saying how to write it", bad, err)
 		}

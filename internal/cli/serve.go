@@ -75,7 +75,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.jobDefaults, "job-defaults", "",
 		"attempts and backoff of jobs that do not set them, by type: TYPE=ATTEMPTS/BACKOFF, comma-separated, * for every other type "+
 			"(sked's own: http=25/1m, the others 5/1s)")
-	fs.IntVar(&s.defaultAttempts, "default-max-attempts", 0, fmt.Sprintf("maxAttempts (1 to %d) of jobs of every type --job-defaults does not name", handlers.MaxAttempts))
+	fs.IntVar(&s.defaultAttempts, "default-max-attempts", 0, fmt.Sprintf("maxAttempts (1 to %d) of jobs of every type --job-defaults does not name", db.MaxAttempts))
 	fs.DurationVar(&s.defaultBackoff, "default-backoff", 0, "backoff (above zero) of jobs of every type --job-defaults does not name")
 	execEnvFlag(fs, &c.ExecEnv)
 	s.log.register(fs)
