@@ -20,10 +20,6 @@ import (
 // Client.Fallbacks).
 const claimSlack = 15 * time.Second
 
-// finishRetry is the pause between attempts to report an outcome while the
-// server cannot be reached.
-const finishRetry = 250 * time.Millisecond
-
 // stopAnswerWait bounds how long a claim whose caller stopped waiting may
 // still take to be answered once the server was told the worker is
 // stopping; after it, or when the server cannot be told, the claim is
@@ -155,32 +151,18 @@ func (c *Client) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.
 }
 
 // RunFinish reports how the run leased with p.Generation ended and returns
-// the job as the server moved it on. While the server cannot be reached it
-// tries again until ctx ends, so a server restart does not cost the run. It
-// returns an error wrapping db.ErrStale when the server answers 409. An
-// attempt whose answer was lost and that the server had recorded is
-// answered as recorded when it is sent again.
+// the job as the server moved it on. It returns an error wrapping
+// db.ErrStale when the server answers 409, and db.ErrNotFound for no job
+// of that id. A report whose answer was lost, and that the server had
+// recorded, is answered as recorded when it is sent again: the caller (a
+// worker.Pool) sends it again while the server cannot be reached.
 func (c *Client) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
 	body := wire.CompleteRequest{Generation: &p.Generation, Outcome: p.Outcome, Error: p.Error, Retryable: &p.Retryable, Output: p.Output}
-	path := "/jobs/" + url.PathEscape(p.JobID) + "/complete"
-	for {
-		var job db.Job
-		err := c.do(ctx, http.MethodPost, path, body, &job)
-		var apiErr *Error
-		if err == nil {
-			return job, nil
-		}
-		if errors.As(err, &apiErr) && apiErr.Status < 500 {
-			return db.Job{}, fmt.Errorf("complete %s/%d: %w", p.JobID, p.Generation, staleOn409(err))
-		}
-		t := time.NewTimer(finishRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return db.Job{}, fmt.Errorf("complete %s/%d: %w", p.JobID, p.Generation, err)
-		case <-t.C:
-		}
+	var job db.Job
+	if err := c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(p.JobID)+"/complete", body, &job); err != nil {
+		return db.Job{}, fmt.Errorf("complete %s/%d: %w", p.JobID, p.Generation, staleOn409(err))
 	}
+	return job, nil
 }
 
 // WorkerStopped tells the server that worker id has shut down (POST

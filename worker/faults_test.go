@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -17,13 +18,15 @@ import (
 var errIO = errors.New("disk I/O error (injected)")
 
 // faultyStore is the real store behind injected faults on the worker's
-// writes: the first FailFinishes completions fail before reaching it, and
+// writes: the first FailFinishes completions fail before reaching it (with
+// FinishErr, else errIO), and
 // every heartbeat is delayed by BeatDelay (a slow fsync) before it does.
 // BeatFunc, when set, then sees the n-th renewal (from 1) and may answer an
 // error in the store's place (an unreachable store).
 type faultyStore struct {
 	*sqlite.Store
 	FailFinishes int32
+	FinishErr    error
 	BeatDelay    time.Duration
 	BeatFunc     func(ctx context.Context, n int32) error
 
@@ -35,7 +38,7 @@ type faultyStore struct {
 
 func (f *faultyStore) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, error) {
 	if f.finishCalls.Add(1) <= f.FailFinishes {
-		return db.Job{}, errIO
+		return db.Job{}, cmp.Or(f.FinishErr, errIO)
 	}
 	return f.Store.RunFinish(ctx, p)
 }
@@ -104,6 +107,24 @@ func TestPool_FinishRetriedAfterIOError(t *testing.T) {
 	}
 	if got := ran.Load(); got != 1 {
 		t.Errorf("handler ran %d times, want 1", got)
+	}
+}
+
+// A completion refused as invalid (a server's 422) is not sent again: it
+// would be refused the same, and the retries only delay the reaper.
+func TestPool_FinishRefusedNotRetried(t *testing.T) {
+	f := &faultyStore{Store: sqlitetest.Open(t), FailFinishes: 100, FinishErr: &db.ValidationError{Field: "output", Msg: "refused (injected)"}}
+	startFaultyPool(t, f, worker.PoolConfig{Lease: 5 * time.Second, Handlers: map[string]worker.HandlerFunc{
+		"noop": func(ctx context.Context, j *worker.Job) error { return nil },
+	}})
+	create(t, f.Store, db.JobCreateParams{Type: "noop"})
+	deadline := time.Now().Add(30 * time.Second)
+	for f.finishCalls.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a retry would come within 50 ms
+	if got := f.finishCalls.Load(); got != 1 {
+		t.Errorf("RunFinish called %d times, want 1: a refused report is final", got)
 	}
 }
 

@@ -702,16 +702,18 @@ func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, 
 		slog.Duration("duration", ended.Sub(start).Round(time.Millisecond)), slog.Time("ended", ended)}, extra...)...)
 }
 
-// finish records fin. A failure other than a stale lease (the disk, a lock,
-// an I/O error) is retried with backoff until ctx ends, so that an outcome
+// finish records fin. A failure that sending again cannot mend (a stale
+// lease, a report refused, a job gone) is final; any other (the disk, a
+// lock, a server out of reach) is retried with backoff until ctx ends,
+// so that an outcome
 // the store did not take is not dropped while the lease may still hold;
 // past the lease the reaper runs the job again.
 func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, error) {
 	wait := 50 * time.Millisecond
 	for {
 		j, err := p.cfg.Store.RunFinish(ctx, fin)
-		if err == nil || errors.Is(err, db.ErrStale) {
-			return j, err
+		if err == nil || errors.Is(err, db.ErrStale) || errors.Is(err, db.ErrInvalid) || errors.Is(err, db.ErrNotFound) {
+			return j, err // final: sent again, it would be answered the same
 		}
 		t := time.NewTimer(wait)
 		select {
