@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -123,14 +126,30 @@ func TestServe_Operations(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	// An existing file is kept unless --force.
+	// An existing file is kept unless --force. A copy a killed backup left
+	// beside it, unwritten for hours, is removed; one being written is not.
 	file := filepath.Join(dir, "backup-0.db")
+	stale, fresh := filepath.Join(dir, ".backup-0.db.tmp-999999"), filepath.Join(dir, ".backup-0.db.tmp-999998-journal")
+	for _, f := range []string{stale, fresh} {
+		if err := os.WriteFile(f, []byte("left"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(stale, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	if err := run(context.Background(), []string{"backup", "--db", dbPath, file}, getenv, io.Discard, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "--force") {
 		t.Errorf("backup over an existing file: %v, want a refusal naming --force", err)
 	}
 	if err := run(context.Background(), []string{"backup", "--db", dbPath, file, "--force"}, getenv, io.Discard, io.Discard); err != nil {
 		t.Errorf("backup --force over an existing file: %v", err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the stale copy a killed backup left: %v; want it removed", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a copy written an instant ago: %v; want it kept", err)
 	}
 	if n := checkCopy(t, file); n != created.Load() {
 		t.Errorf("final backup holds %d jobs, want %d", n, created.Load())

@@ -63,9 +63,11 @@ func backup(ctx context.Context, dbPath, out string, force bool, stdout io.Write
 	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
 		return fmt.Errorf("directory %s does not exist; create it (mkdir -p %s) or write the copy elsewhere", filepath.Dir(out), filepath.Dir(out))
 	}
+	removeStaleCopies(out)
 	tmp := filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp-"+strconv.Itoa(os.Getpid()))
 	os.Remove(tmp)
 	defer os.Remove(tmp)
+	defer os.Remove(tmp + "-journal") // of a copy that failed midway
 	jobs, runs, err := sqlite.Backup(ctx, dbPath, tmp)
 	if err != nil {
 		return err
@@ -79,6 +81,24 @@ func backup(ctx context.Context, dbPath, out string, force bool, stdout io.Write
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d bytes, %d jobs, %d runs (a consistent copy of %s)\n", out, st.Size(), jobs, runs, dbPath)
 	return nil
+}
+
+// staleCopyAge is how long after its last write a backup's temporary copy
+// is taken for one a killed sked backup left: a copy being made is
+// written all the time.
+const staleCopyAge = time.Hour
+
+// removeStaleCopies removes the temporary copies (and their journals) of
+// out that earlier runs of sked backup, killed midway (kill -9, the OOM
+// killer), left beside it: a nightly backup would otherwise fill the disk
+// with them.
+func removeStaleCopies(out string) {
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*"))
+	for _, f := range left {
+		if st, err := os.Stat(f); err == nil && time.Since(st.ModTime()) > staleCopyAge {
+			os.Remove(f)
+		}
+	}
 }
 
 func healthcheckCmd(env Env) *cobra.Command {
