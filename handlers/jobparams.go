@@ -17,7 +17,6 @@ import (
 	"github.com/sked-dev/sked/schedule"
 )
 
-
 // Limits on the fields of a new job.
 const (
 	maxTypeLen           = 100
