@@ -7,12 +7,14 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// answeredClaims remembers, for a while, the jobs each named claim (its
+// answeredClaims remembers, for a while, the leases each named claim (its
 // worker and Sked-Claim-Id) was answered with, so that a claim sent after
-// one whose answer was lost (wire.ClaimResendHeader) can be answered them
-// again: those jobs and no other, whatever else the worker's id holds.
-// Per node and in memory: a claim resent to another node, or after a
-// restart, finds nothing, and its jobs wait out their leases as before.
+// one whose answer was lost (wire.ClaimResendHeader) can be answered their
+// jobs again: those jobs and no other, whatever else the worker's id holds.
+// It keeps the leases, not the jobs, whose payloads a worker could make it
+// hold by the gigabyte. Per node and in memory: a claim resent to another
+// node, or after a restart, finds nothing, and its jobs wait out their
+// leases as before.
 type answeredClaims struct {
 	mu    sync.Mutex
 	byKey map[answeredKey]answered // guarded by mu
@@ -25,7 +27,14 @@ type answeredKey struct{ worker, claim string }
 // answered is what a claim was answered with, and when.
 type answered struct {
 	at     time.Time
-	claims []db.Claim
+	leases []answeredLease
+}
+
+// answeredLease is a job a claim was answered with: its lease and run.
+type answeredLease struct {
+	job        string
+	generation int64
+	run        int64
 }
 
 // Bounds of answeredClaims: how long an answer is kept, and how many.
@@ -50,13 +59,17 @@ func (a *answeredClaims) add(worker, id string, claims []db.Claim, now time.Time
 		a.order = a.order[1:]
 	}
 	k := answeredKey{worker, id}
-	a.byKey[k] = answered{at: now, claims: claims}
+	leases := make([]answeredLease, len(claims))
+	for i, c := range claims {
+		leases[i] = answeredLease{c.Job.ID, c.Job.LeaseGeneration, c.RunID}
+	}
+	a.byKey[k] = answered{at: now, leases: leases}
 	a.order = append(a.order, k)
 }
 
-// take returns, once, what the claim of worker named id was answered
+// take returns, once, the leases the claim of worker named id was answered
 // with, if it was within answeredKeep of now.
-func (a *answeredClaims) take(worker, id string, now time.Time) []db.Claim {
+func (a *answeredClaims) take(worker, id string, now time.Time) []answeredLease {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := answeredKey{worker, id}
@@ -65,5 +78,5 @@ func (a *answeredClaims) take(worker, id string, now time.Time) []db.Claim {
 		return nil
 	}
 	delete(a.byKey, k) // its key stays in order until it is pruned
-	return got.claims
+	return got.leases
 }

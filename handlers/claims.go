@@ -172,20 +172,27 @@ func (h *handler) answerClaims(w http.ResponseWriter, r *http.Request, workerID,
 
 // answeredAgain is what the claim named lost, of p's worker, was answered
 // with (see wire.ClaimResendHeader), as far as the store still holds it
-// under the same lease: each such job with its lease renewed for p.Lease
-// from now. The rest (run and ended since, reaped, cancelled) is left out.
+// under the same lease: each such job, read again, with its lease renewed
+// for p.Lease from now. The rest (run and ended since, reaped, cancelled)
+// is left out.
 func (h *handler) answeredAgain(ctx context.Context, p db.RunClaimParams, lost string) ([]db.Claim, error) {
 	var again []db.Claim
-	for _, c := range h.answered.take(p.WorkerID, lost, time.Now()) {
-		hb, err := h.store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: c.Job.LeaseGeneration, Lease: p.Lease})
+	for _, l := range h.answered.take(p.WorkerID, lost, time.Now()) {
+		_, err := h.store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: l.job, Generation: l.generation, Lease: p.Lease})
 		if errors.Is(err, db.ErrStale) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("renew the lease of job %s for worker %s: %w", c.Job.ID, p.WorkerID, err)
+			return nil, fmt.Errorf("renew the lease of job %s for worker %s: %w", l.job, p.WorkerID, err)
 		}
-		c.Job.LeaseUntil, c.Job.CancelRequested = &hb.LeaseUntil, hb.CancelRequested
-		again = append(again, c)
+		j, err := h.store.JobGet(ctx, l.job)
+		if err != nil {
+			return nil, fmt.Errorf("read job %s again for worker %s: %w", l.job, p.WorkerID, err)
+		}
+		if j.LeaseGeneration != l.generation {
+			continue // reaped and claimed again since the renewal
+		}
+		again = append(again, db.Claim{Job: j, RunID: l.run})
 	}
 	return again, nil
 }
