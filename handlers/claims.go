@@ -331,6 +331,10 @@ func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
+	if err := h.refuseServeRun(r, id); err != nil {
+		h.error(w, r, err)
+		return
+	}
 	hb, err := h.store.RunHeartbeat(r.Context(), db.RunHeartbeatParams{JobID: id, Generation: *req.Generation, Lease: lease})
 	if err != nil {
 		h.reportFailed(w, r, id, *req.Generation, err)
@@ -354,6 +358,10 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
+	if err := h.refuseServeRun(r, id); err != nil {
+		h.error(w, r, err)
+		return
+	}
 	job, err := h.store.RunFinish(r.Context(), db.RunFinishParams{
 		JobID: id, Generation: *req.Generation, Outcome: req.Outcome,
 		Error: req.Error, Retryable: req.Retryable == nil || *req.Retryable, Output: req.Output,
@@ -367,6 +375,21 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 		h.due(job.Type, 1) // a released job, or the next slot of a recurring one
 	}
 	h.writeJSON(w, r, http.StatusOK, job)
+}
+
+// refuseServeRun refuses (409, nothing changed) a heartbeat or completion,
+// through the worker protocol, of the run of job id that sked serve's own
+// pool holds: no remote worker claims such a run (its payload may carry
+// the server's secrets, and the pool runs it), so none may renew it, end
+// it, or read the job in the answer. Nothing else is refused here; the
+// store fences the rest by generation.
+func (h *handler) refuseServeRun(r *http.Request, id string) error {
+	j, err := h.store.JobGet(r.Context(), id)
+	if err != nil || !strings.HasPrefix(j.LeaseOwner, ServeWorkerPrefix) {
+		return nil
+	}
+	return &detailError{err: db.ErrStale, detail: fmt.Sprintf(
+		"job %s is run by sked serve's own pool (%s); a remote worker may renew and report only the runs it claimed", j.ID, j.LeaseOwner)}
 }
 
 // validateComplete checks a completion; errors are *db.ValidationError.

@@ -231,6 +231,34 @@ func TestHandler_CompleteReport(t *testing.T) {
 	}
 }
 
+// TestHandler_ServeRunNotReported: a run that sked serve's own pool holds
+// cannot be renewed or reported through the worker protocol by anyone who
+// learns its job id and generation: it answered 200, ended the server's
+// own run as the caller said, and answered the job, payload and all.
+func TestHandler_ServeRunNotReported(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "thumb", "payload": {"secret": "s3"}}`, http.StatusCreated)
+	claims, err := e.store.RunClaim(t.Context(), db.RunClaimParams{WorkerID: ServeWorkerPrefix + "host/1", Types: []string{"thumb"}, Max: 1, Lease: time.Minute})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim by the pool: %v, %v", claims, err)
+	}
+	gen := claims[0].Job.LeaseGeneration
+	for _, r := range []struct{ path, body string }{
+		{"/jobs/" + j.ID + "/heartbeat", fmt.Sprintf(`{"generation": %d, "lease": "24h"}`, gen)},
+		{"/jobs/" + j.ID + "/complete", fmt.Sprintf(`{"generation": %d, "outcome": "succeeded", "output": "forged"}`, gen)},
+	} {
+		res := e.do(http.MethodPost, r.path, r.body)
+		res.wantProblem(t, http.StatusConflict, "is run by sked serve's own pool")
+		if strings.Contains(string(res.body), "s3") {
+			t.Errorf("%s answered the payload: %s", r.path, res.body)
+		}
+	}
+	if got, _ := e.store.JobGet(t.Context(), j.ID); got.State != db.StateRunning || got.LeaseGeneration != gen {
+		t.Errorf("the pool's run: %s at generation %d; want still running at %d", got.State, got.LeaseGeneration, gen)
+	}
+}
+
 // newShutdownEnv is a test env whose shutdown the test starts by closing
 // shutdown, logging as text into logs.
 func newShutdownEnv(t *testing.T) (e *testEnv, shutdown chan struct{}, logs *syncbuf.Buffer) {
