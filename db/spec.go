@@ -3,6 +3,7 @@ package db
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -122,10 +123,16 @@ func CheckName(name string) error {
 	return nil
 }
 
+// idEntropy is the random part of job ids: from crypto/rand, so that an id
+// cannot be guessed from another (ulid's default is math/rand seeded with
+// the process's start time), and increasing within a millisecond, so that
+// ids sort as their jobs were created.
+var idEntropy = &ulid.LockedMonotonicReader{MonotonicReader: ulid.Monotonic(rand.Reader, 0)}
+
 // NewID is a new job's id: a ULID of its creation time t, so that ids sort
 // by when their jobs were created.
 func NewID(t time.Time) string {
-	return ulid.MustNew(ulid.Timestamp(t), ulid.DefaultEntropy()).String()
+	return ulid.MustNew(ulid.Timestamp(t), idEntropy).String()
 }
 
 // IDCeiling is above the id of every job created at or before t, whose
