@@ -2,6 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -35,5 +38,16 @@ func TestBackup(t *testing.T) {
 	}
 	if _, _, err := sqlite.Backup(ctx, filepath.Join(dir, "missing.db"), filepath.Join(dir, "x.db")); err == nil {
 		t.Fatal("a backup of a missing file succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed backup left its copy: %v", err)
+	}
+	// The database, its WAL and the copy hold payloads (an exec job's env,
+	// an http job's headers): readable by their owner alone, whatever the
+	// umask (they were 0644 under the usual 022).
+	for _, f := range []string{src, src + "-wal", dst} {
+		if st, err := os.Stat(f); err != nil || st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: %v, %v; want it readable by its owner alone", f, st.Mode(), err)
+		}
 	}
 }

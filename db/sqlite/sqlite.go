@@ -121,6 +121,18 @@ func CheckFile(path string) error {
 // sqliteHeader is how every SQLite database file begins.
 const sqliteHeader = "SQLite format 3\x00"
 
+// createPrivate creates the empty file path, readable and writable by its
+// owner alone (the database holds payloads: an exec job's env, an http
+// job's headers), whatever the umask; SQLite gives its -wal and -shm files
+// the database's mode. An existing file is fs.ErrExist, and left as it is.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	sync := strings.ToUpper(o.Synchronous)
@@ -129,6 +141,9 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	}
 	if sync != "FULL" && sync != "NORMAL" {
 		return nil, fmt.Errorf("open %s: synchronous %q: use FULL or NORMAL", path, o.Synchronous)
+	}
+	if err := createPrivate(path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	w, err := sql.Open("sqlite", dsn(path, sync, true))
 	if err != nil {
