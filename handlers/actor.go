@@ -45,10 +45,11 @@ func (h *handler) checkActor(next http.Handler) http.Handler {
 // "ann@laptop (192.0.2.7)".
 func actorOf(r *http.Request) string { return db.ActorFrom(r.Context()) }
 
-// printable reports whether s is UTF-8 text without control characters,
-// which a terminal or a log line shows as it is.
+// printable reports whether s is UTF-8 text without control characters
+// nor bidirectional ones (U+202E would show "evil" as "live"), which a
+// terminal or a log line shows as it is.
 func printable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) })
 }
 
 // actor is who sends r (see actorOf), or a 400 naming the header when it is

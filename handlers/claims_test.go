@@ -47,6 +47,7 @@ func TestHandler_ClaimValidation(t *testing.T) {
 		{`{"workerId": "serve:host/42", "types": ["a"], "wait": "0s"}`, "workerId"},
 		{`{"workerId": "w\u001b[31mRED\nfake", "types": ["a"], "wait": "0s"}`, "workerId"},
 		{`{"workerId": "w\u0000", "types": ["a"], "wait": "0s"}`, "workerId"},
+		{`{"workerId": "evil\u202E", "types": ["a"], "wait": "0s"}`, "workerId"},
 	} {
 		p := e.do(http.MethodPost, "/claims", tc.body).wantProblem(t, http.StatusUnprocessableEntity, "")
 		if p.Field != tc.field {

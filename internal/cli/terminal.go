@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -62,5 +63,5 @@ func escapeControls(s string) string {
 
 // isControl reports whether escapeControls escapes r.
 func isControl(r rune) bool {
-	return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f
+	return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f || unicode.Is(unicode.Bidi_Control, r)
 }

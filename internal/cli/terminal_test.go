@@ -18,6 +18,7 @@ func TestEscapeControls(t *testing.T) {
 		"HTTP/1.1 500\r\nbody\r\n":          "HTTP/1.1 500\r\nbody\r\n", // CRLF line ends are kept
 		"del\x7f c1\u009b2J":                `del\u007f c1\u009b2J`,
 		"raw csi \x9b2J":                    "raw csi \uFFFD2J",
+		"file\u202Etxt.exe":                 `file\u202etxt.exe`, // a bidi override reorders what follows
 	} {
 		if got := escapeControls(in); got != want {
 			t.Errorf("escapeControls(%q) = %q, want %q", in, got, want)
