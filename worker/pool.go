@@ -599,7 +599,6 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 		defer close(beatDone)
 		p.heartbeat(c, stopBeat)
 	})
-	err := errNotStartedShutdown
 	running := !c.late
 	if running && wait > 0 {
 		// Until it is due, shutdown (not started) or its own end, below.
@@ -607,6 +606,26 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 		left = c.lease.left()
 	}
 	start := time.Now()
+	// settle stops the renewals and records how the run ended with err.
+	settle := func(err error) {
+		ended := time.Now()
+		// Let runs that are due now start before this one is recorded: when
+		// many start at once (a spike), short ones end before the others begin.
+		runtime.Gosched()
+		close(stopBeat)
+		if !beat.Stop() {
+			<-beatDone
+		}
+		free()
+		p.record(runCtx, j, outcome(c, j, job, tctx, err), start, ended)
+	}
+	returned := false
+	defer func() {
+		if !returned { // the handler ended its goroutine without returning
+			settle(errGoexit)
+		}
+	}()
+	err := errNotStartedShutdown
 	if running {
 		switch cause := context.Cause(c.ctx); {
 		case errors.Is(cause, errCancelRequested): // cancel-run while it waited to be due
@@ -619,16 +638,17 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 			err = safeCall(tctx, p.cfg.Handlers[j.Type], job)
 		}
 	}
-	ended := time.Now()
-	// Let runs that are due now start before this one is recorded: when
-	// many start at once (a spike), short ones end before the others begin.
-	runtime.Gosched()
-	close(stopBeat)
-	if !beat.Stop() {
-		<-beatDone
-	}
+	returned = true
+	settle(err)
+}
 
-	free()
+// errGoexit is the end of a handler that ended its goroutine instead of
+// returning: runtime.Goexit, as a test's t.FailNow calls.
+var errGoexit = errors.New("the handler did not return: it ended its goroutine (runtime.Goexit, as a test's t.FailNow calls)")
+
+// outcome is how the run of c (job j, its handler given job and tctx)
+// ended, for a handler that returned err.
+func outcome(c *claimed, j db.Job, job *Job, tctx context.Context, err error) db.RunFinishParams {
 	fin := db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Output: job.Output.String()}
 	cause := context.Cause(c.ctx)
 	switch {
@@ -650,7 +670,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	default:
 		fin.Outcome, fin.Retryable, fin.Error = db.OutcomeFailed, !IsPermanent(err), err.Error()
 	}
-	p.record(runCtx, j, fin, start, ended)
+	return fin
 }
 
 // waitFor waits d, or until run ends; it returns false if ctx ends
