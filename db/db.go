@@ -66,9 +66,12 @@ type ValidationError struct {
 	Msg   string // what is wrong and how to fix it
 }
 
-// Error is Msg, prefixed with the field unless Msg begins by naming it
-// ("type is required"), as most messages of the API do.
+// Error is Msg, prefixed with the field, if any, unless Msg begins by
+// naming it ("type is required"), as most messages of the API do.
 func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
 	if rest, ok := strings.CutPrefix(e.Msg, e.Field); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, ":")) {
 		return e.Msg
 	}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -128,6 +129,35 @@ func CheckName(name string) error {
 // the process's start time), and increasing within a millisecond, so that
 // ids sort as their jobs were created.
 var idEntropy = &ulid.LockedMonotonicReader{MonotonicReader: ulid.Monotonic(rand.Reader, 0)}
+
+// TextFault reports where s stops being text that every store keeps as it
+// is: the offset of its first NUL character (nul true) or of its first
+// byte that is not UTF-8; -1 when it has neither. PostgreSQL's text
+// refuses both, which SQLite would keep.
+func TextFault(s string) (offset int, nul bool) {
+	for i, r := range s {
+		switch {
+		case r == 0:
+			return i, true
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
+			return i, false
+		}
+	}
+	return -1, false
+}
+
+// CheckText returns a *ValidationError naming field when s, its value, is
+// not text every store keeps as it is (see TextFault).
+func CheckText(field, s string) error {
+	switch i, nul := TextFault(s); {
+	case i < 0:
+		return nil
+	case nul:
+		return &ValidationError{Field: field, Msg: fmt.Sprintf("%s holds a NUL character (U+0000) at byte %d, which sked cannot store; remove it", field, i)}
+	default:
+		return &ValidationError{Field: field, Msg: fmt.Sprintf("%s is not UTF-8 text (byte %d is %#x), which sked cannot store; send UTF-8", field, i, s[i])}
+	}
+}
 
 // NewID is a new job's id: a ULID of its creation time t, so that ids sort
 // by when their jobs were created.

@@ -52,3 +52,28 @@ func TestIDCeiling(t *testing.T) {
 		t.Fatalf("the ceiling past the last time a ULID holds is %s, not above every id", got)
 	}
 }
+
+func TestTextFault(t *testing.T) {
+	for _, tc := range []struct {
+		s      string
+		offset int
+		nul    bool
+		msg    string // CheckText's, of field f
+	}{
+		{"", -1, false, ""},
+		{"plain é \uFFFD", -1, false, ""}, // U+FFFD itself is text
+		{"a\x00b", 1, true, "f holds a NUL character (U+0000) at byte 1, which sked cannot store; remove it"},
+		{"é\xff\x00", 2, false, "f is not UTF-8 text (byte 2 is 0xff), which sked cannot store; send UTF-8"},
+		{"\xe2\x82", 0, false, "f is not UTF-8 text (byte 0 is 0xe2), which sked cannot store; send UTF-8"}, // a rune cut short
+	} {
+		offset, nul := db.TextFault(tc.s)
+		err := db.CheckText("f", tc.s)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if offset != tc.offset || nul != tc.nul || msg != tc.msg {
+			t.Errorf("%q: TextFault %d, %v, CheckText %q; want %d, %v, %q", tc.s, offset, nul, msg, tc.offset, tc.nul, tc.msg)
+		}
+	}
+}

@@ -418,12 +418,19 @@ func (h *handler) reportFailed(w http.ResponseWriter, r *http.Request, id string
 	}
 	h.remote.end(id, gen)
 	if j, getErr := h.store.JobGet(r.Context(), id); errors.Is(getErr, db.ErrNotFound) || getErr == nil && j.ID != id { // none, or a name's
-		h.error(w, r, &detailError{err: db.ErrNotFound, detail: fmt.Sprintf(
-			"no job has the id %q; heartbeats and completions name a job by the id its claim answered, not by its name", id)})
+		h.error(w, r, noJobWithID(id))
 		return
 	}
 	h.error(w, r, &detailError{err: err, detail: fmt.Sprintf(
 		"generation %d no longer holds job %s: its lease expired or another worker claimed it; stop the run (a report of how it ended is kept on the run as its late outcome, and changes nothing else)", gen, id)})
+}
+
+// noJobWithID is the 404 of a heartbeat or completion of job id when no
+// job has that id: the worker routes take the id a claim answered, not a
+// name.
+func noJobWithID(id string) error {
+	return &detailError{err: db.ErrNotFound, detail: fmt.Sprintf(
+		"no job has the id %q; heartbeats and completions name a job by the id its claim answered, not by its name", id)}
 }
 
 // shuttingDown reports whether the server has begun shutting down.

@@ -212,22 +212,27 @@ func (h *handler) routes(r chi.Router) {
 	r.Post("/jobs", h.handleJobCreate)
 	r.Post("/jobs/batch", h.handleJobBatch)
 	r.Get("/jobs", h.handleJobList)
-	r.Get("/jobs/{id}", h.handleJobGet)
-	r.Patch("/jobs/{id}", h.handleJobPatch)
-	r.Delete("/jobs/{id}", h.handleJobDelete)
-	r.Get("/jobs/by-name/{name}", h.handleJobGetByName)
+	// A PUT by name creates or replaces the job: a name that is not text is
+	// a bad name (422), not an unknown job (404).
 	r.Put("/jobs/by-name/{name}", h.handleJobPut)
-	r.Post("/jobs/{id}/pause", h.handleJobPause)
-	r.Post("/jobs/{id}/resume", h.handleJobResume)
-	r.Post("/jobs/{id}/retry", h.handleJobRetry)
-	r.Post("/jobs/{id}/cancel-run", h.handleJobCancelRun)
-	r.Post("/jobs/{id}/trigger", h.handleJobTrigger)
-	r.Post("/jobs/{id}/skip", h.handleJobSkip)
-	r.Post("/jobs/{id}/backfill", h.handleJobBackfill)
+	r.Group(func(r chi.Router) { // the routes of one job, by id or name
+		r.Use(h.jobInPath(func(id string) error { return jobError(id, action{}, db.ErrNotFound) }))
+		r.Get("/jobs/{id}", h.handleJobGet)
+		r.Patch("/jobs/{id}", h.handleJobPatch)
+		r.Delete("/jobs/{id}", h.handleJobDelete)
+		r.Get("/jobs/by-name/{name}", h.handleJobGetByName)
+		r.Post("/jobs/{id}/pause", h.handleJobPause)
+		r.Post("/jobs/{id}/resume", h.handleJobResume)
+		r.Post("/jobs/{id}/retry", h.handleJobRetry)
+		r.Post("/jobs/{id}/cancel-run", h.handleJobCancelRun)
+		r.Post("/jobs/{id}/trigger", h.handleJobTrigger)
+		r.Post("/jobs/{id}/skip", h.handleJobSkip)
+		r.Post("/jobs/{id}/backfill", h.handleJobBackfill)
+		r.Get("/jobs/{id}/runs", h.handleRunList)
+		r.Get("/jobs/{id}/events", h.handleEventList)
+		r.Get("/jobs/{id}/preview", h.handleJobPreview)
+	})
 
-	r.Get("/jobs/{id}/runs", h.handleRunList)
-	r.Get("/jobs/{id}/events", h.handleEventList)
-	r.Get("/jobs/{id}/preview", h.handleJobPreview)
 	r.Post("/schedules/check", h.handleScheduleCheck)
 	r.Get("/stats", h.handleStats)
 	r.Get("/stats/series", h.handleStatsSeries)
@@ -236,14 +241,35 @@ func (h *handler) routes(r chi.Router) {
 	r.Post("/workers/stopped", h.handleWorkerStopped)
 
 	r.Post("/claims", h.handleClaim)
-	r.Post("/jobs/{id}/heartbeat", h.handleHeartbeat)
-	r.Post("/jobs/{id}/complete", h.handleComplete)
+	r.Group(func(r chi.Router) { // a worker's reports, by the id its claim answered
+		r.Use(h.jobInPath(noJobWithID))
+		r.Post("/jobs/{id}/heartbeat", h.handleHeartbeat)
+		r.Post("/jobs/{id}/complete", h.handleComplete)
+	})
 
 	r.Get("/openapi.json", h.handleOpenAPI)
 
 	if h.testClock != nil {
 		r.Get("/test/clock", h.handleTestClock)
 		r.Post("/test/clock", h.handleTestClock)
+	}
+}
+
+// jobInPath answers notFound(id) (a 404), as for any job that does not
+// exist, a request whose path names the job by an id or name that is not
+// text every store keeps (db.TextFault): no job has one, and PostgreSQL
+// refuses to look for it. It runs on the routes of one job, after routing.
+func (h *handler) jobInPath(notFound func(id string) error) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for _, v := range chi.RouteContext(r.Context()).URLParams.Values {
+				if i, _ := db.TextFault(v); i >= 0 {
+					h.error(w, r, notFound(v))
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 }
 

@@ -35,9 +35,20 @@ type testEnv struct {
 // newTestEnv starts the API; configure may adjust the Config first.
 func newTestEnv(t *testing.T, configure func(*Config)) *testEnv {
 	t.Helper()
-	e := &testEnv{t: t, store: sqlitetest.Open(t)}
-	e.store.NowFunc = func() time.Time { return testNow }
-	cfg := Config{Store: e.store, Wake: func() { e.wakes.Add(1) }}
+	store := sqlitetest.Open(t)
+	store.NowFunc = func() time.Time { return testNow }
+	e := newTestEnvOn(t, store, configure)
+	e.store = store
+	return e
+}
+
+// newTestEnvOn starts the API on store, of any backend (e.store is nil
+// unless it is SQLite's: see newTestEnv); configure may adjust the Config
+// first.
+func newTestEnvOn(t *testing.T, store db.Store, configure func(*Config)) *testEnv {
+	t.Helper()
+	e := &testEnv{t: t}
+	cfg := Config{Store: store, Wake: func() { e.wakes.Add(1) }}
 	if configure != nil {
 		configure(&cfg)
 	}

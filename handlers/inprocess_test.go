@@ -56,11 +56,13 @@ func TestAPI_JobCreate(t *testing.T) {
 			t.Errorf("%s: in-process %q (%s), over HTTP %d %q (%s)", body, ve.Field, validationDetail(ve), p.Status, p.Field, p.Detail)
 		}
 	}
-	// A payload that is not JSON cannot be sent over HTTP; in-process it is
-	// the payload's fault.
-	_, _, err := api.JobCreate(ctx, wire.JobCreateRequest{Type: "noop", Payload: json.RawMessage(`{"a":`)})
-	if ve := (*db.ValidationError)(nil); !errors.As(err, &ve) || ve.Field != "payload" {
-		t.Errorf("JobCreate with a payload that is not JSON: %v, want a *db.ValidationError of payload", err)
+	// A payload that is not JSON, or not UTF-8, cannot be sent over HTTP
+	// (the body is refused whole); in-process it is the payload's fault.
+	for _, payload := range []string{`{"a":`, "{\"a\":\"\xff\"}"} {
+		_, _, err := api.JobCreate(ctx, wire.JobCreateRequest{Type: "noop", Payload: json.RawMessage(payload)})
+		if ve := (*db.ValidationError)(nil); !errors.As(err, &ve) || ve.Field != "payload" {
+			t.Errorf("JobCreate with the payload %q: %v, want a *db.ValidationError of payload", payload, err)
+		}
 	}
 	if n := len(e.list("").Jobs); n != 0 || e.wakes.Load() != 0 {
 		t.Fatalf("refused requests left %d jobs and %d wake-ups", n, e.wakes.Load())

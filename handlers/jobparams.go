@@ -191,6 +191,10 @@ func (c *jobCheck) checkPayload() error {
 	if err != nil {
 		return fieldError("payload", "payload is not valid JSON: %v", err)
 	}
+	// A body is UTF-8 (decodeJSON); a payload given in process may not be.
+	if err := db.CheckText("payload", string(payload)); err != nil {
+		return err
+	}
 	c.p.Payload = payload
 	return nil
 }

@@ -1,7 +1,7 @@
 package handlers
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,53 +50,38 @@ func (h *handler) decodeBodyAs(w http.ResponseWriter, r *http.Request, v any, ty
 }
 
 // decodeJSON reads rd as the single JSON object v, refusing what decodeBody
-// refuses.
+// refuses, and (400) a body that is not UTF-8: JSON text is UTF-8 (RFC
+// 8259), and a byte that is not would reach the store as it is (in a raw
+// field such as payload), where PostgreSQL refuses it.
 func decodeJSON(rd io.Reader, v any) error {
-	br := bufio.NewReader(rd)
-	if startsWithNull(br) {
+	body, err := io.ReadAll(rd)
+	if err != nil {
+		return decodeError(err, v)
+	}
+	if i, nul := db.TextFault(string(body)); i >= 0 && !nul { // a raw NUL is a JSON syntax error
+		return &requestError{
+			Status: http.StatusBadRequest,
+			Msg:    fmt.Sprintf("request body is not UTF-8 text: byte %d is %#x; JSON text must be UTF-8 (RFC 8259)", i, body[i]),
+		}
+	}
+	if bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("n")) {
 		// null decodes into an object as nothing at all.
 		return &requestError{Status: http.StatusBadRequest, Msg: "request body must be a JSON object, not null"}
 	}
-	dec := json.NewDecoder(br)
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err, v)
 	}
 	// One object and nothing after it but white space.
 	var extra json.RawMessage
-	switch err := dec.Decode(&extra); {
-	case err == io.EOF:
-		return nil
-	case isMaxBytes(err):
-		return decodeError(err, v)
-	default:
+	if err := dec.Decode(&extra); err != io.EOF {
 		return &requestError{
 			Status: http.StatusBadRequest,
 			Msg:    fmt.Sprintf("request body has data after the JSON object at offset %d; send one JSON object", dec.InputOffset()),
 		}
 	}
-}
-
-// startsWithNull reports whether the JSON value br begins is null, passing
-// over the white space before it.
-func startsWithNull(br *bufio.Reader) bool {
-	for {
-		b, err := br.Peek(1)
-		if err != nil {
-			return false
-		}
-		switch b[0] {
-		case ' ', '\t', '\r', '\n':
-			br.ReadByte()
-		default:
-			return b[0] == 'n'
-		}
-	}
-}
-
-func isMaxBytes(err error) bool {
-	var e *http.MaxBytesError
-	return errors.As(err, &e)
+	return nil
 }
 
 // decodeError turns an error of json.Decoder decoding into v into a problem a
@@ -190,7 +175,8 @@ func goKind(e *json.UnmarshalTypeError) string {
 
 // queryParams returns r's query parameters, refusing (400) any not in
 // allowed and any given twice, so that a typo such as ?status=ready is an
-// error rather than an unfiltered answer.
+// error rather than an unfiltered answer, and any whose value is not text
+// every store keeps (db.CheckText), which no job's field holds.
 func queryParams(r *http.Request, allowed ...string) (map[string]string, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -217,6 +203,9 @@ func queryParams(r *http.Request, allowed ...string) (map[string]string, error) 
 				Status: http.StatusBadRequest, Field: name,
 				Msg: fmt.Sprintf("query parameter %q is given %d times; give it once", name, len(vals)),
 			}
+		}
+		if err := db.CheckText(name, vals[0]); err != nil { // no job holds it; PostgreSQL refuses it
+			return nil, queryError(err)
 		}
 		out[name] = vals[0]
 	}

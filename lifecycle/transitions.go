@@ -40,9 +40,13 @@ func Cancel(j db.Job, live func() (*db.Run, error)) (noop bool, err error) {
 // (again, with p's reason and end), and a running recurring job pauses
 // when its run ends (j.PauseRequested); pausing a paused job with neither,
 // or with the reason and end it has, is a no-op, as is asking again for
-// the pause a running job will make. Other states are a conflict; an end
-// not after now, the transaction's time, is a *db.ValidationError.
+// the pause a running job will make. Other states are a conflict; a
+// reason that is not text every store keeps (db.CheckText) and an end not
+// after now, the transaction's time, are a *db.ValidationError.
 func Pause(j db.Job, p db.JobPauseParams, now time.Time) (noop bool, err error) {
+	if err := db.CheckText("reason", p.Reason); err != nil {
+		return false, err
+	}
 	if !p.Until.IsZero() && !p.Until.After(now) {
 		return false, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %s is not in the future", p.Until.UTC().Format(time.RFC3339Nano))}
 	}

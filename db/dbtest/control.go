@@ -345,3 +345,35 @@ func testPauseWhileRunning(t *testing.T, f *fixture) {
 		t.Fatalf("pause of a running one-off job: %v; want a conflict", err)
 	}
 }
+
+// testPauseReasonNotText pauses with a reason that not every store can keep
+// as it is, a NUL or a byte that is not UTF-8 (PostgreSQL's text refuses
+// both, SQLite would keep them): each backend refuses it alike, naming the
+// field, and the job stays as it was.
+func testPauseReasonNotText(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	for _, reason := range []string{"a\x00b", "a\xffb"} {
+		_, err := f.Store.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Reason: reason})
+		var ve *db.ValidationError
+		if !errors.As(err, &ve) || ve.Field != "reason" {
+			t.Fatalf("pause for reason %q: %v; want a validation error of field reason", reason, err)
+		}
+		if got := f.get(j.ID); got.State != db.StateReady || got.PauseReason != "" {
+			t.Fatalf("after the refused pause for reason %q: %s, reason %q; want ready as it was", reason, got.State, got.PauseReason)
+		}
+	}
+	if events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID}); err != nil || len(events) != 0 {
+		t.Fatalf("timeline %+v (%v); want no event: nothing happened", events, err)
+	}
+}
+
+// testPayloadEscapedNUL creates a job whose payload holds an escaped NUL
+// (\u0000), valid JSON that every store keeps as it is: PostgreSQL's
+// payload column is json, which takes it (jsonb would not).
+func testPayloadEscapedNUL(t *testing.T, f *fixture) {
+	payload := json.RawMessage(`{"a":"\u0000"}`)
+	j := f.create(db.JobCreateParams{Payload: payload})
+	if got := f.get(j.ID); string(got.Payload) != string(payload) {
+		t.Fatalf("payload read back %s; want %s", got.Payload, payload)
+	}
+}

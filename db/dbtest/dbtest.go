@@ -87,6 +87,8 @@ func Run(t *testing.T, open OpenFunc) {
 		"Jitter":              testJitter,
 		"RunList":             testRunList,
 		"PauseUntil":          testPauseUntil,
+		"PauseReasonNotText":  testPauseReasonNotText,
+		"PayloadEscapedNUL":   testPayloadEscapedNUL,
 		"Trigger":             testTrigger,
 		"SkipNext":            testSkipNext,
 		"Backfill":            testBackfill,

@@ -227,7 +227,9 @@ func (d *dialect) Now(ctx context.Context) (time.Time, error) {
 func (d *dialect) Precision() time.Duration { return time.Microsecond }
 
 // translate turns the driver's errors into db's at the edge: no rows is
-// ErrNotFound, a value the schema refuses is ErrInvalid. Others pass through.
+// ErrNotFound, a value the schema refuses is ErrInvalid, and so is text
+// PostgreSQL cannot hold (NUL, bytes that are not UTF-8), which what comes
+// from the API never is. Others pass through.
 func translate(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.ErrNotFound
@@ -240,6 +242,8 @@ func translate(err error) error {
 		switch {
 		case pgErr.Code == "22P02" || pgErr.Code == "22025": // invalid text representation, bad escape
 			return &db.ValidationError{Field: "payload", Msg: "not a JSON document: " + pgErr.Message}
+		case pgErr.Code == "22021" || pgErr.Code == "22P05": // character_not_in_repertoire (NUL, not UTF-8), untranslatable_character
+			return &db.ValidationError{Msg: "a value holds a NUL character or bytes that are not UTF-8, which sked cannot store: " + pgErr.Message}
 		case pgErr.Code == "23514": // check_violation
 			return &db.ValidationError{Field: pgErr.ColumnName, Msg: "value out of range (" + pgErr.ConstraintName + ")"}
 		case pgErr.Code == "53100": // disk_full

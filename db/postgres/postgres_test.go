@@ -166,6 +166,42 @@ func TestStore_Unparseable(t *testing.T) {
 	})
 }
 
+// TestStore_NotText: text PostgreSQL cannot hold (a NUL, a byte that is
+// not UTF-8) that reaches the store past the API's checks, as an embedding
+// program may send it, is a validation error, not an internal one, and
+// nothing is written.
+func TestStore_NotText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := postgrestest.Open(t)
+	for name, call := range map[string]func() error{
+		"payload not UTF-8": func() error {
+			_, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "noop", Payload: []byte("{\"a\":\"\xff\"}")})
+			return err
+		},
+		"type with NUL": func() error {
+			_, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "a\x00b"})
+			return err
+		},
+		"id not UTF-8": func() error {
+			_, err := s.JobGet(ctx, "\xff")
+			return err
+		},
+		"filter with NUL": func() error {
+			_, _, err := s.JobList(ctx, db.JobListParams{Name: "a\x00b"})
+			return err
+		},
+	} {
+		var ve *db.ValidationError
+		if err := call(); !errors.As(err, &ve) || !strings.Contains(err.Error(), "which sked cannot store") {
+			t.Errorf("%s: %v; want a validation error saying sked cannot store it", name, err)
+		}
+	}
+	if jobs, _, err := s.JobList(ctx, db.JobListParams{}); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs after the refused creates: %d, %v; want none", len(jobs), err)
+	}
+}
+
 // TestOpen_OneConnection: a store whose pool holds one connection
 // (pool_max_conns=1) opens, migrating, and runs a job. The migrations' lock
 // once took the pool's only connection and goose waited for another
