@@ -296,7 +296,7 @@ func TestServer_EnqueueTx(t *testing.T) {
 	}
 	// A transaction on another schema (where sked has no tables) is told
 	// the rule, not only PostgreSQL's "relation does not exist".
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA elsewhere`); err != nil {
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS elsewhere`); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := conn.Begin(ctx)
