@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -218,13 +219,39 @@ func newHTTPClient(allowPrivate bool) *http.Client {
 	}
 	return &http.Client{
 		Transport: transport,
-		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxRedirects {
 				return errTooManyRedirects
 			}
-			return nil
+			return keepSecretsHome(req, via[0].URL)
 		},
 	}
+}
+
+// sentOnAnywhere are the headers of an http job's request that a redirect
+// to another origin still carries: what describes the request and the run.
+// The payload's other headers (a token, an API key) and Sked-Signature are
+// for the job's target alone.
+var sentOnAnywhere = []string{"Content-Type", "User-Agent", "Accept", "Sked-Job-Id", "Sked-Attempt", "Sked-Generation", "Idempotency-Key"}
+
+// keepSecretsHome refuses a redirect of a job's request from https to
+// plain http, and strips the headers not in sentOnAnywhere from one to
+// another origin (scheme, host and port) than first, the job's URL: the
+// client itself drops only Authorization and Cookie, and only for another
+// host name.
+func keepSecretsHome(req *http.Request, first *url.URL) error {
+	if first.Scheme == "https" && req.URL.Scheme != "https" {
+		return Permanent(fmt.Errorf("redirected from https to %s; not followed, so that the request is not sent in the clear", req.URL.Redacted()))
+	}
+	if req.URL.Scheme == first.Scheme && req.URL.Host == first.Host {
+		return nil
+	}
+	for name := range req.Header {
+		if !slices.Contains(sentOnAnywhere, http.CanonicalHeaderKey(name)) {
+			req.Header.Del(name)
+		}
+	}
+	return nil
 }
 
 // sign returns the Sked-Signature header value for body sent at t.

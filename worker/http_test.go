@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -318,6 +319,44 @@ func TestHTTP(t *testing.T) {
 		err := HTTP(allowLoopback)(context.Background(), httpJob(t, map[string]any{"url": srv.URL + "/?loop=1"}))
 		if !errors.Is(err, errTooManyRedirects) || !IsPermanent(err) {
 			t.Errorf("redirect loop: HTTP = %v, want permanent %v", err, errTooManyRedirects)
+		}
+	})
+
+	// A redirect to another origin (here another port of the same host,
+	// which the client itself treats as the same) does not carry the
+	// payload's headers nor the signature, which are for the job's target;
+	// one from https to http is not followed.
+	t.Run("RedirectKeepsSecretsHome", func(t *testing.T) {
+		t.Parallel()
+		got := make(chan http.Header, 1)
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
+		t.Cleanup(other.Close)
+		first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/stolen", http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(first.Close)
+		cfg := allowLoopback
+		cfg.Secret = "s3cret"
+		job := httpJob(t, map[string]any{"url": first.URL, "headers": map[string]string{"Authorization": "Bearer AUTH", "X-Api-Key": "KEY"}})
+		if err := HTTP(cfg)(context.Background(), job); err != nil {
+			t.Fatalf("HTTP = %v", err)
+		}
+		h := <-got
+		for _, secret := range []string{"Authorization", "X-Api-Key", "Sked-Signature"} {
+			if v := h.Get(secret); v != "" {
+				t.Errorf("the redirected request carried %s: %q", secret, v)
+			}
+		}
+		if h.Get("Sked-Job-Id") != job.ID {
+			t.Errorf("the redirected request lost Sked-Job-Id: %v", h)
+		}
+
+		plain, err := http.NewRequest(http.MethodGet, "http://example.com/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := keepSecretsHome(plain, &url.URL{Scheme: "https", Host: "example.com"}); err == nil || !IsPermanent(err) {
+			t.Errorf("a redirect from https to http: %v; want it refused, permanent", err)
 		}
 	})
 
