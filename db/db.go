@@ -511,6 +511,9 @@ const (
 	OutputTailBytes = 4096
 	// ErrorHeadBytes bounds the error kept in a run: its first bytes.
 	ErrorHeadBytes = 4096
+	// MaxReasonLen bounds a pause's reason, in bytes: a sentence or two,
+	// shown on every page of the job's events.
+	MaxReasonLen = 1000
 )
 
 // Defaults are the attempts and backoff a job gets when it does not say.

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/clip"
 )
 
 // internalDetail is all a client learns of a 5xx; the error itself is logged.
@@ -160,6 +161,8 @@ func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
 
 // writeProblem writes p as application/problem+json.
 func (h *handler) writeProblem(w http.ResponseWriter, p problem) {
+	// A detail quotes the value it refuses, which may be a megabyte.
+	p.Detail = clip.Runes(p.Detail, maxDetail)
 	b, err := json.Marshal(p)
 	if err != nil { // only a Run could fail to encode, and it cannot
 		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"` + internalDetail + `"}`)
@@ -172,6 +175,10 @@ func (h *handler) writeProblem(w http.ResponseWriter, p problem) {
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(append(b, '\n'))
 }
+
+// maxDetail bounds a problem's detail, in characters: room for the
+// longest message and the value it quotes, not for a megabyte echoed.
+const maxDetail = 2000
 
 // handleNotFound answers a path that no route serves.
 func (h *handler) handleNotFound(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
@@ -98,4 +100,16 @@ func TestHandler_PayloadEscapedNUL(t *testing.T) {
 			t.Errorf("payload created %s, read back %v; want %s both times", j.Payload, got.Payload, payload)
 		}
 	})
+}
+
+// TestHandler_ProblemDetailBounded: a problem quoting the value it refuses
+// does not echo a megabyte back; its detail is cut to maxDetail characters.
+func TestHandler_ProblemDetailBounded(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	huge := strings.Repeat("x", 500_000)
+	p := e.do(http.MethodPost, "/jobs", `{"type": "t", "schedule": "`+huge+`"}`).wantProblem(t, http.StatusUnprocessableEntity, "schedule")
+	if n := utf8.RuneCountInString(p.Detail); n > maxDetail || !strings.HasSuffix(p.Detail, "…") {
+		t.Errorf("detail of %d characters (%.60q…); want at most %d, marked cut", n, p.Detail, maxDetail)
+	}
 }

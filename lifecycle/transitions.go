@@ -41,11 +41,15 @@ func Cancel(j db.Job, live func() (*db.Run, error)) (noop bool, err error) {
 // when its run ends (j.PauseRequested); pausing a paused job with neither,
 // or with the reason and end it has, is a no-op, as is asking again for
 // the pause a running job will make. Other states are a conflict; a
-// reason that is not text every store keeps (db.CheckText) and an end not
-// after now, the transaction's time, are a *db.ValidationError.
+// reason that is not text every store keeps (db.CheckText) or is longer
+// than db.MaxReasonLen, and an end not after now, the transaction's time,
+// are a *db.ValidationError.
 func Pause(j db.Job, p db.JobPauseParams, now time.Time) (noop bool, err error) {
 	if err := db.CheckText("reason", p.Reason); err != nil {
 		return false, err
+	}
+	if len(p.Reason) > db.MaxReasonLen {
+		return false, &db.ValidationError{Field: "reason", Msg: fmt.Sprintf("reason is %d bytes long; at most %d are allowed", len(p.Reason), db.MaxReasonLen)}
 	}
 	if !p.Until.IsZero() && !p.Until.After(now) {
 		return false, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %s is not in the future", p.Until.UTC().Format(time.RFC3339Nano))}

@@ -37,6 +37,16 @@ func (n *Notifier) CheckSettings(s *db.Notify) error {
 	if slices.Contains(s.On, OnNone) && len(s.On) > 1 {
 		return &db.ValidationError{Field: "notify.on", Msg: fmt.Sprintf("%q tells no event, and stands alone; give it alone, or the events to tell", OnNone)}
 	}
+	if len(s.Sinks) > maxSinks {
+		return &db.ValidationError{Field: "notify.sinks", Msg: fmt.Sprintf("notify.sinks lists %d sinks; at most %d are allowed", len(s.Sinks), maxSinks)}
+	}
+	for field, urls := range map[string][]string{"notify.sinks": s.Sinks, "notify.ping": {s.Ping}} {
+		for _, u := range urls {
+			if len(u) > maxURLLen {
+				return &db.ValidationError{Field: field, Msg: fmt.Sprintf("%s holds a URL %d bytes long; at most %d are allowed", field, len(u), maxURLLen)}
+			}
+		}
+	}
 	if _, err := n.sinksOf(s); err != nil {
 		return err
 	}
@@ -47,6 +57,13 @@ func (n *Notifier) CheckSettings(s *db.Notify) error {
 	}
 	return nil
 }
+
+// Bounds of a job's notification settings: a few sinks, each URL of the
+// length browsers and servers take.
+const (
+	maxSinks  = 10
+	maxURLLen = 2048
+)
 
 // sinksOf is where events with settings s go: its own sinks, or the
 // server's.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,13 @@ func TestNotifier_Deliver(t *testing.T) {
 	}
 	if err := n.CheckSettings(&db.Notify{Sinks: []string{"smtp://a:b@other.example?to=x@example.com"}}); !errors.Is(err, db.ErrInvalid) {
 		t.Errorf("CheckSettings of an email sink the server lacks = %v; want ErrInvalid", err)
+	}
+	// A megabyte URL, or a hundred sinks, each notification would send.
+	long := "https://example.com/" + strings.Repeat("a", 2048)
+	for _, s := range []db.Notify{{Sinks: []string{"webhook:" + long}}, {Ping: long}, {Sinks: slices.Repeat([]string{"ntfy:https://ntfy.sh/t"}, 11)}} {
+		if err := n.CheckSettings(&s); !errors.Is(err, db.ErrInvalid) {
+			t.Errorf("CheckSettings(%.80v…) = %v; want ErrInvalid", s, err)
+		}
 	}
 }
 

@@ -348,11 +348,12 @@ func testPauseWhileRunning(t *testing.T, f *fixture) {
 
 // testPauseReasonNotText pauses with a reason that not every store can keep
 // as it is, a NUL or a byte that is not UTF-8 (PostgreSQL's text refuses
-// both, SQLite would keep them): each backend refuses it alike, naming the
-// field, and the job stays as it was.
+// both, SQLite would keep them), or one too long to show on every page of
+// the job's events: each backend refuses it alike, naming the field, and
+// the job stays as it was.
 func testPauseReasonNotText(t *testing.T, f *fixture) {
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
-	for _, reason := range []string{"a\x00b", "a\xffb"} {
+	for _, reason := range []string{"a\x00b", "a\xffb", strings.Repeat("r", db.MaxReasonLen+1)} {
 		_, err := f.Store.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Reason: reason})
 		var ve *db.ValidationError
 		if !errors.As(err, &ve) || ve.Field != "reason" {
