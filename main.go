@@ -16,10 +16,12 @@ import (
 
 // main runs the command line until it ends or the first SIGTERM, SIGINT or
 // SIGHUP (a closed terminal) ends its context: sked serve and sked work
-// then drain. A second such signal ends the process at once.
+// then drain. A second Ctrl-C (SIGINT) ends the process at once; a
+// SIGTERM or SIGHUP sent again, as some supervisors do, does not cut the
+// drain short.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	context.AfterFunc(ctx, stop)
+	context.AfterFunc(ctx, func() { signal.Reset(os.Interrupt) })
 	code := cli.Main(ctx, os.Args[1:], cli.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr})
 	stop()
 	os.Exit(code)
