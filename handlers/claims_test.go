@@ -373,3 +373,21 @@ func TestHandler_ClaimLongPoll(t *testing.T) {
 		t.Fatal("shutdown did not end the waiting claim")
 	}
 }
+
+// TestHandler_StoppedAnswers503: once the server shuts down and its store
+// is closed (an embedding program's Handler outlives Run), a request the
+// store fails answers 503 with Retry-After, which sends a client to
+// another node, not 500, which ends its request.
+func TestHandler_StoppedAnswers503(t *testing.T) {
+	t.Parallel()
+	e, shutdown, _ := newShutdownEnv(t)
+	close(shutdown)
+	if err := e.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res := e.do(http.MethodGet, "/jobs", "")
+	res.wantProblem(t, http.StatusServiceUnavailable, "shutting down or has stopped")
+	if res.header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+}

@@ -74,6 +74,10 @@ func (e *claimsFullError) Error() string {
 // errShuttingDown refuses a claim that arrives while the server shuts down.
 var errShuttingDown = errors.New("this server is shutting down and takes no new claims")
 
+// errStopped answers what the store failed while the server shuts down or
+// after it stopped: its store is closing or closed.
+var errStopped = errors.New("this server is shutting down or has stopped; ask another node, or again once it is back")
+
 // problemFor maps err to its problem. It is the one place that decides
 // statuses: bad input 422 (400/413/415 for the request itself; a reused
 // idempotency key is the idempotencyKey field's), ErrNotFound
@@ -113,6 +117,8 @@ func problemFor(err error) problem {
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryClaimAfter
 		p.Detail = "this server is shutting down: it takes no new claims, and serves the heartbeats and completions of the runs it leased " +
 			"until they end (sked serve --grace); nothing was claimed; claim again after Retry-After seconds, here or at another node"
+	case errors.Is(err, errStopped):
+		p.Status, p.retryAfter, p.Detail = http.StatusServiceUnavailable, retryClaimAfter, errStopped.Error()
 	case errors.Is(err, db.ErrStorageFull):
 		p.Status, p.retryAfter = http.StatusInsufficientStorage, retryFullAfter
 		p.Detail = "the disk holding sked's database is full: nothing was written; free space there and retry (no restart is needed)"
@@ -152,7 +158,14 @@ func validationDetail(e *db.ValidationError) string {
 // said so once, and its workers go elsewhere).
 func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
-	if p.Status >= 500 && !errors.Is(err, errShuttingDown) {
+	switch {
+	case p.Status == http.StatusInternalServerError && h.shuttingDown():
+		// The store closes as the server stops (an embedding program's
+		// Handler outlives Run): a 503 sends a client to another node.
+		h.logger.WarnContext(r.Context(), "http request failed while the server shuts down",
+			"method", r.Method, "path", r.URL.Path, "err", err)
+		p = problemFor(errStopped)
+	case p.Status >= 500 && !errors.Is(err, errShuttingDown):
 		h.logger.ErrorContext(r.Context(), "http request failed",
 			"method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
 	}
