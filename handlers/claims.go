@@ -91,6 +91,7 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 		renewed := time.Since(arrived)
 		held, err := h.answeredAgain(r.Context(), p, lost)
 		if err != nil {
+			h.handBack(r, held) // renewed, and not answered: due again, no attempt spent
 			h.error(w, r, err)
 			return
 		}
@@ -173,8 +174,9 @@ func (h *handler) answerClaims(w http.ResponseWriter, r *http.Request, workerID,
 // answeredAgain is what the claim named lost, of p's worker, was answered
 // with (see wire.ClaimResendHeader), as far as the store still holds it
 // under the same lease: each such job, read again, with its lease renewed
-// for p.Lease from now. The rest (run and ended since, reaped, cancelled)
-// is left out.
+// for p.Lease from now. The rest (run and ended since, reaped, cancelled,
+// deleted) is left out. On an error it returns, with it, the leases it
+// renewed, for the caller to hand back.
 func (h *handler) answeredAgain(ctx context.Context, p db.RunClaimParams, lost string) ([]db.Claim, error) {
 	var again []db.Claim
 	for _, l := range h.answered.take(p.WorkerID, lost, time.Now()) {
@@ -186,11 +188,12 @@ func (h *handler) answeredAgain(ctx context.Context, p db.RunClaimParams, lost s
 			return nil, fmt.Errorf("renew the lease of job %s for worker %s: %w", l.job, p.WorkerID, err)
 		}
 		j, err := h.store.JobGet(ctx, l.job)
-		if err != nil {
-			return nil, fmt.Errorf("read job %s again for worker %s: %w", l.job, p.WorkerID, err)
+		if errors.Is(err, db.ErrNotFound) || err == nil && j.LeaseGeneration != l.generation {
+			continue // deleted, or reaped and claimed again, since the renewal
 		}
-		if j.LeaseGeneration != l.generation {
-			continue // reaped and claimed again since the renewal
+		if err != nil { // renewed all the same: the caller hands it back
+			again = append(again, db.Claim{Job: db.Job{ID: l.job, LeaseGeneration: l.generation}, RunID: l.run})
+			return again, fmt.Errorf("read job %s again for worker %s: %w", l.job, p.WorkerID, err)
 		}
 		again = append(again, db.Claim{Job: j, RunID: l.run})
 	}
@@ -331,7 +334,7 @@ func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	if err := h.refuseServeRun(r, id); err != nil {
+	if err := h.refuseServeRun(r, id, *req.Generation); err != nil {
 		h.error(w, r, err)
 		return
 	}
@@ -358,7 +361,7 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	if err := h.refuseServeRun(r, id); err != nil {
+	if err := h.refuseServeRun(r, id, *req.Generation); err != nil {
 		h.error(w, r, err)
 		return
 	}
@@ -378,14 +381,15 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuseServeRun refuses (409, nothing changed) a heartbeat or completion,
-// through the worker protocol, of the run of job id that sked serve's own
-// pool holds: no remote worker claims such a run (its payload may carry
-// the server's secrets, and the pool runs it), so none may renew it, end
-// it, or read the job in the answer. Nothing else is refused here; the
-// store fences the rest by generation.
-func (h *handler) refuseServeRun(r *http.Request, id string) error {
+// through the worker protocol, of the run of job id under generation gen
+// that sked serve's own pool holds: no remote worker claims such a run (its
+// payload may carry the server's secrets, and the pool runs it), so none
+// may renew it, end it, or read the job in the answer. Any other
+// generation is the store's to fence: a remote worker's late report of its
+// own earlier run is kept as that run's late outcome.
+func (h *handler) refuseServeRun(r *http.Request, id string, gen int64) error {
 	j, err := h.store.JobGet(r.Context(), id)
-	if err != nil || !strings.HasPrefix(j.LeaseOwner, ServeWorkerPrefix) {
+	if err != nil || j.LeaseGeneration != gen || !strings.HasPrefix(j.LeaseOwner, ServeWorkerPrefix) {
 		return nil
 	}
 	return &detailError{err: db.ErrStale, detail: fmt.Sprintf(

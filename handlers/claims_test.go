@@ -260,6 +260,35 @@ func TestHandler_ServeRunNotReported(t *testing.T) {
 	}
 }
 
+// TestHandler_LateReportUnderServeRun: a remote worker's report of its own
+// earlier run, whose job sked serve's pool (an embedding program's, which
+// runs the same type) has claimed since, is stale as ever and kept as that
+// run's late outcome; it is not refused as a report of the pool's run.
+func TestHandler_LateReportUnderServeRun(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "thumb"}`, http.StatusCreated)
+	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "lease": "1s", "wait": "0s"}`)
+	e.store.NowFunc = func() time.Time { return testNow.Add(time.Hour) } // past the lease and the backoff
+	if n, err := e.store.RunReapExpired(t.Context()); err != nil || n != 1 {
+		t.Fatalf("reap: %d, %v", n, err)
+	}
+	if claims, err := e.store.RunClaim(t.Context(), db.RunClaimParams{WorkerID: ServeWorkerPrefix + "host/1", Types: []string{"thumb"}, Max: 1, Lease: time.Minute}); err != nil || len(claims) != 1 {
+		t.Fatalf("claim by the pool: %v, %v", claims, err)
+	}
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", fmt.Sprintf(`{"generation": %d, "outcome": "succeeded"}`, c.Generation)).
+		wantProblem(t, http.StatusConflict, "no longer holds")
+	runs, _, err := e.store.RunList(t.Context(), db.RunListParams{JobID: j.ID, Limit: 10})
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("runs: %+v, %v", runs, err)
+	}
+	for _, r := range runs {
+		if r.Generation == c.Generation && r.LateOutcome != db.OutcomeSucceeded {
+			t.Errorf("the remote worker's run: %+v; want its late outcome kept", r)
+		}
+	}
+}
+
 // newShutdownEnv is a test env whose shutdown the test starts by closing
 // shutdown, logging as text into logs.
 func newShutdownEnv(t *testing.T) (e *testEnv, shutdown chan struct{}, logs *syncbuf.Buffer) {

@@ -199,8 +199,8 @@ func asRobfigReads(spec string) string {
 		}
 		a, errLo := day(lo)
 		b, errHi := day(hi)
-		if ranged && b == 0 && a > 0 {
-			b = 7 // a range ending on Sunday ends on its 7
+		if ranged && strings.EqualFold(hi, dayNames[0]) && a > 0 {
+			b = 7 // a range ending on SUN ends on its 7
 		}
 		step, errStep := 1, error(nil)
 		if stepped {

@@ -85,6 +85,7 @@ func TestParse_Errors(t *testing.T) {
 		{"SecondsOutOfRange", "61 0 * * * *", "", `its seconds field "61" is not valid`},
 		{"BadDayName", "0 9 * * MON-FRU", "", `its day-of-week field "MON-FRU" is not valid ("FRU" is neither a number nor a name); it takes 0-7 (0 and 7 are Sunday) or SUN-SAT`},
 		{"DayOfWeekEight", "0 3 * * 8", "", `its day-of-week field "8" is not valid`},
+		{"BackwardDayRange", "0 3 * * 5-0", "", `its day-of-week field "5-0" is not valid`}, // FRI-SUN, 5-7 are the forward ones
 		{"Reboot", "@reboot", "", "@reboot has no slots for sked to keep"},
 		{"SevenElsewhere", "0 3 * 13 7", "", `its month field "13" is not valid`},
 		{"TZPrefixAlone", "TZ=", "", `separate "timezone" field`},
@@ -141,6 +142,7 @@ func TestSchedule_CronDays(t *testing.T) {
 		{"0 3 * * sat-sun", []string{"05", "06", "12", "13"}},
 		{"0 3 * * SUN-SUN", []string{"06", "13", "20", "27"}}, // Sunday alone
 		{"0 3 * * 0-0", []string{"06", "13", "20", "27"}},
+
 		{"0 3 * * 6,7", []string{"05", "06", "12", "13"}},
 		{"0 3 * * 1-7/3", []string{"03", "06", "07", "10"}}, // Mon, Thu, Sun
 		{"0 8 */2 * 1", []string{"07", "21"}},               // Mondays that are odd days
