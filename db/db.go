@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -367,6 +368,10 @@ type RunHeartbeatParams struct {
 	JobID      string
 	Generation int64
 	Lease      time.Duration
+	// Remote marks a renewal sent through the worker protocol: a lease that
+	// sked serve's own pool holds (see ServeWorkerPrefix) refuses it with a
+	// *ConflictError.
+	Remote bool
 }
 
 // Heartbeat is the answer to a renewed lease.
@@ -383,6 +388,25 @@ type RunFinishParams struct {
 	Error      string
 	Retryable  bool   // for failed and timed_out: may another attempt help?
 	Output     string // bounded tail of the handler's output
+	// Remote marks a report sent through the worker protocol: a live lease
+	// that sked serve's own pool holds (see ServeWorkerPrefix) refuses it
+	// with a *ConflictError, and nothing is recorded.
+	Remote bool
+}
+
+// ServeWorkerPrefix starts the worker ids of sked serve's own pools. A sked
+// serve that starts on SQLite hands back at once the jobs held under its
+// host's such ids, as its dead predecessor's, so no remote worker may be
+// named so: it would lose its jobs, while it runs them, to whoever claims
+// next. Nor may one renew or report such a lease (Remote): its job's
+// payload may carry the server's secrets, and the pool runs it.
+const ServeWorkerPrefix = "serve:"
+
+// ServeRunError refuses a remote renewal or report of a lease that sked
+// serve's own pool holds.
+func ServeRunError(j Job) error {
+	return &ConflictError{State: j.State, Msg: fmt.Sprintf(
+		"job %s is run by sked serve's own pool (%s); a remote worker may renew and report only the runs it claimed", j.ID, j.LeaseOwner)}
 }
 
 // Store keeps jobs and runs. Every method is one atomic unit. The store owns

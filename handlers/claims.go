@@ -25,12 +25,9 @@ const (
 	maxClaimTypes  = 50
 )
 
-// ServeWorkerPrefix starts the worker ids of sked serve's own pools. A sked
-// serve that starts on SQLite hands back at once the jobs held under its
-// host's such ids, as its dead predecessor's, so POST /claims refuses them:
-// a remote worker named so would lose its jobs, while it runs them, to
-// whoever claims next.
-const ServeWorkerPrefix = "serve:"
+// ServeWorkerPrefix starts the worker ids of sked serve's own pools (see
+// db.ServeWorkerPrefix), which POST /claims refuses.
+const ServeWorkerPrefix = db.ServeWorkerPrefix
 
 // handleClaim serves POST /claims: it leases up to max due jobs of types to
 // the worker, waiting up to wait for one to become due. It answers as soon
@@ -180,7 +177,7 @@ func (h *handler) answerClaims(w http.ResponseWriter, r *http.Request, workerID,
 func (h *handler) answeredAgain(ctx context.Context, p db.RunClaimParams, lost string) ([]db.Claim, error) {
 	var again []db.Claim
 	for _, l := range h.answered.take(p.WorkerID, lost, time.Now()) {
-		_, err := h.store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: l.job, Generation: l.generation, Lease: p.Lease})
+		_, err := h.store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: l.job, Generation: l.generation, Lease: p.Lease, Remote: true})
 		if errors.Is(err, db.ErrStale) {
 			continue
 		}
@@ -334,11 +331,7 @@ func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	if err := h.refuseServeRun(r, id, *req.Generation); err != nil {
-		h.error(w, r, err)
-		return
-	}
-	hb, err := h.store.RunHeartbeat(r.Context(), db.RunHeartbeatParams{JobID: id, Generation: *req.Generation, Lease: lease})
+	hb, err := h.store.RunHeartbeat(r.Context(), db.RunHeartbeatParams{JobID: id, Generation: *req.Generation, Lease: lease, Remote: true})
 	if err != nil {
 		h.reportFailed(w, r, id, *req.Generation, err)
 		return
@@ -361,13 +354,9 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	if err := h.refuseServeRun(r, id, *req.Generation); err != nil {
-		h.error(w, r, err)
-		return
-	}
 	job, err := h.store.RunFinish(r.Context(), db.RunFinishParams{
 		JobID: id, Generation: *req.Generation, Outcome: req.Outcome,
-		Error: req.Error, Retryable: req.Retryable == nil || *req.Retryable, Output: req.Output,
+		Error: req.Error, Retryable: req.Retryable == nil || *req.Retryable, Output: req.Output, Remote: true,
 	})
 	if err != nil {
 		h.reportFailed(w, r, id, *req.Generation, err)
@@ -378,22 +367,6 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 		h.due(job.Type, 1) // a released job, or the next slot of a recurring one
 	}
 	h.writeJSON(w, r, http.StatusOK, job)
-}
-
-// refuseServeRun refuses (409, nothing changed) a heartbeat or completion,
-// through the worker protocol, of the run of job id under generation gen
-// that sked serve's own pool holds: no remote worker claims such a run (its
-// payload may carry the server's secrets, and the pool runs it), so none
-// may renew it, end it, or read the job in the answer. Any other
-// generation is the store's to fence: a remote worker's late report of its
-// own earlier run is kept as that run's late outcome.
-func (h *handler) refuseServeRun(r *http.Request, id string, gen int64) error {
-	j, err := h.store.JobGet(r.Context(), id)
-	if err != nil || j.LeaseGeneration != gen || !strings.HasPrefix(j.LeaseOwner, ServeWorkerPrefix) {
-		return nil
-	}
-	return &detailError{err: db.ErrStale, detail: fmt.Sprintf(
-		"job %s is run by sked serve's own pool (%s); a remote worker may renew and report only the runs it claimed", j.ID, j.LeaseOwner)}
 }
 
 // validateComplete checks a completion; errors are *db.ValidationError.

@@ -368,6 +368,33 @@ func testPauseReasonNotText(t *testing.T, f *fixture) {
 	}
 }
 
+// testServeRunNotRemote: a remote renewal or report (Remote, as the worker
+// protocol sends them) of a lease that sked serve's own pool holds is a
+// conflict, decided in the transaction that would write it, and changes
+// nothing: the job stays running under the pool's lease, its run keeps no
+// late outcome. The pool's own report of it goes through.
+func testServeRunNotRemote(t *testing.T, f *fixture) {
+	f.create(db.JobCreateParams{})
+	c := f.claimOne(db.ServeWorkerPrefix + "host/1")
+	gen := c.Job.LeaseGeneration
+	_, hbErr := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: gen, Lease: 24 * time.Hour, Remote: true})
+	_, finErr := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: c.Job.ID, Generation: gen, Outcome: db.OutcomeSucceeded, Output: "forged", Remote: true})
+	for _, err := range []error{hbErr, finErr} {
+		if !errors.Is(err, db.ErrConflict) || !strings.Contains(err.Error(), "sked serve's own pool") {
+			t.Fatalf("a remote renewal or report of the pool's run: %v; want a conflict naming the pool", err)
+		}
+	}
+	if got := f.get(c.Job.ID); got.State != db.StateRunning || got.LeaseGeneration != gen || !got.LeaseUntil.Equal(*c.Job.LeaseUntil) {
+		t.Fatalf("after refused remote writes: %s, generation %d, lease until %v; want running as claimed, until %v", got.State, got.LeaseGeneration, got.LeaseUntil, c.Job.LeaseUntil)
+	}
+	if rs := f.runs(c.Job.ID); len(rs) != 1 || rs[0].Outcome != db.OutcomeRunning || rs[0].LateOutcome != "" || rs[0].Output != "" {
+		t.Fatalf("runs %+v; want the pool's run running, nothing recorded on it", rs)
+	}
+	if j := f.finish(c, db.OutcomeSucceeded, false); j.State != db.StateDone {
+		t.Fatalf("the pool's own report: %s; want done", j.State)
+	}
+}
+
 // testPayloadEscapedNUL creates a job whose payload holds an escaped NUL
 // (\u0000), valid JSON that every store keeps as it is: PostgreSQL's
 // payload column is json, which takes it (jsonb would not).

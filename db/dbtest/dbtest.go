@@ -88,6 +88,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RunList":             testRunList,
 		"PauseUntil":          testPauseUntil,
 		"PauseReasonNotText":  testPauseReasonNotText,
+		"ServeRunNotRemote":   testServeRunNotRemote,
 		"PayloadEscapedNUL":   testPayloadEscapedNUL,
 		"Trigger":             testTrigger,
 		"SkipNext":            testSkipNext,

@@ -240,6 +240,15 @@ func (s *Store) startFiring(ctx context.Context, tx Tx, c db.Claim) (db.Claim, b
 func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
 	var hb db.Heartbeat
 	err := s.inTx(ctx, func(tx Tx) error {
+		if p.Remote {
+			held, err := tx.JobsLeased(ctx, []Lease{{p.JobID, p.Generation}})
+			if err != nil {
+				return fmt.Errorf("read leased job: %w", err)
+			}
+			if len(held) == 1 && servePool(held[0]) {
+				return db.ServeRunError(held[0])
+			}
+		}
 		until := s.stored(tx.Now().Add(cmp.Or(p.Lease, db.DefaultLease)))
 		cancel, leaseUntil, err := tx.Heartbeat(ctx, p.JobID, p.Generation, until)
 		if errors.Is(err, db.ErrNotFound) {
@@ -304,13 +313,18 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 		}
 	}
 	var (
-		jobs  = make([]db.Job, 0, len(byLease))
-		live  = make([]db.RunFinishParams, 0, len(byLease))
-		stale []int                  // indexes into ps
-		order = make([]int, len(ps)) // index into jobs, or -1 when stale
+		jobs    = make([]db.Job, 0, len(byLease))
+		live    = make([]db.RunFinishParams, 0, len(byLease))
+		stale   []int                  // indexes into ps
+		order   = make([]int, len(ps)) // index into jobs, or -1 when stale or refused
+		refused = map[int]db.Job{}     // by index into ps: remote reports of sked serve's own runs
 	)
 	for i := range ps {
 		k, ok := byLease[leases[i]]
+		if ok && ps[i].Remote && servePool(held[k]) {
+			order[i], refused[i] = -1, held[k]
+			continue
+		}
 		if !ok {
 			order[i], stale = -1, append(stale, i)
 			continue
@@ -329,6 +343,9 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 			results[i].job = after[k]
 		}
 	}
+	for i, j := range refused {
+		results[i].err = db.ServeRunError(j)
+	}
 	if len(stale) > 0 {
 		// After finish, so that a report repeated within this group sees
 		// its run ended by the first.
@@ -342,6 +359,10 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 	}
 	return results, nil
 }
+
+// servePool reports whether j's lease is held by one of sked serve's own
+// pools, whose runs no remote worker may renew or report.
+func servePool(j db.Job) bool { return strings.HasPrefix(j.LeaseOwner, db.ServeWorkerPrefix) }
 
 // finishStale answers into results[i] the reports ps[i], i in stale, whose
 // lease is no longer live. A repeat of the report its run ended with
