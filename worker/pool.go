@@ -717,6 +717,9 @@ func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, 
 	if !p.cfg.Logger.Enabled(runCtx, level) {
 		return // a busy pool with a quiet logger builds no line
 	}
+	if j.Name != "" { // what an operator calls the job
+		extra = append(extra, slog.String("name", j.Name))
+	}
 	p.cfg.Logger.LogAttrs(runCtx, level, msg, append([]slog.Attr{slog.String("job_id", j.ID), slog.String("type", j.Type),
 		slog.Int("attempt", j.Attempt), slog.Int64("generation", j.LeaseGeneration), slog.Any("outcome", fin.Outcome),
 		slog.Duration("duration", ended.Sub(start).Round(time.Millisecond)), slog.Time("ended", ended)}, extra...)...)

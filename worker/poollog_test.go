@@ -17,13 +17,13 @@ import (
 )
 
 // TestPool_LogsEachOutcome checks the one structured line per run outcome
-// that an operator greps for: job id, type, attempt, generation, outcome,
-// duration and when the run ended.
+// that an operator greps for: job id (and name, when it has one), type,
+// attempt, generation, outcome, duration and when the run ended.
 func TestPool_LogsEachOutcome(t *testing.T) {
 	s := sqlitetest.Open(t)
 	var logs syncbuf.Buffer
 	// The jobs exist before the pool starts: nothing wakes it for later ones.
-	ok := create(t, s, db.JobCreateParams{Type: "ok"})
+	ok := create(t, s, db.JobCreateParams{Type: "ok", Name: "nightly-report"})
 	fail := create(t, s, db.JobCreateParams{Type: "fail"})
 	startPool(t, s, worker.PoolConfig{
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
@@ -57,6 +57,9 @@ func TestPool_LogsEachOutcome(t *testing.T) {
 		}
 		if _, ok := m["duration"]; !ok {
 			t.Errorf("job %s: log line %v has no duration", id, m)
+		}
+		if name, named := m["name"]; id == ok.ID && name != "nightly-report" || id != ok.ID && named {
+			t.Errorf("job %s: log line %v; want the job's name, only when it has one", id, m)
 		}
 		ended, err := time.Parse(time.RFC3339Nano, fmt.Sprint(m["ended"]))
 		logged, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["time"]))
