@@ -6,9 +6,11 @@ import (
 	"time"
 )
 
-// Readiness settings of GET /readyz.
+// Readiness settings of GET /readyz: it answers within readyTimeout, a 503
+// when the check takes longer (a lock another process holds, a writer
+// queue that long), so that a probe waiting a few seconds gets an answer.
 const (
-	readyTimeout    = 5 * time.Second
+	readyTimeout    = 2 * time.Second
 	readyRetryAfter = 5 * time.Second
 )
 
