@@ -395,6 +395,39 @@ func testServeRunNotRemote(t *testing.T, f *fixture) {
 	}
 }
 
+// testRemoteRunTimedOut: a remote worker that renews its run past the
+// job's timeout (and a minute's grace for its own end of it) has the run
+// ended timed_out by that renewal, which answers a conflict: the job is
+// retried as after any timeout. Within the timeout the renewal goes
+// through. A worker that ignored timeouts renewed its run for ever.
+func testRemoteRunTimedOut(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Timeout: time.Minute, MaxAttempts: 3})
+	c := f.claimLease("box1/42", 1, time.Minute)[0]
+	renew := func() error {
+		_, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: j.ID, Generation: c.Job.LeaseGeneration, Lease: time.Minute, Remote: true})
+		return err
+	}
+	for range 2 {
+		f.Clock.Advance(50 * time.Second) // to 1m40s: within the timeout and its grace
+		if err := renew(); err != nil {
+			t.Fatalf("renewal within the timeout: %v", err)
+		}
+	}
+	f.Clock.Advance(30 * time.Second) // 2m10s: past them
+	if err := renew(); !errors.Is(err, db.ErrConflict) || !strings.Contains(err.Error(), "passed its timeout") {
+		t.Fatalf("renewal past the timeout: %v; want a conflict saying the run timed out", err)
+	}
+	if got := f.get(j.ID); got.State != db.StateReady || got.Attempt != 1 || got.LeaseGeneration != c.Job.LeaseGeneration {
+		t.Fatalf("job after: %s, attempt %d; want ready for its retry", got.State, got.Attempt)
+	}
+	if rs := f.runs(j.ID); len(rs) != 1 || rs[0].Outcome != db.OutcomeTimedOut {
+		t.Fatalf("runs %+v; want one, timed_out", rs)
+	}
+	if _, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded, Remote: true}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("the worker's late report: %v; want stale", err)
+	}
+}
+
 // testPayloadEscapedNUL creates a job whose payload holds an escaped NUL
 // (\u0000), valid JSON that every store keeps as it is: PostgreSQL's
 // payload column is json, which takes it (jsonb would not).

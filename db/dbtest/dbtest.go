@@ -89,6 +89,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"PauseUntil":          testPauseUntil,
 		"PauseReasonNotText":  testPauseReasonNotText,
 		"ServeRunNotRemote":   testServeRunNotRemote,
+		"RemoteRunTimedOut":   testRemoteRunTimedOut,
 		"PayloadEscapedNUL":   testPayloadEscapedNUL,
 		"Trigger":             testTrigger,
 		"SkipNext":            testSkipNext,

@@ -238,8 +238,12 @@ func (s *Store) startFiring(ctx context.Context, tx Tx, c db.Claim) (db.Claim, b
 
 // RunHeartbeat extends a live lease; see db.Store.
 func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
-	var hb db.Heartbeat
+	var (
+		hb    db.Heartbeat
+		ended error // a remote run ended here, past its timeout
+	)
 	err := s.inTx(ctx, func(tx Tx) error {
+		ended = nil
 		if p.Remote {
 			held, err := tx.JobsLeased(ctx, []Lease{{p.JobID, p.Generation}})
 			if err != nil {
@@ -247,6 +251,11 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 			}
 			if len(held) == 1 && servePool(held[0]) {
 				return db.ServeRunError(held[0])
+			}
+			if len(held) == 1 && held[0].LeaseGeneration == p.Generation && held[0].State == db.StateRunning {
+				if ended, err = s.endPastTimeout(ctx, tx, held[0]); ended != nil || err != nil {
+					return err
+				}
 			}
 		}
 		until := s.stored(tx.Now().Add(cmp.Or(p.Lease, db.DefaultLease)))
@@ -257,6 +266,9 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 		hb = db.Heartbeat{LeaseUntil: leaseUntil, CancelRequested: cancel}
 		return err
 	})
+	if err == nil && ended != nil {
+		err = ended
+	}
 	if err != nil {
 		return db.Heartbeat{}, wrap(err, "heartbeat %s/%d", p.JobID, p.Generation)
 	}
@@ -358,6 +370,37 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 		}
 	}
 	return results, nil
+}
+
+// remoteTimeoutGrace is how long past its timeout a remote worker's run
+// may go on, measured from its start on the store's clock, before a
+// renewal ends it: the worker's own end of it (later started, by the
+// claim's way there) comes first.
+const remoteTimeoutGrace = time.Minute
+
+// endPastTimeout ends, inside tx, the run of j (a live lease renewed by a
+// remote worker) when it has gone on past its job's timeout and
+// remoteTimeoutGrace: as timed_out, retried while attempts are left, as
+// the pool ends its own. It then returns the conflict the renewal answers,
+// which tells the worker to stop; a worker that ignores timeouts would
+// otherwise renew its run for ever.
+func (s *Store) endPastTimeout(ctx context.Context, tx Tx, j db.Job) (ended error, err error) {
+	runs, err := tx.RunsOf(ctx, []Lease{{j.ID, j.LeaseGeneration}})
+	if err != nil {
+		return nil, fmt.Errorf("read the run of %s/%d: %w", j.ID, j.LeaseGeneration, err)
+	}
+	timeout := cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout)
+	if len(runs) != 1 || runs[0].StartedAt == nil || !tx.Now().After(runs[0].StartedAt.Add(timeout+remoteTimeoutGrace)) {
+		return nil, nil
+	}
+	_, err = s.finish(ctx, tx, []db.Job{j}, []db.RunFinishParams{{JobID: j.ID, Generation: j.LeaseGeneration,
+		Outcome: db.OutcomeTimedOut, Retryable: true,
+		Error: fmt.Sprintf("timed out after %s: worker %s went on renewing its lease, and the server ended the run", timeout, j.LeaseOwner)}})
+	if err != nil {
+		return nil, fmt.Errorf("end the run of %s/%d past its timeout: %w", j.ID, j.LeaseGeneration, err)
+	}
+	return &db.ConflictError{State: db.StateRunning, Msg: fmt.Sprintf(
+		"the run of job %s passed its timeout (%s) and was ended timed_out; stop it (its report is kept as its late outcome)", j.ID, timeout)}, nil
 }
 
 // servePool reports whether j's lease is held by one of sked serve's own
