@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -82,11 +83,11 @@ func checkJobDefaults(defaults map[string]db.Defaults) error {
 }
 
 // checkConfig refuses what cfg, with its defaults filled in, cannot run
-// with: the database setting CheckDB refuses, no worker slot, a lease
-// shorter than wire.MinLease (renewals could not keep it) or longer than
-// wire.MaxLease, a negative
-// grace, and what CheckPublicURL, worker.CheckExecEnv and checkJobDefaults
-// refuse.
+// with: the database setting CheckDB refuses, an Addr without a port, no
+// worker slot, a lease shorter than wire.MinLease (renewals could not keep
+// it) or longer than wire.MaxLease, a claim-ahead past a quarter of the
+// lease, a test clock out of range, a negative grace, and what
+// CheckPublicURL, worker.CheckExecEnv and checkJobDefaults refuse.
 func checkConfig(cfg Config) error {
 	var errs []error
 	for _, err := range []error{
@@ -95,6 +96,11 @@ func checkConfig(cfg Config) error {
 	} {
 		if err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if cfg.Addr != "" && cfg.Listener == nil {
+		if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+			errs = append(errs, fmt.Errorf("Config.Addr %q: give a host and a port, such as 127.0.0.1:8080 (this machine only)", cfg.Addr))
 		}
 	}
 	if cfg.Workers < 1 {

@@ -348,6 +348,7 @@ func TestServer_StartRefusesConfig(t *testing.T) {
 		{server.Config{DB: file, Lease: time.Millisecond}, "Config.Lease 1ms: must be from 300ms to 24h0m0s"},
 		{server.Config{DB: file, Lease: 25 * time.Hour}, "Config.Lease 25h0m0s: must be from 300ms to 24h0m0s"},
 		{server.Config{DB: file, Grace: -time.Second}, "Config.Grace -1s: must be above zero"},
+		{server.Config{DB: file, Addr: "nonsense"}, `Config.Addr "nonsense": give a host and a port`}, // it was refused as reaching beyond loopback
 		{server.Config{DB: file, Lease: 4 * time.Second, ClaimAhead: 2 * time.Second}, "Config.ClaimAhead 2s: must be at most a quarter of the lease (1s)"},
 		{server.Config{DB: file, TestClock: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}, "Config.TestClock 9999-01-01T00:00:00Z is out of range"},
 		{server.Config{DB: file, PublicURL: "sked.example.com"}, `Config.PublicURL "sked.example.com": give the dashboard's absolute address`},
