@@ -178,11 +178,11 @@ func (h *handler) answeredAgain(ctx context.Context, p db.RunClaimParams, lost s
 	var again []db.Claim
 	for _, l := range h.answered.take(p.WorkerID, lost, time.Now()) {
 		_, err := h.store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: l.job, Generation: l.generation, Lease: p.Lease, Remote: true})
-		if errors.Is(err, db.ErrStale) {
-			continue
+		if errors.Is(err, db.ErrStale) || errors.Is(err, db.ErrConflict) {
+			continue // its lease is over, or the run past its timeout was ended
 		}
 		if err != nil {
-			return nil, fmt.Errorf("renew the lease of job %s for worker %s: %w", l.job, p.WorkerID, err)
+			return again, fmt.Errorf("renew the lease of job %s for worker %s: %w", l.job, p.WorkerID, err)
 		}
 		j, err := h.store.JobGet(ctx, l.job)
 		if errors.Is(err, db.ErrNotFound) || err == nil && j.LeaseGeneration != l.generation {
