@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -182,15 +183,19 @@ type dbCollector struct {
 	now   func() time.Time
 	types *typeLabels
 
+	mu          sync.Mutex
+	everRunning map[string]bool // guarded by mu: the type labels sked_running_jobs has shown
+
 	oldestAge, dueNextMinute, jobs, running, dead, missed, quiet, failing *prometheus.Desc
 	typeOldestAge, typeDueNextMinute                                      *prometheus.Desc
 }
 
 func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabels) *dbCollector {
 	return &dbCollector{
-		stats: stats,
-		now:   now,
-		types: types,
+		stats:       stats,
+		now:         now,
+		types:       types,
+		everRunning: map[string]bool{},
 		oldestAge: prometheus.NewDesc("sked_ready_oldest_age_seconds",
 			"How long the oldest due ready job, of any type (served by a worker or not), has waited past its due time; 0 when none is due.", nil, nil),
 		dueNextMinute: prometheus.NewDesc("sked_jobs_due_next_minute",
@@ -222,6 +227,23 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// runningByLabel is sked_running_jobs' values: the running jobs by type
+// label, and 0 for each label it showed before, so that a type's series
+// does not vanish when nothing of it runs (a gap a graph or an alert on
+// "running == 0" would read as no data).
+func (c *dbCollector) runningByLabel(byType map[string]int64) map[string]int64 {
+	out := c.types.byLabel(byType)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for label := range out {
+		c.everRunning[label] = true
+	}
+	for label := range c.everRunning {
+		out[label] += 0
+	}
+	return out
+}
+
 // Collect implements prometheus.Collector with one read of the statistics.
 func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), StatsTimeout)
@@ -241,7 +263,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	for state, n := range st.JobsByState {
 		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(n), string(state))
 	}
-	for typ, n := range c.types.byLabel(st.RunningByType) {
+	for typ, n := range c.runningByLabel(st.RunningByType) {
 		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(n), typ)
 	}
 	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.GaugeValue, float64(st.JobsByState[db.StateDead]))

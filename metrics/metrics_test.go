@@ -85,8 +85,9 @@ func TestMetrics_Scrape(t *testing.T) {
 	if n, err := obs.RunReapExpired(ctx); err != nil || n != 1 {
 		t.Fatalf("reap: %d, %v; want 1", n, err)
 	}
-	if claims, err := obs.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"rec"}, Max: 1, Lease: time.Hour}); err != nil || len(claims) != 1 {
-		t.Fatalf("claim rec: %v, %d claims", err, len(claims))
+	recClaims, err := obs.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"rec"}, Max: 1, Lease: time.Hour})
+	if err != nil || len(recClaims) != 1 {
+		t.Fatalf("claim rec: %v, %d claims", err, len(recClaims))
 	}
 	rec, err = store.JobGet(ctx, rec.ID)
 	if err != nil || rec.MissedSlots == 0 {
@@ -146,6 +147,14 @@ func TestMetrics_Scrape(t *testing.T) {
 	}
 	if h := histogram(t, got, "sked_claim_duration_seconds"); h.GetSampleCount() < 3 {
 		t.Errorf("sked_claim_duration_seconds: count %d, want at least 3", h.GetSampleCount())
+	}
+
+	// Once nothing of a type runs, its series says 0; it does not vanish.
+	if _, err := obs.RunFinish(ctx, db.RunFinishParams{JobID: rec.ID, Generation: recClaims[0].Job.LeaseGeneration, Outcome: db.OutcomeSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(t, scrape(t, m.Handler()), "sked_running_jobs", map[string]string{"type": "rec"}); v != 0 {
+		t.Errorf("sked_running_jobs{type=rec} after its run = %v, want 0", v)
 	}
 }
 
