@@ -424,6 +424,21 @@ func TestServer_HandleAfterStart(t *testing.T) {
 	s.Handle("late", func(context.Context, *worker.Job) error { return nil })
 }
 
+// TestServer_HandleAfterClose: Handle on a server closed before it started
+// says so; it said "called after Start".
+func TestServer_HandleAfterClose(t *testing.T) {
+	s := server.New(server.Config{DB: filepath.Join(t.TempDir(), "sked.db")})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "after Close") {
+			t.Errorf("Handle after Close: recovered %v, want a panic saying the server is closed", r)
+		}
+	}()
+	s.Handle("late", func(context.Context, *worker.Job) error { return nil })
+}
+
 // TestServer_HandleRefuses: a type no job may have, or a nil handler, whose
 // jobs would wait or fail for ever, is refused loudly.
 func TestServer_HandleRefuses(t *testing.T) {

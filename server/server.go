@@ -204,7 +204,9 @@ func (s *Server) Handle(typ string, h worker.HandlerFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.built != nil || s.closed:
+	case s.closed:
+		panic("server: Handle(" + strconv.Quote(typ) + ") called after Close: a closed server runs nothing; make a new one with New")
+	case s.built != nil:
 		panic("server: Handle(" + strconv.Quote(typ) + ") called after Start: register every handler before Start or Run")
 	case !handlers.IsJobType(typ):
 		panic("server: Handle(" + strconv.Quote(typ) + "): not a job type; give letters, digits and _ . : -, such as \"thumbnail\"")
