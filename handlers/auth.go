@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // publicPaths are served without a token and under any Host: probes of a
@@ -93,10 +94,15 @@ func CheckTokens(cfg Config) error {
 	return nil
 }
 
+// unauthorizedLogEvery spaces the log lines of requests refused 401.
+const unauthorizedLogEvery = time.Minute
+
 // authenticate answers 401 with WWW-Authenticate: Bearer unless the request
 // carries one of h.tokens as "Authorization: Bearer …", and 403 when that
 // token's role does not allow the request. With no tokens configured every
-// request passes.
+// request passes. Refusals are logged, a line a minute at most with how
+// many came since the last.
+
 func (h *handler) authenticate(next http.Handler) http.Handler {
 	if len(h.tokens) == 0 {
 		return next
@@ -119,6 +125,10 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 				msg = "the bearer token is not one this server accepts"
 			case scheme != "":
 				msg = fmt.Sprintf("the Authorization header is of scheme %q; this server takes only a bearer token: Authorization: Bearer <token>", scheme)
+			}
+			if n, ok := h.unauthorized.tick(time.Now()); ok {
+				h.logger.WarnContext(r.Context(), "requests refused for a missing or wrong token (a client misconfigured, or someone guessing)",
+					"refused", n, "last_from", r.RemoteAddr, "last_path", r.URL.Path, "last_reason", msg)
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sked"`)
 			h.error(w, r, &requestError{Status: http.StatusUnauthorized, Msg: msg})

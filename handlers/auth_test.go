@@ -3,12 +3,14 @@ package handlers
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/sked-dev/sked/db/sqlite"
+	"github.com/sked-dev/sked/internal/syncbuf"
 )
 
 func TestAuth_Bearer(t *testing.T) {
@@ -195,5 +197,26 @@ func TestHealth_ReadyzTellsWhyOnlyToAPIUsers(t *testing.T) {
 				t.Errorf("GET /readyz told a request that cannot use the API the store's error: %s", res.body)
 			}
 		})
+	}
+}
+
+// TestAuth_RefusalsLogged: requests refused 401 are logged, one line for a
+// burst of them (someone guessing tokens sends thousands), saying how many
+// and the last one's reason; they went unlogged.
+func TestAuth_RefusalsLogged(t *testing.T) {
+	t.Parallel()
+	var logs syncbuf.Buffer
+	e := newTestEnv(t, func(c *Config) {
+		c.Tokens = []string{"first-token"}
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	for range 50 {
+		e.do("GET", "/jobs", "", "Authorization", "Bearer guess").wantStatus(t, http.StatusUnauthorized)
+	}
+	if n := strings.Count(logs.String(), "requests refused for a missing or wrong token"); n != 1 {
+		t.Errorf("%d lines for 50 refusals; want one:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "not one this server accepts") {
+		t.Errorf("the line does not say why:\n%s", logs.String())
 	}
 }

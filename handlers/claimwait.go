@@ -54,9 +54,8 @@ type claimWaiters struct {
 	waiting      int                     // waiters added and not removed; guarded by mu
 	byType       map[string]*typeWaiters // types with waiters; guarded by mu
 	timer        *time.Timer             // fires at the earliest look of byType; guarded by mu
-	refused      int                     // claims refused since the last log line of them; guarded by mu
 	refusedTotal int64                   // claims refused since the start; guarded by mu
-	logged       time.Time               // when the last such line was logged; guarded by mu
+	refusedLog   throttle                // the log lines of refused claims
 }
 
 // typeWaiters are the waiters of one type.
@@ -91,7 +90,7 @@ type claimWaiter struct {
 
 // newClaimWaiters returns the place of at most limit waiting claims.
 func newClaimWaiters(limit int) *claimWaiters {
-	return &claimWaiters{limit: limit, recheck: claimRecheck, byType: map[string]*typeWaiters{}}
+	return &claimWaiters{limit: limit, recheck: claimRecheck, byType: map[string]*typeWaiters{}, refusedLog: throttle{every: refusedLogEvery}}
 }
 
 // newClaimWaiter returns a claim for types that takes up to max jobs,
@@ -157,15 +156,9 @@ func (cw *claimWaiters) counts() (waiting int, refused int64) {
 // should be logged: at most once every refusedLogEvery.
 func (cw *claimWaiters) refuse(now time.Time) (int, bool) {
 	cw.mu.Lock()
-	defer cw.mu.Unlock()
-	cw.refused++
 	cw.refusedTotal++
-	if now.Sub(cw.logged) < refusedLogEvery {
-		return 0, false
-	}
-	n := cw.refused
-	cw.refused, cw.logged = 0, now
-	return n, true
+	cw.mu.Unlock()
+	return cw.refusedLog.tick(now)
 }
 
 // sleep puts w, whose claim found nothing, in line last and returns true;

@@ -109,6 +109,7 @@ type Config struct {
 // handler holds the configuration shared by the route handlers. Immutable
 // after New.
 type handler struct {
+	unauthorized    throttle // the log lines of requests refused 401
 	store           db.Store
 	wake            func() // never nil
 	storeAnnounces  bool   // see Config.StoreAnnounces
@@ -158,6 +159,7 @@ func New(cfg Config) *API {
 		seriesFunc:      cfg.SeriesFunc,
 		shutdown:        cfg.Shutdown,
 		claimers:        newClaimWaiters(cmp.Or(max(cfg.MaxClaimWaits, 0), DefaultMaxClaimWaits)),
+		unauthorized:    throttle{every: unauthorizedLogEvery},
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,
