@@ -251,3 +251,29 @@ func TestServe_TestClockKeepsLiveLeases(t *testing.T) {
 		t.Errorf("runs = %+v, want generation 1 succeeded alone", r)
 	}
 }
+
+// TestCLI_TimesToComeOnTheTestClock: `sked add --in` and `sked pause
+// --until DURATION` count from the server's test clock, not this
+// machine's: under --test-clock they landed years away from its now.
+func TestCLI_TimesToComeOnTheTestClock(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--test-clock=2031-05-01T12:00:00Z")
+	server := "http://" + addr
+	if r := skedCLI(t, server, "add", "--type", "t", "--name", "later", "--in", "10m"); r.code != 0 {
+		t.Fatalf("sked add --in: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := skedCLI(t, server, "add", "--type", "t", "--name", "nightly", "--schedule", "@daily"); r.code != 0 {
+		t.Fatalf("sked add --schedule: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := skedCLI(t, server, "pause", "nightly", "--until", "2h"); r.code != 0 {
+		t.Fatalf("sked pause --until: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c := client{t, server}
+	if j := c.job("later"); j.NextRunAt == nil || !j.NextRunAt.Equal(time.Date(2031, 5, 1, 12, 10, 0, 0, time.UTC)) {
+		t.Errorf("sked add --in 10m: due %v; want 10 minutes after the test clock's 12:00", j.NextRunAt)
+	}
+	if j := c.job("nightly"); j.PauseUntil == nil || !j.PauseUntil.Equal(time.Date(2031, 5, 1, 14, 0, 0, 0, time.UTC)) {
+		t.Errorf("sked pause --until 2h: until %v; want 2 hours after the test clock's 12:00", j.PauseUntil)
+	}
+}

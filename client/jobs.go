@@ -74,6 +74,24 @@ func (c *Client) JobWait(ctx context.Context, id string, poll time.Duration) (db
 	}
 }
 
+// Now is the time that decides what is due on the server: its test clock
+// (GET /test/clock) when it runs on one, else this machine's clock, which
+// the server's wall clock is kept to. A time to come given as a duration
+// (sked add --in 10m) is added to it.
+func (c *Client) Now(ctx context.Context) (time.Time, error) {
+	var clock struct {
+		Now time.Time `json:"now"`
+	}
+	err := c.do(ctx, http.MethodGet, "/test/clock", nil, &clock)
+	switch {
+	case err == nil:
+		return clock.Now, nil
+	case IsStatus(err, http.StatusNotFound):
+		return time.Now(), nil
+	}
+	return time.Time{}, fmt.Errorf("read the server's clock: %w", err)
+}
+
 // JobGetDated is JobGet with the server's time of its answer (its Date
 // header, to the second; zero when it has none), by the clock that says
 // what is due: compare the job's times with it, not with this machine's

@@ -459,14 +459,19 @@ func offsetHint(v string) string {
 }
 
 // laterValue is the value of a flag that takes a time to come, such as
-// --until: an RFC 3339 time, or a duration from now ("2h").
-type laterValue struct{ rfc3339Value }
+// --until: an RFC 3339 time, or a duration from the server's now ("2h";
+// see resolve).
+type laterValue struct {
+	rfc3339Value
+	in time.Duration // given as a duration
+}
 
 func (t *laterValue) Set(v string) error {
 	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		t.rfc3339Value = rfc3339Value(time.Now().Add(d).UTC().Truncate(time.Second))
+		t.in = d
 		return nil
 	}
+	t.in = 0
 	if t.rfc3339Value.Set(v) != nil {
 		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h" + offsetHint(v))
 	}

@@ -398,7 +398,11 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	case f.in < 0:
 		return usagef("--in %s: must not be negative; give how long from now, such as 10m", f.in)
 	case f.in > 0:
-		t := time.Now().Add(f.in).UTC().Truncate(time.Millisecond)
+		now, err := a.c.Now(ctx)
+		if err != nil {
+			return err
+		}
+		t := now.Add(f.in).UTC().Truncate(time.Millisecond)
 		req.RunAt = &t
 	}
 	if req.Timezone != "" && f.schedule == "" {
@@ -704,17 +708,30 @@ func pausedUntil(job db.Job) string {
 	return "until resumed"
 }
 
+// resolve is the time t names: a duration added to the server's now (its
+// test clock, when it runs on one; see client.Client.Now), to the second.
+func (t *laterValue) resolve(ctx context.Context, c *skedapi.Client) (time.Time, error) {
+	if t.in == 0 {
+		return time.Time(t.rfc3339Value), nil
+	}
+	now, err := c.Now(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return now.Add(t.in).UTC().Truncate(time.Second), nil
+}
+
 func pauseCmd(env Env) *cobra.Command {
 	var (
 		reason string
 		until  laterValue
 	)
 	cmd := jobCommand(env, "pause ID|NAME [--reason TEXT] [--until RFC3339|DURATION]", "Pause a ready job or a schedule, with a reason and an end", func(ctx context.Context, a *api, id string) error {
-		var (
-			t   = time.Time(until.rfc3339Value)
-			job db.Job
-			err error
-		)
+		t, err := until.resolve(ctx, a.c)
+		if err != nil {
+			return err
+		}
+		var job db.Job
 		if reason != "" || !t.IsZero() {
 			job, err = a.c.JobPauseUntil(ctx, id, reason, t)
 		} else {
