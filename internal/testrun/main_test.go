@@ -103,9 +103,10 @@ func TestSummary_EverythingRan(t *testing.T) {
 	}
 }
 
-// TestCIRunsTheREADMECommand: .ci/run runs, as its last command, the
-// command of the README's **Run the tests** block, so that CI runs what a
-// newcomer is told to run, and its exit status is CI's.
+// TestCIRunsTheREADMECommand: .ci/run reads the command of the README's
+// **Run the tests** block from the README and runs it as its last command,
+// so that CI runs what a newcomer is told to run, and its exit status is
+// CI's.
 func TestCIRunsTheREADMECommand(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -117,18 +118,27 @@ func TestCIRunsTheREADMECommand(t *testing.T) {
 		t.Fatal("README.md has no sh block under **Run the tests**")
 	}
 	command, _, _ := strings.Cut(block, "\n```")
+	// What .ci/run reads from the README is that block.
+	out, err := exec.Command("bash", "../../.ci/run", "--print-test-command").Output()
+	if err != nil {
+		t.Fatalf(".ci/run --print-test-command: %v", err)
+	}
+	if got := strings.TrimSuffix(string(out), "\n"); got != command {
+		t.Errorf(".ci/run reads %q from the README, not %q, its test command", got, command)
+	}
+	// And runs it last: its exit status is the script's.
 	ci, err := os.ReadFile("../../.ci/run")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last string // .ci/run's last command: its exit status is the script's
+	var last string
 	for line := range strings.Lines(string(ci)) {
 		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
 			last = line
 		}
 	}
-	if last != command {
-		t.Errorf(".ci/run's last command is %q, not %q, the README's test command; it must run what the README says, and let it decide", last, command)
+	if want := `exec bash -euo pipefail -c "$test_command"`; last != want {
+		t.Errorf(".ci/run's last command is %q, not %q: it must run the README's test command last, and let it decide", last, want)
 	}
 }
 
