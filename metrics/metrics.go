@@ -239,7 +239,9 @@ func (c *dbCollector) runningByLabel(byType map[string]int64) map[string]int64 {
 		c.everRunning[label] = true
 	}
 	for label := range c.everRunning {
-		out[label] += 0
+		if _, ok := out[label]; !ok {
+			out[label] = 0
+		}
 	}
 	return out
 }

@@ -5,14 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/url"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -52,7 +49,7 @@ func OpenStore(ctx context.Context, dsn string, wait time.Duration, log *slog.Lo
 	var last error
 	s, err := retry.DoValue(ctx, b, func(ctx context.Context) (*postgres.Store, error) {
 		s, err := postgres.OpenWith(ctx, dsn, postgres.Options{Logger: log})
-		if err == nil || !unreachable(err) {
+		if err == nil || !postgres.Unreachable(err) {
 			return s, err
 		}
 		last = err
@@ -71,30 +68,6 @@ func OpenStore(ctx context.Context, dsn string, wait time.Duration, log *slog.Lo
 		return nil, fmt.Errorf("%w; gave up after %s of trying", postgresOpenError(dsn, err), time.Since(start).Round(time.Second))
 	}
 	return nil, postgresOpenError(dsn, err)
-}
-
-// unreachable reports whether err, of opening a PostgreSQL database, may
-// pass by itself: no server listening or answering yet, one starting up
-// or shutting down, its host name not resolved yet (a container started
-// before the database's), every connection slot taken.
-func unreachable(err error) bool {
-	var (
-		pgErr   *pgconn.PgError
-		connErr *pgconn.ConnectError
-		dnsErr  *net.DNSError
-	)
-	switch {
-	case errors.As(err, &pgErr):
-		// cannot_connect_now, too_many_connections, admin_shutdown
-		return pgErr.Code == "57P03" || pgErr.Code == "53300" || pgErr.Code == "57P01"
-	case errors.As(err, &dnsErr):
-		return !strings.Contains(dnsErr.Name, "@") // an @ of the password: a mistake
-	case errors.As(err, &connErr):
-		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-			errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
-			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded)
-	}
-	return false
 }
 
 // MigratedOf is from which schema version to which opening store migrated

@@ -329,11 +329,14 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 		live    = make([]db.RunFinishParams, 0, len(byLease))
 		stale   []int                  // indexes into ps
 		order   = make([]int, len(ps)) // index into jobs, or -1 when stale or refused
-		refused = map[int]db.Job{}     // by index into ps: remote reports of sked serve's own runs
+		refused map[int]db.Job         // by index into ps: remote reports of sked serve's own runs
 	)
 	for i := range ps {
 		k, ok := byLease[leases[i]]
 		if ok && ps[i].Remote && servePool(held[k]) {
+			if refused == nil {
+				refused = map[int]db.Job{}
+			}
 			order[i], refused[i] = -1, held[k]
 			continue
 		}

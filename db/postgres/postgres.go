@@ -276,6 +276,26 @@ func lost(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed)
 }
 
+// Unreachable reports whether err, of opening the database (Open), may
+// pass by itself: the server lost (see lost: not listening or answering
+// yet), starting up or shutting down, every connection slot taken, or its
+// host name not resolved yet (a container started before the database's).
+// A refused login, a missing database or a misspelt parameter is not, nor
+// a host name holding an @ (a password's, not percent-encoded).
+func Unreachable(err error) bool {
+	var (
+		pgErr  *pgconn.PgError
+		dnsErr *net.DNSError
+	)
+	switch {
+	case errors.As(err, &pgErr):
+		return shutDown(err) || pgErr.Code == "53300" // too_many_connections
+	case errors.As(err, &dnsErr):
+		return !strings.Contains(dnsErr.Name, "@")
+	}
+	return lost(err)
+}
+
 // shutDown reports whether err is the server ending the session (it stops,
 // crashed, or is starting up).
 func shutDown(err error) bool {
