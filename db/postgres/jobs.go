@@ -153,9 +153,12 @@ var newJobNames = func() []string {
 }()
 
 // insertJobsSQL inserts jobs given as one array per column of
-// newJobColumns, in order, except those whose idempotency key is taken (by
-// a job that is not cancelled, or an earlier one of the same statement),
-// and returns the ids it inserted.
+// newJobColumns, except those whose idempotency key is taken (by a job
+// that is not cancelled, or an earlier one of the same statement), and
+// returns the ids it inserted. It inserts in the order of the keys, then
+// of the names, then of the arrays: two batches that hold the same keys or
+// names in other orders then take their locks in one order, and neither
+// waits for the other while holding what it waits for.
 var insertJobsSQL = func() string {
 	arrays := make([]string, len(newJobColumns))
 	for i, c := range newJobColumns {
@@ -164,7 +167,7 @@ var insertJobsSQL = func() string {
 	cols := strings.Join(newJobNames, ", ")
 	return `INSERT INTO jobs (` + cols + `) SELECT ` + cols + `
 		FROM unnest(` + strings.Join(arrays, ", ") + `) WITH ORDINALITY AS u (` + cols + `, n)
-		ORDER BY n
+		ORDER BY idempotency_key, name, n
 		ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL AND state <> 'cancelled' DO NOTHING
 		RETURNING id`
 }()
@@ -207,12 +210,14 @@ func (t *tx) JobsInsert(ctx context.Context, jobs []db.Job) ([]bool, error) {
 }
 
 // copyJobs writes new jobs with COPY, after the queued writes; all of them
-// are inserted, or the transaction fails.
+// are inserted, or the transaction fails. Named jobs go in the order of
+// their names, for the reason insertJobsSQL inserts in the order of keys.
 func (t *tx) copyJobs(ctx context.Context, jobs []db.Job) ([]bool, error) {
 	if err := t.flush(ctx); err != nil {
 		return nil, err
 	}
-	rows := pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) { return newJobRow(jobs[i]), nil })
+	byName := slices.SortedStableFunc(slices.Values(jobs), func(a, b db.Job) int { return strings.Compare(a.Name, b.Name) })
+	rows := pgx.CopyFromSlice(len(byName), func(i int) ([]any, error) { return newJobRow(byName[i]), nil })
 	if _, err := t.conn.CopyFrom(ctx, pgx.Identifier{"jobs"}, newJobNames, rows); err != nil {
 		return nil, fmt.Errorf("copy jobs: %w", translate(err))
 	}

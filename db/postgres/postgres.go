@@ -248,7 +248,7 @@ func translate(err error) error {
 			return &db.ValidationError{Field: pgErr.ColumnName, Msg: "value out of range (" + pgErr.ConstraintName + ")"}
 		case pgErr.Code == "53100": // disk_full
 			return fmt.Errorf("%w: %w", db.ErrStorageFull, err)
-		case pgErr.Code == "55P03": // lock_not_available
+		case pgErr.Code == "55P03", pgErr.Code == "40P01", pgErr.Code == "40001": // lock_not_available, deadlock_detected, serialization_failure
 			return fmt.Errorf("%w: %w", db.ErrBusy, err)
 		case pgErr.Code == "23505" && pgErr.ConstraintName == "jobs_name_live": // unique_violation
 			return &db.ConflictError{Msg: "a job that is not cancelled has this name already"}
