@@ -30,7 +30,8 @@ type JobBackfillParams struct {
 }
 
 // Backfill is the answer to a backfill: the one-off jobs that run the
-// range's slots. Repeating a backfill creates nothing new.
+// range's slots. Repeating a backfill creates nothing new while its jobs
+// are kept (retention deletes them once they are old).
 type Backfill struct {
 	Slots   int      `json:"slots"`   // slots in the range
 	Created int      `json:"created"` // jobs created by this call

@@ -34,11 +34,13 @@ var (
 	// size limit) holding the database is exhausted. The write was rolled
 	// back whole; it can succeed once space is freed.
 	ErrStorageFull = errors.New("database storage is full")
-	// ErrBusy is returned by any write that could not begin within the
-	// store's bound (5 s on SQLite): another process held the database's
-	// write lock, or this process's own writes queued ahead of it for that
-	// long. Nothing was written, and nothing of it will be; retrying later
-	// can succeed.
+	// ErrBusy is returned by any write that could not take the locks it
+	// needs within the store's bound: on SQLite, the database's write lock
+	// within 5 s (another process held it, or this process's own writes
+	// queued ahead for that long); on PostgreSQL, a row's lock within
+	// lock_timeout, or a deadlock or serialization failure that aborted
+	// the transaction. Nothing was written, and nothing of it will be;
+	// retrying later can succeed.
 	ErrBusy = errors.New("database is locked")
 	// ErrCorrupt is returned by any call that found the database's file
 	// damaged (SQLite's SQLITE_CORRUPT, PostgreSQL's data_corrupted). The
@@ -401,6 +403,10 @@ type RunFinishParams struct {
 // next. Nor may one renew or report such a lease (Remote): its job's
 // payload may carry the server's secrets, and the pool runs it.
 const ServeWorkerPrefix = "serve:"
+
+// ServeWorker reports whether a worker id names one of sked serve's own
+// pools (it begins with ServeWorkerPrefix).
+func ServeWorker(id string) bool { return strings.HasPrefix(id, ServeWorkerPrefix) }
 
 // ServeRunError refuses a remote renewal or report of a lease that sked
 // serve's own pool holds.

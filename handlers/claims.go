@@ -240,7 +240,7 @@ func checkWorkerID(id string) error {
 		return fieldError("workerId", "workerId is %d bytes long; at most %d are allowed", len(id), maxWorkerIDLen)
 	case !printable(id):
 		return fieldError("workerId", "workerId %q is not printable UTF-8 text; name this worker by its host name and process id, such as web-1/4242", id)
-	case strings.HasPrefix(id, ServeWorkerPrefix):
+	case db.ServeWorker(id):
 		return fieldError("workerId", "workerId %q begins with %q, which names the pools inside sked serve (a restart of sked serve takes their "+
 			"jobs back while they run); name this worker otherwise, such as by its host name and process id", id, ServeWorkerPrefix)
 	}

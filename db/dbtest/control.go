@@ -3,6 +3,7 @@ package dbtest
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,29 @@ func testBackfill(t *testing.T, f *fixture) {
 	// A range that ends after the store's now holds slots yet to come.
 	if _, err := c.JobBackfill(f.ctx, db.JobBackfillParams{ID: j.ID, From: Start, To: Start.Add(2 * time.Hour)}); !errors.Is(err, db.ErrInvalid) || !strings.Contains(err.Error(), "to is in the future") {
 		t.Fatalf("backfill into the future: %v", err)
+	}
+}
+
+// testBackfillAfterRedefine: a backfill repeated after the schedule's
+// definition changed creates nothing and answers the first one's jobs
+// ("repeating a backfill creates nothing new"); it was refused as a reuse
+// of their keys by another request.
+func testBackfillAfterRedefine(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Type: "report", Schedule: "0 * * * *", Payload: json.RawMessage(`{"v":1}`)})
+	f.Clock.Set(Start.Add(time.Hour))
+	p := db.JobBackfillParams{ID: j.ID, From: Start.Add(-2 * time.Hour), To: Start.Add(-time.Hour)}
+	first, err := f.Store.JobBackfill(f.ctx, p)
+	if err != nil || first.Created != 2 {
+		t.Fatalf("backfill = %+v, %v", first, err)
+	}
+	spec := db.SpecOf(f.get(j.ID))
+	spec.Payload = json.RawMessage(`{"v":2}`)
+	if _, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.Store.JobBackfill(f.ctx, p)
+	if err != nil || again.Created != 0 || !slices.Equal(again.JobIDs, first.JobIDs) {
+		t.Fatalf("backfill repeated after a change of payload = %+v, %v; want the first's jobs %v, none created", again, err, first.JobIDs)
 	}
 }
 
@@ -425,6 +449,47 @@ func testRemoteRunTimedOut(t *testing.T, f *fixture) {
 	}
 	if _, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded, Remote: true}); !errors.Is(err, db.ErrStale) {
 		t.Fatalf("the worker's late report: %v; want stale", err)
+	}
+	if rs := f.runs(j.ID); len(rs) != 1 || rs[0].Outcome != db.OutcomeTimedOut || rs[0].LateOutcome != db.OutcomeSucceeded {
+		t.Fatalf("runs %+v; want the timed_out run to keep the worker's report as its late outcome, as the renewal said", rs)
+	}
+}
+
+// testServeRunNotRemoteStale: a remote report of a run of sked serve's own
+// pool records nothing on it when the pool's lease has ended, either (the
+// late outcome it would take is the pool's to write).
+func testServeRunNotRemoteStale(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 3})
+	c := f.claimLease(db.ServeWorkerPrefix+"host/1", 1, 30*time.Second)[0]
+	f.Clock.Advance(31 * time.Second) // ended, not reaped yet
+	_, err := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration,
+		Outcome: db.OutcomeFailed, Error: "forged", Remote: true})
+	if !errors.Is(err, db.ErrStale) {
+		t.Fatalf("remote report of the pool's ended lease: %v; want stale", err)
+	}
+	if rs := f.runs(j.ID); len(rs) != 1 || rs[0].LateOutcome != "" || rs[0].LateError != "" {
+		t.Fatalf("runs %+v; want nothing of the remote report on the pool's run", rs)
+	}
+}
+
+// testRemoteRenewalReaped: a remote worker renews and reports a generation
+// that was reaped, and whose job sked serve's own pool has claimed since:
+// both are stale, on every store (the renewal was a conflict naming the
+// pool where a store read the job whatever its generation).
+func testRemoteRenewalReaped(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{MaxAttempts: 3})
+	old := f.claimLease("box/1", 1, 30*time.Second)[0]
+	f.Clock.Advance(31 * time.Second)
+	if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 1 {
+		t.Fatalf("reap: %d, %v", n, err)
+	}
+	f.claimOne(db.ServeWorkerPrefix + "host/1")
+	_, hbErr := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: j.ID, Generation: old.Job.LeaseGeneration, Lease: time.Minute, Remote: true})
+	_, finErr := f.Store.RunFinish(f.ctx, db.RunFinishParams{JobID: j.ID, Generation: old.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded, Remote: true})
+	for what, err := range map[string]error{"renewal": hbErr, "report": finErr} {
+		if !errors.Is(err, db.ErrStale) {
+			t.Errorf("remote %s of the reaped generation: %v; want stale", what, err)
+		}
 	}
 }
 

@@ -142,6 +142,13 @@ func (s *Store) yieldToClaims() {
 	}
 }
 
+// refusesAll reports whether err is the database refusing every write for
+// now (locked, full or out of reach), so that retrying a group's
+// completions one by one would only fail each again, one after another.
+func refusesAll(err error) bool {
+	return errors.Is(err, db.ErrBusy) || errors.Is(err, db.ErrStorageFull) || errors.Is(err, db.ErrUnreachable)
+}
+
 // signal makes a notification pending on c without blocking.
 func signal(c chan struct{}) {
 	select {
@@ -154,7 +161,8 @@ func signal(c chan struct{}) {
 // caller. A stale generation changes nothing but its own record and fails
 // alone. If any other error occurs the transaction is rolled back and every
 // call is retried in a transaction of its own, so one bad call cannot fail
-// its neighbours.
+// its neighbours; unless the database refuses every write for now
+// (refusesAll).
 func (s *Store) commitGroup(group []*finishReq) {
 	ctx := context.Background()
 	results := make([]finishResult, len(group))
@@ -180,7 +188,7 @@ func (s *Store) commitGroup(group []*finishReq) {
 		failpoint.Hit(failpoint.BeforeFinishCommit)
 		return nil
 	})
-	if err != nil && len(group) > 1 && !errors.Is(err, db.ErrBusy) && !errors.Is(err, db.ErrStorageFull) {
+	if err != nil && len(group) > 1 && !refusesAll(err) {
 		// Not the database refusing every write: retry each alone.
 		for _, r := range group {
 			s.commitGroup([]*finishReq{r})

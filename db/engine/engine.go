@@ -174,9 +174,8 @@ type Tx interface {
 	RunsEnd(ctx context.Context, ends []RunEnd) error
 	// RunsLate records on the run of each lease, unless it has one, the
 	// outcome its worker reported after the lease had moved on: late
-	// outcome, late error, late finished at Now. Only a run that its
-	// worker's report did not end (still running, or lease_expired) takes
-	// one: a report repeated after the first was taken is no news.
+	// outcome, late error, late finished at Now. Which runs take one the
+	// engine decides (takesLate); the first one recorded stays.
 	RunsLate(ctx context.Context, ends []RunEnd) error
 	// RunLive reads the running run of a job's lease generation;
 	// db.ErrNotFound if there is none.

@@ -115,8 +115,14 @@ func (s *Store) insert(ctx context.Context, tx Tx, jobs []db.Job) ([]bool, error
 			lost = append(lost, i)
 		}
 	}
-	if _, err := s.settleKeys(ctx, tx, jobs, lost); err != nil {
+	gone, err := s.settleKeys(ctx, tx, jobs, lost)
+	if err != nil {
 		return nil, err
+	}
+	if len(gone) > 0 {
+		// The job that held the key was cancelled between the insert and
+		// the read: nothing holds it now, and the caller tries again.
+		return nil, fmt.Errorf("%w: the job holding idempotency key %q was cancelled meanwhile", db.ErrBusy, jobs[gone[0]].IdempotencyKey)
 	}
 	return created, nil
 }
@@ -146,7 +152,9 @@ func (s *Store) settleKeys(ctx context.Context, tx Tx, jobs []db.Job, idx []int)
 		switch {
 		case !ok || jobs[i].IdempotencyKey == "":
 			rest = append(rest, i)
-		case h.RequestHash != "" && h.RequestHash != jobs[i].RequestHash:
+		case h.RequestHash != "" && h.RequestHash != jobs[i].RequestHash && !db.ReservedKey(h.IdempotencyKey):
+			// A key sked makes (a backfill's slot) stands for its slot,
+			// whatever the job's definition has become since.
 			inBatch := slices.ContainsFunc(jobs, func(j db.Job) bool { return j.ID == h.ID })
 			return nil, &db.KeyReusedError{Key: h.IdempotencyKey, Job: h, InBatch: inBatch, Index: i}
 		default:

@@ -249,10 +249,10 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 			if err != nil {
 				return fmt.Errorf("read leased job: %w", err)
 			}
-			if len(held) == 1 && servePool(held[0]) {
-				return db.ServeRunError(held[0])
-			}
-			if len(held) == 1 && held[0].LeaseGeneration == p.Generation && held[0].State == db.StateRunning {
+			if len(held) == 1 && holds(held[0], Lease{p.JobID, p.Generation}, s.stored(tx.Now())) {
+				if servePool(held[0]) {
+					return db.ServeRunError(held[0])
+				}
 				if ended, err = s.endPastTimeout(ctx, tx, held[0]); ended != nil || err != nil {
 					return err
 				}
@@ -320,8 +320,8 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 	now := s.stored(tx.Now())                 // as precise as the lease's end
 	byLease := make(map[Lease]int, len(held)) // index into held
 	for k, j := range held {
-		if j.State == db.StateRunning && j.LeaseUntil != nil && !j.LeaseUntil.Before(now) {
-			byLease[Lease{j.ID, j.LeaseGeneration}] = k
+		if l := (Lease{j.ID, j.LeaseGeneration}); holds(j, l, now) {
+			byLease[l] = k
 		}
 	}
 	var (
@@ -406,9 +406,17 @@ func (s *Store) endPastTimeout(ctx context.Context, tx Tx, j db.Job) (ended erro
 		"the run of job %s passed its timeout (%s) and was ended timed_out; stop it (its report is kept as its late outcome)", j.ID, timeout)}, nil
 }
 
+// holds reports whether l is j's live lease at now: j is running under
+// l's generation, and the lease has not ended. Only a live lease may be
+// renewed, or its run finished by its worker's report.
+func holds(j db.Job, l Lease, now time.Time) bool {
+	return j.ID == l.JobID && j.LeaseGeneration == l.Generation && j.State == db.StateRunning &&
+		j.LeaseUntil != nil && !j.LeaseUntil.Before(now)
+}
+
 // servePool reports whether j's lease is held by one of sked serve's own
 // pools, whose runs no remote worker may renew or report.
-func servePool(j db.Job) bool { return strings.HasPrefix(j.LeaseOwner, db.ServeWorkerPrefix) }
+func servePool(j db.Job) bool { return db.ServeWorker(j.LeaseOwner) }
 
 // finishStale answers into results[i] the reports ps[i], i in stale, whose
 // lease is no longer live. A repeat of the report its run ended with
@@ -434,12 +442,18 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 	}
 	var late []RunEnd
 	for k, i := range stale {
-		if r, ok := ended[leases[k]]; !ok || !repeats(ps[i], r) {
+		r, ok := ended[leases[k]]
+		switch {
+		case ok && ps[i].Remote && db.ServeWorker(r.WorkerID):
+			results[i].err = db.ErrStale // sked serve's own run: a remote report records nothing on it
+		case ok && repeats(ps[i], r):
+			results[i] = finishResult{job: current[ps[i].JobID], repeated: true} // no job: read after the commit
+		default:
 			results[i].err = db.ErrStale
-			late = append(late, runEnd(ps[i], false))
-			continue
+			if ok && takesLate(r) {
+				late = append(late, runEnd(ps[i], false))
+			}
 		}
-		results[i] = finishResult{job: current[ps[i].JobID], repeated: true} // no job: read after the commit
 	}
 	if len(late) > 0 {
 		if err := tx.RunsLate(ctx, late); err != nil {
@@ -447,6 +461,16 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 		}
 	}
 	return nil
+}
+
+// takesLate reports whether r records the outcome its worker reports after
+// its lease moved on: a run that no report of its worker ended (running
+// still, its lease expired, or timed out by the server while its worker
+// renewed it) and that has no late outcome yet. A run its worker's report
+// ended, even with timed_out, has the worker's word already.
+func takesLate(r db.Run) bool {
+	return r.Generation > 0 && r.LateOutcome == "" &&
+		(r.Outcome == db.OutcomeRunning || r.Outcome == db.OutcomeLeaseExpired || r.Outcome == db.OutcomeTimedOut)
 }
 
 // repeats reports whether p is the report that ended r, sent again: the

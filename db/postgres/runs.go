@@ -112,8 +112,7 @@ func (t *tx) RunsLate(ctx context.Context, ends []engine.RunEnd) error {
 	jobs, gens, outcomes, errs, _, _ := leases(ends)
 	t.exec(nil, `UPDATE runs r SET late_outcome = u.outcome, late_error = u.error, late_finished_at = $1
 		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[]) AS u (job_id, generation, outcome, error)
-		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.generation > 0
-			AND r.late_outcome IS NULL AND r.outcome IN ('running', 'lease_expired')`,
+		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.late_outcome IS NULL`,
 		t.now, jobs, gens, outcomes, errs)
 	return nil
 }

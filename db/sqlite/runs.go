@@ -84,8 +84,7 @@ func (t *tx) RunsEnd(ctx context.Context, ends []engine.RunEnd) error {
 func (t *tx) RunsLate(ctx context.Context, ends []engine.RunEnd) error {
 	for _, e := range ends {
 		_, err := t.tx.ExecContext(ctx, `UPDATE runs SET late_outcome = ?, late_error = ?, late_finished_at = ?
-			WHERE job_id = ? AND generation = ? AND generation > 0 AND late_outcome IS NULL
-				AND outcome IN ('running', 'lease_expired')`,
+			WHERE job_id = ? AND generation = ? AND late_outcome IS NULL`,
 			e.Outcome, nullString(e.Error), fmtTime(t.now), e.JobID, e.Generation)
 		if err != nil {
 			return err
