@@ -109,9 +109,9 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 			// Not this job's fault (no server, a refused token): the
 			// jobs after it would fail alike.
 			if created+changed+unchanged+refused == 0 {
-				return apiError(err, a.server)
+				return a.apiError(err)
 			}
-			errs = append(errs, fmt.Errorf("job %s: %w", req.Name, apiError(err, a.server)))
+			errs = append(errs, fmt.Errorf("job %s: %w", req.Name, a.apiError(err)))
 			break
 		}
 		results = append(results, res)
@@ -212,7 +212,7 @@ func (f *applyFlags) check(ctx context.Context, a *api, jobs []skedapi.JobCreate
 			continue
 		}
 		if err != nil {
-			return apiError(err, a.server)
+			return a.apiError(err)
 		}
 	}
 	if len(errs) == 0 {
@@ -229,7 +229,7 @@ func (f *applyFlags) check(ctx context.Context, a *api, jobs []skedapi.JobCreate
 // server refused the job itself (422, 409); nil for any other answer.
 func refusal(a *api, name string, err error) error {
 	if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusConflict) {
-		return fmt.Errorf("job %s: %w%s", name, apiError(err, a.server), yamlHint(ae))
+		return fmt.Errorf("job %s: %w%s", name, a.apiError(err), yamlHint(ae))
 	}
 	return nil
 }
@@ -264,7 +264,7 @@ func (f *applyFlags) pruneJobs(ctx context.Context, a *api, prune []db.Job) (int
 	for _, j := range prune {
 		if !f.dryRun {
 			if err := a.c.JobCancel(ctx, j.ID); err != nil {
-				errs = append(errs, fmt.Errorf("prune job %s: %w", j.Name, apiError(err, a.server)))
+				errs = append(errs, fmt.Errorf("prune job %s: %w", j.Name, a.apiError(err)))
 				continue
 			}
 		}

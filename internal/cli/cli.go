@@ -111,7 +111,7 @@ func nameSources(cmd *cobra.Command, err error) {
 	}
 	name := rest[:strings.IndexFunc(rest+" ", func(r rune) bool { return r == ' ' || r == ':' || r == '=' })]
 	f := cmd.Flags().Lookup(name)
-	if f == nil || len(f.Annotations[fromEnvAnnotation]) == 0 {
+	if !fromEnv(cmd.Flags(), name) {
 		return
 	}
 	if i := strings.Index(ue.msg, ": "); i > 0 {
@@ -282,6 +282,13 @@ func withEnv(fs *pflag.FlagSet, names ...string) {
 		_ = fs.SetAnnotation(n, envAnnotation, []string{envName(n)})
 		f.Usage += " (" + envName(n) + ")"
 	}
+}
+
+// fromEnv reports whether flag name's value was read from its SKED_…
+// variable, not given on the command line.
+func fromEnv(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && len(f.Annotations[fromEnvAnnotation]) > 0
 }
 
 // splitEnv says that the SKED_… variable of flag name, which may be given

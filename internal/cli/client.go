@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -49,19 +50,26 @@ const (
 // api is what every client command has: the server, its token, --json, and
 // once connected the API client.
 type api struct {
-	env    Env
-	server string
-	token  string
-	json   bool
-	c      *skedapi.Client
-	dash   int // where "--" was among the arguments; -1: nowhere
+	env     Env
+	server  string
+	token   string
+	json    bool
+	timeout time.Duration // of one request; 0: none
+	c       *skedapi.Client
+	dash    int // where "--" was among the arguments; -1: nowhere
 }
 
-// register adds --server, --token and --json to fs.
+// defaultRequestTimeout bounds one request of a client command, so that a
+// server that accepts connections and never answers (stopped, hung, or not
+// sked) fails a script's step instead of holding it for ever.
+const defaultRequestTimeout = time.Minute
+
+// register adds --server, --token, --request-timeout and --json to fs.
 func (a *api) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.server, "server", DefaultServer, "sked API URL")
 	fs.StringVar(&a.token, "token", "", "bearer token")
-	withEnv(fs, "server", "token")
+	fs.DurationVar(&a.timeout, "request-timeout", defaultRequestTimeout, "how long one request to the server may take (0: no limit)")
+	withEnv(fs, "server", "token", "request-timeout")
 	fs.BoolVar(&a.json, "json", false, "print JSON instead of tables")
 }
 
@@ -85,6 +93,9 @@ func (a *api) connect() error {
 	if err := checkServer(a.server); err != nil {
 		return err
 	}
+	if a.timeout < 0 {
+		return usagef("--request-timeout %s: give how long one request may take, such as 30s, or 0 for no limit", a.timeout)
+	}
 	host, _ := os.Hostname()
 	actor := ""
 	name := a.env.Getenv("USER")
@@ -96,7 +107,11 @@ func (a *api) connect() error {
 	if name != "" {
 		actor = name + "@" + host
 	}
-	a.c = &skedapi.Client{BaseURL: strings.TrimRight(a.server, "/"), Token: a.token, Actor: actor}
+	// A token read from a file keeps its line end (SKED_TOKEN=$(<file)
+	// drops it, an EnvironmentFile= or a here-string may not); no token
+	// holds white space.
+	a.c = &skedapi.Client{BaseURL: strings.TrimRight(a.server, "/"), Token: strings.TrimSpace(a.token), Actor: actor,
+		HTTP: &http.Client{Timeout: a.timeout}}
 	return nil
 }
 
@@ -110,7 +125,7 @@ func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a 
 			return err
 		}
 		a.dash = cmd.ArgsLenAtDash()
-		return apiError(run(cmd.Context(), a, args), a.server)
+		return a.apiError(run(cmd.Context(), a, args))
 	}
 	return cmd
 }
@@ -165,10 +180,16 @@ func hungUp(err error) bool {
 // apiError rewrites errors of reaching the server into what to do about
 // them; the server's own problems (with their detail) pass as they are,
 // its hints put as sked commands.
-func apiError(err error, server string) error {
+func (a *api) apiError(err error) error {
+	server := a.server
+	var netErr net.Error
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("%s did not answer within %s: is sked serve there, and not stopped or overloaded? "+
+			"--request-timeout (SKED_REQUEST_TIMEOUT) sets how long a request may take; a change sent may have been made or not: "+
+			"look (sked ls, sked show) before sending it again, or send it with --key", server, a.timeout)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
 	case hungUp(err):
@@ -228,6 +249,7 @@ type addFlags struct {
 	payload, schedule    string
 	at                   rfc3339Value
 	exec, wait           bool
+	waitLimit            time.Duration // of --wait; 0: none
 	env                  []string
 	dir                  string
 	url                  string
@@ -253,6 +275,16 @@ func addCmd(env Env) *cobra.Command {
 					return usagef("--%s %s: give a value above zero, or leave it out for the server's default", fl.name, cmd.Flags().Lookup(fl.name).Value)
 				}
 			}
+			// An empty name or key (a script's unset variable) would
+			// silently make a job without one: a second run a second job.
+			for _, fl := range []struct{ name, value string }{{"name", f.req.Name}, {"key", f.req.IdempotencyKey}} {
+				if cmd.Flags().Changed(fl.name) && fl.value == "" {
+					return usagef("--%s is empty: give one, or leave --%s out", fl.name, fl.name)
+				}
+			}
+			if f.schedule == "" && fromEnv(cmd.Flags(), "tz") {
+				f.req.Timezone = "" // SKED_TZ is the zone of schedules; a one-off job has none
+			}
 			return nil
 		},
 	}, func(ctx context.Context, a *api, args []string) error { return f.run(ctx, a, args) })
@@ -277,6 +309,7 @@ func addCmd(env Env) *cobra.Command {
 	fs.StringVar(&f.dir, "dir", "", "with --exec: absolute working directory of the command")
 	fs.StringVar(&f.url, "url", "", "an http job POSTing to this URL (--payload is the body)")
 	fs.BoolVar(&f.wait, "wait", false, "one-off: wait until the job ends, as sked wait does (exit 0 done, 1 dead or cancelled)")
+	fs.DurationVar(&f.waitLimit, "wait-timeout", 0, "with --wait: wait at most this long (0: as long as it takes), then exit 1; --timeout is the job's")
 	withEnv(fs, "tz")
 	fs.SortFlags = false
 	return cmd
@@ -411,6 +444,12 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	if f.wait && f.schedule != "" {
 		return usagef("--wait waits for a one-off job to end; a --schedule job ends only when cancelled")
 	}
+	switch {
+	case f.waitLimit < 0:
+		return usagef("--wait-timeout %s: give how long to wait at most, such as 10m, or 0 to wait as long as it takes", f.waitLimit)
+	case f.waitLimit > 0 && !f.wait:
+		return usagef("--wait-timeout is how long --wait waits; add --wait")
+	}
 	req.Schedule = f.schedule
 
 	job, created, err := a.c.JobCreate(ctx, req)
@@ -433,7 +472,7 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	if !f.wait {
 		return nil
 	}
-	return a.wait(ctx, job.ID, 0)
+	return a.wait(ctx, job.ID, f.waitLimit)
 }
 
 // execPayload is the payload of an exec job running command with the

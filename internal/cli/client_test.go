@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/user"
@@ -118,6 +119,76 @@ func TestAdd_ZoneFromEnv(t *testing.T) {
 		if !strings.Contains(out.String(), `"timezone": "`+c.want+`"`) {
 			t.Errorf("sked %v with SKED_TZ=Europe/Berlin: %s; want timezone %s", args, out.String(), c.want)
 		}
+	}
+	// A one-off job has no zone: SKED_TZ leaves it be (it was refused as
+	// a --tz without --schedule); a --tz given is still refused.
+	for _, c := range []struct {
+		args []string
+		code int
+	}{{nil, 0}, {[]string{"--in", "5m"}, 0}, {[]string{"--tz", "Asia/Tokyo"}, 2}} {
+		var out, errOut strings.Builder
+		args := append([]string{"add", "--type", "t", "--server", srv.URL}, c.args...)
+		env := Env{Getenv: func(k string) string { return map[string]string{"SKED_TZ": "Europe/Berlin"}[k] }, Stdout: &out, Stderr: &errOut}
+		if code := Main(context.Background(), args, env); code != c.code {
+			t.Errorf("sked %v with SKED_TZ=Europe/Berlin: exit %d, %s; want %d", args, code, errOut.String(), c.code)
+		}
+	}
+}
+
+// TestAdd_EmptyNameOrKey: an empty --name or --key (a script's unset
+// variable) is a usage error, not a job without one.
+func TestAdd_EmptyNameOrKey(t *testing.T) {
+	for _, flag := range []string{"--name", "--key"} {
+		code, _, stderr := mainOf("add", "--type", "t", flag, "", "--server", "http://127.0.0.1:1")
+		if code != 2 || !strings.Contains(stderr, flag+" is empty") {
+			t.Errorf("sked add %s '': exit %d, %q; want a usage error", flag, code, stderr)
+		}
+	}
+}
+
+// TestClient_RequestTimeout: a server that takes the connection and never
+// answers fails a client command after --request-timeout, saying what to
+// look at, instead of holding a script for ever.
+func TestClient_RequestTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{})
+	var conns []net.Conn // held open, never answered
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-accepted
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	done := make(chan struct{})
+	var (
+		code   int
+		stderr string
+	)
+	go func() {
+		defer close(done)
+		code, _, stderr = mainOf("ls", "--request-timeout", "300ms", "--server", "http://"+ln.Addr().String())
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("sked ls --request-timeout 300ms against a server that never answers: still waiting after 30s")
+	}
+	if code != 1 || !strings.Contains(stderr, "did not answer within 300ms") || !strings.Contains(stderr, "--request-timeout") {
+		t.Errorf("sked ls against a server that never answers: exit %d, %q", code, stderr)
 	}
 }
 
@@ -277,5 +348,19 @@ func TestCheckExecCommand(t *testing.T) {
 		case c.want != "" && (err == nil || ExitCode(err) != 2 || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%q: %v; want a usage error with %q", c.command, err, c.want)
 		}
+	}
+}
+
+// TestClient_TokenLineEnd: a token read with its line end (an
+// EnvironmentFile, a here-string) is sent without it; it failed before the
+// request was sent, with net/http's "invalid header field value".
+func TestClient_TokenLineEnd(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s, Tokens: []string{"tok"}}))
+	t.Cleanup(srv.Close)
+	var out, errOut strings.Builder
+	env := Env{Getenv: func(k string) string { return map[string]string{"SKED_TOKEN": "tok\n"}[k] }, Stdout: &out, Stderr: &errOut}
+	if code := Main(context.Background(), []string{"ls", "--server", srv.URL}, env); code != 0 {
+		t.Errorf("sked ls with SKED_TOKEN=\"tok\\n\": exit %d, %s", code, errOut.String())
 	}
 }

@@ -141,7 +141,7 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 	}
 	after, err := a.c.JobPatch(ctx, before.ID, patch)
 	if err != nil {
-		return keepEdit(&kept, before, apiError(err, a.server))
+		return keepEdit(&kept, before, a.apiError(err))
 	}
 	if a.json {
 		return a.printJSON(after)

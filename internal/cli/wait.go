@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,23 +33,30 @@ func waitCmd(env Env) *cobra.Command {
 
 // wait waits, at most limit when it is above zero, until job id has ended,
 // then says how: nil for done, an error for dead or cancelled.
+//
+// A wait that ends before the job (--timeout, Ctrl-C) says so and how the
+// job is, and with --json prints the job as last read.
 func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
-	job, err := a.c.JobGet(ctx, id)
-	if err != nil {
-		return err
-	}
-	if job.Recurring() {
-		return fmt.Errorf("job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
-			"sked trigger %s runs it once now, and sked runs %s shows how each run ended", jobLabel(job), id, id)
-	}
+	parent := ctx
 	if limit > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	ended, err := a.c.JobWait(ctx, job.ID, waitPoll)
-	if errors.Is(err, context.DeadlineExceeded) && limit > 0 {
-		return fmt.Errorf("job %s has not ended after %s: it is %s", jobLabel(job), limit, cmp.Or(ended.State, job.State))
+	job, err := a.c.JobGet(ctx, id)
+	if err == nil && job.Recurring() {
+		return fmt.Errorf("job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
+			"sked trigger %s runs it once now, and sked runs %s shows how each run ended", jobLabel(job), id, id)
+	}
+	ended := job
+	if err == nil {
+		var last db.Job
+		if last, err = a.c.JobWait(ctx, job.ID, waitPoll); last.ID != "" {
+			ended = last
+		}
+	}
+	if err != nil && ctx.Err() != nil {
+		return a.stoppedWaiting(id, ended, limit, parent.Err() != nil)
 	}
 	if err != nil {
 		return err
@@ -74,4 +79,23 @@ func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
 	default:
 		return fmt.Errorf("job %s was %s", jobLabel(ended), ended.State)
 	}
+}
+
+// stoppedWaiting is the error of a wait that ended before job did: after
+// limit, or interrupted. With --json the job as last read (if it was read)
+// is printed first, so that a script has one document to read.
+func (a *api) stoppedWaiting(id string, job db.Job, limit time.Duration, interrupted bool) error {
+	if a.json && job.ID != "" {
+		if err := a.printJSON(job); err != nil {
+			return err
+		}
+	}
+	label, state := id, "not read yet"
+	if job.ID != "" {
+		label, state = jobLabel(job), "it is "+string(job.State)
+	}
+	if interrupted {
+		return fmt.Errorf("stopped waiting for job %s (%s): sked wait %s waits again, sked cancel-run %s stops its run", label, state, id, id)
+	}
+	return fmt.Errorf("job %s has not ended after %s (%s): sked wait %s waits again", label, limit, state, id)
 }

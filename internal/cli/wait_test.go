@@ -86,8 +86,33 @@ func TestWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _, stderr := mainOf("wait", "stuck", "--timeout", "1s", "--server", srv.URL)
-		if code != 1 || !strings.Contains(stderr, "has not ended after 1s: it is ready") {
+		if code != 1 || !strings.Contains(stderr, "has not ended after 1s (it is ready): sked wait stuck waits again") {
 			t.Errorf("sked wait --timeout 1s of a job nobody runs: exit %d, %q", code, stderr)
+		}
+		// With --json, the job as last read, so that a script reads one
+		// document whatever happened.
+		code, stdout, stderr := mainOf("wait", "stuck", "--timeout", "1s", "--json", "--server", srv.URL)
+		var job db.Job
+		if err := json.Unmarshal([]byte(stdout), &job); code != 1 || err != nil || job.Name != "stuck" || job.State != db.StateReady {
+			t.Errorf("sked wait --timeout 1s --json: exit %d, %q %q; want the job as last read, ready", code, stdout, stderr)
+		}
+		// sked add --wait-timeout bounds the wait; --timeout is the job's.
+		code, _, stderr = mainOf("add", "--type", "nobody", "--wait", "--wait-timeout", "1s", "--server", srv.URL)
+		if code != 1 || !strings.Contains(stderr, "has not ended after 1s (it is ready)") {
+			t.Errorf("sked add --wait --wait-timeout 1s of a job nobody runs: exit %d, %q", code, stderr)
+		}
+		if code, _, stderr := mainOf("add", "--type", "nobody", "--wait-timeout", "1s", "--server", srv.URL); code != 2 || !strings.Contains(stderr, "add --wait") {
+			t.Errorf("sked add --wait-timeout without --wait: exit %d, %q; want a usage error", code, stderr)
+		}
+	})
+	t.Run("Interrupted", func(t *testing.T) {
+		// Ctrl-C ends the command's context: the wait says the job goes on.
+		ictx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		var stdout, stderr strings.Builder
+		code := Main(ictx, []string{"wait", "stuck", "--server", srv.URL}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
+		if code != 1 || !strings.Contains(stderr.String(), "stopped waiting for job stuck") || !strings.Contains(stderr.String(), "(it is ready)") {
+			t.Errorf("sked wait interrupted: exit %d, %q; want it to say the job is still ready", code, stderr.String())
 		}
 	})
 	t.Run("Recurring", func(t *testing.T) {
