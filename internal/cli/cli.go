@@ -445,13 +445,20 @@ func valueHint(f *pflag.Flag, err error) string {
 type rfc3339Value time.Time
 
 func (t *rfc3339Value) Set(v string) error {
-	tt, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z" + offsetHint(v))
+	for _, layout := range timeLayouts {
+		// RFC 3339 lets the T and Z be lower case, and the T a space.
+		if tt, err := time.Parse(layout, strings.ToUpper(v)); err == nil {
+			*t = rfc3339Value(tt)
+			return nil
+		}
 	}
-	*t = rfc3339Value(tt)
-	return nil
+	return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z" + offsetHint(v))
 }
+
+// timeLayouts are the forms of a time flag's value: RFC 3339 (a space for
+// the T, as date --rfc-3339 writes it), and its offset without the colon,
+// as date +%z writes it.
+var timeLayouts = []string{time.RFC3339, "2006-01-02 15:04:05Z07:00", "2006-01-02T15:04:05Z0700", "2006-01-02 15:04:05Z0700"}
 
 // offsetHint is, for a date and time written without a zone offset, what
 // to add to it; "" for anything else.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // mainOf runs args as the sked binary does, with an empty environment, and
@@ -121,5 +122,23 @@ func TestMain_Mistyped(t *testing.T) {
 		if !strings.Contains(c.want, "did you mean") && strings.Contains(stderr, "did you mean") {
 			t.Errorf("sked %s: %q suggests something far from it", strings.Join(c.args, " "), stderr)
 		}
+	}
+}
+
+// TestTimeFlag_Forms: a time flag takes RFC 3339 as date(1) writes it (a
+// space for the T, lower case t and z, an offset without its colon), each
+// the same instant; a time without an offset is refused with the fix.
+func TestTimeFlag_Forms(t *testing.T) {
+	want := time.Date(2026, 12, 2, 8, 53, 13, 0, time.UTC)
+	for _, v := range []string{"2026-12-02T08:53:13Z", "2026-12-02 08:53:13+00:00", "2026-12-02t08:53:13z",
+		"2026-12-02T09:53:13+0100", "2026-12-02 09:53:13+01:00", "2026-12-02T08:53:13.000Z"} {
+		var at rfc3339Value
+		if err := at.Set(v); err != nil || !time.Time(at).Equal(want) {
+			t.Errorf("--at %q: %v, %v; want %v", v, time.Time(at), err, want)
+		}
+	}
+	var at rfc3339Value
+	if err := at.Set("2026-12-02 08:53:13"); err == nil || !strings.Contains(err.Error(), "has no zone offset") {
+		t.Errorf("--at without an offset: %v; want the offset's hint", err)
 	}
 }
