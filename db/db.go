@@ -490,8 +490,8 @@ type Store interface {
 	// running run of its lease generation (Job.LeaseGeneration), where it
 	// has one, in any order.
 	RunsLive(ctx context.Context, jobs []Job) ([]Run, error)
-	// RunClaim leases up to p.Max due jobs of p.Types to p.WorkerID in one
-	// statement and writes their run rows in the same transaction. It returns
+	// RunClaim leases up to p.Max due jobs of p.Types to p.WorkerID and
+	// writes their run rows, in one transaction. It returns
 	// no jobs, not an error, when none are due.
 	RunClaim(ctx context.Context, p RunClaimParams) ([]Claim, error)
 	// RunHeartbeat extends the lease; ErrStale if p.Generation no longer

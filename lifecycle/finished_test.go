@@ -108,7 +108,7 @@ func TestFinished_Recurring(t *testing.T) {
 		name      string
 		job       db.Job
 		p         db.RunFinishParams
-		claimedAt time.Time
+		startedAt time.Time
 		now       time.Time
 		want      lifecycle.Result
 	}{
@@ -141,7 +141,7 @@ func TestFinished_Recurring(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			j := c.job
-			got := lifecycle.Finished(&j, every, c.p, c.claimedAt, c.now, half)
+			got := lifecycle.Finished(&j, every, c.p, c.startedAt, c.now, half)
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("Finished =\n%+v, want\n%+v", got, c.want)
 			}

@@ -136,10 +136,11 @@ func StartsAt(j db.Job, now time.Time) time.Time {
 	return now
 }
 
-// Finished decides what a job does after the run claimed at claimedAt ended
-// at now with p.Outcome. s is nil for one-off jobs. rnd draws the backoff
+// Finished decides what a job does after its run, started at startedAt (its
+// claim, or its due time when it was claimed ahead of it), ended at now
+// with p.Outcome. s is nil for one-off jobs. rnd draws the backoff
 // jitter.
-func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, now time.Time, rnd func() float64) Result {
+func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, startedAt, now time.Time, rnd func() float64) Result {
 	slot := db.Deref(j.Slot)
 	outcome := ended(j, p)
 	switch {
@@ -152,7 +153,7 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 		// retry handed back has run: both keep their place below.)
 		from := *j
 		from.Slot, from.RescheduledAt = j.RescheduledAt, nil // the new schedule's firings count from the change
-		r := nextFiring(&from, s, slot, claimedAt, now, j.LastError)
+		r := nextFiring(&from, s, slot, startedAt, now, j.LastError)
 		r.Passed = Missed{Slots: []time.Time{slot}, Total: 1, Reason: db.MissedSkipped}
 		return r
 	case HandedBack(j, p, now):
@@ -178,12 +179,12 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 		if s == nil {
 			return Result{State: db.StateDone, Slot: slot, Attempt: j.Attempt}
 		}
-		return nextFiring(j, s, slot, claimedAt, now, "")
+		return nextFiring(j, s, slot, startedAt, now, "")
 	case db.OutcomeCancelled:
 		if s == nil {
 			return Result{State: db.StateCancelled, Slot: slot, Attempt: j.Attempt, LastError: p.Error}
 		}
-		return nextFiring(j, s, slot, claimedAt, now, p.Error)
+		return nextFiring(j, s, slot, startedAt, now, p.Error)
 	}
 	// failed, timed_out, lease_expired
 	if p.Retryable && j.Attempt < j.MaxAttempts {
@@ -197,7 +198,7 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, claimedAt, 
 	if s == nil {
 		return Result{State: db.StateDead, Slot: slot, Attempt: j.Attempt, LastError: p.Error, GaveUp: true}
 	}
-	r := nextFiring(j, s, slot, claimedAt, now, p.Error)
+	r := nextFiring(j, s, slot, startedAt, now, p.Error)
 	r.GaveUp = true
 	return r
 }
@@ -238,7 +239,7 @@ func heldPlace(j *db.Job, now time.Time) time.Time {
 // nextFiring moves a recurring job from the firing at slot to its next slot,
 // computed from the slot (see NextSlot) and never from the finish time, applying the
 // overlap policy to slots that passed while it ran.
-func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time, lastErr string) Result {
+func nextFiring(j *db.Job, s *schedule.Schedule, slot, startedAt, now time.Time, lastErr string) Result {
 	next := NextSlot(*j, s)
 	r := Result{State: db.StateReady, Slot: next, LastError: lastErr}
 	offset := schedule.Offset(j.ID, time.Duration(j.Jitter))
@@ -254,7 +255,7 @@ func nextFiring(j *db.Job, s *schedule.Schedule, slot, claimedAt, now time.Time,
 		// The schedule never fires again.
 		return Result{State: db.StateDone, Slot: slot, LastError: lastErr, Passed: r.Passed}
 	case next.After(dueBy):
-	case j.Misfire == db.MisfireRunAll && !next.After(claimedAt.Add(-offset)):
+	case j.Misfire == db.MisfireRunAll && !next.After(startedAt.Add(-offset)):
 		// A run_all catch-up (the next slot was due when this firing, or
 		// its retry, was claimed): it runs right away. The first
 		// attempt's claim is not kept, so the slots that passed while a

@@ -36,8 +36,8 @@ import (
 // Reader and Tx, its statements.
 type Dialect interface {
 	Reader
-	// InTx runs fn in a write transaction and commits it when fn returns
-	// nil, else rolls it back. now is the clock of the transaction's
+	// InTx runs fn in a write transaction, once, and commits it when fn
+	// returns nil, else rolls it back. now is the clock of the transaction's
 	// times; nil means the database's own, read once as the transaction
 	// starts. A write that cannot take the database's lock in time fails
 	// with db.ErrBusy, one that finds no space with db.ErrStorageFull.

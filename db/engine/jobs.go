@@ -317,7 +317,6 @@ func (s *Store) JobResumeDue(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
-		n = 0 // should the dialect try the transaction again
 		var events []db.Event
 		for _, j := range jobs {
 			out, err := s.resume(ctx, tx, j, *j.PauseUntil)
@@ -535,7 +534,6 @@ func containsTime(ts []time.Time, t time.Time) bool {
 func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 	var changes []db.QuietChange
 	err := s.inTx(ctx, func(tx Tx) error {
-		changes = nil
 		jobs, err := tx.JobsWatched(ctx)
 		if err != nil {
 			return err

@@ -149,7 +149,6 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 		return nil
 	})
 	if err != nil {
-		claims = nil
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
 	if !seenAt.IsZero() {
@@ -243,7 +242,6 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 		ended error // a remote run ended here, past its timeout
 	)
 	err := s.inTx(ctx, func(tx Tx) error {
-		ended = nil
 		if p.Remote {
 			held, err := tx.JobsLeased(ctx, []Lease{{p.JobID, p.Generation}})
 			if err != nil {
