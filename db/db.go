@@ -42,6 +42,11 @@ var (
 	// the transaction. Nothing was written, and nothing of it will be;
 	// retrying later can succeed.
 	ErrBusy = errors.New("database is locked")
+	// ErrCommitUnknown is returned by a write whose COMMIT was sent and
+	// whose answer was lost (the connection to PostgreSQL broke): it may
+	// have been made, or not. A claim that fails so may have leased jobs
+	// to its worker: RunsHeld names them.
+	ErrCommitUnknown = errors.New("whether the write was committed is not known")
 	// ErrCorrupt is returned by any call that found the database's file
 	// damaged (SQLite's SQLITE_CORRUPT, PostgreSQL's data_corrupted). The
 	// store is not ready from then on.
@@ -299,8 +304,11 @@ type JobListParams struct {
 	// HealthFailing (the last firing gave up) or HealthQuiet (no success
 	// within expectSuccessWithin).
 	Health string
-	Limit  int
-	Cursor string
+	// LeaseOwner, when set, keeps only the jobs leased to that worker (not
+	// a filter of the API's: see Store.RunsHeld).
+	LeaseOwner string
+	Limit      int
+	Cursor     string
 }
 
 // The values of JobListParams.Health.
@@ -317,7 +325,7 @@ func (p JobListParams) Where(placeholder func(n int) string) (string, []any) {
 		conds []string
 		args  []any
 	)
-	for _, f := range []struct{ cond, v string }{{"state =", string(p.State)}, {"type =", p.Type}, {"name =", p.Name}, {"id <", p.Cursor}} {
+	for _, f := range []struct{ cond, v string }{{"state =", string(p.State)}, {"type =", p.Type}, {"name =", p.Name}, {"lease_owner =", p.LeaseOwner}, {"id <", p.Cursor}} {
 		if f.v != "" {
 			args = append(args, f.v)
 			conds = append(conds, f.cond+" "+placeholder(len(args)))
@@ -494,6 +502,11 @@ type Store interface {
 	// writes their run rows, in one transaction. It returns
 	// no jobs, not an error, when none are due.
 	RunClaim(ctx context.Context, p RunClaimParams) ([]Claim, error)
+	// RunsHeld returns the jobs whose live lease worker holds, with their
+	// running runs, as a claim answers them, in any order: after a claim
+	// failed with ErrCommitUnknown, the jobs it may have leased (and
+	// those the worker runs already).
+	RunsHeld(ctx context.Context, worker string) ([]Claim, error)
 	// RunHeartbeat extends the lease; ErrStale if p.Generation no longer
 	// holds the job.
 	RunHeartbeat(ctx context.Context, p RunHeartbeatParams) (Heartbeat, error)

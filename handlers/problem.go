@@ -124,7 +124,7 @@ func problemFor(err error) problem {
 		p.Detail = "the disk holding sked's database is full: nothing was written; free space there and retry (no restart is needed)"
 	case errors.Is(err, db.ErrUnreachable):
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryUnreachableAfter
-		p.Detail = "sked's database server cannot be reached (down, restarting or refusing connections): nothing was written; retry after Retry-After seconds"
+		p.Detail = "sked's database server cannot be reached (down, restarting or refusing connections): nothing was read or written; retry after Retry-After seconds"
 	case errors.Is(err, db.ErrBusy):
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryLockedAfter
 		p.Detail = "sked's database is locked (by another process, or by writes queued ahead of this one) and did not take the write within 5s: nothing was written, nor will be; retry shortly"

@@ -186,8 +186,8 @@ type dbCollector struct {
 	mu          sync.Mutex
 	everRunning map[string]bool // guarded by mu: the type labels sked_running_jobs has shown
 
-	oldestAge, dueNextMinute, jobs, running, dead, missed, quiet, failing *prometheus.Desc
-	typeOldestAge, typeDueNextMinute                                      *prometheus.Desc
+	up, oldestAge, dueNextMinute, jobs, running, dead, missed, quiet, failing *prometheus.Desc
+	typeOldestAge, typeDueNextMinute                                          *prometheus.Desc
 }
 
 func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabels) *dbCollector {
@@ -204,6 +204,8 @@ func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabel
 			"How long the oldest due ready job of a type has waited past its due time; types with no job due within a minute are absent.", []string{"type"}, nil),
 		typeDueNextMinute: prometheus.NewDesc("sked_jobs_due_next_minute_by_type",
 			"Ready jobs due within the next minute, overdue ones included, by type; types with none are absent.", []string{"type"}, nil),
+		up: prometheus.NewDesc("sked_database_up",
+			"1 when this scrape read the database's statistics, 0 when it could not (the database is unreachable or failing): the gauges read from it are absent then.", nil, nil),
 		jobs:    prometheus.NewDesc("sked_jobs", "Jobs in the database by state.", []string{"state"}, nil),
 		running: prometheus.NewDesc("sked_running_jobs", "Jobs leased to a worker, by type.", []string{"type"}, nil),
 		dead:    prometheus.NewDesc("sked_dead_jobs", "Jobs in the dead-letter list (state dead).", nil, nil),
@@ -217,7 +219,7 @@ func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabel
 }
 
 func (c *dbCollector) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.oldestAge, c.dueNextMinute, c.typeOldestAge, c.typeDueNextMinute, c.jobs, c.running, c.dead, c.missed, c.quiet, c.failing}
+	return []*prometheus.Desc{c.up, c.oldestAge, c.dueNextMinute, c.typeOldestAge, c.typeDueNextMinute, c.jobs, c.running, c.dead, c.missed, c.quiet, c.failing}
 }
 
 // Describe implements prometheus.Collector.
@@ -253,9 +255,12 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
 	st, err := c.stats.Stats(ctx, now)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.oldestAge, err)
+		// The gauges read from the database are absent, which an alert
+		// on them reads as no data: sked_database_up says why.
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(c.oldestAge, prometheus.GaugeValue, db.Age(st.ReadyOldestDue, now).Seconds())
 	ch <- prometheus.MustNewConstMetric(c.dueNextMinute, prometheus.GaugeValue, float64(st.DueNextMinute))
 	for typ, d := range c.types.dueByLabel(st.DueByType) {

@@ -113,6 +113,7 @@ func TestMetrics_Scrape(t *testing.T) {
 		{"sked_jobs", map[string]string{"state": "cancelled"}, 0},
 		{"sked_jobs", map[string]string{"state": "paused"}, 0},
 		{"sked_dead_jobs", nil, 2},
+		{"sked_database_up", nil, 1},
 		{"sked_running_jobs", map[string]string{"type": "rec"}, 1},
 		{"sked_ready_oldest_age_seconds", nil, 600},
 		{"sked_jobs_due_next_minute", nil, 2},
@@ -159,8 +160,8 @@ func TestMetrics_Scrape(t *testing.T) {
 }
 
 // TestMetrics_StatsFailure checks that a database that cannot be read
-// leaves its gauges out but still serves the observed metrics, and that a
-// prune it refuses is counted.
+// leaves its gauges out, says so in sked_database_up, and still serves the
+// observed metrics, and that a prune it refuses is counted.
 func TestMetrics_StatsFailure(t *testing.T) {
 	t.Parallel()
 	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sked.db"))
@@ -183,6 +184,9 @@ func TestMetrics_StatsFailure(t *testing.T) {
 	}
 	if v := value(t, got, "sked_prune_errors_total", nil); v != 1 {
 		t.Errorf("sked_prune_errors_total = %v, want 1 (the failed prune)", v)
+	}
+	if v := value(t, got, "sked_database_up", nil); v != 0 {
+		t.Errorf("sked_database_up = %v, want 0: the gauges read from it are absent", v)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -168,5 +170,52 @@ func TestPool_SlowHeartbeatKeepsLease(t *testing.T) {
 	}
 	if n := f.beats.Load(); n < 3 {
 		t.Errorf("%d slow heartbeats accepted, want at least 3: the run did not outlast the lease", n)
+	}
+}
+
+// lostClaimAnswer is a store whose first claim is made and committed, and
+// its answer lost, as when the connection to PostgreSQL breaks after the
+// COMMIT went out (db.ErrCommitUnknown).
+type lostClaimAnswer struct {
+	*sqlite.Store
+	lost atomic.Bool
+}
+
+func (s *lostClaimAnswer) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
+	claims, err := s.Store.RunClaim(ctx, p)
+	if err == nil && len(claims) > 0 && s.lost.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("claim runs: commit: the connection to the server broke: %w: unexpected EOF", db.ErrCommitUnknown)
+	}
+	return claims, err
+}
+
+// TestPool_ClaimAnswerLost: the jobs a claim leased, whose answer was lost
+// with the commit's, are run at once by the pool that claimed them, once
+// each, as their first attempt: they waited out their lease unrun, and a
+// job of one attempt went dead never having run.
+func TestPool_ClaimAnswerLost(t *testing.T) {
+	t.Parallel()
+	s := sqlitetest.Open(t)
+	var ran sync.Map // job id: how many times it ran
+	handler := func(_ context.Context, j *worker.Job) error {
+		n, _ := ran.LoadOrStore(j.ID, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		return nil
+	}
+	var ids []string
+	for range 3 {
+		ids = append(ids, create(t, s, db.JobCreateParams{Type: "once", MaxAttempts: 1}).ID)
+	}
+	store := &lostClaimAnswer{Store: s}
+	p, _ := startPool(t, s, worker.PoolConfig{Store: store, Lease: time.Hour, Handlers: map[string]worker.HandlerFunc{"once": handler}})
+	p.Wake()
+	for _, id := range ids {
+		j := waitState(t, s, id, db.StateDone)
+		if n, _ := ran.Load(id); j.Attempt != 1 || n == nil || n.(*atomic.Int32).Load() != 1 {
+			t.Errorf("job %s: attempt %d, ran %v times; want once, its first attempt", id, j.Attempt, n)
+		}
+	}
+	if !store.lost.Load() {
+		t.Fatal("no claim's answer was lost: the test tested nothing")
 	}
 }

@@ -34,6 +34,15 @@ type ClaimWaiter interface {
 	RunClaimWaited(ctx context.Context, p db.RunClaimParams) ([]db.Claim, time.Duration, error)
 }
 
+// HeldReader is a Store that can say which jobs a worker holds (db.Store):
+// after a claim whose commit's answer was lost (db.ErrCommitUnknown), a
+// pool reads them and runs those it does not run already, which the claim
+// leased to it; else they would wait out their lease unrun, each an
+// attempt spent.
+type HeldReader interface {
+	RunsHeld(ctx context.Context, worker string) ([]db.Claim, error)
+}
+
 // WorkerStopper is a Store that keeps a record of the workers that claim
 // (db.Store; the HTTP client, through the server): a pool tells it when it
 // has shut down, so that it is not taken for a worker still serving its
@@ -369,6 +378,9 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		// Not cut off by shutdown: a commit cut off midway might have
 		// taken jobs all the same, which nobody would then run.
 		claims, err = p.cfg.Store.RunClaim(context.WithoutCancel(ctx), params)
+		if errors.Is(err, db.ErrCommitUnknown) {
+			claims, err = p.held(ctx, sent, err)
+		}
 	}
 	late := ctx.Err() != nil
 	out := make([]*claimed, 0, len(claims))
@@ -394,6 +406,31 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		out = append(out, cl)
 	}
 	return out, err
+}
+
+// held reads the jobs the store says this worker holds, after a claim sent
+// at sent whose commit's answer was lost (claimErr): claim keeps those it
+// does not run already, which that claim leased, with their leases counted
+// from sent. While the store cannot answer it asks again, until a third of
+// the lease has passed: a job started later would have too little of it.
+func (p *Pool) held(ctx context.Context, sent time.Duration, claimErr error) ([]db.Claim, error) {
+	h, ok := p.cfg.Store.(HeldReader)
+	if !ok {
+		return nil, claimErr
+	}
+	wait := 50 * time.Millisecond
+	for {
+		claims, err := h.RunsHeld(context.WithoutCancel(ctx), p.cfg.WorkerID)
+		if err == nil {
+			p.cfg.Logger.Warn("a claim's answer was lost; running the jobs it leased", "err", claimErr)
+			return claims, nil
+		}
+		if clock.Monotonic()+wait-sent > p.cfg.Lease/3 {
+			return nil, fmt.Errorf("%w; reading the jobs it may have leased: %w", claimErr, err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // release forgets c once its outcome is recorded.
@@ -693,9 +730,12 @@ func waitFor(ctx, run context.Context, d time.Duration) bool {
 // command the handler ran was over by then, however long the outcome took
 // to record.
 func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, start, ended time.Time) {
-	// The outcome is recorded even when shutdown cancelled runCtx.
-	fctx, cancelFinish := context.WithTimeout(context.WithoutCancel(runCtx), 10*time.Second)
+	// The outcome is recorded even when shutdown cancelled runCtx, for
+	// recordAfterStop more.
+	fctx, cancelFinish := context.WithTimeout(context.WithoutCancel(runCtx), recordFor)
 	defer cancelFinish()
+	stopped := context.AfterFunc(runCtx, func() { time.AfterFunc(recordAfterStop, cancelFinish) })
+	defer stopped()
 	after, ferr := p.finish(fctx, fin)
 	if ferr == nil && after.State == db.StateReady {
 		signal(p.recheck)
@@ -725,14 +765,27 @@ func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, 
 		slog.Duration("duration", ended.Sub(start).Round(time.Millisecond)), slog.Time("ended", ended)}, extra...)...)
 }
 
-// finish records fin. A failure that sending again cannot mend (a stale
-// lease, a report refused, a job gone) is final; any other (the disk, a
-// lock, a server out of reach) is retried with backoff until ctx ends,
-// so that an outcome
-// the store did not take is not dropped while the lease may still hold;
-// past the lease the reaper runs the job again.
+// recordFor bounds how long a run's outcome is sent again while the store
+// cannot take it (the database is down): well past the lease, since an
+// outcome the store takes after the lease ended (the reaper ended the run
+// meanwhile, and the job may have run again) is kept as the run's late
+// outcome, so that the ledger says how the execution ended. Shutdown past
+// its grace leaves recordAfterStop of it.
+const (
+	recordFor       = 10 * time.Minute
+	recordAfterStop = 10 * time.Second
+)
+
+// finish records fin. A failure that sending again cannot mend (a lease
+// moved on, a report refused, a job gone) is final; any other (the disk, a
+// lock, a server out of reach) is retried with backoff until ctx ends, so
+// that an outcome the store did not take is not dropped: within the lease
+// it moves the job on, past it it is the run's late outcome. Its failures
+// are logged as a failureLog logs them.
 func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, error) {
 	wait := 50 * time.Millisecond
+	var failures failureLog
+	log := p.cfg.Logger.With("job_id", fin.JobID, "generation", fin.Generation)
 	for {
 		j, err := p.cfg.Store.RunFinish(ctx, fin)
 		if err == nil || errors.Is(err, db.ErrStale) || errors.Is(err, db.ErrInvalid) || errors.Is(err, db.ErrNotFound) {
@@ -745,8 +798,8 @@ func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, erro
 			return db.Job{}, err
 		case <-t.C:
 		}
-		p.cfg.Logger.Warn("record run outcome failed; retrying", "job_id", fin.JobID, "err", err)
-		wait = min(2*wait, time.Second)
+		failures.failed(log, "record run outcome failed; retrying", err)
+		wait = min(2*wait, 5*time.Second)
 	}
 }
 

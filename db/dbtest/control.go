@@ -503,3 +503,31 @@ func testPayloadEscapedNUL(t *testing.T, f *fixture) {
 		t.Fatalf("payload read back %s; want %s", got.Payload, payload)
 	}
 }
+
+// testRunsHeld: RunsHeld names the jobs whose live lease a worker holds,
+// with their running runs, as the claim answered them; not another
+// worker's, nor a lease that ended.
+func testRunsHeld(t *testing.T, f *fixture) {
+	for range 3 {
+		f.create(db.JobCreateParams{})
+	}
+	mine := f.claimLease("box/1", 2, 30*time.Second)
+	f.claimLease("box/2", 1, time.Hour)
+	held, err := f.Store.RunsHeld(f.ctx, "box/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{mine[0].Job.ID: mine[0].RunID, mine[1].Job.ID: mine[1].RunID}
+	if len(held) != 2 {
+		t.Fatalf("RunsHeld(box/1) = %d claims; want the 2 it claimed", len(held))
+	}
+	for _, c := range held {
+		if want[c.Job.ID] != c.RunID || c.Job.LeaseOwner != "box/1" || c.Job.State != db.StateRunning {
+			t.Errorf("held %s run %d (%s, %s); want one of %v", c.Job.ID, c.RunID, c.Job.LeaseOwner, c.Job.State, want)
+		}
+	}
+	f.Clock.Advance(31 * time.Second)
+	if held, err := f.Store.RunsHeld(f.ctx, "box/1"); err != nil || len(held) != 0 {
+		t.Errorf("RunsHeld after the leases ended = %v, %v; want none", held, err)
+	}
+}

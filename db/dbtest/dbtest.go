@@ -139,6 +139,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"BackfillAfterRedefine":  testBackfillAfterRedefine,
 		"JobCreateBatchCrossed":  testJobCreateBatchCrossed,
 		"StressLifecycle":        testStressLifecycle,
+		"RunsHeld":               testRunsHeld,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

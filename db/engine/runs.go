@@ -46,6 +46,35 @@ func (s *Store) RunsLive(ctx context.Context, jobs []db.Job) ([]db.Run, error) {
 	return live, nil
 }
 
+// maxHeld bounds the jobs RunsHeld reads: more than any worker's slots.
+const maxHeld = 10000
+
+// RunsHeld returns the jobs whose live lease worker holds; see db.Store.
+func (s *Store) RunsHeld(ctx context.Context, worker string) ([]db.Claim, error) {
+	jobs, err := s.d.JobsPage(ctx, db.JobListParams{State: db.StateRunning, LeaseOwner: worker}, maxHeld)
+	s.health.saw(err, false)
+	if err != nil {
+		return nil, fmt.Errorf("read the jobs %s holds: %w", worker, err)
+	}
+	now := s.stored(s.Now())
+	jobs = slices.DeleteFunc(jobs, func(j db.Job) bool { return !holds(j, Lease{j.ID, j.LeaseGeneration}, now) })
+	runs, err := s.RunsLive(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	runOf := make(map[string]int64, len(runs))
+	for _, r := range runs {
+		runOf[r.JobID] = r.ID
+	}
+	claims := make([]db.Claim, 0, len(jobs))
+	for _, j := range jobs {
+		if id, ok := runOf[j.ID]; ok {
+			claims = append(claims, db.Claim{Job: j, RunID: id})
+		}
+	}
+	return claims, nil
+}
+
 // jobPage reads a page of the rows (what: runs, events) of the job ref
 // names, newest first, with read, which takes the job's id and reads up
 // to limit rows with an id below before; it tells a job without rows from

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/engine"
 )
 
@@ -89,7 +90,7 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 			// The COMMIT may have reached the server, and been done,
 			// before the connection broke or the server ended the
 			// session: the transaction's fate is not known.
-			return fmt.Errorf("commit: the connection to the server broke; whether the transaction committed is not known: %w", err)
+			return fmt.Errorf("commit: the connection to the server broke: %w: %w", db.ErrCommitUnknown, err)
 		}
 		return fmt.Errorf("commit: %w", translate(err))
 	}
