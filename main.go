@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,7 +22,14 @@ import (
 // drain short.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	context.AfterFunc(ctx, func() { signal.Reset(os.Interrupt) })
+	interrupts := make(chan os.Signal, 2)
+	signal.Notify(interrupts, os.Interrupt) // also where SIGINT was ignored at start (nohup, cmd &)
+	go func() {
+		<-interrupts
+		<-interrupts
+		fmt.Fprintln(os.Stderr, "sked: interrupted again: exiting at once")
+		os.Exit(130)
+	}()
 	code := cli.Main(ctx, os.Args[1:], cli.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr})
 	stop()
 	os.Exit(code)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -845,5 +846,48 @@ func TestCheckEvidence(t *testing.T) {
 	}
 	if len(r.errs) != len(want) {
 		t.Errorf("checker reported %d errors, want %d: %q", len(r.errs), len(want), r.errs)
+	}
+}
+
+// TestServe_SecondInterruptExits: a second Ctrl-C ends sked serve at once,
+// with status 130, while a run drains; also when SIGINT was ignored as it
+// started (cmd &, nohup), where putting the signal's default back had kept
+// the ignoring.
+func TestServe_SecondInterruptExits(t *testing.T) {
+	dir := t.TempDir()
+	dbPath, addr := filepath.Join(dir, "sked.db"), freeAddr(t)
+	cmd := exec.Command("sh", "-c", `trap "" INT; exec "$0" "$@"`, skedBin,
+		"serve", "--db", dbPath, "--addr", addr, "--enable-exec", "--grace", "5m")
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = &syncWriter{w: logs}, &syncWriter{w: logs}
+	cmd.Env = append(os.Environ(), "SKED_DB=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd, logs}
+	t.Cleanup(func() { p.kill(dbPath) })
+	c := client{t, "http://" + addr}
+	waitFor(t, "sked to answer", func() bool {
+		resp, err := http.Get(c.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	j := c.create(map[string]any{"type": "exec", "payload": map[string]any{"command": []string{"sleep", "300"}}})
+	waitFor(t, "the run to start", func() bool { return c.job(j.ID).State == db.StateRunning })
+	cmd.Process.Signal(os.Interrupt)
+	waitFor(t, "the drain to begin", func() bool { return strings.Contains(logs.String(), "shutting down") })
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+			t.Fatalf("sked serve after a second SIGINT: %v; want exit status 130\n%s", err, logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("sked serve still draining 30 s after a second SIGINT (grace 5m)\n%s", logs)
 	}
 }

@@ -163,6 +163,9 @@ func upcoming(job db.Job, sched *schedule.Schedule, now time.Time, n int) []sche
 		if job.PauseUntil != nil && job.PauseUntil.After(now) {
 			now = *job.PauseUntil
 		}
+		if job.Slot != nil && job.Slot.After(now) { // skipped to before the pause: resumed, it keeps that slot
+			return sched.PreviewFrom(*job.Slot, n)
+		}
 		return sched.Preview(now, n)
 	case job.Slot == nil:
 		return sched.Preview(now, n)

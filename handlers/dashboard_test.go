@@ -108,6 +108,16 @@ func TestHandler_JobPreview(t *testing.T) {
 			t.Errorf("got %v, want the slot after the skipped one (2026-03-03T08:00:00Z)", got)
 		}
 	})
+	t.Run("PausedAfterSkip", func(t *testing.T) {
+		// Skipped to the 3rd, then paused: resumed, it runs the 3rd's
+		// slot, not the skipped one.
+		j := e.create(`{"type": "t", "schedule": "0 9 * * *", "timezone": "Europe/Berlin"}`, http.StatusCreated)
+		e.do(http.MethodPost, "/jobs/"+j.ID+"/skip", "").wantStatus(t, http.StatusOK)
+		e.do(http.MethodPost, "/jobs/"+j.ID+"/pause", "").wantStatus(t, http.StatusOK)
+		if got := preview(t, j.ID, "?n=1"); len(got) != 1 || got[0].UTC != "2026-03-03T08:00:00Z" {
+			t.Errorf("got %v, want the slot it skipped to (2026-03-03T08:00:00Z)", got)
+		}
+	})
 	t.Run("OneOff", func(t *testing.T) {
 		j := e.create(`{"type": "t", "runAt": "2026-03-05T00:00:00Z"}`, http.StatusCreated)
 		if got := preview(t, j.ID, ""); len(got) != 1 || got[0].UTC != "2026-03-05T00:00:00Z" {

@@ -584,8 +584,9 @@ func TestHandler_JobDelete(t *testing.T) {
 		}
 		p := e.do(http.MethodDelete, "/jobs/"+j.ID, "").wantProblem(t, http.StatusConflict,
 			"job "+j.ID+" is running on worker w1 (run ")
-		if !strings.Contains(p.Detail, "it cannot be cancelled — ask the handler to stop with POST /jobs/"+j.ID+"/cancel-run") {
-			t.Errorf("detail: got %q, want the cancel-run hint", p.Detail)
+		if !strings.Contains(p.Detail, "it cannot be cancelled — ask the handler to stop with POST /jobs/"+j.ID+"/cancel-run") ||
+			!strings.Contains(p.Detail, "POST /jobs/"+j.ID+"/pause, then cancel it") {
+			t.Errorf("detail: got %q, want the cancel-run hint, and a schedule's pause then cancel", p.Detail)
 		}
 		if p.State != db.StateRunning || p.Run == nil || p.Run.ID != claims[0].RunID || p.Run.WorkerID != "w1" {
 			t.Errorf("problem members: got state %q run %+v, want running and run %d of w1", p.State, p.Run, claims[0].RunID)

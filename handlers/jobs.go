@@ -308,7 +308,8 @@ type action struct {
 
 var (
 	actionCancel = action{done: "cancelled", which: "only ready, paused and dead jobs can be cancelled",
-		hint: "ask the handler to stop with POST /jobs/%s/cancel-run"}
+		hint: "ask the handler to stop with POST /jobs/%[1]s/cancel-run; a schedule, which runs again, pauses when its run ends: " +
+			"POST /jobs/%[1]s/pause, then cancel it"}
 	actionPause = action{done: "paused", which: "only ready jobs, and running schedules (which pause when the run ends), can be paused",
 		hint: "a one-off job's run is all of it: stop the run with POST /jobs/%s/cancel-run"}
 	actionResume    = action{done: "resumed", which: "only paused jobs, and running schedules that were to pause, can be resumed", in: db.StatePaused}

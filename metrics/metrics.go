@@ -50,6 +50,7 @@ type Metrics struct {
 	logger *slog.Logger
 	now    func() time.Time
 	types  *typeLabels
+	queue  *dbCollector // nil without Config.Stats
 
 	claimSeconds     prometheus.Histogram
 	finishSeconds    prometheus.Histogram
@@ -130,7 +131,8 @@ func New(cfg Config) *Metrics {
 		m.pruned.WithLabelValues(w)
 	}
 	if cfg.Stats != nil {
-		m.reg.MustRegister(newDBCollector(cfg.Stats, cfg.NowFunc, m.types))
+		m.queue = newDBCollector(cfg.Stats, cfg.NowFunc, m.types)
+		m.reg.MustRegister(m.queue)
 	}
 	return m
 }
@@ -246,6 +248,16 @@ func (c *dbCollector) runningByLabel(byType map[string]int64) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// claimed notes the types of claimed jobs, so that sked_running_jobs shows
+// each from then on, although no scrape saw one of its jobs running.
+func (c *dbCollector) claimed(claims []db.Claim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range claims {
+		c.everRunning[c.types.label(cl.Job.Type)] = true
+	}
 }
 
 // Collect implements prometheus.Collector with one read of the statistics.

@@ -115,6 +115,7 @@ func TestMetrics_Scrape(t *testing.T) {
 		{"sked_dead_jobs", nil, 2},
 		{"sked_database_up", nil, 1},
 		{"sked_running_jobs", map[string]string{"type": "rec"}, 1},
+		{"sked_running_jobs", map[string]string{"type": "ok"}, 0}, // it ran, though no scrape saw it run
 		{"sked_ready_oldest_age_seconds", nil, 600},
 		{"sked_jobs_due_next_minute", nil, 2},
 		{"sked_ready_oldest_age_by_type_seconds", map[string]string{"type": "other"}, 600},

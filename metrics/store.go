@@ -55,6 +55,9 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	if len(claims) == 0 {
 		return claims, err
 	}
+	if s.m.queue != nil {
+		s.m.queue.claimed(claims)
+	}
 	now := s.m.now()
 	s.mu.Lock()
 	if len(s.attempts)+len(claims) > maxTracked {

@@ -457,7 +457,7 @@ func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
 // JobBackfill runs the slots of a time range once each; see db.Store. Slots
 // that already have a succeeded run of the schedule are not run again.
 func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Backfill, error) {
-	var out db.Backfill
+	out := db.Backfill{JobIDs: []string{}} // [] in JSON when no slot is in the range
 	_, err := s.transition(ctx, p.ID, "backfill", "", func(tx Tx, j db.Job) (db.Job, error) {
 		if err := lifecycle.BackfillRange(p, tx.Now()); err != nil {
 			return db.Job{}, err

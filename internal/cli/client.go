@@ -165,6 +165,7 @@ var cliHints = []struct {
 	cmd   string
 }{
 	{regexp.MustCompile(`POST /jobs/([^/\s]+)/cancel-run`), "`sked cancel-run $1`"},
+	{regexp.MustCompile(`POST /jobs/([^/\s]+)/pause`), "`sked pause $1`"},
 	{regexp.MustCompile(`PATCH /jobs/([^/\s]+) or PUT /jobs/by-name/[^/\s)]+`), "`sked edit $1`"},
 	{regexp.MustCompile(`PATCH /jobs/([^/\s]+) with another name`), "`sked edit $1 --name NEW-NAME`"},
 }

@@ -1,7 +1,8 @@
 // Small SVG line charts, drawn without a library.
 
 const NS = "http://www.w3.org/2000/svg";
-const W = 480, H = 160, PAD = { l: 44, r: 10, t: 10, b: 22 };
+// The left pad holds the y axis's longest label, such as "23h 59m".
+const W = 480, H = 160, PAD = { l: 56, r: 10, t: 10, b: 22 };
 
 function el(name, attrs, text) {
   const e = document.createElementNS(NS, name);

@@ -67,7 +67,8 @@ export function fmtDuration(ms) {
   if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s";
   const s = Math.round(ms / 1000);
   if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
-  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
 }
 
 export function fmtSeconds(v) {
