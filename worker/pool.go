@@ -423,7 +423,11 @@ func (p *Pool) held(ctx context.Context, sent time.Duration, claimErr error) ([]
 		claims, err := h.RunsHeld(context.WithoutCancel(ctx), p.cfg.WorkerID)
 		if err == nil {
 			p.cfg.Logger.Warn("a claim's answer was lost; running the jobs it leased", "err", claimErr)
-			return claims, nil
+			// Only the types this pool claims: another pool under the
+			// same worker id (a second Server in one process) runs its own.
+			return slices.DeleteFunc(claims, func(c db.Claim) bool {
+				return len(p.types) > 0 && !slices.Contains(p.types, c.Job.Type)
+			}), nil
 		}
 		if clock.Monotonic()+wait-sent > p.cfg.Lease/3 {
 			return nil, fmt.Errorf("%w; reading the jobs it may have leased: %w", claimErr, err)

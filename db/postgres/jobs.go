@@ -216,8 +216,10 @@ func (t *tx) copyJobs(ctx context.Context, jobs []db.Job) ([]bool, error) {
 	if err := t.flush(ctx); err != nil {
 		return nil, err
 	}
-	byName := slices.SortedStableFunc(slices.Values(jobs), func(a, b db.Job) int { return strings.Compare(a.Name, b.Name) })
-	rows := pgx.CopyFromSlice(len(byName), func(i int) ([]any, error) { return newJobRow(byName[i]), nil })
+	if slices.ContainsFunc(jobs, func(j db.Job) bool { return j.Name != "" }) {
+		jobs = slices.SortedStableFunc(slices.Values(jobs), func(a, b db.Job) int { return strings.Compare(a.Name, b.Name) })
+	}
+	rows := pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) { return newJobRow(jobs[i]), nil })
 	if _, err := t.conn.CopyFrom(ctx, pgx.Identifier{"jobs"}, newJobNames, rows); err != nil {
 		return nil, fmt.Errorf("copy jobs: %w", translate(err))
 	}
