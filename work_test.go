@@ -859,11 +859,13 @@ func TestServe_SecondInterruptExits(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `trap "" INT; exec "$0" "$@"`, skedBin,
 		"serve", "--db", dbPath, "--addr", addr, "--enable-exec", "--grace", "5m")
 	logs := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = &syncWriter{w: logs}, &syncWriter{w: logs}
+	out := &syncWriter{w: logs}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), "SKED_DB=")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	logged := func() string { out.mu.Lock(); defer out.mu.Unlock(); return logs.String() }
 	p := &proc{cmd, logs}
 	t.Cleanup(func() { p.kill(dbPath) })
 	c := client{t, "http://" + addr}
@@ -877,7 +879,7 @@ func TestServe_SecondInterruptExits(t *testing.T) {
 	j := c.create(map[string]any{"type": "exec", "payload": map[string]any{"command": []string{"sleep", "300"}}})
 	waitFor(t, "the run to start", func() bool { return c.job(j.ID).State == db.StateRunning })
 	cmd.Process.Signal(os.Interrupt)
-	waitFor(t, "the drain to begin", func() bool { return strings.Contains(logs.String(), "shutting down") })
+	waitFor(t, "the drain to begin", func() bool { return strings.Contains(logged(), "shutting down") })
 	cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -885,9 +887,9 @@ func TestServe_SecondInterruptExits(t *testing.T) {
 	case err := <-done:
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 130 {
-			t.Fatalf("sked serve after a second SIGINT: %v; want exit status 130\n%s", err, logs)
+			t.Fatalf("sked serve after a second SIGINT: %v; want exit status 130\n%s", err, logged())
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("sked serve still draining 30 s after a second SIGINT (grace 5m)\n%s", logs)
+		t.Fatalf("sked serve still draining 30 s after a second SIGINT (grace 5m)\n%s", logged())
 	}
 }

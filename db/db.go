@@ -503,9 +503,10 @@ type Store interface {
 	// no jobs, not an error, when none are due.
 	RunClaim(ctx context.Context, p RunClaimParams) ([]Claim, error)
 	// RunsHeld returns the jobs whose live lease worker holds, with their
-	// running runs, as a claim answers them, in any order: after a claim
-	// failed with ErrCommitUnknown, the jobs it may have leased (and
-	// those the worker runs already).
+	// running runs, as a claim answered them (a triggered run's slot is
+	// its run's), in any order. After a claim failed with
+	// ErrCommitUnknown, those its worker does not run already are the
+	// ones a lost claim leased to it, if the worker id is its own.
 	RunsHeld(ctx context.Context, worker string) ([]Claim, error)
 	// RunHeartbeat extends the lease; ErrStale if p.Generation no longer
 	// holds the job.

@@ -300,7 +300,7 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request, a action, ch
 type action struct {
 	done  string // "cancelled", as in "it cannot be cancelled"
 	which string // the states it applies to
-	hint  string // what to do when a worker holds the job, with %s for the id
+	hint  string // what to do when a worker holds the job, with %[1]s (or %s) for the id
 	// in is the state it applies to, when a conflict in that state is
 	// about something else, which the store's message says.
 	in db.JobState

@@ -127,7 +127,7 @@ func problemFor(err error) problem {
 		p.Detail = "sked's database server cannot be reached (down, restarting or refusing connections): nothing was read or written; retry after Retry-After seconds"
 	case errors.Is(err, db.ErrBusy):
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryLockedAfter
-		p.Detail = "sked's database is locked (by another process, or by writes queued ahead of this one) and did not take the write within 5s: nothing was written, nor will be; retry shortly"
+		p.Detail = "sked's database is busy (locked by another process or by writes queued ahead of this one, or a conflict with a concurrent write) and did not take the write: nothing was written, nor will be; retry shortly"
 	default:
 		p.Status, p.Detail = http.StatusInternalServerError, internalDetail
 	}

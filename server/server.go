@@ -13,6 +13,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -332,7 +333,10 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	}
 	warnWaiting(ctx, store, disabled, log)
 	hostname, _ := os.Hostname()
-	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid())
+	// The pid names the process for people; the random part makes the id
+	// this pool's alone (two nodes' containers on one host's network both
+	// run as pid 1), which mending a lost claim relies on (worker.HeldReader).
+	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid()) + "-" + rand.Text()[:6]
 	if err := reclaimPredecessor(ctx, store, hostname, log); err != nil {
 		return nil, err
 	}

@@ -36,9 +36,9 @@ type ClaimWaiter interface {
 
 // HeldReader is a Store that can say which jobs a worker holds (db.Store):
 // after a claim whose commit's answer was lost (db.ErrCommitUnknown), a
-// pool reads them and runs those it does not run already, which the claim
-// leased to it; else they would wait out their lease unrun, each an
-// attempt spent.
+// pool reads them and runs those it does not run already, which a lost
+// claim leased to it (its worker id must be its own); else they would
+// wait out their lease unrun, each an attempt spent.
 type HeldReader interface {
 	RunsHeld(ctx context.Context, worker string) ([]db.Claim, error)
 }
@@ -372,6 +372,8 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		waited time.Duration
 		err    error
 	)
+	leaseOf := func(db.Claim) *lease { return newLease(sent, waited, params.Lease) }
+	adopted := false
 	if w, ok := p.cfg.Store.(ClaimWaiter); ok {
 		claims, waited, err = w.RunClaimWaited(ctx, params)
 	} else {
@@ -379,7 +381,14 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		// taken jobs all the same, which nobody would then run.
 		claims, err = p.cfg.Store.RunClaim(context.WithoutCancel(ctx), params)
 		if errors.Is(err, db.ErrCommitUnknown) {
-			claims, err = p.held(ctx, sent, err)
+			var (
+				asked    time.Duration
+				storeNow time.Time
+			)
+			if claims, asked, storeNow, err = p.held(ctx, sent, err); err == nil {
+				adopted = true
+				leaseOf = func(c db.Claim) *lease { return heldLease(asked, storeNow, c.Job, params.Lease) }
+			}
 		}
 	}
 	late := ctx.Err() != nil
@@ -397,7 +406,7 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		if _, ok := p.ended[id]; ok {
 			continue
 		}
-		cl := &claimed{Claim: c, lease: newLease(sent, waited, params.Lease), late: late}
+		cl := &claimed{Claim: c, lease: leaseOf(c), late: late}
 		cl.ctx, cl.cancel = context.WithCancelCause(runCtx)
 		if c.Job.CancelRequested { // asked while the claim's answer was lost (answered again)
 			cl.cancel(errCancelRequested)
@@ -405,36 +414,62 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		p.running[c.Job.ID] = cl
 		out = append(out, cl)
 	}
+	if adopted {
+		p.cfg.Logger.Warn("a claim's answer was lost with its commit; running the jobs it leased", "jobs", len(out))
+	}
 	return out, err
 }
 
-// held reads the jobs the store says this worker holds, after a claim sent
-// at sent whose commit's answer was lost (claimErr): claim keeps those it
-// does not run already, which that claim leased, with their leases counted
-// from sent. While the store cannot answer it asks again, until a third of
-// the lease has passed: a job started later would have too little of it.
-func (p *Pool) held(ctx context.Context, sent time.Duration, claimErr error) ([]db.Claim, error) {
+// held reads the jobs the store says this worker holds (its worker id is
+// its own: a sked serve's has a random part), after a claim sent at sent
+// whose commit's answer was lost (claimErr): those claim does not run
+// already are the ones that claim leased, or an earlier lost one. It
+// returns them, when it asked (asked, on the monotonic clock) and the
+// store's time just after it answered, from which heldLease bounds their
+// leases. While the store cannot answer it asks again, until a third of
+// the lease has passed since sent (a job started later would have too
+// little of it) or shutdown begins.
+func (p *Pool) held(ctx context.Context, sent time.Duration, claimErr error) (claims []db.Claim, asked time.Duration, storeNow time.Time, err error) {
 	h, ok := p.cfg.Store.(HeldReader)
 	if !ok {
-		return nil, claimErr
+		return nil, 0, time.Time{}, claimErr
 	}
+	giveUp := sent + p.cfg.Lease/3
 	wait := 50 * time.Millisecond
 	for {
-		claims, err := h.RunsHeld(context.WithoutCancel(ctx), p.cfg.WorkerID)
+		asked = clock.Monotonic()
+		rctx, cancel := context.WithTimeout(ctx, giveUp-asked)
+		claims, err = h.RunsHeld(rctx, p.cfg.WorkerID)
+		cancel()
 		if err == nil {
-			p.cfg.Logger.Warn("a claim's answer was lost; running the jobs it leased", "err", claimErr)
-			// Only the types this pool claims: another pool under the
-			// same worker id (a second Server in one process) runs its own.
-			return slices.DeleteFunc(claims, func(c db.Claim) bool {
-				return len(p.types) > 0 && !slices.Contains(p.types, c.Job.Type)
-			}), nil
+			return claims, asked, p.cfg.NowFunc(), nil
 		}
-		if clock.Monotonic()+wait-sent > p.cfg.Lease/3 {
-			return nil, fmt.Errorf("%w; reading the jobs it may have leased: %w", claimErr, err)
+		if ctx.Err() != nil || clock.Monotonic()+wait > giveUp {
+			return nil, 0, time.Time{}, fmt.Errorf("%w; reading the jobs it may have leased: %w", claimErr, err)
 		}
-		time.Sleep(wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// heldLease is the lease of a job held reads, asked at asked on the
+// monotonic clock: renewed by length, and ending no later than the job's
+// lease end as the store keeps it (storeNow was read after the store
+// answered, so what is left of it by then is less than what was left when
+// it was asked).
+func heldLease(asked time.Duration, storeNow time.Time, j db.Job, length time.Duration) *lease {
+	l := newLease(asked, 0, length)
+	if j.LeaseUntil != nil {
+		if left := j.LeaseUntil.Sub(storeNow); left < length {
+			l.until = asked + max(left, 0)
+		}
+	}
+	return l
 }
 
 // release forgets c once its outcome is recorded.
@@ -736,7 +771,7 @@ func waitFor(ctx, run context.Context, d time.Duration) bool {
 func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, start, ended time.Time) {
 	// The outcome is recorded even when shutdown cancelled runCtx, for
 	// recordAfterStop more.
-	fctx, cancelFinish := context.WithTimeout(context.WithoutCancel(runCtx), recordFor)
+	fctx, cancelFinish := context.WithTimeout(context.WithoutCancel(runCtx), max(recordFor, 2*p.cfg.Lease))
 	defer cancelFinish()
 	stopped := context.AfterFunc(runCtx, func() { time.AfterFunc(recordAfterStop, cancelFinish) })
 	defer stopped()
@@ -770,11 +805,12 @@ func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, 
 }
 
 // recordFor bounds how long a run's outcome is sent again while the store
-// cannot take it (the database is down): well past the lease, since an
-// outcome the store takes after the lease ended (the reaper ended the run
-// meanwhile, and the job may have run again) is kept as the run's late
-// outcome, so that the ledger says how the execution ended. Shutdown past
-// its grace leaves recordAfterStop of it.
+// cannot take it (the database is down), or twice the lease when that is
+// longer: past the lease, since an outcome the store takes after the lease
+// ended (the reaper ended the run meanwhile, and the job may have run
+// again) is kept as the run's late outcome, so that the ledger says how
+// the execution ended. Shutdown past its grace leaves recordAfterStop of
+// it.
 const (
 	recordFor       = 10 * time.Minute
 	recordAfterStop = 10 * time.Second

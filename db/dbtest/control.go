@@ -530,4 +530,16 @@ func testRunsHeld(t *testing.T, f *fixture) {
 	if held, err := f.Store.RunsHeld(f.ctx, "box/1"); err != nil || len(held) != 0 {
 		t.Errorf("RunsHeld after the leases ended = %v, %v; want none", held, err)
 	}
+
+	// A triggered run's slot is its claim's time, as the claim answered
+	// it, not the schedule's pending slot.
+	j := f.create(db.JobCreateParams{Type: "yearly", Schedule: "0 9 1 1 *"})
+	if _, err := f.Store.JobTrigger(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := f.claimLease("box/3", 1, time.Minute)
+	held, err = f.Store.RunsHeld(f.ctx, "box/3")
+	if err != nil || len(c) != 1 || len(held) != 1 || !held[0].Job.Slot.Equal(*c[0].Job.Slot) {
+		t.Fatalf("RunsHeld of a triggered run = %v, %v; want the slot the claim answered (%v)", held, err, c)
+	}
 }

@@ -62,14 +62,15 @@ func (s *Store) RunsHeld(ctx context.Context, worker string) ([]db.Claim, error)
 	if err != nil {
 		return nil, err
 	}
-	runOf := make(map[string]int64, len(runs))
+	runOf := make(map[string]db.Run, len(runs))
 	for _, r := range runs {
-		runOf[r.JobID] = r.ID
+		runOf[r.JobID] = r
 	}
 	claims := make([]db.Claim, 0, len(jobs))
 	for _, j := range jobs {
-		if id, ok := runOf[j.ID]; ok {
-			claims = append(claims, db.Claim{Job: j, RunID: id})
+		if r, ok := runOf[j.ID]; ok {
+			j.Slot = cmp.Or(r.Slot, j.Slot) // a triggered run's slot is its claim's time, not the pending slot
+			claims = append(claims, db.Claim{Job: j, RunID: r.ID})
 		}
 	}
 	return claims, nil
@@ -491,10 +492,11 @@ func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams,
 }
 
 // takesLate reports whether r records the outcome its worker reports after
-// its lease moved on: a run that no report of its worker ended (running
-// still, its lease expired, or timed out by the server while its worker
-// renewed it) and that has no late outcome yet. A run its worker's report
-// ended, even with timed_out, has the worker's word already.
+// its lease moved on: a run still running, or ended by the server (its
+// lease expired, or it was timed out while its worker renewed it), that
+// has no late outcome yet. A timed_out run its worker reported itself
+// takes one too (the run cannot tell who ended it): a worker sends
+// nothing after its own report but a repeat, which is no news.
 func takesLate(r db.Run) bool {
 	return r.Generation > 0 && r.LateOutcome == "" &&
 		(r.Outcome == db.OutcomeRunning || r.Outcome == db.OutcomeLeaseExpired || r.Outcome == db.OutcomeTimedOut)

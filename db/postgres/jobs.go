@@ -155,10 +155,12 @@ var newJobNames = func() []string {
 // insertJobsSQL inserts jobs given as one array per column of
 // newJobColumns, except those whose idempotency key is taken (by a job
 // that is not cancelled, or an earlier one of the same statement), and
-// returns the ids it inserted. It inserts in the order of the keys, then
-// of the names, then of the arrays: two batches that hold the same keys or
-// names in other orders then take their locks in one order, and neither
-// waits for the other while holding what it waits for.
+// returns the ids it inserted. Rows with keys go in the order of their
+// keys (the earlier of a key repeated in the batch first, which takes it),
+// those without in the order of their names: two batches that hold the
+// same keys, or the same names, in other orders then take their locks in
+// one order instead of deadlocking. (Batches whose keys and names cross
+// still can: PostgreSQL then ends one, which is db.ErrBusy.)
 var insertJobsSQL = func() string {
 	arrays := make([]string, len(newJobColumns))
 	for i, c := range newJobColumns {
@@ -167,7 +169,7 @@ var insertJobsSQL = func() string {
 	cols := strings.Join(newJobNames, ", ")
 	return `INSERT INTO jobs (` + cols + `) SELECT ` + cols + `
 		FROM unnest(` + strings.Join(arrays, ", ") + `) WITH ORDINALITY AS u (` + cols + `, n)
-		ORDER BY idempotency_key, name, n
+		ORDER BY idempotency_key, CASE WHEN idempotency_key IS NULL THEN name END, n
 		ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL AND state <> 'cancelled' DO NOTHING
 		RETURNING id`
 }()

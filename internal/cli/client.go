@@ -188,9 +188,9 @@ func (a *api) apiError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return fmt.Errorf("%s did not answer within %s: is sked serve there, and not stopped or overloaded? "+
-			"--request-timeout (SKED_REQUEST_TIMEOUT) sets how long a request may take; a change sent may have been made or not: "+
-			"look (sked ls, sked show) before sending it again, or send it with --key", server, a.timeout)
+		return fmt.Errorf("%s did not answer in time (%w): is sked serve there, and not stopped or overloaded? "+
+			"--request-timeout (SKED_REQUEST_TIMEOUT, now %s) sets how long a request may take; a change sent may have been made or not: "+
+			"look (sked ls, sked show) before sending it again, or send it with --key", server, err, a.timeout)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
 	case hungUp(err):
