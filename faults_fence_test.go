@@ -333,10 +333,13 @@ func (r *fenceRig) judge(ids []string, log string, st *fenceStats) []checker.Exe
 	return execs
 }
 
-// workerPID is the "/pid" a worker id ends with (see r.killed).
+// workerPID is the "/pid" of a worker id (see r.killed): its end, or
+// before the random part of sked serve's.
 func workerPID(id any) string {
 	s, _ := id.(string)
-	return s[max(strings.LastIndexByte(s, '/'), 0):]
+	s = s[max(strings.LastIndexByte(s, '/'), 0):]
+	pid, _, _ := strings.Cut(s, "-") // sked serve's ids end in -RANDOM after the pid
+	return pid
 }
 
 // rejudge judges every executions log of the rig again at the end, and
