@@ -45,7 +45,9 @@ type Client struct {
 	// included, is the answer. A request may so reach two servers: as with
 	// any retry, give created jobs an idempotency key.
 	Fallbacks []string
-	// Token is sent as "Authorization: Bearer <Token>" when not empty.
+	// Token is sent as "Authorization: Bearer <Token>" when not empty,
+	// without white space around it (a token read from a file keeps its
+	// line end; no token holds white space).
 	Token string
 	// HTTP sends the requests; nil means http.DefaultClient. Do not give it
 	// a Timeout shorter than a claim's wait: requests are bounded by their
@@ -239,8 +241,8 @@ func (c *Client) sendTo(ctx context.Context, base, method, path, contentType str
 		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
+	if token := strings.TrimSpace(c.Token); token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if c.Actor != "" {
 		req.Header.Set(wire.ActorHeader, c.Actor)

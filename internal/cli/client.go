@@ -107,10 +107,7 @@ func (a *api) connect() error {
 	if name != "" {
 		actor = name + "@" + host
 	}
-	// A token read from a file keeps its line end (SKED_TOKEN=$(<file)
-	// drops it, an EnvironmentFile= or a here-string may not); no token
-	// holds white space.
-	a.c = &skedapi.Client{BaseURL: strings.TrimRight(a.server, "/"), Token: strings.TrimSpace(a.token), Actor: actor,
+	a.c = &skedapi.Client{BaseURL: strings.TrimRight(a.server, "/"), Token: a.token, Actor: actor,
 		HTTP: &http.Client{Timeout: a.timeout}}
 	return nil
 }

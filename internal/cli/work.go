@@ -142,7 +142,7 @@ func tidyServers(servers []string) []string {
 func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	c := &skedapi.Client{BaseURL: f.servers[0], Fallbacks: f.servers[1:], Token: strings.TrimSpace(f.token), Logger: log} // as a client command's
+	c := &skedapi.Client{BaseURL: f.servers[0], Fallbacks: f.servers[1:], Token: f.token, Logger: log}
 	store := &patientStore{Client: c, log: log, refused: stop}
 	cmd := worker.ExecPayload{Command: command}
 	execCfg := worker.ExecConfig{Env: f.execEnv}
