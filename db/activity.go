@@ -27,7 +27,8 @@ type RunActivity struct {
 	// Lateness holds, for first attempts that started in the window, the
 	// start minus the due time (slot plus the job's offset), newest first,
 	// at most MaxLateness of them. Retries are left out: their delay is the
-	// backoff, not lateness.
+	// backoff, not lateness; so are backfills, which run past slots on
+	// purpose.
 	Lateness []time.Duration
 }
 

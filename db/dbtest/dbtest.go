@@ -140,6 +140,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"JobCreateBatchCrossed":  testJobCreateBatchCrossed,
 		"StressLifecycle":        testStressLifecycle,
 		"RunsHeld":               testRunsHeld,
+		"ActivityLateness":       testActivityLateness,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -83,7 +83,7 @@ type Reader interface {
 	RunsLive(ctx context.Context, leases []Lease) ([]db.Run, error)
 	// RunStarts reads what RunActivity summarises: how many runs (not
 	// missed slots) finished in (p.From, p.To], and the first attempts
-	// that started in it, newest first, at most p.MaxLateness; both among
+	// (not of backfills) that started in it, newest first, at most p.MaxLateness; both among
 	// the newest p.Scan runs.
 	RunStarts(ctx context.Context, p db.RunActivityParams) (finished int64, starts []Start, err error)
 	// Workers: see db.Store.

@@ -226,7 +226,7 @@ func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64,
 	rows, err := d.pool.Query(ctx, `SELECT r.job_id, r.slot, r.started_at, j.jitter_ms FROM
 			(SELECT id, job_id, slot, attempt, started_at, outcome FROM runs ORDER BY id DESC LIMIT $1) r
 			JOIN jobs j ON j.id = r.job_id
-		WHERE r.attempt = 1 AND r.outcome <> 'missed' AND r.slot IS NOT NULL
+		WHERE r.attempt = 1 AND r.outcome <> 'missed' AND r.slot IS NOT NULL AND j.parent_id IS NULL
 			AND r.started_at > $2 AND r.started_at <= $3
 		ORDER BY r.id DESC LIMIT $4`,
 		p.Scan, p.From, p.To, p.MaxLateness)

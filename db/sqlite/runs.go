@@ -217,7 +217,7 @@ func (d *dialect) RunStarts(ctx context.Context, p db.RunActivityParams) (int64,
 	rows, err := d.read.QueryContext(ctx, `SELECT r.job_id, r.slot, r.started_at, j.jitter_ms FROM
 			(SELECT id, job_id, slot, attempt, started_at, outcome FROM runs ORDER BY id DESC LIMIT ?) r
 			JOIN jobs j ON j.id = r.job_id
-		WHERE r.attempt = 1 AND r.outcome <> 'missed' AND r.slot IS NOT NULL
+		WHERE r.attempt = 1 AND r.outcome <> 'missed' AND r.slot IS NOT NULL AND j.parent_id IS NULL
 			AND r.started_at > ? AND r.started_at <= ?
 		ORDER BY r.id DESC LIMIT ?`,
 		p.Scan, from, to, p.MaxLateness)
