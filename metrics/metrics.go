@@ -211,8 +211,8 @@ func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabel
 		jobs:    prometheus.NewDesc("sked_jobs", "Jobs in the database by state.", []string{"state"}, nil),
 		running: prometheus.NewDesc("sked_running_jobs", "Jobs leased to a worker, by type.", []string{"type"}, nil),
 		dead:    prometheus.NewDesc("sked_dead_jobs", "Jobs in the dead-letter list (state dead).", nil, nil),
-		missed: prometheus.NewDesc("sked_missed_slots_total",
-			"Recurring slots that did not run (overlap, downtime, paused, clock step).", nil, nil),
+		missed: prometheus.NewDesc("sked_missed_slots",
+			"Recurring slots that did not run (overlap, downtime, paused, clock step, skipped), summed over the jobs in the database: it falls when a job is deleted or pruned, or a schedule's change takes back slots it had counted.", nil, nil),
 		quiet: prometheus.NewDesc("sked_schedules_quiet",
 			"Recurring jobs whose dead-man's switch fired: no run succeeded within expectSuccessWithin.", nil, nil),
 		failing: prometheus.NewDesc("sked_schedules_failing",
@@ -286,7 +286,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(n), typ)
 	}
 	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.GaugeValue, float64(st.JobsByState[db.StateDead]))
-	ch <- prometheus.MustNewConstMetric(c.missed, prometheus.CounterValue, float64(st.MissedSlots))
+	ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(st.MissedSlots))
 	ch <- prometheus.MustNewConstMetric(c.quiet, prometheus.GaugeValue, float64(st.QuietSchedules))
 	ch <- prometheus.MustNewConstMetric(c.failing, prometheus.GaugeValue, float64(st.FailingSchedules))
 }

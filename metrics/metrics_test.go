@@ -120,7 +120,7 @@ func TestMetrics_Scrape(t *testing.T) {
 		{"sked_jobs_due_next_minute", nil, 2},
 		{"sked_ready_oldest_age_by_type_seconds", map[string]string{"type": "other"}, 600},
 		{"sked_jobs_due_next_minute_by_type", map[string]string{"type": "other"}, 2},
-		{"sked_missed_slots_total", nil, float64(rec.MissedSlots)},
+		{"sked_missed_slots", nil, float64(rec.MissedSlots)},
 		{"sked_schedules_quiet", nil, 0},
 		{"sked_schedules_failing", nil, 0}, // the schedule's firing is still running
 		{"sked_runs_total", map[string]string{"type": "ok", "outcome": "succeeded"}, 1},
