@@ -34,6 +34,7 @@ import (
 	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres"
+	"github.com/sked-dev/sked/db/schema"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/internal/buildinfo"
 	"github.com/sked-dev/sked/metrics"
@@ -448,7 +449,9 @@ func (s *Server) close() error {
 	return s.built.close()
 }
 
-// Run starts the server if Start has not, then serves until ctx is done and
+// Run starts the server if Start has not, then serves until ctx is done (or,
+// on PostgreSQL, until a node of a newer sked migrates the database past
+// this binary: Run then returns an error wrapping schema.ErrNewer) and
 // shuts down in reverse order: refuse new claims and stop claiming; let
 // running jobs finish within the grace period and hand back the rest,
 // while the API still serves the heartbeats and completions of the remote
@@ -529,9 +532,17 @@ func (s *Server) Run(ctx context.Context) error {
 	if srv != nil {
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
+	superseded := make(chan error, 1)
+	if p.lock == nil { // PostgreSQL: other nodes, of another version, share the database
+		go func() { superseded <- watchSchema(svcCtx, p.store.Ready, schemaWatchEvery) }()
+	}
 	select {
 	case err = <-serveErr:
 		err = fmt.Errorf("serve http: %w", err)
+	case err = <-superseded: // never nil before svcCtx ends, after this select
+		log.Error("a newer sked migrated the database past this binary; shutting down so that this version writes to it no more "+
+			"(it does not know the newer schema's columns and rules): start the new version in its place", "err", err, "grace", cfg.Grace)
+		err = fmt.Errorf("stopped: %w", err)
 	case <-ctx.Done():
 		log.Info("shutting down", "grace", cfg.Grace)
 	}
@@ -556,6 +567,29 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	log.Info("stopped")
 	return err
+}
+
+// schemaWatchEvery is how often a server on PostgreSQL checks that no
+// newer sked migrated the database it shares with other nodes.
+const schemaWatchEvery = 5 * time.Second
+
+// watchSchema calls ready every interval until it reports the database's
+// schema newer than this binary (schema.ErrNewer: a node of a newer sked
+// migrated it, as in a rolling upgrade), and returns that error; nil when
+// ctx ends first. Other errors are left to /readyz, which reports them.
+func watchSchema(ctx context.Context, ready func(context.Context) error, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := ready(ctx); errors.Is(err, schema.ErrNewer) {
+				return err
+			}
+		}
+	}
 }
 
 // drainRemote waits, up to the grace period, for the runs that remote

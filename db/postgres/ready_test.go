@@ -49,15 +49,8 @@ func TestStore_Ready(t *testing.T) {
 	})
 
 	t.Run("Newer", func(t *testing.T) {
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, true)`); err != nil {
-			t.Fatal(err)
-		}
-		err = s.Ready(ctx)
+		postgrestest.Supersede(t, url)
+		err := s.Ready(ctx)
 		if !errors.Is(err, schema.ErrNewer) || !strings.Contains(err.Error(), "version 99") {
 			t.Errorf("Ready on a database a newer sked migrated = %v, want ErrNewer naming version 99", err)
 		}

@@ -96,3 +96,19 @@ func AwaitListening(t testing.TB, writer *postgres.Store, wakes <-chan struct{},
 		}
 	}
 }
+
+// Supersede records in the migrated schema at url (from URL) a migration
+// newer than any this binary knows, version 99, as a newer sked's migration
+// leaves the database for the nodes of this version.
+func Supersede(t testing.TB, url string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := postgres.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, true)`); err != nil {
+		t.Fatalf("supersede the schema: %v", err)
+	}
+}
