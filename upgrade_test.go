@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"net/http"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
 
@@ -18,14 +24,7 @@ func TestServe_SupersededSchemaStops(t *testing.T) {
 	url := postgrestest.URL(t)
 	addr := freeAddr(t)
 	p := startServe(t, url, addr)
-	waitFor(t, "sked serve to be ready", func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitReady(t, addr)
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()
 
@@ -45,5 +44,59 @@ func TestServe_SupersededSchemaStops(t *testing.T) {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the log does not say %q:\n%s", want, logs)
 		}
+	}
+}
+
+// waitReady waits for the sked serve at addr to answer /readyz 200: it
+// listens before it has migrated its database.
+func waitReady(t *testing.T, addr string) {
+	t.Helper()
+	waitFor(t, "sked serve to be ready", func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// TestMigrate_WarnsOfOldNodes: sked migrate that upgrades a PostgreSQL
+// database names the nodes still running on it, also one of a sked too
+// old to record its claims (schema 9, before the workers table), which
+// only its job's lease shows. It needs PostgreSQL.
+func TestMigrate_WarnsOfOldNodes(t *testing.T) {
+	url := postgrestest.URL(t)
+	addr := freeAddr(t)
+	p := startServe(t, url, addr, "--enable-exec", "--lease", "2m")
+	waitReady(t, addr)
+	c := client{t, "http://" + addr}
+	j := c.create(map[string]any{"type": "exec", "payload": map[string]any{"command": []string{"sleep", "20"}}})
+	c.waitState(j.ID, db.StateRunning)
+	p.cmd.Process.Kill() // its lease holds for 2m, as a live node's would
+	p.cmd.Wait()
+
+	// The schema of the sked before the workers table: migrations 12 to 10 down.
+	ctx := context.Background()
+	conn, err := postgres.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `ALTER TABLE jobs DROP COLUMN pause_requested; ALTER TABLE jobs DROP COLUMN rescheduled_at;
+		DROP TABLE workers; DELETE FROM goose_db_version WHERE version_id > 9`); err != nil {
+		t.Fatal(err)
+	}
+
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(skedBin, "migrate", "--db", url)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sked migrate: %v\n%s%s", err, &stdout, &stderr)
+	}
+	node := "/" + strconv.Itoa(p.cmd.Process.Pid) // serve:HOST/PID…
+	if !strings.Contains(stdout.String(), "schema version 9 → ") ||
+		!strings.Contains(stderr.String(), "warning: 1 node(s)") || !strings.Contains(stderr.String(), node) {
+		t.Errorf("sked migrate said\n%s%s\nwant the migration from 9 and a warning naming the node (…%s)", &stdout, &stderr, node)
 	}
 }

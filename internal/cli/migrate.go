@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,26 +71,43 @@ func migrateCmd(env Env) *cobra.Command {
 }
 
 // warnLiveNodes tells on stderr of the nodes (sked serve) that were seen
-// claiming within aliveWithin and did not say they stopped, after a
-// migration of their database: those of the older version keep running
-// on a schema they do not know. Only PostgreSQL's nodes can be: a SQLite
-// file's one node holds it locked.
+// claiming within aliveWithin and did not say they stopped, or that hold
+// a job's lease that has not run out, after a migration of their
+// database: those of the older version keep running on a schema they do
+// not know. The leases name the nodes of a sked too old to record its
+// claims (the workers table is newer than it). Only PostgreSQL's nodes can
+// be: a SQLite file's one node holds it locked.
 func warnLiveNodes(ctx context.Context, env Env, store db.Store) {
-	ws, err := store.Workers(ctx, store.Now().Add(-aliveWithin))
+	now := store.Now()
+	ws, err := store.Workers(ctx, now.Add(-aliveWithin))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "warning: could not read which nodes are live: %v\n", err)
 		return
 	}
+	running, _, err := store.JobList(ctx, db.JobListParams{State: db.StateRunning, Limit: handlers.MaxPageLimit})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "warning: could not read which nodes hold jobs: %v\n", err)
+		return
+	}
 	var live []string
+	add := func(id string) {
+		if node, ok := strings.CutPrefix(id, handlers.ServeWorkerPrefix); ok && !slices.Contains(live, node) {
+			live = append(live, node)
+		}
+	}
 	for _, w := range ws {
-		if w.StoppedAt == nil && strings.HasPrefix(w.ID, handlers.ServeWorkerPrefix) {
-			live = append(live, strings.TrimPrefix(w.ID, handlers.ServeWorkerPrefix))
+		if w.StoppedAt == nil {
+			add(w.ID)
+		}
+	}
+	for _, j := range running {
+		if j.LeaseUntil != nil && j.LeaseUntil.After(now) {
+			add(j.LeaseOwner)
 		}
 	}
 	if len(live) == 0 {
 		return
 	}
-	fmt.Fprintf(env.Stderr, "warning: %d node(s) of this database were seen in the last %s and did not say they stopped: %s. "+
-		"One that runs an older sked keeps serving, but its /readyz answers 503 and it refuses to start again: "+
-		"stop each and start it on this binary\n", len(live), aliveWithin, strings.Join(live, ", "))
+	fmt.Fprintf(env.Stderr, "warning: %d node(s) of this database were seen in the last %s, or hold a job's lease, and did not say they stopped: %s. "+
+		"One that runs an older sked goes on running jobs under a schema it does not know: stop each and start it on this binary\n", len(live), aliveWithin, strings.Join(live, ", "))
 }
