@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/cli"
 )
 
 // TestCLI_ApplyExport applies examples/schedules.yaml to a live sked serve:
@@ -160,7 +161,7 @@ func TestCLI_ApplyExport(t *testing.T) {
 	exported = strings.Replace(ok(t, srv, "export"), "0 4,16 * * *", "0 5,17 * * *", 1)
 	os.WriteFile(file, []byte(exported+"- {name: good, type: noop, schedule: '@hourly'}\n- {name: bad, type: noop, schedule: '0 25 * * *'}\n"), 0o600)
 	r := skedCLI(t, srv, "apply", "-f", file)
-	if r.code != 1 || !strings.Contains(r.stdout, "4 jobs: 1 refused (below); nothing was changed: mend "+file+" and apply it again") ||
+	if r.code != cli.ExitRefused || !strings.Contains(r.stdout, "4 jobs: 1 refused (below); nothing was changed: mend "+file+" and apply it again") ||
 		!strings.Contains(r.stderr, `job bad: schedule: "0 25 * * *" is not a cron expression: its hour field "25" is not valid`) ||
 		strings.Contains(r.stderr, "job good") {
 		t.Errorf("apply of a good and a bad job exited %d:\n%s%s", r.code, r.stdout, r.stderr)
@@ -170,19 +171,19 @@ func TestCLI_ApplyExport(t *testing.T) {
 	}
 	// With --dry-run the refusal is part of the plan.
 	r = skedCLI(t, srv, "apply", "-f", file, "--dry-run")
-	if r.code != 1 || !strings.Contains(r.stdout, "4 jobs: 1 would be created, 1 would be changed, 1 unchanged, 1 refused (below)") {
+	if r.code != cli.ExitRefused || !strings.Contains(r.stdout, "4 jobs: 1 would be created, 1 would be changed, 1 unchanged, 1 refused (below)") {
 		t.Errorf("apply --dry-run of a good and a bad job exited %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// A YAML true meant as a command is a boolean: the refusal says to quote it.
 	os.WriteFile(file, []byte("- {name: yes-man, type: exec, schedule: '@hourly', payload: {command: [true]}}\n"), 0o600)
-	if r := skedCLI(t, srv, "apply", "-f", file); r.code != 1 || !strings.Contains(r.stderr, "not a JSON bool") ||
+	if r := skedCLI(t, srv, "apply", "-f", file); r.code != cli.ExitRefused || !strings.Contains(r.stderr, "not a JSON bool") ||
 		!strings.Contains(r.stderr, `in YAML, quote a value meant as text ("true", "0755")`) {
 		t.Errorf("apply of command: [true] exited %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// No server: one error, not one per job.
 	os.WriteFile(file, []byte("- {name: good, type: noop, schedule: '@hourly'}\n- {name: bad, type: noop, schedule: '0 25 * * *'}\n"), 0o600)
 	r = skedCLI(t, "http://"+freeAddr(t), "apply", "-f", file)
-	if r.code != 1 || r.stdout != "" || strings.Count(r.stderr, "cannot connect") != 1 || strings.Contains(r.stderr, "job good") {
+	if r.code != cli.ExitUnreachable || r.stdout != "" || strings.Count(r.stderr, "cannot connect") != 1 || strings.Contains(r.stderr, "job good") {
 		t.Errorf("apply with no server exited %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -278,7 +279,7 @@ func TestCLI_Edit(t *testing.T) {
 	if edited.ID != j.ID || edited.Schedule != "0 4 * * *" || edited.Jitter != 0 || compact(t, edited.Payload) != `{"n":2}` {
 		t.Fatalf("edited job = %+v", edited)
 	}
-	if msg := fails(t, srv, 1, "edit", "report", "--schedule", "every day"); !strings.Contains(msg, "not a cron expression") {
+	if msg := fails(t, srv, cli.ExitRefused, "edit", "report", "--schedule", "every day"); !strings.Contains(msg, "not a cron expression") {
 		t.Errorf("edit with a bad schedule said %q", msg)
 	}
 	if msg := fails(t, srv, 2, "edit", "report", "--unset", "bogus"); !strings.Contains(msg, "--unset bogus: not a field") {
@@ -319,8 +320,8 @@ func TestCLI_Edit(t *testing.T) {
 	os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/^schedule: .*/schedule: every day/; s/^maxAttempts: .*/maxAttempts: 4/' \"$1\"\n"), 0o700)
 	r = skedCLIEnv(t, []string{"SKED_SERVER=" + srv, "SKED_TOKEN=", "VISUAL=", "EDITOR=" + editor}, "edit", "report")
 	m := regexp.MustCompile("(?m)^sked: your edit is kept in (\\S+): fix it there and send it with `sked edit report -f (\\S+)`$").FindStringSubmatch(r.stderr)
-	if r.code != 1 || !strings.Contains(r.stderr, "not a cron expression") || m == nil || m[1] != m[2] {
-		t.Fatalf("a refused edit: exit %d, want 1, the server's refusal and where the edit is kept:\n%s%s", r.code, r.stdout, r.stderr)
+	if r.code != cli.ExitRefused || !strings.Contains(r.stderr, "not a cron expression") || m == nil || m[1] != m[2] {
+		t.Fatalf("a refused edit: exit %d, want 4, the server's refusal and where the edit is kept:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	kept, err := os.ReadFile(m[1])
 	if err != nil || !strings.Contains(string(kept), "schedule: every day") || !strings.Contains(string(kept), "maxAttempts: 4") {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/cli"
 	"github.com/sked-dev/sked/internal/testnet"
 )
 
@@ -104,7 +105,7 @@ func TestCLI_Jobs(t *testing.T) {
 		!strings.Contains(out, "next run "+oneOff.NextRunAt.UTC().Format(time.RFC3339)+"); nothing created, and its time is kept") {
 		t.Fatalf("add repeated with its key printed %q", out)
 	}
-	if out := fails(t, srv, 1, "add", "--type", "noop", "--key", "k1"); !strings.Contains(out, "different request") {
+	if out := fails(t, srv, cli.ExitRefused, "add", "--type", "noop", "--key", "k1"); !strings.Contains(out, "different request") {
 		t.Fatalf("add of another job with a known key printed %q; want that the key was used by a different request", out)
 	}
 
@@ -198,7 +199,7 @@ func TestCLI_Jobs(t *testing.T) {
 		waitFor(t, "the retried job to run again", func() bool {
 			return len(okJSON[[]db.Run](t, srv, "runs", j.ID, "--all")) == 2
 		})
-		msg := fails(t, srv, 1, "retry", oneOff.ID)
+		msg := fails(t, srv, cli.ExitRefused, "retry", oneOff.ID)
 		if !strings.Contains(msg, "only dead jobs can be retried") {
 			t.Errorf("retry of a ready job said %q", msg)
 		}
@@ -208,11 +209,11 @@ func TestCLI_Jobs(t *testing.T) {
 		if out := ok(t, srv, "cancel", oneOff.ID); out != "cancelled job "+oneOff.ID+" (now cancelled)\n" {
 			t.Errorf("cancel printed %q", out)
 		}
-		// A job a worker holds: 409, its detail, exit 1.
+		// A job a worker holds: 409, its detail, exit 4.
 		stop := filepath.Join(dir, "stop")
 		held := okJSON[db.Job](t, srv, "add", "--exec", "--", "sh", "-c", "while [ ! -e "+stop+" ]; do sleep 0.05; done")
 		waitFor(t, "the job to run", func() bool { return okJSON[struct{ Job db.Job }](t, srv, "show", held.ID).Job.State == db.StateRunning })
-		msg := fails(t, srv, 1, "cancel", held.ID)
+		msg := fails(t, srv, cli.ExitRefused, "cancel", held.ID)
 		if !strings.Contains(msg, "job "+held.ID+" is running on worker") || !strings.Contains(msg, "`sked cancel-run "+held.ID+"`") {
 			t.Errorf("cancel of a held job said %q", msg)
 		}
@@ -225,8 +226,8 @@ func TestCLI_Jobs(t *testing.T) {
 			code int
 			want string
 		}{
-			{[]string{"show", "nosuchjob"}, 1, `job "nosuchjob" does not exist`},
-			{[]string{"add", "--type", "noop", "--schedule", "every tuesday"}, 1, "schedule"},
+			{[]string{"show", "nosuchjob"}, cli.ExitRefused, `job "nosuchjob" does not exist`},
+			{[]string{"add", "--type", "noop", "--schedule", "every tuesday"}, cli.ExitRefused, "schedule"},
 			{[]string{"add", "--exec", "--", "true"}, 0, ""},
 			{[]string{"add", "--exec", "--", "echo hi there"}, 2, `run it through a shell (-- sh -c "echo hi there")`},
 			{[]string{"add"}, 2, "--type is required"},
@@ -236,8 +237,8 @@ func TestCLI_Jobs(t *testing.T) {
 			{[]string{"add", "--type", "noop", "--at", "2030-01-01 09:00"}, 2, `"2030-01-01 09:00" has no zone offset: write 2030-01-01T09:00:00Z for UTC`},
 			{[]string{"show"}, 2, "sked show takes one job id"},
 			{[]string{"cancel", "a", "b"}, 2, "sked cancel takes one job id"},
-			{[]string{"ls", "--state", "sleeping"}, 1, `state "sleeping" is not a job state`},
-			{[]string{"ls", "--server", strings.Replace(srv, "http:", "https:", 1)}, 1,
+			{[]string{"ls", "--state", "sleeping"}, cli.ExitRefused, `state "sleeping" is not a job state`},
+			{[]string{"ls", "--server", strings.Replace(srv, "http:", "https:", 1)}, cli.ExitUnreachable,
 				strings.Replace(srv, "http:", "https:", 1) + " answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as " + srv},
 		} {
 			r := skedCLI(t, srv, tc.args...)
@@ -247,7 +248,7 @@ func TestCLI_Jobs(t *testing.T) {
 		}
 		// A name in use is changed with sked edit, not an API route.
 		named := okJSON[db.Job](t, srv, "add", "--type", "noop", "--name", "taken", "--in", "1h")
-		if msg := fails(t, srv, 1, "add", "--type", "noop", "--name", "taken"); !strings.Contains(msg, "belongs to job "+named.ID+" (ready); change that job (`sked edit taken`), or cancel it first") {
+		if msg := fails(t, srv, cli.ExitRefused, "add", "--type", "noop", "--name", "taken"); !strings.Contains(msg, "belongs to job "+named.ID+" (ready); change that job (`sked edit taken`), or cancel it first") {
 			t.Errorf("add with a name in use said %q; want the sked edit to use", msg)
 		}
 	})
@@ -256,7 +257,7 @@ func TestCLI_Jobs(t *testing.T) {
 // TestCLI_ServerDown checks the message when nothing listens at --server.
 func TestCLI_ServerDown(t *testing.T) {
 	srv := "http://" + freeAddr(t)
-	msg := fails(t, srv, 1, "ls")
+	msg := fails(t, srv, cli.ExitUnreachable, "ls")
 	if !strings.Contains(msg, "is sked serve running at "+srv+"?") || !strings.Contains(msg, "--server") {
 		t.Fatalf("ls with no server said %q", msg)
 	}
@@ -266,7 +267,7 @@ func TestCLI_ServerDown(t *testing.T) {
 	}
 	// A port whose service hangs up on HTTP (PostgreSQL's does).
 	hangsUp := "http://" + testnet.Answering(t, "")
-	if msg := fails(t, hangsUp, 1, "ls"); !strings.Contains(msg, "closed the connection without an HTTP answer") || !strings.Contains(msg, "PostgreSQL") {
+	if msg := fails(t, hangsUp, cli.ExitUnreachable, "ls"); !strings.Contains(msg, "closed the connection without an HTTP answer") || !strings.Contains(msg, "PostgreSQL") {
 		t.Fatalf("ls against a port that hangs up said %q", msg)
 	}
 }
@@ -278,10 +279,10 @@ func TestCLI_Token(t *testing.T) {
 	startServe(t, filepath.Join(t.TempDir(), "sked.db"), addr, "--token", "s3cret")
 	srv := "http://" + addr
 	const fix = "give sked one of the server's tokens with SKED_TOKEN or --token"
-	if msg := fails(t, srv, 1, "ls"); !strings.Contains(msg, "requires a bearer token") || !strings.Contains(msg, "401") || !strings.Contains(msg, fix) {
+	if msg := fails(t, srv, cli.ExitRefused, "ls"); !strings.Contains(msg, "requires a bearer token") || !strings.Contains(msg, "401") || !strings.Contains(msg, fix) {
 		t.Errorf("ls without a token said %q", msg)
 	}
-	if msg := fails(t, srv, 1, "ls", "--token", "wrong"); !strings.Contains(msg, "not one this server accepts") || !strings.Contains(msg, fix) {
+	if msg := fails(t, srv, cli.ExitRefused, "ls", "--token", "wrong"); !strings.Contains(msg, "not one this server accepts") || !strings.Contains(msg, fix) {
 		t.Errorf("ls with a wrong token said %q", msg)
 	}
 	ok(t, srv, "ls", "--token", "s3cret")
@@ -360,7 +361,7 @@ func TestCLI_ScheduleControls(t *testing.T) {
 	waitFor(t, "the run to stop", func() bool {
 		return okJSON[struct{ Job db.Job }](t, srv, "show", long.ID).Job.State == db.StateCancelled
 	})
-	if msg := fails(t, srv, 1, "cancel-run", long.ID); !strings.Contains(msg, "409") {
+	if msg := fails(t, srv, cli.ExitRefused, "cancel-run", long.ID); !strings.Contains(msg, "409") {
 		t.Fatalf("cancel-run of a cancelled job: %q", msg)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/cli"
 	"github.com/sked-dev/sked/wire"
 )
 
@@ -521,8 +522,8 @@ func TestWork_WorkerToken(t *testing.T) {
 		{"read-token", []string{"cancel", j.ID}, "read-only token"},
 	} {
 		r := as(c.token, c.args...)
-		if r.code != 1 || !strings.Contains(r.stderr, "403") || !strings.Contains(r.stderr, c.detail) {
-			t.Errorf("sked %q with the %s: exit %d, said %q; want 1 and a 403 naming the %s", c.args, c.token, r.code, r.stderr, c.detail)
+		if r.code != cli.ExitRefused || !strings.Contains(r.stderr, "403") || !strings.Contains(r.stderr, c.detail) {
+			t.Errorf("sked %q with the %s: exit %d, said %q; want 4 and a 403 naming the %s", c.args, c.token, r.code, r.stderr, c.detail)
 		}
 	}
 	if r := as("read-token", "ls"); r.code != 0 || !strings.Contains(r.stdout, j.ID) {
@@ -535,7 +536,7 @@ func TestWork_WorkerToken(t *testing.T) {
 	if r := as("read-token", "apply", "-f", plan, "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "1 would be created") {
 		t.Errorf("apply --dry-run with the read token: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := as("read-token", "apply", "-f", plan); r.code != 1 || !strings.Contains(r.stderr, "read-only token") {
+	if r := as("read-token", "apply", "-f", plan); r.code != cli.ExitRefused || !strings.Contains(r.stderr, "read-only token") {
 		t.Errorf("apply with the read token: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	stopGracefully(t, w.proc)

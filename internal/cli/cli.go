@@ -27,8 +27,8 @@ type Env struct {
 	Stdout, Stderr io.Writer
 }
 
-// Main runs args and returns the process's exit status: 0, 1 for an error,
-// 2 for a command line that cannot be run as given. It prints the error.
+// Main runs args and returns the process's exit status (see ExitCode and
+// the Exit… constants). It prints the error.
 func Main(ctx context.Context, args []string, env Env) int {
 	env.Stdout, env.Stderr = terminalSafe(env.Stdout), terminalSafe(env.Stderr)
 	err := Run(ctx, args, env)
@@ -117,18 +117,6 @@ func nameSources(cmd *cobra.Command, err error) {
 	if i := strings.Index(ue.msg, ": "); i > 0 {
 		ue.msg = ue.msg[:i] + " (from " + f.Annotations[fromEnvAnnotation][0] + ")" + ue.msg[i:]
 	}
-}
-
-// ExitCode is the process status for err: 0 for none, 2 for a usage error,
-// 1 otherwise.
-func ExitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if ue := (*usageError)(nil); errors.As(err, &ue) {
-		return 2
-	}
-	return 1
 }
 
 // usageError is a command line that cannot be run as given.

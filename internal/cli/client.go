@@ -113,7 +113,9 @@ func (a *api) connect() error {
 }
 
 // clientCommand is a client command whose run gets the connected API, its
-// errors rewritten into what to do about them.
+// errors rewritten into what to do about them (see apiError); a run that
+// fails once the command's context has ended (Ctrl-C) exits
+// ExitInterrupted.
 func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a *api, args []string) error) *cobra.Command {
 	a := &api{env: env}
 	a.register(cmd.Flags())
@@ -122,7 +124,12 @@ func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a 
 			return err
 		}
 		a.dash = cmd.ArgsLenAtDash()
-		return a.apiError(run(cmd.Context(), a, args))
+		err := run(cmd.Context(), a, args)
+		if err != nil && cmd.Context().Err() != nil && ExitCode(err) != ExitInterrupted {
+			return withExit(ExitInterrupted, err, "interrupted before it was done (%v): a change sent may have been made or not; "+
+				"look (sked ls, sked show) before sending it again", err)
+		}
+		return a.apiError(err)
 	}
 	return cmd
 }
@@ -177,37 +184,54 @@ func hungUp(err error) bool {
 
 // apiError rewrites errors of reaching the server into what to do about
 // them; the server's own problems (with their detail) pass as they are,
-// its hints put as sked commands.
+// its hints put as sked commands. Each gets its exit status: ExitUnreachable
+// for no answer (or a 5xx or 429, to try again), ExitRefused for a 4xx. An
+// error rewritten already passes as it is.
 func (a *api) apiError(err error) error {
 	server := a.server
-	var netErr net.Error
+	var (
+		netErr net.Error
+		done   *exitError
+	)
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &done):
+		return err
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return fmt.Errorf("%s did not answer in time (%w): is sked serve there, and not stopped or overloaded? "+
+		return withExit(ExitUnreachable, err, "%s did not answer in time (%v): is sked serve there, and not stopped or overloaded? "+
 			"--request-timeout (SKED_REQUEST_TIMEOUT, now %s) sets how long a request may take; a change sent may have been made or not: "+
 			"look (sked ls, sked show) before sending it again, or send it with --key", server, err, a.timeout)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
+		return withExit(ExitUnreachable, err, "cannot connect to %s: connection refused; is sked serve running at %s? start it with `sked serve` or pass --server", server, server)
 	case hungUp(err):
-		return fmt.Errorf("%s closed the connection without an HTTP answer: is sked serve the service at %s (and not, say, PostgreSQL)? "+
+		return withExit(ExitUnreachable, err, "%s closed the connection without an HTTP answer: is sked serve the service at %s (and not, say, PostgreSQL)? "+
 			"pass --server (SKED_SERVER) for another address; if it was restarting, a change sent may have been made or not: "+
 			"look (sked ls, sked show) before sending it again, or send it with --key", server, server)
 	case errors.Is(err, http.ErrSchemeMismatch):
-		return fmt.Errorf("%s answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as %s", server, "http"+strings.TrimPrefix(server, "https"))
+		return withExit(ExitUnreachable, err, "%s answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as %s", server, "http"+strings.TrimPrefix(server, "https"))
+	case errors.As(err, new(*url.Error)): // no answer for another reason: a name that does not resolve, TLS
+		return withExit(ExitUnreachable, err, "")
 	}
-	if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && ae.Detail != "" {
-		detail := ae.Detail
-		for _, h := range cliHints {
-			detail = h.route.ReplaceAllString(detail, h.cmd)
-		}
-		if ae.Status == http.StatusUnauthorized {
-			return fmt.Errorf("%s (%d %s); give sked one of the server's tokens with SKED_TOKEN or --token", detail, ae.Status, http.StatusText(ae.Status))
-		}
-		return fmt.Errorf("%s (%d %s)", detail, ae.Status, http.StatusText(ae.Status))
+	ae := (*skedapi.Error)(nil)
+	if !errors.As(err, &ae) {
+		return err
 	}
-	return err
+	code := ExitRefused
+	if ae.Status >= 500 || ae.Status == http.StatusTooManyRequests {
+		code = ExitUnreachable
+	}
+	if ae.Detail == "" {
+		return withExit(code, err, "")
+	}
+	detail := ae.Detail
+	for _, h := range cliHints {
+		detail = h.route.ReplaceAllString(detail, h.cmd)
+	}
+	if ae.Status == http.StatusUnauthorized {
+		return withExit(code, err, "%s (%d %s); give sked one of the server's tokens with SKED_TOKEN or --token", detail, ae.Status, http.StatusText(ae.Status))
+	}
+	return withExit(code, err, "%s (%d %s)", detail, ae.Status, http.StatusText(ae.Status))
 }
 
 func clientCmds(env Env) []*cobra.Command {
@@ -246,8 +270,8 @@ type addFlags struct {
 	req                  skedapi.JobCreateRequest
 	payload, schedule    string
 	at                   rfc3339Value
-	exec, wait           bool
-	waitLimit            time.Duration // of --wait; 0: none
+	exec                 bool
+	wait                 waitFlags
 	env                  []string
 	dir                  string
 	url                  string
@@ -306,8 +330,8 @@ func addCmd(env Env) *cobra.Command {
 	fs.StringArrayVar(&f.env, "env", nil, "with --exec: NAME=value added to the command's environment (repeatable)")
 	fs.StringVar(&f.dir, "dir", "", "with --exec: absolute working directory of the command")
 	fs.StringVar(&f.url, "url", "", "an http job POSTing to this URL (--payload is the body)")
-	fs.BoolVar(&f.wait, "wait", false, "one-off: wait until the job ends, as sked wait does (exit 0 done, 1 dead or cancelled)")
-	fs.DurationVar(&f.waitLimit, "wait-timeout", 0, "with --wait: wait at most this long (0: as long as it takes), then exit 1; --timeout is the job's")
+	f.wait.register(fs, "one-off: wait until the job ends")
+	fs.Lookup("wait-timeout").Usage += "; --timeout is the job's"
 	withEnv(fs, "tz")
 	fs.SortFlags = false
 	return cmd
@@ -439,14 +463,11 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	if req.Timezone != "" && f.schedule == "" {
 		return usagef("--tz is the time zone of a --schedule; add --schedule")
 	}
-	if f.wait && f.schedule != "" {
+	if f.wait.on && f.schedule != "" {
 		return usagef("--wait waits for a one-off job to end; a --schedule job ends only when cancelled")
 	}
-	switch {
-	case f.waitLimit < 0:
-		return usagef("--wait-timeout %s: give how long to wait at most, such as 10m, or 0 to wait as long as it takes", f.waitLimit)
-	case f.waitLimit > 0 && !f.wait:
-		return usagef("--wait-timeout is how long --wait waits; add --wait")
+	if err := f.wait.check(); err != nil {
+		return err
 	}
 	req.Schedule = f.schedule
 
@@ -458,7 +479,7 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		warnUnserved(ctx, a, job)
 	}
 	switch {
-	case f.wait && a.json: // one JSON document: the job as it ended
+	case f.wait.on && a.json: // one JSON document: the job as it ended
 	case a.json:
 		return a.printJSON(job)
 	case !created:
@@ -467,10 +488,10 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	default:
 		fmt.Fprintf(a.env.Stdout, "created job %s (%s, %s, next run %s)\n", jobLabel(job), job.Type, job.State, timeText(job.NextRunAt))
 	}
-	if !f.wait {
+	if !f.wait.on {
 		return nil
 	}
-	return a.wait(ctx, job.ID, f.waitLimit)
+	return a.wait(ctx, job.ID, f.wait.limit)
 }
 
 // execPayload is the payload of an exec job running command with the

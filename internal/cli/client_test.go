@@ -187,7 +187,7 @@ func TestClient_RequestTimeout(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("sked ls --request-timeout 300ms against a server that never answers: still waiting after 30s")
 	}
-	if code != 1 || !strings.Contains(stderr, "did not answer in time") || !strings.Contains(stderr, "now 300ms") || !strings.Contains(stderr, "--request-timeout") {
+	if code != ExitUnreachable || !strings.Contains(stderr, "did not answer in time") || !strings.Contains(stderr, "now 300ms") || !strings.Contains(stderr, "--request-timeout") {
 		t.Errorf("sked ls against a server that never answers: exit %d, %q", code, stderr)
 	}
 }

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sked-dev/sked/db"
 )
@@ -17,18 +19,50 @@ func waitCmd(env Env) *cobra.Command {
 	var limit time.Duration
 	cmd := jobCommand(env, "wait ID|NAME [--timeout DURATION]", "Wait until a one-off job ends; exit 0 when it is done, 1 when dead or cancelled",
 		func(ctx context.Context, a *api, id string) error {
-			if limit < 0 {
-				return usagef("--timeout %s: give how long to wait at most, such as 10m, or 0 to wait as long as it takes", limit)
+			if err := checkWaitLimit("--timeout", limit); err != nil {
+				return err
 			}
 			return a.wait(ctx, id, limit)
 		})
-	cmd.Flags().DurationVar(&limit, "timeout", 0, "wait at most this long (0: as long as it takes), then exit 1")
+	cmd.Flags().DurationVar(&limit, "timeout", 0, "wait at most this long (0: as long as it takes), then exit 124")
 	cmd.Long = "sked wait reads the job every " + waitPoll.String() + " until it ends, for scripts and CI: it exits 0 when the job is\n" +
-		"done, and 1 when it is dead (its last error printed) or cancelled, or when --timeout runs out. A server that\n" +
-		"does not answer meanwhile (restarting) is asked again. A paused job waits until it is resumed, or --timeout.\n" +
+		"done, 1 when it is dead (its last error printed) or cancelled, and 124 when --timeout runs out first. A server\n" +
+		"that does not answer meanwhile (restarting) is asked again. A paused job waits until it is resumed, or --timeout.\n" +
 		"A recurring job does not end by itself: it is refused.\n" +
 		"sked add --wait creates a job and waits for it the same way."
 	return cmd
+}
+
+// waitFlags are --wait and --wait-timeout of a command that starts a job
+// or a run and can wait for it to end (sked add, sked trigger).
+type waitFlags struct {
+	on    bool
+	limit time.Duration // 0: none
+}
+
+// register adds --wait, saying what waits for what, and --wait-timeout.
+func (w *waitFlags) register(fs *pflag.FlagSet, what string) {
+	fs.BoolVar(&w.on, "wait", false, what+", as sked wait does (exit 0 done, 1 dead, failed or cancelled)")
+	fs.DurationVar(&w.limit, "wait-timeout", 0, "with --wait: wait at most this long (0: as long as it takes), then exit 124")
+}
+
+// check refuses a --wait-timeout that is negative or without --wait.
+func (w *waitFlags) check() error {
+	if err := checkWaitLimit("--wait-timeout", w.limit); err != nil {
+		return err
+	}
+	if w.limit > 0 && !w.on {
+		return usagef("--wait-timeout is how long --wait waits; add --wait")
+	}
+	return nil
+}
+
+// checkWaitLimit refuses a negative limit of a wait given as flag.
+func checkWaitLimit(flag string, limit time.Duration) error {
+	if limit < 0 {
+		return usagef("%s %s: give how long to wait at most, such as 10m, or 0 to wait as long as it takes", flag, limit)
+	}
+	return nil
 }
 
 // wait waits, at most limit when it is above zero, until job id has ended,
@@ -37,65 +71,76 @@ func waitCmd(env Env) *cobra.Command {
 // A wait that ends before the job (--timeout, Ctrl-C) says so and how the
 // job is, and with --json prints the job as last read.
 func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
+	job, err := a.c.JobGet(ctx, id)
+	if err != nil {
+		return err
+	}
+	if job.Recurring() {
+		return fmt.Errorf("job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
+			"sked trigger %s runs it once now, and sked runs %s shows how each run ended", jobLabel(job), id, id)
+	}
+	return waitUntilEnded(ctx, a, limit, func(ctx context.Context) (db.Job, error) { return a.c.JobWait(ctx, job.ID, waitPoll) },
+		func(ended db.Job) error {
+			switch ended.State {
+			case db.StateDone:
+				return a.say("job %s done after %s\n", jobLabel(ended), plural(ended.Attempt, "attempt"))
+			case db.StateDead:
+				return withExit(ExitFailed, nil, "job %s is dead after %s: %s (sked runs %s --output shows each run's output)",
+					jobLabel(ended), plural(ended.Attempt, "attempt"), ended.LastError, id)
+			}
+			return withExit(ExitFailed, nil, "job %s was %s", jobLabel(ended), ended.State)
+		},
+		func(last db.Job, interrupted bool) error {
+			label, state := id, "not read yet"
+			if last.ID != "" {
+				label, state = jobLabel(last), "it is "+string(last.State)
+			}
+			if interrupted {
+				return withExit(ExitInterrupted, nil, "stopped waiting for job %s (%s): sked wait %s waits again, sked cancel-run %s stops its run", label, state, id, id)
+			}
+			return withExit(ExitTimedOut, nil, "job %s has not ended after %s (%s): sked wait %s waits again", label, limit, state, id)
+		})
+}
+
+// waitUntilEnded runs wait, bounded by limit when it is above zero, and
+// says how what it waited for (a job, a run) ended with ended; with --json
+// it first prints it as it ended. A wait that ends before it (limit, or
+// the command interrupted) is said by stopped, after, with --json, what
+// was last read (if anything was): a script reads one document whatever
+// happened.
+func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, wait func(context.Context) (T, error),
+	ended func(T) error, stopped func(last T, interrupted bool) error) error {
 	parent := ctx
 	if limit > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	job, err := a.c.JobGet(ctx, id)
-	if err == nil && job.Recurring() {
-		return fmt.Errorf("job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
-			"sked trigger %s runs it once now, and sked runs %s shows how each run ended", jobLabel(job), id, id)
-	}
-	ended := job
-	if err == nil {
-		var last db.Job
-		if last, err = a.c.JobWait(ctx, job.ID, waitPoll); last.ID != "" {
-			ended = last
-		}
-	}
+	v, err := wait(ctx)
 	if err != nil && ctx.Err() != nil {
-		return a.stoppedWaiting(id, ended, limit, parent.Err() != nil)
+		if a.json && !reflect.ValueOf(&v).Elem().IsZero() {
+			if err := a.printJSON(v); err != nil {
+				return err
+			}
+		}
+		return stopped(v, parent.Err() != nil)
 	}
 	if err != nil {
 		return err
 	}
 	if a.json {
-		if err := a.printJSON(ended); err != nil {
+		if err := a.printJSON(v); err != nil {
 			return err
 		}
 	}
-	switch ended.State {
-	case db.StateDone:
-		if a.json {
-			return nil
-		}
-		_, err := fmt.Fprintf(a.env.Stdout, "job %s done after %s\n", jobLabel(ended), plural(ended.Attempt, "attempt"))
-		return err
-	case db.StateDead:
-		return fmt.Errorf("job %s is dead after %s: %s (sked runs %s --output shows each run's output)",
-			jobLabel(ended), plural(ended.Attempt, "attempt"), ended.LastError, id)
-	default:
-		return fmt.Errorf("job %s was %s", jobLabel(ended), ended.State)
-	}
+	return ended(v)
 }
 
-// stoppedWaiting is the error of a wait that ended before job did: after
-// limit, or interrupted. With --json the job as last read (if it was read)
-// is printed first, so that a script has one document to read.
-func (a *api) stoppedWaiting(id string, job db.Job, limit time.Duration, interrupted bool) error {
-	if a.json && job.ID != "" {
-		if err := a.printJSON(job); err != nil {
-			return err
-		}
+// say prints, unless the output is JSON, format with args.
+func (a *api) say(format string, args ...any) error {
+	if a.json {
+		return nil
 	}
-	label, state := id, "not read yet"
-	if job.ID != "" {
-		label, state = jobLabel(job), "it is "+string(job.State)
-	}
-	if interrupted {
-		return fmt.Errorf("stopped waiting for job %s (%s): sked wait %s waits again, sked cancel-run %s stops its run", label, state, id, id)
-	}
-	return fmt.Errorf("job %s has not ended after %s (%s): sked wait %s waits again", label, limit, state, id)
+	_, err := fmt.Fprintf(a.env.Stdout, format, args...)
+	return err
 }

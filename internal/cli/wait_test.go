@@ -40,8 +40,9 @@ func finishSoon(t *testing.T, s *sqlite.Store, typ string, outcome db.Outcome, e
 }
 
 // TestWait: sked wait and sked add --wait wait until a one-off job ends and
-// exit by how it ended: 0 done, 1 dead (with its last error) or when the
-// wait runs out; a recurring job is refused, as --wait with --schedule is.
+// exit by how it ended: 0 done, 1 dead (with its last error), 124 when the
+// wait runs out, 130 when it is interrupted; a recurring job is refused,
+// as --wait with --schedule is.
 func TestWait(t *testing.T) {
 	s := sqlitetest.Open(t)
 	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
@@ -86,19 +87,19 @@ func TestWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _, stderr := mainOf("wait", "stuck", "--timeout", "1s", "--server", srv.URL)
-		if code != 1 || !strings.Contains(stderr, "has not ended after 1s (it is ready): sked wait stuck waits again") {
+		if code != ExitTimedOut || !strings.Contains(stderr, "has not ended after 1s (it is ready): sked wait stuck waits again") {
 			t.Errorf("sked wait --timeout 1s of a job nobody runs: exit %d, %q", code, stderr)
 		}
 		// With --json, the job as last read, so that a script reads one
 		// document whatever happened.
 		code, stdout, stderr := mainOf("wait", "stuck", "--timeout", "1s", "--json", "--server", srv.URL)
 		var job db.Job
-		if err := json.Unmarshal([]byte(stdout), &job); code != 1 || err != nil || job.Name != "stuck" || job.State != db.StateReady {
+		if err := json.Unmarshal([]byte(stdout), &job); code != ExitTimedOut || err != nil || job.Name != "stuck" || job.State != db.StateReady {
 			t.Errorf("sked wait --timeout 1s --json: exit %d, %q %q; want the job as last read, ready", code, stdout, stderr)
 		}
 		// sked add --wait-timeout bounds the wait; --timeout is the job's.
 		code, _, stderr = mainOf("add", "--type", "nobody", "--wait", "--wait-timeout", "1s", "--server", srv.URL)
-		if code != 1 || !strings.Contains(stderr, "has not ended after 1s (it is ready)") {
+		if code != ExitTimedOut || !strings.Contains(stderr, "has not ended after 1s (it is ready)") {
 			t.Errorf("sked add --wait --wait-timeout 1s of a job nobody runs: exit %d, %q", code, stderr)
 		}
 		if code, _, stderr := mainOf("add", "--type", "nobody", "--wait-timeout", "1s", "--server", srv.URL); code != 2 || !strings.Contains(stderr, "add --wait") {
@@ -111,7 +112,7 @@ func TestWait(t *testing.T) {
 		defer cancel()
 		var stdout, stderr strings.Builder
 		code := Main(ictx, []string{"wait", "stuck", "--server", srv.URL}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
-		if code != 1 || !strings.Contains(stderr.String(), "stopped waiting for job stuck") || !strings.Contains(stderr.String(), "(it is ready)") {
+		if code != ExitInterrupted || !strings.Contains(stderr.String(), "stopped waiting for job stuck") || !strings.Contains(stderr.String(), "(it is ready)") {
 			t.Errorf("sked wait interrupted: exit %d, %q; want it to say the job is still ready", code, stderr.String())
 		}
 	})

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/handlers"
+)
+
+// refusedAddr is an address where nothing listens.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+// TestExitCodes: a script tells by the exit status a job that failed (1)
+// from a command line it got wrong (2), a server it could not reach or
+// that failed (3) and a request the server refused (4).
+func TestExitCodes(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	if _, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "nobody", Name: "ready-one"}); err != nil {
+		t.Fatal(err)
+	}
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the database is out of reach"}`))
+	}))
+	t.Cleanup(failing.Close)
+	down := refusedAddr(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"ls", "--server", srv.URL}, ExitOK, ""},
+		{[]string{"ls", "--limit", "many", "--server", srv.URL}, ExitUsage, "give a whole number"},
+		{[]string{"ls", "--server", down}, ExitUnreachable, "connection refused"},
+		{[]string{"show", "ready-one", "--server", failing.URL}, ExitUnreachable, "the database is out of reach (503 Service Unavailable)"},
+		{[]string{"show", "nosuchjob", "--server", srv.URL}, ExitRefused, `job "nosuchjob" does not exist: no job has that id or name (404 Not Found)`},
+		{[]string{"retry", "ready-one", "--server", srv.URL}, ExitRefused, "only dead jobs can be retried"},
+		{[]string{"ls", "--state", "sleeping", "--server", srv.URL}, ExitRefused, `state "sleeping" is not a job state`},
+	} {
+		code, _, stderr := mainOf(c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("sked %q: exit %d, %q; want exit %d and %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}
