@@ -341,6 +341,16 @@ func TestCLI_ScheduleControls(t *testing.T) {
 		runs := okJSON[[]db.Run](t, srv, "runs", hourly.ID)
 		return len(runs) >= 2 && runs[0].Reason == db.ReasonManual && runs[0].Outcome == db.OutcomeSucceeded
 	})
+	// With --wait, a CI step has the triggered run's outcome as its exit
+	// status, and with --json the run as it ended.
+	if run := okJSON[db.Run](t, srv, "trigger", hourly.ID, "--wait", "--wait-timeout", "1m"); run.Reason != db.ReasonManual || run.Outcome != db.OutcomeSucceeded {
+		t.Errorf("trigger --wait --json printed run %+v; want the manual run, succeeded", run)
+	}
+	failing := okJSON[db.Job](t, srv, "add", "--exec", "--name", "failing-nightly", "--schedule", "0 3 * * *", "--", "sh", "-c", "echo no disk; exit 3")
+	if msg := fails(t, srv, cli.ExitFailed, "trigger", "failing-nightly", "--wait", "--wait-timeout", "1m"); !strings.Contains(msg, "of job failing-nightly ("+failing.ID+") failed after") ||
+		!strings.Contains(msg, "exit status 3") {
+		t.Errorf("trigger --wait of a run that fails said %q", msg)
+	}
 
 	from := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Hour)
 	to := from.Add(2 * time.Hour)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -48,27 +49,102 @@ func (c *Client) JobGet(ctx context.Context, id string) (db.Job, error) {
 // any other error ends the wait, as does the end of ctx, which returns the
 // job as last read (zero if none was) with an error wrapping ctx.Err().
 func (c *Client) JobWait(ctx context.Context, id string, poll time.Duration) (db.Job, error) {
+	return pollUntil(ctx, poll, "job "+id, func(ctx context.Context) (db.Job, bool, error) {
+		job, err := c.JobGet(ctx, id)
+		return job, err == nil && job.State.Final(), err
+	})
+}
+
+// ErrTriggerDropped is the end of a wait for an operator's extra run that
+// will not run: see TriggeredRunWait.
+var ErrTriggerDropped = errors.New("the triggered run was dropped before it started")
+
+// TriggeredRunWait polls as JobWait does until the operator's extra run of
+// a recurring job ends, and returns that run as it ended. triggered is the
+// job as JobTrigger returned it: the run is the first one claimed after it
+// (of a lease generation above triggered's) marked db.ReasonManual that
+// was not handed back unstarted (released: the job runs it again), not a
+// slot of the schedule nor a later trigger's. A pause (or a cancel) before
+// the run starts drops it: the wait then ends with an error wrapping
+// ErrTriggerDropped that says how the job is. The end of ctx returns the
+// run as last read (zero if it had not started) with an error wrapping
+// ctx.Err().
+func (c *Client) TriggeredRunWait(ctx context.Context, triggered db.Job, poll time.Duration) (db.Run, error) {
+	id := triggered.ID
+	return pollUntil(ctx, poll, "the triggered run of job "+id, func(ctx context.Context) (db.Run, bool, error) {
+		// The job first: a trigger it no longer holds has its run listed
+		// by the time the runs are read, if it ran.
+		job, err := c.JobGet(ctx, id)
+		if err != nil {
+			return db.Run{}, false, err
+		}
+		run, found, err := c.triggeredRun(ctx, triggered)
+		switch {
+		case err != nil:
+			return db.Run{}, false, err
+		case found:
+			return run, run.Outcome != db.OutcomeRunning, nil
+		case !job.Triggered || job.State.Final():
+			return db.Run{}, false, fmt.Errorf("job %s is %s and its trigger is gone (a pause drops an operator's run that has not started): %w", id, job.State, ErrTriggerDropped)
+		}
+		return db.Run{}, false, nil
+	})
+}
+
+// triggeredRun is the run of the trigger that returned triggered (see
+// TriggeredRunWait), found false while it has not started. It reads the
+// job's runs, newest first, back to the first run claimed before the
+// trigger.
+func (c *Client) triggeredRun(ctx context.Context, triggered db.Job) (run db.Run, found bool, err error) {
+	for cursor := int64(0); ; {
+		runs, next, err := c.RunList(ctx, db.RunListParams{JobID: triggered.ID, Cursor: cursor})
+		if err != nil {
+			return db.Run{}, false, err
+		}
+		for _, r := range runs {
+			switch {
+			case r.Generation == 0: // a missed slot: no claim
+			case r.Generation <= triggered.LeaseGeneration:
+				return run, found, nil
+			case r.Reason == db.ReasonManual && r.Outcome != db.OutcomeReleased:
+				run, found = r, true // the oldest such is the trigger's
+			}
+		}
+		if next == 0 {
+			return run, found, nil
+		}
+		cursor = next
+	}
+}
+
+// pollUntil calls read every poll (0: 500ms; at least 100ms) until it
+// reads a value that has ended, and returns it. A read that got no answer,
+// or a 503, is made again at the next poll; any other error ends the wait,
+// as does the end of ctx, which returns the value as last read (zero if
+// none was) with an error wrapping ctx.Err() that names what.
+func pollUntil[T any](ctx context.Context, poll time.Duration, what string, read func(context.Context) (v T, ended bool, err error)) (T, error) {
 	if poll == 0 {
 		poll = 500 * time.Millisecond
 	}
 	tick := time.NewTicker(max(poll, 100*time.Millisecond))
 	defer tick.Stop()
-	var last db.Job
+	var last T
 	for {
-		job, err := c.JobGet(ctx, id)
+		v, ended, err := read(ctx)
 		switch {
-		case err == nil && job.State.Final():
-			return job, nil
+		case err == nil && ended:
+			return v, nil
 		case err == nil:
-			last = job
+			last = v
 		case ctx.Err() != nil: // ended during the request
-			return last, fmt.Errorf("wait for job %s to end: %w", id, ctx.Err())
+			return last, fmt.Errorf("wait for %s to end: %w", what, ctx.Err())
 		case !failsOver(ctx, err):
-			return db.Job{}, err
+			var zero T
+			return zero, err
 		}
 		select {
 		case <-ctx.Done():
-			return last, fmt.Errorf("wait for job %s to end: %w", id, ctx.Err())
+			return last, fmt.Errorf("wait for %s to end: %w", what, ctx.Err())
 		case <-tick.C:
 		}
 	}

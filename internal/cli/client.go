@@ -241,7 +241,7 @@ func clientCmds(env Env) []*cobra.Command {
 		pauseCmd(env),
 		actionCmd(env, "resume", "Resume a paused job", "resumed", "", (*skedapi.Client).JobResume),
 		actionCmd(env, "retry", "Move a dead job back to ready", "retried", "", (*skedapi.Client).JobRetry),
-		actionCmd(env, "trigger", "Run a job once now (a schedule keeps its pending slot)", "triggered", "", (*skedapi.Client).JobTrigger),
+		triggerCmd(env),
 		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of", "", (*skedapi.Client).JobSkip),
 		actionCmd(env, "cancel-run", "Stop a job's running run (its handler's context ends; commands get SIGTERM)", "asked to stop the run of",
 			"(a worker in this server's own pool stops it at once; another node's pool or sked work "+
@@ -464,7 +464,7 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		return usagef("--tz is the time zone of a --schedule; add --schedule")
 	}
 	if f.wait.on && f.schedule != "" {
-		return usagef("--wait waits for a one-off job to end; a --schedule job ends only when cancelled")
+		return usagef("--wait waits for a one-off job to end; a --schedule job ends only when cancelled (sked trigger NAME --wait runs it once and waits for that run)")
 	}
 	if err := f.wait.check(); err != nil {
 		return err
@@ -721,6 +721,40 @@ func actionCmd(env Env, name, short, verb, note string, do func(*skedapi.Client,
 		_, err = fmt.Fprintln(a.env.Stdout, note)
 		return err
 	})
+}
+
+// triggerCmd runs a job once now and, with --wait, waits until that run
+// has ended.
+func triggerCmd(env Env) *cobra.Command {
+	var w waitFlags
+	cmd := jobCommand(env, "trigger ID|NAME [--wait [--wait-timeout DURATION]]", "Run a job once now (a schedule keeps its pending slot)",
+		func(ctx context.Context, a *api, id string) error {
+			if err := w.check(); err != nil {
+				return err
+			}
+			job, err := a.c.JobTrigger(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !w.on || !a.json { // with --wait --json, one document: what ended
+				if err := a.printAction("triggered", id, job); err != nil {
+					return err
+				}
+			}
+			switch {
+			case !w.on:
+				return nil
+			case job.Recurring():
+				return a.waitTriggered(ctx, id, job, w.limit)
+			}
+			return a.wait(ctx, job.ID, w.limit)
+		})
+	w.register(cmd.Flags(), "wait until this run ends (a one-off job: until the job ends)")
+	cmd.Long = "sked trigger runs a ready job once now. A recurring job gets an extra run, marked manual, and keeps its pending\n" +
+		"slot. With --wait it waits until that run ends, for CI: exit 0 when it succeeded, 1 when it failed, timed out or\n" +
+		"was cancelled (or a pause dropped it before it started), 124 when --wait-timeout runs out first; --json then\n" +
+		"prints the run as it ended. A one-off job is waited for as sked wait does."
+	return cmd
 }
 
 // cancelCmd cancels a job no worker holds; the server answers with no job.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	skedapi "github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
 )
 
@@ -28,7 +30,7 @@ func waitCmd(env Env) *cobra.Command {
 	cmd.Long = "sked wait reads the job every " + waitPoll.String() + " until it ends, for scripts and CI: it exits 0 when the job is\n" +
 		"done, 1 when it is dead (its last error printed) or cancelled, and 124 when --timeout runs out first. A server\n" +
 		"that does not answer meanwhile (restarting) is asked again. A paused job waits until it is resumed, or --timeout.\n" +
-		"A recurring job does not end by itself: it is refused.\n" +
+		"A recurring job does not end by itself: it is refused (sked trigger --wait runs it once and waits for that run).\n" +
 		"sked add --wait creates a job and waits for it the same way."
 	return cmd
 }
@@ -77,7 +79,7 @@ func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
 	}
 	if job.Recurring() {
 		return fmt.Errorf("job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
-			"sked trigger %s runs it once now, and sked runs %s shows how each run ended", jobLabel(job), id, id)
+			"sked trigger %s --wait runs it once now and waits for that run, and sked runs %s shows how each run ended", jobLabel(job), id, id)
 	}
 	return waitUntilEnded(ctx, a, limit, func(ctx context.Context) (db.Job, error) { return a.c.JobWait(ctx, job.ID, waitPoll) },
 		func(ended db.Job) error {
@@ -99,6 +101,41 @@ func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
 				return withExit(ExitInterrupted, nil, "stopped waiting for job %s (%s): sked wait %s waits again, sked cancel-run %s stops its run", label, state, id, id)
 			}
 			return withExit(ExitTimedOut, nil, "job %s has not ended after %s (%s): sked wait %s waits again", label, limit, state, id)
+		})
+}
+
+// waitTriggered waits, at most limit when it is above zero, until the run
+// that trigger started of recurring job triggered (as JobTrigger returned
+// it) has ended, then says how: nil for succeeded, an error for failed,
+// timed out, cancelled, or dropped before it started. With --json it
+// prints the run as it ended, or as last read when the wait ends first.
+func (a *api) waitTriggered(ctx context.Context, id string, triggered db.Job, limit time.Duration) error {
+	label := jobLabel(triggered)
+	return waitUntilEnded(ctx, a, limit, func(ctx context.Context) (db.Run, error) { return a.c.TriggeredRunWait(ctx, triggered, waitPoll) },
+		func(ended db.Run) error {
+			took := ""
+			if ended.StartedAt != nil && ended.FinishedAt != nil {
+				took = " after " + ended.FinishedAt.Sub(*ended.StartedAt).Round(time.Millisecond).String()
+			}
+			if ended.Outcome == db.OutcomeSucceeded {
+				return a.say("run %d of job %s succeeded%s\n", ended.ID, label, took)
+			}
+			msg := fmt.Sprintf("run %d of job %s %s%s", ended.ID, label, ended.Outcome, took)
+			if ended.Error != "" {
+				msg += ": " + ended.Error
+			}
+			return withExit(ExitFailed, nil, "%s (sked runs %s --output shows its output)", msg, id)
+		},
+		func(last db.Run, interrupted bool) error {
+			state := "not started yet"
+			if last.ID != 0 {
+				state = fmt.Sprintf("run %d is %s", last.ID, last.Outcome)
+			}
+			if interrupted {
+				return withExit(ExitInterrupted, nil, "stopped waiting for the triggered run of job %s (%s): it goes on; sked runs %s shows how it ends, sked cancel-run %s stops it",
+					label, state, id, id)
+			}
+			return withExit(ExitTimedOut, nil, "the triggered run of job %s has not ended after %s (%s): it goes on; sked runs %s shows how it ends", label, limit, state, id)
 		})
 }
 
@@ -124,6 +161,9 @@ func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, wai
 			}
 		}
 		return stopped(v, parent.Err() != nil)
+	}
+	if errors.Is(err, skedapi.ErrTriggerDropped) {
+		return withExit(ExitFailed, err, "")
 	}
 	if err != nil {
 		return err

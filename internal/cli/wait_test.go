@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,22 +20,31 @@ import (
 // under test), as a worker would, and reports its run ended with outcome.
 func finishSoon(t *testing.T, s *sqlite.Store, typ string, outcome db.Outcome, errText string) {
 	t.Helper()
+	finishSoonAll(t, s, typ, errText, outcome)
+}
+
+// finishSoonAll is finishSoon for as many claims as outcomes, one after
+// the other, each ended with its outcome.
+func finishSoonAll(t *testing.T, s *sqlite.Store, typ string, errText string, outcomes ...db.Outcome) {
+	t.Helper()
 	done := make(chan struct{})
 	t.Cleanup(func() { <-done })
 	go func() {
 		defer close(done)
 		ctx := context.Background()
-		var c []db.Claim
-		for deadline := time.Now().Add(20 * time.Second); len(c) == 0; {
-			time.Sleep(300 * time.Millisecond)
-			var err error
-			if c, err = s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{typ}, Max: 1}); err != nil || len(c) == 0 && time.Now().After(deadline) {
-				t.Errorf("claim of a %s job: %v, %v", typ, c, err)
-				return
+		for _, outcome := range outcomes {
+			var c []db.Claim
+			for deadline := time.Now().Add(20 * time.Second); len(c) == 0; {
+				time.Sleep(300 * time.Millisecond)
+				var err error
+				if c, err = s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{typ}, Max: 1}); err != nil || len(c) == 0 && time.Now().After(deadline) {
+					t.Errorf("claim of a %s job: %v, %v", typ, c, err)
+					return
+				}
 			}
-		}
-		if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: c[0].Job.ID, Generation: c[0].Job.LeaseGeneration, Outcome: outcome, Error: errText}); err != nil {
-			t.Errorf("finish: %v", err)
+			if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: c[0].Job.ID, Generation: c[0].Job.LeaseGeneration, Outcome: outcome, Error: errText}); err != nil {
+				t.Errorf("finish: %v", err)
+			}
 		}
 	}()
 }
@@ -127,4 +137,99 @@ func TestWait(t *testing.T) {
 			t.Errorf("sked add --wait --schedule: exit %d, %q", code, stderr)
 		}
 	})
+}
+
+// TestTriggerWait: sked trigger --wait waits for the run it started and
+// exits by how that run ended, as sked wait does by how a job ended: not
+// by an earlier operator's run, nor by a run handed back unstarted, which
+// runs again; a run that a pause drops exits 1, a wait that runs out 124.
+func TestTriggerWait(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	nightly := func(t *testing.T, typ string) db.Job {
+		t.Helper()
+		j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: typ, Name: typ, Schedule: "0 3 * * *"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+
+	t.Run("Succeeded", func(t *testing.T) {
+		j := nightly(t, "report")
+		// An earlier trigger's run failed: the wait is not for it.
+		if _, err := s.JobTrigger(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		finishSoon(t, s, "report", db.OutcomeFailed, "exit status 3")
+		waitUntil(t, "the earlier triggered run to fail", func() bool {
+			runs, _, _ := s.RunList(ctx, db.RunListParams{JobID: j.ID})
+			return len(runs) == 1 && runs[0].Outcome == db.OutcomeFailed
+		})
+		// This one is handed back unstarted first, then runs again.
+		finishSoonAll(t, s, "report", "", db.OutcomeReleased, db.OutcomeSucceeded)
+		code, stdout, stderr := mainOf("trigger", "report", "--wait", "--wait-timeout", "30s", "--server", srv.URL)
+		if code != 0 || !strings.HasPrefix(stdout, "triggered job report (now ready") || !regexp.MustCompile(`\nrun 3 of job report \(`+j.ID+`\) succeeded after \S+\n$`).MatchString(stdout) {
+			t.Errorf("sked trigger --wait of a run that succeeds: exit %d, %q %q", code, stdout, stderr)
+		}
+	})
+	t.Run("FailedJSON", func(t *testing.T) {
+		j := nightly(t, "export")
+		finishSoon(t, s, "export", db.OutcomeFailed, "disk full")
+		code, stdout, stderr := mainOf("trigger", j.ID, "--wait", "--json", "--server", srv.URL)
+		var run db.Run
+		if err := json.Unmarshal([]byte(stdout), &run); code != ExitFailed || err != nil || run.Outcome != db.OutcomeFailed || run.Reason != db.ReasonManual ||
+			!strings.Contains(stderr, "of job export ("+j.ID+") failed") || !strings.Contains(stderr, ": disk full (sked runs "+j.ID+" --output shows its output)") {
+			t.Errorf("sked trigger --wait --json of a run that fails: exit %d, %q %q; want exit 1, the run as it ended and its error", code, stdout, stderr)
+		}
+	})
+	t.Run("TimedOut", func(t *testing.T) {
+		nightly(t, "nobody")
+		code, stdout, stderr := mainOf("trigger", "nobody", "--wait", "--wait-timeout", "1s", "--server", srv.URL)
+		if code != ExitTimedOut || !strings.Contains(stderr, "the triggered run of job nobody") || !strings.Contains(stderr, "has not ended after 1s (not started yet): it goes on") {
+			t.Errorf("sked trigger --wait --wait-timeout 1s of a run nobody claims: exit %d, %q %q", code, stdout, stderr)
+		}
+		if code, _, stderr := mainOf("trigger", "nobody", "--wait-timeout", "1s", "--server", srv.URL); code != ExitUsage || !strings.Contains(stderr, "add --wait") {
+			t.Errorf("sked trigger --wait-timeout without --wait: exit %d, %q; want a usage error", code, stderr)
+		}
+	})
+	t.Run("Dropped", func(t *testing.T) {
+		j := nightly(t, "paused")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(time.Second) // the wait has begun
+			if _, err := s.JobPause(ctx, j.ID); err != nil {
+				t.Errorf("pause: %v", err)
+			}
+		}()
+		code, _, stderr := mainOf("trigger", "paused", "--wait", "--wait-timeout", "30s", "--server", srv.URL)
+		<-done
+		if code != ExitFailed || !strings.Contains(stderr, "is paused and its trigger is gone") {
+			t.Errorf("sked trigger --wait of a run a pause drops: exit %d, %q; want exit 1 saying so", code, stderr)
+		}
+	})
+	t.Run("OneOff", func(t *testing.T) {
+		later := time.Now().Add(time.Hour)
+		if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "once", Name: "once", RunAt: later}); err != nil {
+			t.Fatal(err)
+		}
+		finishSoon(t, s, "once", db.OutcomeSucceeded, "")
+		code, stdout, stderr := mainOf("trigger", "once", "--wait", "--wait-timeout", "30s", "--server", srv.URL)
+		if code != 0 || !strings.Contains(stdout, "job once (") || !strings.HasSuffix(stdout, ") done after 1 attempt\n") {
+			t.Errorf("sked trigger --wait of a one-off job: exit %d, %q %q; want it waited for as sked wait does", code, stdout, stderr)
+		}
+	})
+}
+
+// waitUntil polls cond until it holds, failing the test after 20s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }
