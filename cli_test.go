@@ -246,6 +246,14 @@ func TestCLI_Jobs(t *testing.T) {
 				t.Errorf("sked %q: exit %d, stderr %q; want exit %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
 			}
 		}
+		// With --json, the error is a JSON document on stdout too.
+		r := skedCLI(t, srv, "show", "nosuchjob", "--json")
+		var doc struct {
+			Error struct{ Status, ExitCode int }
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != cli.ExitRefused || doc.Error.Status != 404 || doc.Error.ExitCode != cli.ExitRefused {
+			t.Errorf("sked show nosuchjob --json: exit %d, stdout %q (%v); want {\"error\": …} of a 404", r.code, r.stdout, err)
+		}
 		// A name in use is changed with sked edit, not an API route.
 		named := okJSON[db.Job](t, srv, "add", "--type", "noop", "--name", "taken", "--in", "1h")
 		if msg := fails(t, srv, cli.ExitRefused, "add", "--type", "noop", "--name", "taken"); !strings.Contains(msg, "belongs to job "+named.ID+" (ready); change that job (`sked edit taken`), or cancel it first") {

@@ -28,17 +28,48 @@ type Env struct {
 }
 
 // Main runs args and returns the process's exit status (see ExitCode and
-// the Exit… constants). It prints the error.
+// the Exit… constants). It prints the error on stderr and, when the
+// command was given --json and printed nothing, as a JSON document on
+// stdout (see jsonError).
 func Main(ctx context.Context, args []string, env Env) int {
-	env.Stdout, env.Stderr = terminalSafe(env.Stdout), terminalSafe(env.Stderr)
-	err := Run(ctx, args, env)
+	stdout := &watchedWriter{w: terminalSafe(env.Stdout)}
+	env.Stdout, env.Stderr = stdout, terminalSafe(env.Stderr)
+	root := newRoot(env)
+	err := execute(ctx, root, args)
 	if err != nil {
 		printError(env.Stderr, err)
 		if ue := (*usageError)(nil); errors.As(err, &ue) && ue.cmd != "" {
 			fmt.Fprintf(env.Stderr, "Run '%s --help' for usage.\n", ue.cmd)
 		}
+		if !stdout.wrote && jsonOutput(root, args) {
+			if werr := printIndented(stdout, errorDocument(err)); werr != nil {
+				fmt.Fprintln(env.Stderr, "sked:", werr)
+			}
+		}
 	}
 	return ExitCode(err)
+}
+
+// watchedWriter is w, noting whether anything was written to it.
+type watchedWriter struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	w.wrote = w.wrote || len(p) > 0
+	return w.w.Write(p)
+}
+
+// jsonOutput reports whether the command of args, run by root, was given
+// --json (as far as its flags were read).
+func jsonOutput(root *cobra.Command, args []string) bool {
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		return false
+	}
+	f := cmd.Flags().Lookup("json")
+	return f != nil && f.Value.String() == "true"
 }
 
 // printError writes err to w, each of its lines after "sked: ": the errors
@@ -49,7 +80,7 @@ func printError(w io.Writer, err error) {
 	}
 }
 
-// Run runs the command line args.
+// Run runs the command line args; Main prints what it returns.
 func Run(ctx context.Context, args []string, env Env) error {
 	return execute(ctx, newRoot(env), args)
 }

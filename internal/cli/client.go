@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -975,20 +974,9 @@ func (a *api) show(ctx context.Context, id string) error {
 	return a.runTable(runs)
 }
 
-// printJSON writes v as indented JSON, with &, < and > as they are
-// (wire.Marshal).
+// printJSON writes v to stdout as printIndented does.
 func (a *api) printJSON(v any) error {
-	b, err := wire.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("write JSON: %w", err)
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		return fmt.Errorf("write JSON: %w", err)
-	}
-	out.WriteByte('\n')
-	_, err = a.env.Stdout.Write(out.Bytes())
-	return err
+	return printIndented(a.env.Stdout, v)
 }
 
 // jobLabel names a job for people: its name and id, or its id.

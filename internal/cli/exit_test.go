@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -59,5 +60,51 @@ func TestExitCodes(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("sked %q: exit %d, %q; want exit %d and %q", c.args, code, stderr, c.code, c.want)
 		}
+	}
+}
+
+// TestJSONErrors: a command given --json that fails prints on stdout one
+// JSON document, {"error": …}, with the server's problem when it answered,
+// what sked says of it and the exit status; stderr says it as without
+// --json. A wait that ends otherwise prints what it waited for instead.
+func TestJSONErrors(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	type doc struct {
+		Error *jsonError `json:"error"`
+	}
+	read := func(t *testing.T, args ...string) (jsonError, string) {
+		t.Helper()
+		code, stdout, stderr := mainOf(args...)
+		var d doc
+		if err := json.Unmarshal([]byte(stdout), &d); err != nil || d.Error == nil {
+			t.Fatalf("sked %q: exit %d, stdout %q (%v); want an error document", args, code, stdout, err)
+		}
+		if d.Error.ExitCode != code || d.Error.Message == "" || !strings.Contains(stderr, "sked: "+d.Error.Message) {
+			t.Errorf("sked %q: exit %d, stderr %q; the document's exit code %d and message %q say otherwise", args, code, stderr, d.Error.ExitCode, d.Error.Message)
+		}
+		return *d.Error, stderr
+	}
+
+	e, _ := read(t, "show", "nosuchjob", "--json", "--server", srv.URL)
+	if e.Type != "about:blank" || e.Title != "Not Found" || e.Status != 404 || e.Detail != `job "nosuchjob" does not exist: no job has that id or name` || e.ExitCode != ExitRefused {
+		t.Errorf("error document of a job that does not exist: %+v", e)
+	}
+	e, _ = read(t, "add", "--json", "--type", "noop", "--schedule", "every tuesday", "--server", srv.URL)
+	if e.Status != 422 || e.Field != "schedule" || e.ExitCode != ExitRefused {
+		t.Errorf("error document of a bad schedule: %+v; want 422 naming the field", e)
+	}
+	e, _ = read(t, "ls", "--json", "--server", refusedAddr(t))
+	if e.Status != 0 || !strings.Contains(e.Detail, "connection refused") || e.ExitCode != ExitUnreachable {
+		t.Errorf("error document of a server not there: %+v", e)
+	}
+	e, _ = read(t, "add", "--json", "--type", "noop", "--in", "soon", "--server", srv.URL)
+	if !strings.HasPrefix(e.Detail, `--in "soon"`) || e.ExitCode != ExitUsage {
+		t.Errorf("error document of a bad flag value: %+v", e)
+	}
+	// Without --json, stdout stays empty.
+	if code, stdout, _ := mainOf("show", "nosuchjob", "--server", srv.URL); code != ExitRefused || stdout != "" {
+		t.Errorf("sked show nosuchjob: exit %d, stdout %q; want nothing on stdout", code, stdout)
 	}
 }
