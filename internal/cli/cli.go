@@ -265,16 +265,6 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// maxArgs wants at most n positional arguments, described by what.
-func maxArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
-			return usagef("%s takes %s", cmd.CommandPath(), what)
-		}
-		return nil
-	}
-}
-
 // envAnnotation names the SKED_… variable a flag falls back to; sepAnnotation
 // how its value is split for a flag given several times ("," or " ");
 // fromEnvAnnotation the variable a flag's value was read from, when it was.

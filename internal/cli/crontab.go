@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,44 +28,95 @@ func importCrontabCmd(env Env) *cobra.Command {
 		system bool
 	)
 	cmd := &cobra.Command{
-		Use:   "import-crontab [FILE]",
+		Use:   "import-crontab [FILE…]",
 		Short: "Write a crontab's lines as a file sked apply takes (YAML), to review and apply",
-		Long: "sked import-crontab reads a crontab (FILE, or standard input; crontab -l's output) and writes its lines as the\n" +
-			"YAML list of exec jobs sked apply reads: each line's command runs through the crontab's SHELL (sh) with -c, as\n" +
+		Long: "sked import-crontab reads crontabs (each FILE, or standard input: crontab -l's output) and writes their lines as\n" +
+			"the YAML list of exec jobs sked apply reads: each line's command runs through its crontab's SHELL (sh) with -c, as\n" +
 			"cron runs it, on the same schedule, with the crontab's variables (PATH, say) in its environment and its\n" +
-			"CRON_TZ or TZ (or --tz) as the zone; each job is named after its command. It writes nothing to a server: read the\n" +
-			"file, then sked apply -f it. What does not carry over (@reboot, MAILTO, a % in a command, a line that is not a\n" +
-			"schedule) is said on standard error, by line.",
-		Example: "  crontab -l | sked import-crontab --tz Europe/Berlin > schedules.yaml\n  sked apply -f schedules.yaml --dry-run",
-		Args:    maxArgs(1, "at most one FILE (or none: standard input)"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, name := io.Reader(os.Stdin), "standard input"
-			if len(args) == 1 && args[0] != "-" {
-				f, err := os.Open(args[0])
-				if err != nil {
-					return fmt.Errorf("read the crontab: %w", err)
+			"CRON_TZ or TZ (or --tz) as the zone; each job is named after its command, uniquely across the files. Each FILE\n" +
+			"is a crontab of its own, as cron reads them (/etc/cron.d/*). It writes nothing to a server: read the file, then\n" +
+			"sked apply -f it. What does not carry over (@reboot, MAILTO, a % in a command, a line that is not a schedule)\n" +
+			"is said on standard error, by file and line.",
+		Example: "  crontab -l | sked import-crontab --tz Europe/Berlin > schedules.yaml\n" +
+			"  crontab -l -u alice | sked import-crontab > alice.yaml\n" +
+			"  sked import-crontab --system /etc/crontab /etc/cron.d/* > system.yaml\n" +
+			"  sked apply -f schedules.yaml --dry-run",
+		RunE: func(cmd *cobra.Command, files []string) error {
+			if len(files) == 0 {
+				files = []string{"-"}
+			}
+			stdin := 0
+			for _, f := range files {
+				if f == "-" {
+					stdin++
 				}
-				defer f.Close()
-				in, name = f, args[0]
 			}
-			reqs, notes, err := importCrontab(in, tz, system)
-			if err != nil {
-				return fmt.Errorf("read the crontab %s: %w", name, err)
+			if stdin > 1 {
+				return usagef("- (standard input) is given %d times: it can be read once", stdin)
 			}
-			for _, n := range notes {
-				fmt.Fprintf(env.Stderr, "%s: %s\n", name, n)
+			var (
+				reqs  []wire.JobCreateRequest
+				taken = map[string]int{} // job names, unique across the files
+			)
+			for _, file := range files {
+				r, err := importCrontabFile(env, file, tz, system, taken)
+				if err != nil {
+					return err
+				}
+				reqs = append(reqs, r...)
 			}
 			if len(reqs) == 0 {
-				return fmt.Errorf("the crontab %s holds no line sked can run", name)
+				return fmt.Errorf("the crontab %s holds no line sked can run", strings.Join(files, ", "))
 			}
 			return writeYAML(env.Stdout, reqs)
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&tz, "tz", "", "IANA time zone of the schedules, until a CRON_TZ line says another (default UTC)")
-	fs.BoolVar(&system, "system", false, "the crontab is a system one (/etc/crontab, /etc/cron.d/*): a user field before each command")
+	fs.BoolVar(&system, "system", false, "the crontabs are system ones (/etc/crontab, /etc/cron.d/*): a user field before each command")
 	withEnv(fs, "tz")
 	return cmd
+}
+
+// importCrontabFile reads the crontab file ("-": standard input) with
+// importCrontab, its names taken from and added to taken, and says its
+// notes on stderr, each after the file's name.
+func importCrontabFile(env Env, file, tz string, system bool, taken map[string]int) ([]wire.JobCreateRequest, error) {
+	in, name := io.Reader(os.Stdin), "standard input"
+	switch {
+	case file == "-" && isTerminal(os.Stdin):
+		return nil, usagef("no crontab given, and standard input is a terminal: give its FILE, or pipe it in: crontab -l | sked import-crontab")
+	case file != "-":
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, openCrontabError(file, err)
+		}
+		defer f.Close()
+		in, name = f, file
+	}
+	reqs, notes, err := importCrontab(in, tz, system, taken)
+	if err != nil {
+		return nil, fmt.Errorf("read the crontab %s: %w", name, err)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(env.Stderr, "%s: %s\n", name, n)
+	}
+	return reqs, nil
+}
+
+// openCrontabError is the error of opening the crontab file: one that
+// does not exist is a usage error saying how to give a crontab, naming
+// the crontab -u to pipe when file is a user's name (as crontab -u takes
+// one), not a file.
+func openCrontabError(file string, err error) error {
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read the crontab: %w", err)
+	}
+	if _, uerr := user.Lookup(file); uerr == nil && !strings.Contains(file, "/") {
+		return usagef("%q is a user of this machine and no file here: sked import-crontab reads a crontab's text; "+
+			"pipe that user's in: crontab -l -u %s | sked import-crontab", file, file)
+	}
+	return usagef("%s: no such file: give a crontab's FILE, or pipe one in: crontab -l | sked import-crontab", file)
 }
 
 // crontabVar is a crontab line that sets a variable: NAME=value, with
@@ -75,14 +127,14 @@ var crontabVar = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$`)
 // jobs, and notes on what did not carry over, each naming its line. tz is
 // the zone until a CRON_TZ (or TZ) line names another; system says that a
 // user field comes before each command (it is dropped: sked runs commands
-// as its own user).
-func importCrontab(r io.Reader, tz string, system bool) ([]wire.JobCreateRequest, []string, error) {
+// as its own user). The jobs' names are unique among those counted in
+// taken, to which they are added.
+func importCrontab(r io.Reader, tz string, system bool, taken map[string]int) ([]wire.JobCreateRequest, []string, error) {
 	var (
 		reqs  []wire.JobCreateRequest
 		notes []string
 		env   = map[string]string{}
 		shell = "/bin/sh"
-		names = map[string]int{}
 	)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
@@ -148,7 +200,7 @@ func importCrontab(r io.Reader, tz string, system bool) ([]wire.JobCreateRequest
 		if err != nil {
 			return nil, nil, err
 		}
-		reqs = append(reqs, wire.JobCreateRequest{Name: cronJobName(rest, names), Type: "exec", Schedule: spec, Timezone: tz, Payload: b})
+		reqs = append(reqs, wire.JobCreateRequest{Name: cronJobName(rest, taken), Type: "exec", Schedule: spec, Timezone: tz, Payload: b})
 	}
 	return reqs, notes, sc.Err()
 }

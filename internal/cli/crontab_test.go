@@ -41,7 +41,7 @@ not a line at all
 // CRON_TZ, with the crontab's variables; what does not carry over is said
 // by line; and the file applies to a server as written.
 func TestImportCrontab(t *testing.T) {
-	reqs, notes, err := importCrontab(strings.NewReader(sampleCrontab), "", false)
+	reqs, notes, err := importCrontab(strings.NewReader(sampleCrontab), "", false, map[string]int{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestImportCrontab(t *testing.T) {
 // TestImportCrontab_System: a system crontab's user field is dropped, and
 // said so.
 func TestImportCrontab_System(t *testing.T) {
-	reqs, notes, err := importCrontab(strings.NewReader("17 * * * * root cd / && run-parts /etc/cron.hourly\n"), "UTC", true)
+	reqs, notes, err := importCrontab(strings.NewReader("17 * * * * root cd / && run-parts /etc/cron.hourly\n"), "UTC", true, map[string]int{})
 	if err != nil || len(reqs) != 1 || string(reqs[0].Payload) != `{"command":["/bin/sh","-c","cd / \u0026\u0026 run-parts /etc/cron.hourly"]}` {
 		t.Fatalf("%+v, %v", reqs, err)
 	}
@@ -113,9 +113,55 @@ func TestImportCrontab_System(t *testing.T) {
 	if _, err := user.Lookup("root"); err != nil {
 		t.Skipf("no user root here: %v", err)
 	}
-	_, notes, err = importCrontab(strings.NewReader("17 * * * * root cd / && run-parts /etc/cron.hourly\n"), "UTC", false)
+	_, notes, err = importCrontab(strings.NewReader("17 * * * * root cd / && run-parts /etc/cron.hourly\n"), "UTC", false, map[string]int{})
 	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], `line 1: its command begins with "root", a user of this machine and no program`) ||
 		!strings.Contains(notes[0], "give --system") {
 		t.Errorf("a system crontab's line without --system: notes %q, %v; want one saying to give --system", notes, err)
+	}
+}
+
+// TestImportCrontab_Files: sked import-crontab takes several FILEs (as
+// /etc/cron.d/* gives them), each a crontab of its own, with job names
+// unique across them; a FILE that does not exist is a usage error saying
+// how to give a crontab, and a user's name says to pipe crontab -u's.
+func TestImportCrontab_Files(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "backup"), filepath.Join(dir, "reports")
+	os.WriteFile(first, []byte("SHELL=/bin/bash\nPATH=/opt/bin\n0 2 * * * backup.sh --full\n"), 0o644)
+	os.WriteFile(second, []byte("0 3 * * * backup.sh --reports\n@reboot mount-disks\n"), 0o644)
+	code, out, stderr := mainOf("import-crontab", first, second)
+	if code != 0 {
+		t.Fatalf("sked import-crontab with two files: exit %d\n%s", code, stderr)
+	}
+	jobs, err := parseJobs([]byte(out))
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("sked import-crontab with two files wrote %d jobs (%v):\n%s", len(jobs), err, out)
+	}
+	// The second file's line runs through sh, without the first's PATH.
+	if jobs[0].Name != "backup" || string(jobs[0].Payload) != `{"command":["/bin/bash","-c","backup.sh --full"],"env":{"PATH":"/opt/bin"}}` ||
+		jobs[1].Name != "backup-2" || string(jobs[1].Payload) != `{"command":["/bin/sh","-c","backup.sh --reports"]}` {
+		t.Errorf("jobs of two files: %s %s, %s %s; want backup and backup-2, each with its own file's shell and variables",
+			jobs[0].Name, jobs[0].Payload, jobs[1].Name, jobs[1].Payload)
+	}
+	if !strings.Contains(stderr, second+": line 2: @reboot") {
+		t.Errorf("notes %q; want the second file's note named by it", stderr)
+	}
+
+	missing := filepath.Join(dir, "nope")
+	if code, _, stderr := mainOf("import-crontab", missing); code != ExitUsage || !strings.Contains(stderr, missing+": no such file: give a crontab's FILE, or pipe one in: crontab -l | sked import-crontab") {
+		t.Errorf("sked import-crontab of a missing file: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := mainOf("import-crontab", "-", "-"); code != ExitUsage || !strings.Contains(stderr, "standard input") {
+		t.Errorf("sked import-crontab - -: exit %d, %q", code, stderr)
+	}
+	if _, err := user.Lookup("root"); err != nil {
+		t.Skipf("no user root here: %v", err)
+	}
+	if _, err := os.Stat("root"); err == nil {
+		t.Skip("a file named root is here")
+	}
+	if code, _, stderr := mainOf("import-crontab", "root"); code != ExitUsage || !strings.Contains(stderr, `"root" is a user of this machine and no file here`) ||
+		!strings.Contains(stderr, "crontab -l -u root | sked import-crontab") {
+		t.Errorf("sked import-crontab root: exit %d, %q; want it to say to pipe crontab -l -u root", code, stderr)
 	}
 }
