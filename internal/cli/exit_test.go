@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
@@ -60,6 +61,21 @@ func TestExitCodes(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("sked %q: exit %d, %q; want exit %d and %q", c.args, code, stderr, c.code, c.want)
 		}
+	}
+}
+
+// TestExitCodes_Interrupted: a client command whose context ends (Ctrl-C,
+// SIGTERM) before the server answers exits 130, not 3: the server was
+// not at fault.
+func TestExitCodes_Interrupted(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(hang.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var stdout, stderr strings.Builder
+	code := Main(ctx, []string{"ls", "--server", hang.URL}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
+	if code != ExitInterrupted || !strings.Contains(stderr.String(), "interrupted before it was done") {
+		t.Errorf("sked ls interrupted: exit %d, %q", code, stderr.String())
 	}
 }
 
