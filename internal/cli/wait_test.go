@@ -200,10 +200,17 @@ func TestTriggerWait(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			time.Sleep(time.Second) // the wait has begun
-			if _, err := s.JobPause(ctx, j.ID); err != nil {
-				t.Errorf("pause: %v", err)
+			// Once triggered (the wait begins then), before a worker
+			// claims its run: none serves the type.
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if got, err := s.JobGet(ctx, j.ID); err == nil && got.Triggered {
+					if _, err := s.JobPause(ctx, j.ID); err != nil {
+						t.Errorf("pause: %v", err)
+					}
+					return
+				}
 			}
+			t.Errorf("job %s was not triggered within 20s", j.ID)
 		}()
 		code, _, stderr := mainOf("trigger", "paused", "--wait", "--wait-timeout", "30s", "--server", srv.URL)
 		<-done
