@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -94,15 +95,16 @@ func CheckTokens(cfg Config) error {
 	return nil
 }
 
-// unauthorizedLogEvery spaces the log lines of requests refused 401.
+// unauthorizedLogEvery spaces the log lines of requests refused 401, and
+// those of requests refused 429 for an address's wrong tokens.
 const unauthorizedLogEvery = time.Minute
 
 // authenticate answers 401 with WWW-Authenticate: Bearer unless the request
 // carries one of h.tokens as "Authorization: Bearer …", and 403 when that
-// token's role does not allow the request. With no tokens configured every
-// request passes. Refusals are logged, a line a minute at most with how
-// many came since the last.
-
+// token's role does not allow the request. An address that sent too many
+// wrong tokens is answered 429 first (see authLimiter). With no tokens
+// configured every request passes. Refusals are logged, a line a minute at
+// most with how many came since the last.
 func (h *handler) authenticate(next http.Handler) http.Handler {
 	if len(h.tokens) == 0 {
 		return next
@@ -112,7 +114,15 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		scheme, role := h.bearer(r)
+		scheme, role, client, err := h.limitedBearer(r)
+		if err != nil {
+			if n, ok := h.limited.tick(time.Now()); ok {
+				h.logger.WarnContext(r.Context(), "requests refused (429) from addresses that sent too many wrong tokens (someone guessing, or a client misconfigured)",
+					"refused", n, "last_from", client.String(), "last_path", r.URL.Path)
+			}
+			h.error(w, r, err)
+			return
+		}
 		if role != roleNone {
 			w.Header().Set(roleHeader, role.String())
 		}
@@ -128,7 +138,7 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			}
 			if n, ok := h.unauthorized.tick(time.Now()); ok {
 				h.logger.WarnContext(r.Context(), "requests refused for a missing or wrong token (a client misconfigured, or someone guessing)",
-					"refused", n, "last_from", r.RemoteAddr, "last_path", r.URL.Path, "last_reason", msg)
+					"refused", n, "last_from", client.String(), "last_path", r.URL.Path, "last_reason", msg)
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sked"`)
 			h.error(w, r, &requestError{Status: http.StatusUnauthorized, Msg: msg})
@@ -220,8 +230,26 @@ func (h *handler) mayUseAPI(r *http.Request) bool {
 	if len(h.tokens) == 0 {
 		return h.servesHost(r.Host)
 	}
-	_, ro := h.bearer(r)
-	return ro != roleNone
+	_, ro, _, err := h.limitedBearer(r)
+	return err == nil && ro != roleNone
+}
+
+// limitedBearer is h.bearer of r, counted in h.authLimit under r's client
+// address (see clientOf), which it returns too: a wrong bearer token
+// spends one of the address's budget, and an address with none left gets
+// an *authLimitError and no role, whatever its token.
+func (h *handler) limitedBearer(r *http.Request) (scheme string, ro role, client netip.Prefix, err error) {
+	client = clientOf(r, h.trustedProxies)
+	scheme, ro = h.bearer(r)
+	if !strings.EqualFold(scheme, "Bearer") {
+		return scheme, ro, client, nil
+	}
+	done, err := h.authLimit.admit(client, h.authLimit.now())
+	if err != nil {
+		return scheme, roleNone, client, err
+	}
+	done(ro == roleNone)
+	return scheme, ro, client, nil
 }
 
 // roleOf is the role of t, roleNone if it is none of h.tokens. It compares

@@ -210,11 +210,11 @@ func TestAuth_RefusalsLogged(t *testing.T) {
 		c.Tokens = []string{"first-token"}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	for range 50 {
+	for range authFailBurst {
 		e.do("GET", "/jobs", "", "Authorization", "Bearer guess").wantStatus(t, http.StatusUnauthorized)
 	}
 	if n := strings.Count(logs.String(), "requests refused for a missing or wrong token"); n != 1 {
-		t.Errorf("%d lines for 50 refusals; want one:\n%s", n, logs.String())
+		t.Errorf("%d lines for %d refusals; want one:\n%s", n, authFailBurst, logs.String())
 	}
 	if !strings.Contains(logs.String(), "not one this server accepts") {
 		t.Errorf("the line does not say why:\n%s", logs.String())

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 
 	"github.com/go-chi/chi/v5"
@@ -97,6 +98,13 @@ type Config struct {
 	// a reverse proxy forwards. Without tokens any other Host answers 403,
 	// except on /healthz and /readyz; with tokens the Host is not checked.
 	AllowedHosts []string
+	// TrustedProxies are the addresses of the reverse proxies in front of
+	// the server. A request from one of them is counted, for the limit on
+	// wrong bearer tokens, under the client address its X-Forwarded-For
+	// names (the last one not itself a trusted proxy); from any other
+	// address X-Forwarded-For is ignored. None: the peer's address is the
+	// client's, and behind a proxy every client shares the proxy's limit.
+	TrustedProxies []netip.Prefix
 	// Metrics serves GET /metrics (Prometheus). Nil answers 404.
 	Metrics http.Handler
 	// ReadyFunc decides GET /readyz: nil error is ready. Nil: always ready.
@@ -109,7 +117,10 @@ type Config struct {
 // handler holds the configuration shared by the route handlers. Immutable
 // after New.
 type handler struct {
-	unauthorized    throttle // the log lines of requests refused 401
+	unauthorized    throttle       // the log lines of requests refused 401
+	limited         throttle       // the log lines of requests refused 429 by authLimit
+	authLimit       *authLimiter   // wrong bearer tokens per client address; never nil
+	trustedProxies  []netip.Prefix // Config.TrustedProxies
 	store           db.Store
 	wake            func() // never nil
 	storeAnnounces  bool   // see Config.StoreAnnounces
@@ -160,6 +171,9 @@ func New(cfg Config) *API {
 		shutdown:        cfg.Shutdown,
 		claimers:        newClaimWaiters(cmp.Or(max(cfg.MaxClaimWaits, 0), DefaultMaxClaimWaits)),
 		unauthorized:    throttle{every: unauthorizedLogEvery},
+		limited:         throttle{every: unauthorizedLogEvery},
+		authLimit:       newAuthLimiter(authFailBurst, authFailEvery),
+		trustedProxies:  cfg.TrustedProxies,
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,

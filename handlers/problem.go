@@ -82,8 +82,8 @@ var errStopped = errors.New("this server is shutting down or has stopped; ask an
 // statuses: bad input 422 (400/413/415 for the request itself; a reused
 // idempotency key is the idempotencyKey field's), ErrNotFound
 // 404, ErrConflict and ErrStale 409, ErrStorageFull 507, ErrBusy,
-// ErrUnreachable, a claimsFullError and errShuttingDown 503 (each with Retry-After: it can
-// succeed later),
+// ErrUnreachable, a claimsFullError and errShuttingDown 503, an
+// authLimitError 429 (each with Retry-After: it can succeed later),
 // anything else 500 with a generic detail.
 func problemFor(err error) problem {
 	p := problem{Type: "about:blank"}
@@ -93,6 +93,7 @@ func problemFor(err error) problem {
 		conErr  *db.ConflictError
 		keyErr  *db.KeyReusedError
 		fullErr *claimsFullError
+		authErr *authLimitError
 	)
 	switch {
 	case errors.As(err, &reqErr):
@@ -113,6 +114,11 @@ func problemFor(err error) problem {
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryClaimAfter
 		p.Detail = fmt.Sprintf("no job was due, and this server already holds as many waiting claims as it allows (%d; sked serve --max-claim-waits): "+
 			"nothing was claimed; claim again after Retry-After seconds", fullErr.limit)
+	case errors.As(err, &authErr):
+		p.Status, p.retryAfter = http.StatusTooManyRequests, authErr.retryAfter()
+		p.Detail = fmt.Sprintf("too many requests with a wrong bearer token came from this address (%d at once, then one per %s): "+
+			"this one was refused whatever its token; check the token (SKED_TOKEN) and retry after Retry-After seconds",
+			authFailBurst, authFailEvery)
 	case errors.Is(err, errShuttingDown):
 		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryClaimAfter
 		p.Detail = "this server is shutting down: it takes no new claims, and serves the heartbeats and completions of the runs it leased " +

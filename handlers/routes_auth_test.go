@@ -37,6 +37,9 @@ func TestAuth_EveryRoute(t *testing.T) {
 		Metrics:    http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
 		SeriesFunc: func() any { return nil }, TestClock: &fixedClock{now: testNow},
 	})
+	// Every route is tried with wrong tokens: more than an address may
+	// send (TestAuth_WrongTokensLimited).
+	h.h.authLimit = newAuthLimiter(1<<20, authFailEvery)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	public := map[string]bool{"/healthz": true, "/readyz": true}

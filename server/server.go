@@ -21,6 +21,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,6 +87,10 @@ type Config struct {
 	// localhost, 127.0.0.1 and [::1] when there are no Tokens, e.g. the name
 	// a reverse proxy forwards (see handlers.Config.AllowedHosts).
 	AllowedHosts []string
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client, for the limit on wrong tokens (see
+	// handlers.Config.TrustedProxies). None: X-Forwarded-For is not read.
+	TrustedProxies []netip.Prefix
 	// Retention is the age past which finished history is pruned (see
 	// db.Pruner); zero means worker.DefaultRetention, negative never.
 	Retention time.Duration
@@ -359,11 +364,12 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.pool = pool
 	p.api = handlers.New(handlers.Config{
 		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: checkNotify,
-		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
+		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, TrustedProxies: cfg.TrustedProxies, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 		DisabledTypes: disabled, OwnTypes: builtinTypes, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
 	})
 	mtr.WatchClaimWaits(p.api.ClaimWaits)
+	mtr.WatchAuthFailures(p.api.AuthFailures)
 	p.handler = web.Mount(p.api)
 
 	p.services = []func(context.Context) error{

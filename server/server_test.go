@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -239,6 +240,46 @@ func TestServer_PrivateSinkRefusedAtCreate(t *testing.T) {
 	for n := range refused {
 		if status, body := call(t, "POST", lenient.base+"/jobs", job(n)); status != http.StatusCreated {
 			t.Errorf("with --allow-private-targets, POST /jobs with notify %s: %d %s; want 201", n, status, body)
+		}
+	}
+}
+
+// TestServer_AuthFailureMetrics: /metrics counts the wrong bearer tokens
+// and the requests refused (429) for an address's too many.
+func TestServer_AuthFailureMetrics(t *testing.T) {
+	t.Parallel()
+	r := start(t, server.Config{Tokens: []string{"right"}})
+	get := func(token string) (int, string) {
+		req, err := http.NewRequest("GET", r.base+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	var status int
+	for n := 0; status != http.StatusTooManyRequests; n++ {
+		if n > 1000 {
+			t.Fatalf("1000 wrong tokens from one address, and none refused 429")
+		}
+		status, _ = get("guess")
+	}
+	// The right token, from the same address, waits out the limit too: one
+	// guess grows back each few seconds.
+	var body string
+	waitUntil(t, "the right token served once the address may try again", func() bool {
+		status, body = get("right")
+		return status == http.StatusOK
+	})
+	for _, name := range []string{"sked_auth_failures_total", "sked_auth_refused_total"} {
+		if !regexp.MustCompile(`(?m)^` + name + ` [1-9]`).MatchString(body) {
+			t.Errorf("/metrics has no %s above 0:\n%s", name, body)
 		}
 	}
 }

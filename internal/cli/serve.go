@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,7 @@ type serveFlags struct {
 	log logFlags
 	// Read into cfg by finish.
 	tokens, allowedHosts, jobDefaults string
+	trustedProxies                    string
 	workerTokens, readTokens          string
 	defaultAttempts                   int
 	defaultBackoff                    time.Duration
@@ -70,6 +72,9 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.allowedHosts, "allowed-hosts", "",
 		"without a token the API answers only the Host names localhost, 127.0.0.1 and [::1]; "+
 			"also answer these, comma-separated, e.g. the name a reverse proxy forwards")
+	fs.StringVar(&s.trustedProxies, "trusted-proxies", "",
+		"addresses or CIDR ranges of the reverse proxies in front of sked, comma-separated: the limit on wrong tokens counts a request from one "+
+			"under the client address its X-Forwarded-For names (by default X-Forwarded-For is never read)")
 	fs.DurationVar(&s.retention, "retention", worker.DefaultRetention,
 		"prune finished one-off jobs and runs of recurring jobs older than this; 0 keeps everything")
 	fs.StringVar(&s.jobDefaults, "job-defaults", "",
@@ -80,7 +85,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	execEnvFlag(fs, &c.ExecEnv)
 	s.log.register(fs)
 	withEnv(fs, "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "max-claim-waits", "enable-exec", "allow-private-targets",
-		"http-secret", "test-clock", "notify", "public-url", "token", "worker-token", "read-token", "insecure", "allowed-hosts", "retention", "job-defaults",
+		"http-secret", "test-clock", "notify", "public-url", "token", "worker-token", "read-token", "insecure", "allowed-hosts", "trusted-proxies", "retention", "job-defaults",
 		"default-max-attempts", "default-backoff")
 	splitEnv(fs, "notify", " ")
 	fs.SortFlags = false
@@ -170,6 +175,9 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	if c.AllowedHosts, err = parseAllowedHosts(s.allowedHosts); err != nil {
 		errs = append(errs, err)
 	}
+	if c.TrustedProxies, err = parseTrustedProxies(s.trustedProxies); err != nil {
+		errs = append(errs, err)
+	}
 	// Given, the defaults for every other type must be values a job may
 	// have; each bad one is refused by its own name.
 	// Zero is the flags' "not given", so a zero given is refused here.
@@ -227,6 +235,28 @@ func parseAllowedHosts(v string) ([]string, error) {
 		hosts = append(hosts, h)
 	}
 	return hosts, nil
+}
+
+// parseTrustedProxies splits the value of --trusted-proxies: IP addresses
+// or CIDR ranges, comma-separated.
+func parseTrustedProxies(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for p := range strings.SplitSeq(v, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, usagef("--trusted-proxies %q: give IP addresses or CIDR ranges of the proxies, comma-separated, "+
+					"such as 127.0.0.1,10.0.0.0/8 (no host names, no ports)", p)
+			}
+			prefix = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		}
+		out = append(out, prefix.Masked())
+	}
+	return out, nil
 }
 
 // offWhenZero maps a duration flag whose 0 turns its feature off

@@ -163,6 +163,22 @@ func TestServeFlags_AllowedHosts(t *testing.T) {
 	}
 }
 
+func TestServeFlags_TrustedProxies(t *testing.T) {
+	s, err := parseServe(t, nil, map[string]string{"SKED_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8,::1,fd00::/8,::ffff:192.0.2.1,10.1.2.3/8"})
+	if got := fmt.Sprint(s.cfg.TrustedProxies); err != nil || got != "[127.0.0.1/32 10.0.0.0/8 ::1/128 fd00::/8 192.0.2.1/32 10.0.0.0/8]" {
+		t.Errorf("SKED_TRUSTED_PROXIES: %s, %v", got, err)
+	}
+	if s, err = parseServe(t, nil, nil); err != nil || s.cfg.TrustedProxies != nil {
+		t.Errorf("no --trusted-proxies: %v, %v; want none", s.cfg.TrustedProxies, err)
+	}
+	for _, bad := range []string{"proxy.lan", "10.0.0.1:80", "10.0.0.0/33"} {
+		_, err := parseServe(t, []string{"--trusted-proxies", bad}, nil)
+		if ExitCode(err) != 2 || !strings.Contains(err.Error(), "give IP addresses or CIDR ranges") {
+			t.Errorf("--trusted-proxies %s: %v, want a refusal that says what to give", bad, err)
+		}
+	}
+}
+
 // TestMigrate_Flags: sked migrate offers the one flag it reads, --db, and
 // refuses sked serve's others instead of taking and ignoring them; both
 // commands refuse a --db that would name a SQLite file by mistake.

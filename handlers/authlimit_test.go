@@ -1,0 +1,233 @@
+package handlers
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/internal/syncbuf"
+)
+
+// from sends a GET path to e's API as if from the address remote, with
+// the extra headers given as name, value pairs.
+func (e *testEnv) from(remote, path string, headers ...string) response {
+	e.t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.RemoteAddr = remote
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	e.api.ServeHTTP(rec, req)
+	b, err := io.ReadAll(rec.Result().Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return response{status: rec.Code, header: rec.Header(), body: b}
+}
+
+// stopAuthClock stops the clock of e's limit on wrong tokens, so that no
+// budget grows back while a test runs, and returns a function that moves it.
+func stopAuthClock(e *testEnv) (advance func(time.Duration)) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e.api.h.authLimit.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	return func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+}
+
+// TestAuth_WrongTokensLimited: an address that sent authFailBurst wrong
+// tokens is answered 429 with Retry-After, whatever its token, until its
+// budget grows back; another address is not touched, and right tokens
+// spend nothing.
+func TestAuth_WrongTokensLimited(t *testing.T) {
+	t.Parallel()
+	var logs syncbuf.Buffer
+	e := newTestEnv(t, func(c *Config) {
+		c.Tokens = []string{"right"}
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	advance := stopAuthClock(e)
+	const guesser, operator = "192.0.2.1:40000", "192.0.2.2:40000"
+
+	// Right tokens spend nothing, however many.
+	for range 3 * authFailBurst {
+		e.from(guesser, "/jobs", "Authorization", "Bearer right").wantStatus(t, http.StatusOK)
+	}
+	for i := range authFailBurst {
+		e.from(guesser, "/jobs", "Authorization", "Bearer guess"+strconv.Itoa(i)).wantProblem(t, http.StatusUnauthorized, "not one this server accepts")
+	}
+	for _, token := range []string{"guess", "right"} {
+		res := e.from(guesser, "/jobs", "Authorization", "Bearer "+token)
+		res.wantProblem(t, http.StatusTooManyRequests, "too many requests with a wrong bearer token came from this address")
+		if got, want := res.header.Get("Retry-After"), strconv.Itoa(int(authFailEvery/time.Second)); got != want {
+			t.Errorf("Retry-After %q, want %q", got, want)
+		}
+		if res.header.Get(roleHeader) != "" {
+			t.Errorf("a refused request was told its role %q", res.header.Get(roleHeader))
+		}
+	}
+	// /readyz tells a failure's cause only to a right token: it does not
+	// judge tokens for a limited address either.
+	if e.api.h.mayUseAPI(readyzFrom(guesser, "Bearer right")) {
+		t.Error("mayUseAPI judged a token for an address past its budget")
+	}
+	// A request without a bearer token guesses nothing: answered as ever.
+	e.from(guesser, "/jobs").wantProblem(t, http.StatusUnauthorized, "requires a bearer token")
+	// The operator, at another address, goes on; so do the health probes.
+	e.from(operator, "/jobs", "Authorization", "Bearer right").wantStatus(t, http.StatusOK)
+	e.from(operator, "/jobs", "Authorization", "Bearer typo").wantProblem(t, http.StatusUnauthorized, "not one this server accepts")
+	e.from(guesser, "/healthz").wantStatus(t, http.StatusOK)
+
+	// One guess more after authFailEvery.
+	advance(authFailEvery)
+	e.from(guesser, "/jobs", "Authorization", "Bearer right").wantStatus(t, http.StatusOK)
+	e.from(guesser, "/jobs", "Authorization", "Bearer guess").wantProblem(t, http.StatusUnauthorized, "not one this server accepts")
+	e.from(guesser, "/jobs", "Authorization", "Bearer right").wantStatus(t, http.StatusTooManyRequests)
+
+	// The 429s are logged, a line a minute at most, naming the address.
+	if n := strings.Count(logs.String(), "requests refused (429) from addresses that sent too many wrong tokens"); n != 1 ||
+		!strings.Contains(logs.String(), "last_from=192.0.2.1/32") {
+		t.Errorf("%d lines of 429s, want one naming 192.0.2.1/32:\n%s", n, logs.String())
+	}
+	// /metrics counts them: wrong tokens, and the requests refused.
+	if failed, refused := e.api.AuthFailures(); failed != authFailBurst+2 || refused != 4 {
+		t.Errorf("AuthFailures = %d failed, %d refused; want %d, 4", failed, refused, authFailBurst+2)
+	}
+}
+
+// readyzFrom is a GET /readyz from remote with the Authorization auth.
+func readyzFrom(remote, auth string) *http.Request {
+	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+	req.RemoteAddr = remote
+	req.Header.Set("Authorization", auth)
+	return req
+}
+
+// TestAuth_WrongTokensAtOnce: wrong tokens sent all at once from one
+// address are judged no more than its budget allows.
+func TestAuth_WrongTokensAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, func(c *Config) { c.Tokens = []string{"right"} })
+	stopAuthClock(e)
+	const n = 5 * authFailBurst
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req := httptest.NewRequest(http.MethodGet, "/jobs", nil)
+			req.RemoteAddr = "198.51.100.1:1"
+			req.Header.Set("Authorization", "Bearer guess"+strconv.Itoa(i))
+			rec := httptest.NewRecorder()
+			e.api.ServeHTTP(rec, req)
+			statuses <- rec.Code
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if count[http.StatusUnauthorized] != authFailBurst || count[http.StatusTooManyRequests] != n-authFailBurst {
+		t.Errorf("statuses %v, want %d 401 and the rest 429", count, authFailBurst)
+	}
+}
+
+// TestAuth_TrustedProxies: behind a trusted proxy the client's address is
+// the one X-Forwarded-For names; from any other peer the header is ignored,
+// so that a guesser cannot claim a new address with each request.
+func TestAuth_TrustedProxies(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, func(c *Config) {
+		c.Tokens = []string{"right"}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	})
+	stopAuthClock(e)
+	const proxy = "10.1.2.3:5000"
+	for i := range authFailBurst {
+		e.from(proxy, "/jobs", "Authorization", "Bearer guess", "X-Forwarded-For", "203.0.113.9").wantStatus(t, http.StatusUnauthorized)
+		// A peer that is not a proxy names another address each time.
+		e.from("192.0.2.7:1", "/jobs", "Authorization", "Bearer guess", "X-Forwarded-For", "203.0.113."+strconv.Itoa(100+i)).
+			wantStatus(t, http.StatusUnauthorized)
+	}
+	e.from(proxy, "/jobs", "Authorization", "Bearer guess", "X-Forwarded-For", "203.0.113.9").wantStatus(t, http.StatusTooManyRequests)
+	e.from("192.0.2.7:1", "/jobs", "Authorization", "Bearer guess", "X-Forwarded-For", "203.0.113.1").wantStatus(t, http.StatusTooManyRequests)
+	// Another client through the same proxy is not touched.
+	e.from(proxy, "/jobs", "Authorization", "Bearer right", "X-Forwarded-For", "203.0.113.10").wantStatus(t, http.StatusOK)
+}
+
+func TestClientOf(t *testing.T) {
+	t.Parallel()
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	for _, c := range []struct {
+		remote string
+		xff    []string
+		want   string
+	}{
+		{"192.0.2.1:80", nil, "192.0.2.1/32"},
+		{"192.0.2.1:80", []string{"198.51.100.1"}, "192.0.2.1/32"},                      // not a proxy: ignored
+		{"[2001:db8:1:2:3:4:5:6]:80", nil, "2001:db8:1:2::/64"},                         // a machine's /64
+		{"[::ffff:192.0.2.1]:80", nil, "192.0.2.1/32"},                                  // IPv4 in IPv6
+		{"10.0.0.1:80", []string{"198.51.100.1"}, "198.51.100.1/32"},                    // through a proxy
+		{"10.0.0.1:80", []string{"6.6.6.6, 198.51.100.1, 10.0.0.2"}, "198.51.100.1/32"}, // the last not a proxy; the first is the client's to say
+		{"10.0.0.1:80", []string{"6.6.6.6", "198.51.100.1"}, "198.51.100.1/32"},         // several headers are one list
+		{"10.0.0.1:80", []string{"nonsense, 10.0.0.2"}, "10.0.0.2/32"},                  // an unreadable hop ends the walk
+		{"10.0.0.1:80", nil, "10.0.0.1/32"},                                             // a proxy's own request
+		{"[fd00::1]:80", []string{"2001:db8::1"}, "2001:db8::/64"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = c.remote
+		for _, v := range c.xff {
+			req.Header.Add("X-Forwarded-For", v)
+		}
+		if got := clientOf(req, trusted).String(); got != c.want {
+			t.Errorf("clientOf(%s, X-Forwarded-For %q) = %s, want %s", c.remote, c.xff, got, c.want)
+		}
+	}
+}
+
+// TestAuthLimiter_Bounded: the limiter keeps at most authFailClients
+// addresses; past that, new ones share a budget, and an address whose
+// budget is whole again is forgotten when room is needed.
+func TestAuthLimiter_Bounded(t *testing.T) {
+	t.Parallel()
+	l := newAuthLimiter(authFailBurst, authFailEvery)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	guess := func(i int, at time.Time) error {
+		done, err := l.admit(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32), at)
+		if err == nil {
+			done(true)
+		}
+		return err
+	}
+	for i := range authFailClients {
+		if err := guess(i, now); err != nil {
+			t.Fatalf("address %d: %v", i, err)
+		}
+	}
+	// New addresses share one budget now.
+	var refused int
+	for i := range 2 * authFailBurst {
+		if guess(authFailClients+i, now) != nil {
+			refused++
+		}
+	}
+	if len(l.clients) != authFailClients || refused != authFailBurst {
+		t.Errorf("kept %d addresses, refused %d new ones; want %d, %d", len(l.clients), refused, authFailClients, authFailBurst)
+	}
+	// Once the old budgets are whole again, a new address has its own.
+	later := now.Add(authFailEvery)
+	if err := guess(authFailClients+2*authFailBurst, later); err != nil {
+		t.Fatalf("a new address once the old budgets were whole: %v", err)
+	}
+	if len(l.clients) != 1 {
+		t.Errorf("kept %d addresses, want the new one only", len(l.clients))
+	}
+}
