@@ -238,7 +238,7 @@ func (h *handler) mayUseAPI(r *http.Request) bool {
 // address (see clientOf), which it returns too: a wrong bearer token
 // spends one of the address's budget, and an address with none left gets
 // an *authLimitError and no role, whatever its token.
-func (h *handler) limitedBearer(r *http.Request) (scheme string, ro role, client netip.Prefix, err error) {
+func (h *handler) limitedBearer(r *http.Request) (scheme string, ro role, client netip.Addr, err error) {
 	client = clientOf(r, h.trustedProxies)
 	scheme, ro = h.bearer(r)
 	if !strings.EqualFold(scheme, "Bearer") {

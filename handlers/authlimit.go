@@ -32,6 +32,13 @@ const (
 	// budget is whole again is forgotten when room is needed; while more
 	// than this many are short of theirs, new ones share one budget.
 	authFailClients = 10000
+	// authFailNetShare is how many addresses' budgets an IPv6 /64 has,
+	// besides each address's own. The machines of one network segment
+	// share its /64, and a machine can take any address in it: one
+	// address that guesses does not spend its neighbours' budget, and one
+	// that takes a new address for each guess gets no more than this many
+	// addresses' worth.
+	authFailNetShare = 10
 )
 
 // authLimiter keeps the budgets of wrong tokens of the client addresses
@@ -41,7 +48,7 @@ type authLimiter struct {
 	every time.Duration // then one per every: authFailEvery
 
 	mu      sync.Mutex
-	clients map[netip.Prefix]*rate.Limiter // guarded by mu
+	clients map[netip.Prefix]*rate.Limiter // by address (/32, /128) and IPv6 /64; guarded by mu
 	now     func() time.Time               // the clock; time.Now but in tests
 	swept   time.Time                      // when clients was last swept; guarded by mu
 	shared  *rate.Limiter                  // of the addresses past authFailClients
@@ -54,14 +61,27 @@ type authLimiter struct {
 // at once, then one per every.
 func newAuthLimiter(burst int, every time.Duration) *authLimiter {
 	l := &authLimiter{burst: burst, every: every, clients: map[netip.Prefix]*rate.Limiter{}, now: time.Now}
-	l.shared = l.newBudget()
+	l.shared = l.newBudget(netip.Prefix{})
 	return l
 }
 
-// newBudget is the budget of wrong tokens of an address that has sent none
-// yet.
-func (l *authLimiter) newBudget() *rate.Limiter {
+// newBudget is the budget of wrong tokens of key that has sent none yet:
+// an address's, or an IPv6 /64's, which is authFailNetShare addresses'.
+func (l *authLimiter) newBudget(key netip.Prefix) *rate.Limiter {
+	if key.Addr().Is6() && key.Bits() == 64 {
+		return rate.NewLimiter(rate.Every(l.every/authFailNetShare), l.burst*authFailNetShare)
+	}
 	return rate.NewLimiter(rate.Every(l.every), l.burst)
+}
+
+// budgetKeys are the budgets a guess from client spends: its address's,
+// and an IPv6 address's /64's too.
+func budgetKeys(client netip.Addr) []netip.Prefix {
+	keys := []netip.Prefix{netip.PrefixFrom(client, client.BitLen())}
+	if network, err := client.Prefix(64); err == nil && client.Is6() {
+		keys = append(keys, network)
+	}
+	return keys
 }
 
 // authLimitError refuses a request whose address sent too many wrong
@@ -83,38 +103,48 @@ func (e *authLimitError) retryAfter() int { return int(math.Ceil(e.wait.Seconds(
 // The client holds one of its budget while its token is looked at, so
 // that many requests sent at once cannot all pass on the last one; a right
 // token gives it back.
-func (l *authLimiter) admit(client netip.Prefix, now time.Time) (done func(wrong bool), err error) {
-	res := l.budget(client, now).ReserveN(now, 1)
-	if d := res.DelayFrom(now); d > 0 {
-		res.CancelAt(now)
+func (l *authLimiter) admit(client netip.Addr, now time.Time) (done func(wrong bool), err error) {
+	var held []*rate.Reservation
+	var wait time.Duration
+	for _, key := range budgetKeys(client) {
+		res := l.budget(key, now).ReserveN(now, 1)
+		held = append(held, res)
+		wait = max(wait, res.DelayFrom(now))
+	}
+	giveBack := func() {
+		for _, res := range held {
+			res.CancelAt(now)
+		}
+	}
+	if wait > 0 {
+		giveBack()
 		l.refused.Add(1)
-		return nil, &authLimitError{wait: d}
+		return nil, &authLimitError{wait: wait}
 	}
 	return func(wrong bool) {
 		if wrong {
 			l.failed.Add(1)
 		} else {
-			res.CancelAt(now)
+			giveBack()
 		}
 	}, nil
 }
 
-// budget is client's budget at now, new if it has none: its own, or the
-// shared one while authFailClients addresses with budgets short of whole
-// are kept.
-func (l *authLimiter) budget(client netip.Prefix, now time.Time) *rate.Limiter {
+// budget is key's budget at now, new if it has none: its own, or the
+// shared one while authFailClients budgets short of whole are kept.
+func (l *authLimiter) budget(key netip.Prefix, now time.Time) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if lim := l.clients[client]; lim != nil {
+	if lim := l.clients[key]; lim != nil {
 		return lim
 	}
 	if len(l.clients) >= authFailClients && now.Sub(l.swept) >= l.every {
-		// An address whose budget is whole again is as good as new: it
-		// is forgotten. The sweep is spaced, so that a full table costs
-		// one walk each l.every, not one for each request.
+		// A budget that is whole again is as good as new: it is
+		// forgotten. The sweep is spaced, so that a full table costs one
+		// walk each l.every, not one for each request.
 		l.swept = now
 		for c, lim := range l.clients {
-			if lim.TokensAt(now) >= float64(l.burst) {
+			if lim.TokensAt(now) >= float64(lim.Burst()) {
 				delete(l.clients, c)
 			}
 		}
@@ -122,8 +152,8 @@ func (l *authLimiter) budget(client netip.Prefix, now time.Time) *rate.Limiter {
 	if len(l.clients) >= authFailClients {
 		return l.shared
 	}
-	lim := l.newBudget()
-	l.clients[client] = lim
+	lim := l.newBudget(key)
+	l.clients[key] = lim
 	return lim
 }
 
@@ -139,34 +169,29 @@ func (a *API) AuthFailures() (failed, refused int64) { return a.h.authLimit.coun
 
 // clientOf is the address r's guesses are counted under: the address the
 // request came from, or, when that is one of trusted (reverse proxies),
-// the last address in X-Forwarded-For that is not. An IPv6 address counts
-// as its /64, which one machine usually has whole. X-Forwarded-For is never
-// read from a peer that is not trusted: any client may send one.
-func clientOf(r *http.Request, trusted []netip.Prefix) netip.Prefix {
+// the last address in X-Forwarded-For that is not. X-Forwarded-For is
+// never read from a peer that is not trusted: any client may send one.
+func clientOf(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	addr := peerAddr(r.RemoteAddr)
 	if isTrusted(addr, trusted) {
 		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 		for i := len(hops) - 1; i >= 0; i-- {
-			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
+			hop := peerAddr(strings.TrimSpace(hops[i]))
+			if !hop.IsValid() {
 				break // a hop we cannot read: the last one we could is the client
 			}
-			addr = hop.Unmap()
+			addr = hop
 			if !isTrusted(addr, trusted) {
 				break
 			}
 		}
 	}
-	bits := 32
-	if addr.Is6() {
-		bits = 64
-	}
-	p, _ := addr.Prefix(bits)
-	return p
+	return addr
 }
 
-// peerAddr is the IP address of a RemoteAddr ("192.0.2.1:5678"), the
-// invalid zero address when it has none (a test's or a unix socket's).
+// peerAddr is the IP address of a RemoteAddr or an X-Forwarded-For hop
+// ("192.0.2.1:5678", "[2001:db8::1]:80", "192.0.2.1"), the invalid zero
+// address when it has none (a unix socket's, "unknown").
 func peerAddr(remote string) netip.Addr {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {

@@ -93,8 +93,8 @@ func TestAuth_WrongTokensLimited(t *testing.T) {
 
 	// The 429s are logged, a line a minute at most, naming the address.
 	if n := strings.Count(logs.String(), "requests refused (429) from addresses that sent too many wrong tokens"); n != 1 ||
-		!strings.Contains(logs.String(), "last_from=192.0.2.1/32") {
-		t.Errorf("%d lines of 429s, want one naming 192.0.2.1/32:\n%s", n, logs.String())
+		!strings.Contains(logs.String(), "last_from=192.0.2.1") {
+		t.Errorf("%d lines of 429s, want one naming 192.0.2.1:\n%s", n, logs.String())
 	}
 	// /metrics counts them: wrong tokens, and the requests refused.
 	if failed, refused := e.api.AuthFailures(); failed != authFailBurst+2 || refused != 4 {
@@ -171,16 +171,18 @@ func TestClientOf(t *testing.T) {
 		xff    []string
 		want   string
 	}{
-		{"192.0.2.1:80", nil, "192.0.2.1/32"},
-		{"192.0.2.1:80", []string{"198.51.100.1"}, "192.0.2.1/32"},                      // not a proxy: ignored
-		{"[2001:db8:1:2:3:4:5:6]:80", nil, "2001:db8:1:2::/64"},                         // a machine's /64
-		{"[::ffff:192.0.2.1]:80", nil, "192.0.2.1/32"},                                  // IPv4 in IPv6
-		{"10.0.0.1:80", []string{"198.51.100.1"}, "198.51.100.1/32"},                    // through a proxy
-		{"10.0.0.1:80", []string{"6.6.6.6, 198.51.100.1, 10.0.0.2"}, "198.51.100.1/32"}, // the last not a proxy; the first is the client's to say
-		{"10.0.0.1:80", []string{"6.6.6.6", "198.51.100.1"}, "198.51.100.1/32"},         // several headers are one list
-		{"10.0.0.1:80", []string{"nonsense, 10.0.0.2"}, "10.0.0.2/32"},                  // an unreadable hop ends the walk
-		{"10.0.0.1:80", nil, "10.0.0.1/32"},                                             // a proxy's own request
-		{"[fd00::1]:80", []string{"2001:db8::1"}, "2001:db8::/64"},
+		{"192.0.2.1:80", nil, "192.0.2.1"},
+		{"192.0.2.1:80", []string{"198.51.100.1"}, "192.0.2.1"},                      // not a proxy: ignored
+		{"[2001:db8:1:2:3:4:5:6]:80", nil, "2001:db8:1:2:3:4:5:6"},                   // IPv6
+		{"[::ffff:192.0.2.1]:80", nil, "192.0.2.1"},                                  // IPv4 in IPv6
+		{"10.0.0.1:80", []string{"198.51.100.1"}, "198.51.100.1"},                    // through a proxy
+		{"10.0.0.1:80", []string{"6.6.6.6, 198.51.100.1, 10.0.0.2"}, "198.51.100.1"}, // the last not a proxy; the first is the client's to say
+		{"10.0.0.1:80", []string{"6.6.6.6", "198.51.100.1"}, "198.51.100.1"},         // several headers are one list
+		{"10.0.0.1:80", []string{"nonsense, 10.0.0.2"}, "10.0.0.2"},                  // an unreadable hop ends the walk
+		{"10.0.0.1:80", nil, "10.0.0.1"},                                             // a proxy's own request
+		{"[fd00::1]:80", []string{"2001:db8::1"}, "2001:db8::1"},
+		{"10.0.0.1:80", []string{"198.51.100.1:4711"}, "198.51.100.1"}, // a hop with its port
+		{"10.0.0.1:80", []string{"[2001:db8::1]:80"}, "2001:db8::1"},
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.RemoteAddr = c.remote
@@ -193,6 +195,46 @@ func TestClientOf(t *testing.T) {
 	}
 }
 
+// TestAuthLimiter_IPv6: an IPv6 address has its own budget, and its /64
+// (a network segment, where a machine can take any address) one of
+// authFailNetShare addresses: a neighbour of a guessing address goes on,
+// and a guesser that takes a new address for each guess gets that many
+// addresses' worth.
+func TestAuthLimiter_IPv6(t *testing.T) {
+	t.Parallel()
+	l := newAuthLimiter(authFailBurst, authFailEvery)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	try := func(addr netip.Addr, wrong bool) error {
+		done, err := l.admit(addr, now)
+		if err == nil {
+			done(wrong)
+		}
+		return err
+	}
+	guesser, neighbour := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
+	var judged int
+	for try(guesser, true) == nil {
+		judged++
+	}
+	if judged != authFailBurst {
+		t.Errorf("one IPv6 address had %d wrong tokens judged, want %d", judged, authFailBurst)
+	}
+	if err := try(neighbour, false); err != nil {
+		t.Errorf("the right token of a neighbour in the same /64: %v", err)
+	}
+	for i := 0x100; i < 0x100+2*authFailNetShare*authFailBurst; i++ {
+		if try(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(i >> 8), 15: byte(i)}), true) == nil {
+			judged++
+		}
+	}
+	if judged != authFailNetShare*authFailBurst {
+		t.Errorf("a /64 had %d wrong tokens judged, want %d", judged, authFailNetShare*authFailBurst)
+	}
+	if err := try(netip.MustParseAddr("2001:db8:0:1::1"), true); err != nil {
+		t.Errorf("a guess from another /64: %v", err)
+	}
+}
+
 // TestAuthLimiter_Bounded: the limiter keeps at most authFailClients
 // addresses; past that, new ones share a budget, and an address whose
 // budget is whole again is forgotten when room is needed.
@@ -201,7 +243,7 @@ func TestAuthLimiter_Bounded(t *testing.T) {
 	l := newAuthLimiter(authFailBurst, authFailEvery)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	guess := func(i int, at time.Time) error {
-		done, err := l.admit(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32), at)
+		done, err := l.admit(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), at)
 		if err == nil {
 			done(true)
 		}
