@@ -39,9 +39,13 @@ func (e *ExposedError) Error() string {
 // localhost, 127.0.0.0/8 or ::1. An empty host listens everywhere.
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
+	return err == nil && LoopbackHost(host)
+}
+
+// LoopbackHost reports whether host (a name or an IP address, without
+// port or brackets) is this machine's loopback: localhost, 127.0.0.0/8 or
+// ::1.
+func LoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

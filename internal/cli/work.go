@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -122,6 +123,18 @@ func (f *workFlags) check(command []string) error {
 	return errors.Join(errs...)
 }
 
+// inTheClear are those of servers (URLs) that are reached by plain http://
+// on another machine than this one.
+func inTheClear(servers []string) []string {
+	var out []string
+	for _, s := range servers {
+		if u, err := url.Parse(s); err == nil && u.Scheme == "http" && !server.LoopbackHost(u.Hostname()) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // tidyServers is the --server list without spaces around a URL, empty
 // entries ("a,") or repeats, in order.
 func tidyServers(servers []string) []string {
@@ -160,6 +173,10 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 	})
 	log.Info("sked working", "server", strings.Join(f.servers, ","), "types", strings.Join(pool.Types(), ","),
 		"concurrency", f.concurrency, "worker_id", f.workerID, "version", buildinfo.Read().Version)
+	if clear := inTheClear(f.servers); len(clear) > 0 && f.token != "" {
+		log.Warn("the token is sent in the clear (http://) across the network to these servers, where any machine on the way can read it: "+
+			"give their https:// address (a TLS proxy in front of sked serve)", "servers", strings.Join(clear, ","))
+	}
 	err := pool.Run(ctx)
 	log.Info("stopped")
 	if cause := context.Cause(ctx); errors.Is(cause, errRefused) {

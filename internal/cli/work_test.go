@@ -111,3 +111,14 @@ func TestTidyServers(t *testing.T) {
 		t.Fatalf("tidyServers = %q, want %q", got, []string{a, b})
 	}
 }
+
+// TestInTheClear: sked work warns of the servers its token reaches by
+// plain http:// across the network; loopback and https:// are not.
+func TestInTheClear(t *testing.T) {
+	servers := []string{"http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080", "https://sked.example.com",
+		"http://sked.lan:8080", "http://192.0.2.1", "HTTP://[2001:db8::1]:8080"}
+	want := []string{"http://sked.lan:8080", "http://192.0.2.1", "HTTP://[2001:db8::1]:8080"}
+	if got := inTheClear(servers); !slices.Equal(got, want) {
+		t.Errorf("inTheClear = %q, want %q", got, want)
+	}
+}
