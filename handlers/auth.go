@@ -43,9 +43,13 @@ func (ro role) String() string {
 	return "none"
 }
 
+// tokenDigest is the SHA-256 digest of a bearer token: tokens are compared,
+// and remembered, as digests.
+type tokenDigest = [sha256.Size]byte
+
 // token is the digest of one configured token and its role.
 type token struct {
-	digest [sha256.Size]byte
+	digest tokenDigest
 	role   role
 }
 
@@ -211,16 +215,18 @@ func isWorkerPath(path string) bool {
 }
 
 // bearer returns the scheme of the credentials in r's Authorization header
-// ("" for none) and, when they are "Bearer" and one of h.tokens, its role.
-func (h *handler) bearer(r *http.Request) (scheme string, ro role) {
+// ("" for none) and, when they are "Bearer", the SHA-256 digest of the
+// token and its role when it is one of h.tokens.
+func (h *handler) bearer(r *http.Request) (scheme string, digest tokenDigest, ro role) {
 	scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	switch {
 	case !ok:
-		return "", roleNone
+		return "", digest, roleNone
 	case !strings.EqualFold(scheme, "Bearer"):
-		return scheme, roleNone
+		return scheme, digest, roleNone
 	}
-	return scheme, h.roleOf(strings.TrimSpace(t))
+	digest = sha256.Sum256([]byte(strings.TrimSpace(t)))
+	return scheme, digest, h.roleOf(digest)
 }
 
 // mayUseAPI reports whether r passes what every other route asks of it: with
@@ -237,14 +243,15 @@ func (h *handler) mayUseAPI(r *http.Request) bool {
 // limitedBearer is h.bearer of r, counted in h.authLimit under r's client
 // address (see clientOf), which it returns too: a wrong bearer token
 // spends one of the address's budget, and an address with none left gets
-// an *authLimitError and no role, whatever its token.
+// an *authLimitError and no role, unless its token is one that was right
+// from that address before it ran out (see authLimiter.admit).
 func (h *handler) limitedBearer(r *http.Request) (scheme string, ro role, client netip.Addr, err error) {
 	client = clientOf(r, h.trustedProxies)
-	scheme, ro = h.bearer(r)
+	scheme, digest, ro := h.bearer(r)
 	if !strings.EqualFold(scheme, "Bearer") {
 		return scheme, ro, client, nil
 	}
-	done, err := h.authLimit.admit(client, h.authLimit.now())
+	done, err := h.authLimit.admit(client, digest, h.authLimit.now())
 	if err != nil {
 		return scheme, roleNone, client, err
 	}
@@ -255,8 +262,7 @@ func (h *handler) limitedBearer(r *http.Request) (scheme string, ro role, client
 // roleOf is the role of t, roleNone if it is none of h.tokens. It compares
 // SHA-256 digests in constant time and checks every token, so neither the
 // length nor the position of a match shows in the time it takes.
-func (h *handler) roleOf(t string) role {
-	got := sha256.Sum256([]byte(t))
+func (h *handler) roleOf(got tokenDigest) role {
 	found := roleNone
 	for _, want := range h.tokens {
 		match := subtle.ConstantTimeCompare(got[:], want.digest[:])

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -19,12 +20,17 @@ import (
 // authFailEvery; past that its requests answer 429 with Retry-After until
 // it has one to spend.
 //
-// A limited address is refused whatever its token: were a right token let
-// through there, the 429s would only say "wrong", and the guessing would go
-// on at full speed. A right token does not spend anything, and a request
-// without a bearer token guesses nothing: it is neither counted nor
-// refused. Other addresses are not touched: the operator whose dashboard
-// is on another machine goes on while one guesses.
+// A limited address is refused whatever its token, but for the tokens that
+// were right from it before it ran out: were any right token let through
+// there, the 429s would only say "wrong", and the guessing would go on at
+// full speed; a token already right from the address tells a guesser
+// nothing new, and the workers and dashboards that used it go on while a
+// client at the same address (a worker left with a revoked token, a
+// guesser behind the same NAT) spends the budget. A right token does not
+// spend anything, and a request without a bearer token guesses nothing:
+// it is neither counted nor refused. Other addresses are not touched: the
+// operator whose dashboard is on another machine goes on while one
+// guesses.
 const (
 	authFailBurst = 20
 	authFailEvery = 3 * time.Second
@@ -39,6 +45,10 @@ const (
 	// that takes a new address for each guess gets no more than this many
 	// addresses' worth.
 	authFailNetShare = 10
+	// authKnownFor is how long a token right from an address stays known
+	// there, since it was last right, so that it passes while the address
+	// is limited.
+	authKnownFor = 24 * time.Hour
 )
 
 // authLimiter keeps the budgets of wrong tokens of the client addresses
@@ -51,7 +61,13 @@ type authLimiter struct {
 	clients map[netip.Prefix]*rate.Limiter // by address (/32, /128) and IPv6 /64; guarded by mu
 	now     func() time.Time               // the clock; time.Now but in tests
 	swept   time.Time                      // when clients was last swept; guarded by mu
-	shared  *rate.Limiter                  // of the addresses past authFailClients
+	// sweptKnown is when known was last swept; guarded by mu.
+	sweptKnown time.Time
+	shared     *rate.Limiter // of the addresses past authFailClients
+	// known are the tokens right from each address, with when each was
+	// last, at most authFailClients addresses (a token is one of the
+	// configured ones, so an address has few); guarded by mu.
+	known map[netip.Addr]map[tokenDigest]time.Time
 
 	failed  atomic.Int64 // wrong bearer tokens, since the start
 	refused atomic.Int64 // requests answered 429, since the start
@@ -60,7 +76,7 @@ type authLimiter struct {
 // newAuthLimiter is a limiter that allows each address burst wrong tokens
 // at once, then one per every.
 func newAuthLimiter(burst int, every time.Duration) *authLimiter {
-	l := &authLimiter{burst: burst, every: every, clients: map[netip.Prefix]*rate.Limiter{}, now: time.Now}
+	l := &authLimiter{burst: burst, every: every, clients: map[netip.Prefix]*rate.Limiter{}, known: map[netip.Addr]map[tokenDigest]time.Time{}, now: time.Now}
 	l.shared = l.newBudget(netip.Prefix{})
 	return l
 }
@@ -95,15 +111,17 @@ func (e *authLimitError) Error() string {
 // retryAfter is e's wait in whole seconds, rounded up, as Retry-After has it.
 func (e *authLimitError) retryAfter() int { return int(math.Ceil(e.wait.Seconds())) }
 
-// admit decides at now whether client may have a bearer token looked at:
-// a nil error, or an *authLimitError saying how long to wait. When it may,
-// the caller calls done with whether the token was a wrong one; a wrong
-// one spends one of the client's budget.
+// admit decides at now whether client may have bearer token digest looked
+// at: a nil error, or an *authLimitError saying how long to wait. When it
+// may, the caller calls done with whether the token was a wrong one; a
+// wrong one spends one of the client's budget, a right one is known from
+// client since. A client with no budget left may still have its known
+// tokens looked at.
 //
 // The client holds one of its budget while its token is looked at, so
 // that many requests sent at once cannot all pass on the last one; a right
 // token gives it back.
-func (l *authLimiter) admit(client netip.Addr, now time.Time) (done func(wrong bool), err error) {
+func (l *authLimiter) admit(client netip.Addr, digest tokenDigest, now time.Time) (done func(wrong bool), err error) {
 	var held []*rate.Reservation
 	var wait time.Duration
 	for _, key := range budgetKeys(client) {
@@ -118,16 +136,56 @@ func (l *authLimiter) admit(client netip.Addr, now time.Time) (done func(wrong b
 	}
 	if wait > 0 {
 		giveBack()
+		if l.knows(client, digest, now) {
+			return func(wrong bool) {}, nil
+		}
 		l.refused.Add(1)
 		return nil, &authLimitError{wait: wait}
 	}
 	return func(wrong bool) {
 		if wrong {
 			l.failed.Add(1)
-		} else {
-			giveBack()
+			return
 		}
+		giveBack()
+		l.remember(client, digest, now)
 	}, nil
+}
+
+// knows reports whether digest was right from client within authKnownFor
+// before now.
+func (l *authLimiter) knows(client netip.Addr, digest tokenDigest, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last, ok := l.known[client][digest]
+	return ok && now.Sub(last) < authKnownFor
+}
+
+// remember records that digest was right from client at now. When
+// authFailClients addresses are known, those whose tokens are all older
+// than authKnownFor are forgotten, at most once each l.every; while that
+// leaves no room, a new address is not remembered.
+func (l *authLimiter) remember(client netip.Addr, digest tokenDigest, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tokens := l.known[client]
+	if tokens == nil {
+		if len(l.known) >= authFailClients && now.Sub(l.sweptKnown) >= l.every {
+			l.sweptKnown = now
+			for c, ts := range l.known {
+				maps.DeleteFunc(ts, func(_ tokenDigest, last time.Time) bool { return now.Sub(last) >= authKnownFor })
+				if len(ts) == 0 {
+					delete(l.known, c)
+				}
+			}
+		}
+		if len(l.known) >= authFailClients {
+			return
+		}
+		tokens = map[tokenDigest]time.Time{}
+		l.known[client] = tokens
+	}
+	tokens[digest] = now
 }
 
 // budget is key's budget at now, new if it has none: its own, or the

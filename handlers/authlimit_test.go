@@ -50,7 +50,7 @@ func TestAuth_WrongTokensLimited(t *testing.T) {
 	t.Parallel()
 	var logs syncbuf.Buffer
 	e := newTestEnv(t, func(c *Config) {
-		c.Tokens = []string{"right"}
+		c.Tokens = []string{"right", "other"}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	advance := stopAuthClock(e)
@@ -63,7 +63,10 @@ func TestAuth_WrongTokensLimited(t *testing.T) {
 	for i := range authFailBurst {
 		e.from(guesser, "/jobs", "Authorization", "Bearer guess"+strconv.Itoa(i)).wantProblem(t, http.StatusUnauthorized, "not one this server accepts")
 	}
-	for _, token := range []string{"guess", "right"} {
+	// Past its budget, the address is refused whatever its token, but for
+	// one right from it before: another right token would tell a guesser
+	// it is right.
+	for _, token := range []string{"guess", "other"} {
 		res := e.from(guesser, "/jobs", "Authorization", "Bearer "+token)
 		res.wantProblem(t, http.StatusTooManyRequests, "too many requests with a wrong bearer token came from this address")
 		if got, want := res.header.Get("Retry-After"), strconv.Itoa(int(authFailEvery/time.Second)); got != want {
@@ -73,10 +76,18 @@ func TestAuth_WrongTokensLimited(t *testing.T) {
 			t.Errorf("a refused request was told its role %q", res.header.Get(roleHeader))
 		}
 	}
+	// A token right from the address before it ran out goes on: the
+	// worker or dashboard that used it is not shut out by a client at the
+	// same address (a worker left with a revoked token, a guesser behind
+	// the same NAT), and its answer tells a guesser nothing new.
+	e.from(guesser, "/jobs", "Authorization", "Bearer right").wantStatus(t, http.StatusOK)
 	// /readyz tells a failure's cause only to a right token: it does not
-	// judge tokens for a limited address either.
-	if e.api.h.mayUseAPI(readyzFrom(guesser, "Bearer right")) {
+	// judge new tokens for a limited address either.
+	if e.api.h.mayUseAPI(readyzFrom(guesser, "Bearer other")) {
 		t.Error("mayUseAPI judged a token for an address past its budget")
+	}
+	if !e.api.h.mayUseAPI(readyzFrom(guesser, "Bearer right")) {
+		t.Error("mayUseAPI refused a token right from the address before")
 	}
 	// A request without a bearer token guesses nothing: answered as ever.
 	e.from(guesser, "/jobs").wantProblem(t, http.StatusUnauthorized, "requires a bearer token")
@@ -89,7 +100,7 @@ func TestAuth_WrongTokensLimited(t *testing.T) {
 	advance(authFailEvery)
 	e.from(guesser, "/jobs", "Authorization", "Bearer right").wantStatus(t, http.StatusOK)
 	e.from(guesser, "/jobs", "Authorization", "Bearer guess").wantProblem(t, http.StatusUnauthorized, "not one this server accepts")
-	e.from(guesser, "/jobs", "Authorization", "Bearer right").wantStatus(t, http.StatusTooManyRequests)
+	e.from(guesser, "/jobs", "Authorization", "Bearer other").wantStatus(t, http.StatusTooManyRequests)
 
 	// The 429s are logged, a line a minute at most, naming the address.
 	if n := strings.Count(logs.String(), "requests refused (429) from addresses that sent too many wrong tokens"); n != 1 ||
@@ -205,7 +216,7 @@ func TestAuthLimiter_IPv6(t *testing.T) {
 	l := newAuthLimiter(authFailBurst, authFailEvery)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	try := func(addr netip.Addr, wrong bool) error {
-		done, err := l.admit(addr, now)
+		done, err := l.admit(addr, tokenDigest{}, now)
 		if err == nil {
 			done(wrong)
 		}
@@ -243,7 +254,7 @@ func TestAuthLimiter_Bounded(t *testing.T) {
 	l := newAuthLimiter(authFailBurst, authFailEvery)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	guess := func(i int, at time.Time) error {
-		done, err := l.admit(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), at)
+		done, err := l.admit(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), tokenDigest{}, at)
 		if err == nil {
 			done(true)
 		}
@@ -271,5 +282,34 @@ func TestAuthLimiter_Bounded(t *testing.T) {
 	}
 	if len(l.clients) != 1 {
 		t.Errorf("kept %d addresses, want the new one only", len(l.clients))
+	}
+}
+
+// TestAuthLimiter_KnownBounded: the limiter knows the right tokens of at
+// most authFailClients addresses; past that, those not right for
+// authKnownFor are forgotten when room is needed.
+func TestAuthLimiter_KnownBounded(t *testing.T) {
+	t.Parallel()
+	l := newAuthLimiter(authFailBurst, authFailEvery)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	right := func(i int, at time.Time) netip.Addr {
+		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		done, err := l.admit(addr, tokenDigest{1}, at)
+		if err != nil {
+			t.Fatalf("address %d: %v", i, err)
+		}
+		done(false)
+		return addr
+	}
+	for i := range authFailClients + 10 {
+		right(i, now)
+	}
+	if len(l.known) != authFailClients {
+		t.Fatalf("%d addresses known, want %d", len(l.known), authFailClients)
+	}
+	later := now.Add(authKnownFor)
+	addr := right(authFailClients+10, later)
+	if len(l.known) != 1 || !l.knows(addr, tokenDigest{1}, later) || l.knows(addr, tokenDigest{2}, later) {
+		t.Fatalf("after a day: %d addresses known, want only the new one's token", len(l.known))
 	}
 }
