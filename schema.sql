@@ -46,7 +46,7 @@ CREATE TABLE "jobs" (
     request_hash      TEXT,
     notify            TEXT,
     failing_since     TEXT
-, rescheduled_at TEXT, pause_requested INTEGER NOT NULL DEFAULT 0) STRICT;
+, rescheduled_at TEXT, pause_requested INTEGER NOT NULL DEFAULT 0, watch_from TEXT) STRICT;
 
 CREATE TABLE runs (
     id          INTEGER PRIMARY KEY,
@@ -63,6 +63,11 @@ CREATE TABLE runs (
     gave_up     INTEGER NOT NULL DEFAULT 0,
     output      TEXT
 , late_outcome TEXT, late_error TEXT, late_finished_at TEXT, slot_count INTEGER, last_slot TEXT) STRICT;
+
+CREATE TABLE watch (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    swept_at TEXT NOT NULL
+) STRICT;
 
 CREATE TABLE workers (
     id            TEXT PRIMARY KEY,

@@ -42,12 +42,18 @@ type Backfill struct {
 	LeftToSchedule int `json:"leftToSchedule"`
 }
 
-// QuietChange is a recurring job whose dead-man's switch changed: it went
-// quiet (no success within its expectSuccessWithin) or recovered.
-type QuietChange struct {
-	Job   Job
-	Quiet bool // true: went quiet now; false: recovered
-}
+// The dead-man's switch (Job.ExpectSuccessWithin) is watched by the
+// sweeps of the servers' sweepers (JobQuietSweep), each of which records
+// that it watched at most every WatchSeenEvery while a schedule has a
+// switch. A sweeper that starts (JobWatchStart) when none has watched for
+// more than WatchGap finds sked was down: each switch's window starts
+// again, so that a schedule whose slots passed meanwhile can run before it
+// is quiet. WatchGap is well above WatchSeenEvery and the sweeps' interval,
+// so that a quick restart, or one node's of several, is not downtime.
+const (
+	WatchSeenEvery = time.Minute
+	WatchGap       = 3 * time.Minute
+)
 
 // Controller is what operators do to schedules beyond the lifecycle, and
 // the sweeps that keep schedules honest; part of Store.
@@ -70,10 +76,16 @@ type Controller interface {
 	// JobResumeDue resumes paused jobs whose pause-until has passed and
 	// returns how many.
 	JobResumeDue(ctx context.Context) (int, error)
-	// JobQuietSweep marks recurring jobs whose last success (or creation)
-	// is older than their expectSuccessWithin as quiet, clears the mark of
-	// those that succeeded since, and returns what changed.
-	JobQuietSweep(ctx context.Context) ([]QuietChange, error)
+	// JobQuietSweep marks as quiet the ready and running recurring jobs
+	// that went a whole expectSuccessWithin without a success (see
+	// Job.WatchedFrom), records that the switches were watched, and
+	// returns the jobs it marked. A run that succeeds clears the mark.
+	JobQuietSweep(ctx context.Context) ([]Job, error)
+	// JobWatchStart is called as a sweeper starts, before its first
+	// JobQuietSweep: when no sweep was recorded within WatchGap, sked was
+	// down, and the window of each watched schedule that is not quiet
+	// starts again now. It returns how many windows it started again.
+	JobWatchStart(ctx context.Context) (int, error)
 }
 
 // The idempotency keys of the jobs sked creates itself begin with these: a

@@ -184,11 +184,16 @@ type Job struct {
 	// and PauseUntil are that pause's.
 	PauseRequested bool `json:"pauseRequested,omitempty"`
 	// ExpectSuccessWithin is the dead-man's switch of a recurring job: when
-	// no run succeeded for that long, the job is marked quiet (QuietSince)
-	// and a notification goes out.
+	// no run succeeded for that long, counted from WatchedFrom, the job is
+	// marked quiet (QuietSince) and a notification goes out; a success
+	// clears the mark.
 	ExpectSuccessWithin Duration   `json:"expectSuccessWithin,omitempty"`
 	LastSuccessAt       *time.Time `json:"lastSuccessAt,omitempty"`
 	QuietSince          *time.Time `json:"quietSince,omitempty"`
+	// WatchFrom, when set, is when the switch's window last started
+	// again other than by a success: a resume, a change of the schedule or
+	// of the switch, sked's return from downtime (JobWatchStart).
+	WatchFrom *time.Time `json:"-"`
 	// Triggered is set while an operator's extra run (JobTrigger) is due or
 	// running; that run does not move the schedule.
 	Triggered bool `json:"triggered,omitempty"`
@@ -231,6 +236,18 @@ func Deref(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
+}
+
+// WatchedFrom is when the window of j's dead-man's switch began: the
+// latest of its creation, its last success and WatchFrom.
+func (j *Job) WatchedFrom() time.Time {
+	from := j.CreatedAt
+	for _, t := range []*time.Time{j.LastSuccessAt, j.WatchFrom} {
+		if t != nil && t.After(from) {
+			from = *t
+		}
+	}
+	return from
 }
 
 // Recurring reports whether the job has a schedule.

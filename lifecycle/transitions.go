@@ -166,14 +166,9 @@ func Backfill(j db.Job, s *schedule.Schedule, p db.JobBackfillParams) (run []tim
 	return slots, n - len(slots), total, nil
 }
 
-// Quiet reports whether j's dead-man's switch is raised at now (no success,
-// or creation, within its ExpectSuccessWithin) and whether that differs from
-// the mark j carries.
-func Quiet(j db.Job, now time.Time) (quiet, changed bool) {
-	since := j.CreatedAt
-	if j.LastSuccessAt != nil {
-		since = *j.LastSuccessAt
-	}
-	quiet = now.Sub(since) > time.Duration(j.ExpectSuccessWithin)
-	return quiet, quiet != (j.QuietSince != nil)
+// GoesQuiet reports whether j's dead-man's switch goes off at now: j is
+// not quiet yet, and no run succeeded within its ExpectSuccessWithin since
+// its window began (db.Job.WatchedFrom).
+func GoesQuiet(j db.Job, now time.Time) bool {
+	return j.ExpectSuccessWithin > 0 && j.QuietSince == nil && now.Sub(j.WatchedFrom()) > time.Duration(j.ExpectSuccessWithin)
 }

@@ -77,11 +77,10 @@ func MigratedOf(store db.Store) schema.Versions {
 }
 
 // newsTo has store tell sw of news as the transactions that make it
-// commit: events of runs to deliver (a ping, a firing that gave up), a quiet
-// schedule that succeeded. Without it they wait for the next sweep.
+// commit: events of runs to deliver (a ping, a firing that gave up, a
+// recovery). Without it they wait for the next sweep.
 func newsTo(store db.Store, sw *worker.Sweeper) {
-	e := engineOf(store)
-	e.EventsFunc, e.QuietEndedFunc = sw.News, sw.Wake
+	engineOf(store).EventsFunc = sw.News
 }
 
 // postgresOpenError says what err, of opening the PostgreSQL database at

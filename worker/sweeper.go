@@ -16,17 +16,18 @@ import (
 const DefaultSweepInterval = 5 * time.Second
 
 // Sweeper keeps schedules honest between claims: it resumes jobs whose
-// pause-until has passed, raises and clears the dead-man's switch of
-// schedules that stopped succeeding, and tells people what happened: it
-// delivers the store's timeline of give-ups, recoveries and pinged runs
-// (db.Store.EventsAfter, written in the transactions that made them) and
-// the switch's changes. A notification that gave up (see
+// pause-until has passed, raises the dead-man's switch of schedules that
+// stopped succeeding (a success clears it, as it is recorded), and tells
+// people what happened: it delivers the store's timeline of give-ups,
+// recoveries and pinged runs (db.Store.EventsAfter, written in the
+// transactions that made them) and the schedules gone quiet. A notification that gave up (see
 // notify.IsDelivery) is logged, not announced: the announcement would fail
 // the same way.
 type Sweeper struct {
 	Store interface {
 		JobResumeDue(ctx context.Context) (int, error)
-		JobQuietSweep(ctx context.Context) ([]db.QuietChange, error)
+		JobQuietSweep(ctx context.Context) ([]db.Job, error)
+		JobWatchStart(ctx context.Context) (int, error)
 		JobGet(ctx context.Context, id string) (db.Job, error)
 		EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error)
 	}
@@ -42,9 +43,6 @@ type Sweeper struct {
 	NowFunc  func() time.Time
 	Interval time.Duration // zero: DefaultSweepInterval
 	Logger   *slog.Logger  // nil: discard
-
-	// OnQuietFunc, when set, observes every quiet change (metrics).
-	OnQuietFunc func(db.QuietChange)
 
 	eventsAfter int64     // the last event of the timeline looked at
 	since       time.Time // events before this are not told
@@ -64,8 +62,8 @@ const loggedBefore = time.Minute
 // outboxPage bounds the events one read of the timeline returns.
 const outboxPage = 500
 
-// Wake makes the sweeper sweep at once, as when a test clock moved or a
-// quiet schedule succeeded. It never blocks.
+// Wake makes the sweeper sweep at once, as when a test clock moved. It
+// never blocks.
 func (s *Sweeper) Wake() { s.chans(); signal(s.wake) }
 
 // News makes the sweeper deliver the store's timeline at once, without the
@@ -86,6 +84,13 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	// idempotency keys keep each to one notification.
 	s.started = s.NowFunc()
 	s.since = s.started.Add(-time.Hour)
+	// Back from downtime, the switches' windows start again: a schedule
+	// whose slots passed meanwhile runs before it can be quiet.
+	if n, err := s.Store.JobWatchStart(ctx); err != nil {
+		s.logErr(ctx, "watch quiet schedules again", err)
+	} else if n > 0 {
+		s.logger().Info("sked was down: the dead-man's switches' windows start again", "schedules", n)
+	}
 	t := time.NewTicker(cmp.Or(s.Interval, DefaultSweepInterval))
 	defer t.Stop()
 	for {
@@ -123,24 +128,13 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 			s.WakeFunc()
 		}
 	}
-	changes, err := s.Store.JobQuietSweep(ctx)
+	quiet, err := s.Store.JobQuietSweep(ctx)
 	if err != nil {
 		s.logErr(ctx, "check quiet schedules", err)
 	}
-	for _, c := range changes {
-		if s.OnQuietFunc != nil {
-			s.OnQuietFunc(c)
-		}
-		j := c.Job
-		if c.Quiet {
-			s.logger().Warn("schedule gone quiet", "job_id", j.ID, "name", j.Name, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
-			s.tell(ctx, j, notify.Quiet(j))
-			continue
-		}
-		s.logger().Info("schedule recovered", "job_id", j.ID, "name", j.Name)
-		if j.LastSuccessAt != nil {
-			s.tell(ctx, j, notify.Recovered(j, *j.LastSuccessAt))
-		}
+	for _, j := range quiet {
+		s.logger().Warn("schedule gone quiet", "job_id", j.ID, "name", j.Name, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
+		s.tell(ctx, j, notify.Quiet(j))
 	}
 	s.deliverEvents(ctx)
 }

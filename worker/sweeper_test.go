@@ -26,7 +26,6 @@ type sweepRig struct {
 	store *sqlite.Store
 	now   time.Time
 	s     *Sweeper
-	quiet []db.QuietChange
 	wakes int
 	seen  map[string]bool // delivery jobs read by earlier sweeps
 }
@@ -39,11 +38,10 @@ func newSweepRig(t *testing.T) *sweepRig {
 		t.Fatal(err)
 	}
 	r.s = &Sweeper{Store: r.store, NowFunc: r.store.Now,
-		Notifier:    &notify.Notifier{Store: r.store, Sinks: []notify.Sink{sink}},
-		WakeFunc:    func() { r.wakes++ },
-		OnQuietFunc: func(c db.QuietChange) { r.quiet = append(r.quiet, c) },
-		Logger:      slog.New(slog.DiscardHandler),
-		since:       r.now.Add(-time.Hour),
+		Notifier: &notify.Notifier{Store: r.store, Sinks: []notify.Sink{sink}},
+		WakeFunc: func() { r.wakes++ },
+		Logger:   slog.New(slog.DiscardHandler),
+		since:    r.now.Add(-time.Hour),
 	}
 	return r
 }
@@ -61,12 +59,23 @@ func (r *sweepRig) create(p db.JobCreateParams) db.Job {
 // finish claims the due job of type typ and records outcome for it.
 func (r *sweepRig) finish(typ string, outcome db.Outcome) {
 	r.t.Helper()
+	r.end(r.claim(typ), outcome)
+}
+
+// claim claims the due job of type typ.
+func (r *sweepRig) claim(typ string) db.Job {
+	r.t.Helper()
 	claims, err := r.store.RunClaim(r.ctx, db.RunClaimParams{WorkerID: "w1", Types: []string{typ}, Max: 1})
 	if err != nil || len(claims) != 1 {
 		r.t.Fatalf("claim %s: %d claims, %v", typ, len(claims), err)
 	}
-	j := claims[0].Job
-	if _, err := r.store.RunFinish(r.ctx, db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Outcome: outcome, Error: "boom", Output: "output of " + typ}); err != nil {
+	return claims[0].Job
+}
+
+// end records outcome for the run of j, as claimed.
+func (r *sweepRig) end(j db.Job, outcome db.Outcome) {
+	r.t.Helper()
+	if _, err := r.store.RunFinish(r.ctx, db.RunFinishParams{JobID: j.ID, Generation: j.LeaseGeneration, Outcome: outcome, Error: "boom", Output: "output of " + j.Type}); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -76,6 +85,13 @@ func (r *sweepRig) finish(typ string, outcome db.Outcome) {
 func (r *sweepRig) sweep() []notify.Event {
 	r.t.Helper()
 	r.s.runOnce(r.ctx)
+	return r.told()
+}
+
+// told returns the events enqueued for the webhook since last read, in the
+// order of their delivery jobs.
+func (r *sweepRig) told() []notify.Event {
+	r.t.Helper()
 	jobs, _, err := r.store.JobList(r.ctx, db.JobListParams{Type: "http", Limit: 500})
 	if err != nil {
 		r.t.Fatal(err)
@@ -94,6 +110,21 @@ func (r *sweepRig) sweep() []notify.Event {
 		out = append(out, p.Body)
 	}
 	return out
+}
+
+// wantOne fails the test unless events are one of kind; when says when.
+func (r *sweepRig) wantOne(events []notify.Event, kind, when string) {
+	r.t.Helper()
+	if len(events) != 1 || events[0].Kind != kind {
+		r.t.Fatalf("%s: told %v; want one %s", when, keys(events), kind)
+	}
+}
+
+// watched creates a schedule of type r, every ten minutes, with a switch
+// of an hour.
+func (r *sweepRig) watched() db.Job {
+	r.t.Helper()
+	return r.create(db.JobCreateParams{Type: "r", Schedule: "@every 10m", ExpectSuccessWithin: time.Hour})
 }
 
 func keys(events []notify.Event) []string {
@@ -129,8 +160,8 @@ func TestSweeper_ResumesDuePauses(t *testing.T) {
 }
 
 // A schedule with no success within its expectSuccessWithin goes quiet
-// once (one event, one observed change, however many sweeps), and
-// recovers once after a run succeeds.
+// once (one event however many sweeps), and recovers once after a run
+// succeeds.
 func TestSweeper_QuietAndRecovered(t *testing.T) {
 	t.Parallel()
 	r := newSweepRig(t)
@@ -142,8 +173,8 @@ func TestSweeper_QuietAndRecovered(t *testing.T) {
 	r.now = r.now.Add(1500 * time.Millisecond) // keys keep the millisecond
 	ev := r.sweep()
 	wantKey := "schedule_quiet quiet:" + j.ID + ":" + r.now.Format(time.RFC3339Nano)
-	if got := keys(ev); len(got) != 1 || got[0] != wantKey || len(r.quiet) != 1 || !r.quiet[0].Quiet {
-		t.Fatalf("past the limit: events %v, quiet changes %+v; want one %q", got, r.quiet, wantKey)
+	if got := keys(ev); len(got) != 1 || got[0] != wantKey {
+		t.Fatalf("past the limit: events %v; want one %q", got, wantKey)
 	}
 	if ev[0].ExpectSuccessWithin != db.Duration(time.Hour) || ev[0].JobID != j.ID {
 		t.Errorf("event %+v does not give the job and the limit, which its message says", ev[0])
@@ -154,9 +185,87 @@ func TestSweeper_QuietAndRecovered(t *testing.T) {
 	r.finish("r", db.OutcomeSucceeded)
 	ev = r.sweep()
 	wantKey = "schedule_recovered recovered:" + j.ID + ":" + r.now.Format(time.RFC3339Nano)
-	if got := keys(ev); len(got) != 1 || got[0] != wantKey || len(r.quiet) != 2 || r.quiet[1].Quiet {
-		t.Fatalf("after a success: events %v, quiet changes %+v; want one %q", got, r.quiet, wantKey)
+	if got := keys(ev); len(got) != 1 || got[0] != wantKey {
+		t.Fatalf("after a success: events %v; want one %q", got, wantKey)
 	}
+}
+
+// restart starts a new sweeper, as a restarted server does, and stops it
+// once its first sweep is done; later sweeps are that sweeper's. It
+// returns what the first sweep told.
+func (r *sweepRig) restart() []notify.Event {
+	r.t.Helper()
+	ctx, cancel := context.WithCancel(r.ctx)
+	s := &Sweeper{Store: oneSweep{r.store, cancel}, NowFunc: r.store.Now, Notifier: r.s.Notifier, Logger: r.s.Logger}
+	if err := s.Run(ctx); err != nil {
+		r.t.Fatal(err)
+	}
+	s.Store, r.s = r.store, s
+	return r.told()
+}
+
+// oneSweep is a store that ends its sweeper's context once the sweeper
+// has read the timeline, the last step of its sweep.
+type oneSweep struct {
+	*sqlite.Store
+	done context.CancelFunc
+}
+
+func (s oneSweep) EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error) {
+	defer s.done()
+	return s.Store.EventsAfter(ctx, after, kinds, limit)
+}
+
+// A schedule that had no slot while sked was down is not quiet when it
+// comes back: the window starts again at the restart, so its next slot can
+// run first. A whole window after the restart with no success, it is.
+func TestSweeper_NotQuietAfterDowntime(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	j := r.watched()
+	r.sweep()                        // sked up, watching
+	r.now = r.now.Add(3 * time.Hour) // then down for three hours
+	if ev := r.restart(); len(ev) != 0 {
+		t.Fatalf("the first sweep after three hours down told %v; want nothing: the schedule had no chance to run", keys(ev))
+	}
+	if got, _ := r.store.JobGet(r.ctx, j.ID); got.QuietSince != nil {
+		t.Fatalf("quiet since %v, the restart", got.QuietSince)
+	}
+	r.now = r.now.Add(time.Hour)
+	if ev := r.sweep(); len(ev) != 0 {
+		t.Fatalf("a window after the restart: %v, want nothing yet", keys(ev))
+	}
+	r.now = r.now.Add(1500 * time.Millisecond)
+	r.wantOne(r.sweep(), notify.KindQuiet, "past a window after the restart with no success")
+}
+
+// A restart is not downtime: a server back within db.WatchGap of its last
+// sweep keeps the windows, and a schedule already overdue is quiet at its
+// first sweep.
+func TestSweeper_QuietAfterQuickRestart(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	r.watched()
+	r.now = r.now.Add(59 * time.Minute)
+	r.sweep()
+	r.now = r.now.Add(90 * time.Second)
+	r.wantOne(r.restart(), notify.KindQuiet, "the first sweep after a quick restart")
+}
+
+// A quiet schedule whose run succeeds is told recovered even when a pause
+// asked for during that run leaves it paused, where no sweep looks.
+func TestSweeper_RecoveredWhenPaused(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	j := r.watched()
+	r.now = r.now.Add(2 * time.Hour)
+	r.wantOne(r.sweep(), notify.KindQuiet, "two hours with no run")
+	running := r.claim("r")
+	if _, err := r.store.JobPause(r.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	r.end(running, db.OutcomeSucceeded)
+	r.wantOne(r.sweep(), notify.KindRecovered, "after the success, the job paused")
 }
 
 // Give-ups are told from the jobs' timeline, each once, with the error and
@@ -326,20 +435,19 @@ func TestSweeper_Errors(t *testing.T) {
 	}
 }
 
-// The store tells the sweeper of news as it commits it (EventsFunc,
-// QuietEndedFunc): a firing that gave up, not a plain success; a quiet
-// schedule's success. Told News, a sweeper waiting for its next sweep
+// The store tells the sweeper of news as it commits it (EventsFunc): a
+// firing that gave up, not a plain success; a quiet schedule's success,
+// whose recovery is on the timeline. Told News, a sweeper waiting for its next sweep
 // delivers the timeline at once, without the rest of a sweep.
 func TestSweeper_News(t *testing.T) {
 	t.Parallel()
 	r := newSweepRig(t)
-	var events, quietEnded int
+	var events int
 	r.store.EventsFunc = func() { events++ }
-	r.store.QuietEndedFunc = func() { quietEnded++ }
 	r.create(db.JobCreateParams{Type: "ok"})
 	r.finish("ok", db.OutcomeSucceeded)
-	if events != 0 || quietEnded != 0 {
-		t.Fatalf("a plain success told %d news of events, %d of quiet schedules; want none", events, quietEnded)
+	if events != 0 {
+		t.Fatalf("a plain success told %d news of events; want none", events)
 	}
 	j := r.create(db.JobCreateParams{Type: "q", Schedule: "@every 10m", ExpectSuccessWithin: time.Hour})
 	r.now = r.now.Add(2 * time.Hour)
@@ -348,8 +456,8 @@ func TestSweeper_News(t *testing.T) {
 		t.Fatal("the schedule did not go quiet")
 	}
 	r.finish("q", db.OutcomeSucceeded)
-	if quietEnded != 1 {
-		t.Fatalf("a quiet schedule's success told %d times; want once", quietEnded)
+	if events != 1 {
+		t.Fatalf("a quiet schedule's success told %d news of events; want one", events)
 	}
 
 	r.store.EventsFunc = r.s.News

@@ -203,7 +203,7 @@ func testDeadMansSwitch(t *testing.T, f *fixture) {
 	}
 	f.Clock.Set(Start.Add(2*time.Hour + time.Second))
 	ch, err := c.JobQuietSweep(f.ctx)
-	if err != nil || len(ch) != 1 || !ch[0].Quiet || ch[0].Job.QuietSince == nil {
+	if err != nil || len(ch) != 1 || ch[0].QuietSince == nil {
 		t.Fatalf("quiet sweep past the window = %+v, %v; want the job gone quiet", ch, err)
 	}
 	if again, _ := c.JobQuietSweep(f.ctx); len(again) != 0 {
@@ -217,9 +217,11 @@ func testDeadMansSwitch(t *testing.T, f *fixture) {
 	}
 	f.Clock.Set(Start.Add(3 * time.Hour))
 	f.finish(f.claimLease("w", 1, time.Hour)[0], db.OutcomeSucceeded, false)
-	ch, err = c.JobQuietSweep(f.ctx)
-	if err != nil || len(ch) != 1 || ch[0].Quiet || ch[0].Job.QuietSince != nil || ch[0].Job.LastSuccessAt == nil {
-		t.Fatalf("sweep after a success = %+v, %v; want recovered", ch, err)
+	if got := f.get(j.ID); got.QuietSince != nil || got.LastSuccessAt == nil {
+		t.Fatalf("after a success: quiet since %v, last success %v; want recovered", got.QuietSince, got.LastSuccessAt)
+	}
+	if ch, err = c.JobQuietSweep(f.ctx); err != nil || len(ch) != 0 {
+		t.Fatalf("sweep after a success = %+v, %v; want nothing", ch, err)
 	}
 }
 

@@ -134,6 +134,11 @@ type Tx interface {
 	// JobsWatched reads the ready and running recurring jobs with a
 	// dead-man's switch, passing over rows another transaction holds.
 	JobsWatched(ctx context.Context) ([]db.Job, error)
+	// SweptAt reads when a quiet sweep last recorded that it watched
+	// (SetSweptAt); the zero time if none ever did.
+	SweptAt(ctx context.Context) (time.Time, error)
+	// SetSweptAt records that a quiet sweep watched at at.
+	SetSweptAt(ctx context.Context, at time.Time) error
 	// JobsClaim leases up to a.Max ready jobs of a.Types (any, if none)
 	// due by a.DueBy, earliest due first, passing over rows another
 	// transaction holds: state running, lease owner a.Worker until
@@ -295,11 +300,10 @@ type Store struct {
 	// schedule no longer parses; nil discards them.
 	Logger *slog.Logger
 	// EventsFunc, when set, is called after a transaction that wrote
-	// events of runs (db.RunEventKinds: the notifier's outbox) commits,
-	// and QuietEndedFunc after one in which a quiet schedule (see
-	// JobQuietSweep) succeeded, so that they are told at once rather than
-	// at the next sweep. Set them before use.
-	EventsFunc, QuietEndedFunc func()
+	// events of runs (db.RunEventKinds: the notifier's outbox) commits, so
+	// that they are told at once rather than at the next sweep. Set it
+	// before use.
+	EventsFunc func()
 
 	d     Dialect
 	yield bool
@@ -430,9 +434,6 @@ func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
 	if err == nil && news.events && s.EventsFunc != nil {
 		s.EventsFunc()
 	}
-	if err == nil && news.quietEnded && s.QuietEndedFunc != nil {
-		s.QuietEndedFunc()
-	}
 	return err
 }
 
@@ -440,8 +441,7 @@ func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
 // once it commits (see Store.EventsFunc).
 type newsTx struct {
 	Tx
-	events     bool // it wrote events of runs
-	quietEnded bool // a quiet schedule succeeded in it
+	events bool // it wrote events of runs
 }
 
 // EventsInsert inserts events, noting those of runs.
@@ -450,14 +450,6 @@ func (t *newsTx) EventsInsert(ctx context.Context, events []db.Event) error {
 		t.events = t.events || slices.Contains(db.RunEventKinds, e.Kind)
 	}
 	return t.Tx.EventsInsert(ctx, events)
-}
-
-// quietEnded notes in tx, a transaction of inTx, that a quiet schedule
-// succeeded.
-func quietEnded(tx Tx) {
-	if t, ok := tx.(*newsTx); ok {
-		t.quietEnded = true
-	}
 }
 
 // errNothingWritten is what a transaction's fn returns to commit having

@@ -263,6 +263,7 @@ func (s *Store) JobCancel(ctx context.Context, id string) (db.Job, error) {
 		}
 		to := j
 		to.State, to.NextRunAt = db.StateCancelled, nil
+		to.QuietSince = nil // no switch watches a cancelled job
 		return s.update(ctx, tx, j, to)
 	})
 }
@@ -354,6 +355,7 @@ func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.J
 	to := j
 	to.State, to.PauseReason, to.PauseUntil = db.StateReady, "", nil
 	if j.Recurring() {
+		to.WatchFrom = s.storedPtr(at) // the switch was off: its window starts again
 		sched, err := parse(j)
 		if err != nil {
 			return db.Job{}, err
@@ -529,35 +531,40 @@ func containsTime(ts []time.Time, t time.Time) bool {
 	return false
 }
 
-// JobQuietSweep raises and clears dead-man's switches; see db.Store. A
-// switch that goes off is recorded on its job's timeline, by sked.
-func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
-	var changes []db.QuietChange
+// JobQuietSweep raises dead-man's switches; see db.Store. A switch that
+// goes off is recorded on its job's timeline, by sked. The sweep records
+// that it watched at most every db.WatchSeenEvery, and only while some
+// schedule has a switch: on an idle server with none it writes nothing.
+func (s *Store) JobQuietSweep(ctx context.Context) ([]db.Job, error) {
+	var quiet []db.Job
 	err := s.inTx(ctx, func(tx Tx) error {
+		quiet = nil
 		jobs, err := tx.JobsWatched(ctx)
-		if err != nil {
+		if err != nil || len(jobs) == 0 {
 			return err
+		}
+		now := tx.Now()
+		if swept, err := tx.SweptAt(ctx); err != nil {
+			return err
+		} else if now.Sub(swept) >= db.WatchSeenEvery || now.Before(swept) {
+			if err := tx.SetSweptAt(ctx, s.stored(now)); err != nil {
+				return err
+			}
 		}
 		var events []db.Event
 		for _, j := range jobs {
-			quiet, changed := lifecycle.Quiet(j, tx.Now())
-			if !changed {
+			if !lifecycle.GoesQuiet(j, now) {
 				continue
 			}
 			to := j
-			to.QuietSince = nil
-			if quiet {
-				to.QuietSince = s.storedPtr(tx.Now())
-			}
+			to.QuietSince = s.storedPtr(now)
 			marked, err := s.update(ctx, tx, j, to)
 			if err != nil {
 				return fmt.Errorf("mark job %s: %w", j.ID, err)
 			}
-			changes = append(changes, db.QuietChange{Job: marked, Quiet: quiet})
-			if quiet {
-				b, _ := json.Marshal(db.QuietEvent{ExpectSuccessWithin: j.ExpectSuccessWithin, LastSuccessAt: j.LastSuccessAt}) // plain values
-				events = append(events, db.Event{JobID: j.ID, At: *to.QuietSince, Kind: db.EventQuiet, Actor: skedActor, Detail: b})
-			}
+			quiet = append(quiet, marked)
+			b, _ := json.Marshal(db.QuietEvent{ExpectSuccessWithin: j.ExpectSuccessWithin, LastSuccessAt: j.LastSuccessAt}) // plain values
+			events = append(events, db.Event{JobID: j.ID, At: *to.QuietSince, Kind: db.EventQuiet, Actor: skedActor, Detail: b})
 		}
 		if len(events) == 0 {
 			return nil
@@ -567,7 +574,41 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.QuietChange, error) {
 	if err != nil {
 		return nil, fmt.Errorf("check quiet schedules: %w", err)
 	}
-	return changes, nil
+	return quiet, nil
+}
+
+// JobWatchStart starts the switches' windows again after downtime; see
+// db.Store. A schedule already quiet stays so until a run succeeds.
+func (s *Store) JobWatchStart(ctx context.Context) (int, error) {
+	n := 0
+	err := s.inTx(ctx, func(tx Tx) error {
+		n = 0
+		jobs, err := tx.JobsWatched(ctx)
+		if err != nil || len(jobs) == 0 {
+			return err
+		}
+		now := tx.Now()
+		swept, err := tx.SweptAt(ctx)
+		if err != nil || now.Sub(swept) <= db.WatchGap {
+			return err
+		}
+		for _, j := range jobs {
+			if j.QuietSince != nil {
+				continue
+			}
+			to := j
+			to.WatchFrom = s.storedPtr(now)
+			if _, err := s.update(ctx, tx, j, to); err != nil {
+				return fmt.Errorf("watch job %s again: %w", j.ID, err)
+			}
+			n++
+		}
+		return tx.SetSweptAt(ctx, s.stored(now))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("start watching the schedules: %w", err)
+	}
+	return n, nil
 }
 
 // transition reads job id (or the job of that name: the live one, else the

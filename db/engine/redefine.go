@@ -97,6 +97,14 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	to.Name, to.Payload, to.Schedule, to.Timezone, to.Notify = nj.Name, nj.Payload, nj.Schedule, nj.Timezone, nj.Notify
 	to.MaxAttempts, to.Timeout, to.Backoff, to.Jitter = nj.MaxAttempts, nj.Timeout, nj.Backoff, nj.Jitter
 	to.Overlap, to.Misfire, to.ExpectSuccessWithin = nj.Overlap, nj.Misfire, nj.ExpectSuccessWithin
+	if changed(changes, "schedule", "timezone", "expectSuccessWithin") {
+		// The switch watches the new definition from now; one turned off
+		// is quiet no more.
+		to.WatchFrom = s.storedPtr(now)
+		if to.ExpectSuccessWithin == 0 {
+			to.QuietSince = nil
+		}
+	}
 	switch {
 	case !to.Recurring() || j.State == db.StateDone:
 		// No firing to move: a done schedule keeps its new definition only.
@@ -219,7 +227,8 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, li
 }
 
 // runEvents are the events that run, of j, ending at now adds to its job's
-// timeline: a firing that gave up, a schedule that recovered, and for a job
+// timeline: a firing that gave up, a schedule that recovered (from a
+// firing that gave up, or from a quiet spell), and for a job
 // with a ping URL, its success. They name the run's own slot (that of an
 // operator's extra run is when it was asked for), or j's when the run has
 // none.
@@ -231,7 +240,7 @@ func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, ru
 	switch {
 	case r.GaveUp:
 		out = append(out, s.event(j, db.EventGaveUp, at, ev))
-	case p.Outcome == db.OutcomeSucceeded && j.FailingSince != nil:
+	case p.Outcome == db.OutcomeSucceeded && (j.FailingSince != nil || j.QuietSince != nil):
 		out = append(out, s.event(j, db.EventRecovered, at, ev))
 	}
 	if p.Outcome == db.OutcomeSucceeded && pinged(j) {

@@ -565,9 +565,6 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 		for _, m := range s.splitStepped(r.Missed) {
 			missed = append(missed, s.missedRuns(j.ID, m, now)...)
 		}
-		if ps[i].Outcome == db.OutcomeSucceeded && j.QuietSince != nil {
-			quietEnded(tx)
-		}
 		after[i] = s.finished(j, r, ps[i].Outcome, now)
 		updates = append(updates, JobUpdate{Job: after[i], From: db.StateRunning})
 		ends[i] = runEnd(ps[i], r.GaveUp)
@@ -640,7 +637,7 @@ func (s *Store) finished(j db.Job, r lifecycle.Result, outcome db.Outcome, now t
 	j.MissedSlots += r.Passed.Total + r.Missed.Total
 	switch {
 	case outcome == db.OutcomeSucceeded:
-		j.LastSuccessAt, j.FailingSince = s.storedPtr(now), nil
+		j.LastSuccessAt, j.FailingSince, j.QuietSince = s.storedPtr(now), nil, nil
 	case r.GaveUp && j.Recurring() && j.FailingSince == nil:
 		j.FailingSince = s.storedPtr(now)
 	}

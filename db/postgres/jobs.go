@@ -25,7 +25,8 @@ const jobColumns = `id, type, payload, coalesce(schedule, '') AS schedule, timez
 	cancel_requested, missed_slots, coalesce(last_error, '') AS last_error, created_at, updated_at,
 	coalesce(pause_reason, '') AS pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
 	triggered, coalesce(parent_id, '') AS parent_id, coalesce(name, '') AS name,
-	coalesce(request_hash, '') AS request_hash, coalesce(notify, '') AS notify, failing_since, rescheduled_at, pause_requested`
+	coalesce(request_hash, '') AS request_hash, coalesce(notify, '') AS notify, failing_since, rescheduled_at, pause_requested,
+	watch_from`
 
 // readJob reads one job row.
 func readJob(row pgx.Row) (j db.Job, err error) {
@@ -38,12 +39,13 @@ func readJob(row pgx.Row) (j db.Job, err error) {
 // into their slice.
 func scanJob(row pgx.Row, j *db.Job, extra ...any) error {
 	var notify string
-	dest := append(make([]any, 0, 37+len(extra)), &j.ID, &j.Type, (*[]byte)(&j.Payload), &j.Schedule, &j.Timezone,
+	dest := append(make([]any, 0, 38+len(extra)), &j.ID, &j.Type, (*[]byte)(&j.Payload), &j.Schedule, &j.Timezone,
 		&j.State, &j.NextRunAt, &j.Slot, &j.Attempt, &j.MaxAttempts, &j.LeaseOwner, &j.LeaseUntil, &j.LeaseGeneration,
 		&j.IdempotencyKey, &j.Overlap, &j.Misfire, (*int64)(&j.Timeout), (*int64)(&j.Backoff), (*int64)(&j.Jitter),
 		&j.CancelRequested, &j.MissedSlots, &j.LastError, &j.CreatedAt, &j.UpdatedAt,
 		&j.PauseReason, &j.PauseUntil, (*int64)(&j.ExpectSuccessWithin), &j.LastSuccessAt, &j.QuietSince,
-		&j.Triggered, &j.ParentID, &j.Name, &j.RequestHash, &notify, &j.FailingSince, &j.RescheduledAt, &j.PauseRequested)
+		&j.Triggered, &j.ParentID, &j.Name, &j.RequestHash, &notify, &j.FailingSince, &j.RescheduledAt, &j.PauseRequested,
+		&j.WatchFrom)
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
 			return err
@@ -60,7 +62,7 @@ func scanJob(row pgx.Row, j *db.Job, extra ...any) error {
 	if !j.Recurring() {
 		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
 	}
-	inUTC(j.NextRunAt, j.Slot, j.LeaseUntil, j.PauseUntil, j.LastSuccessAt, j.QuietSince, j.FailingSince, j.RescheduledAt, &j.CreatedAt, &j.UpdatedAt)
+	inUTC(j.NextRunAt, j.Slot, j.LeaseUntil, j.PauseUntil, j.LastSuccessAt, j.QuietSince, j.FailingSince, j.RescheduledAt, j.WatchFrom, &j.CreatedAt, &j.UpdatedAt)
 	return nil
 }
 
@@ -307,6 +309,26 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 		FOR UPDATE SKIP LOCKED`)
 }
 
+// SweptAt reads when a quiet sweep last watched; see engine.Tx.
+func (t *tx) SweptAt(ctx context.Context) (time.Time, error) {
+	var at time.Time
+	err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&at) }, `SELECT swept_at FROM watch WHERE id = 1`)
+	if err = translate(err); errors.Is(err, db.ErrNotFound) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the last quiet sweep: %w", err)
+	}
+	return at.UTC(), nil
+}
+
+// SetSweptAt records that a quiet sweep watched at at; see engine.Tx.
+func (t *tx) SetSweptAt(ctx context.Context, at time.Time) error {
+	t.exec(nil, `INSERT INTO watch (id, swept_at) VALUES (1, $1)
+		ON CONFLICT (id) DO UPDATE SET swept_at = excluded.swept_at`, at)
+	return nil
+}
+
 // readyTypes starts a WITH list whose "types" are the job types a
 // statement reads ready jobs of: those of the text array param or, when it
 // is empty, every type that has a ready job, found by stepping through
@@ -381,21 +403,22 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 
 // updateJobsSQL writes jobs' lifecycle columns, given as arrays, each
 // fenced by the state and generation it was read with; it fails unless
-// every job is written (argument 22: how many). The rows are found from
+// every job is written (argument 23: how many). The rows are found from
 // the arrays, one lookup by primary key each (see tx's plans).
-var updateJobsSQL = expectRows(22, "update jobs in the state and generation they were read in", `UPDATE jobs j SET state = u.state, next_run_at = u.next_run_at, slot = u.slot,
+var updateJobsSQL = expectRows(23, "update jobs in the state and generation they were read in", `UPDATE jobs j SET state = u.state, next_run_at = u.next_run_at, slot = u.slot,
 		attempt = u.attempt, lease_owner = u.lease_owner, lease_until = u.lease_until,
 		cancel_requested = u.cancel_requested, missed_slots = u.missed_slots, last_error = u.last_error,
 		pause_reason = u.pause_reason, pause_until = u.pause_until, last_success_at = u.last_success_at,
 		quiet_since = u.quiet_since, triggered = u.triggered, updated_at = u.updated_at, failing_since = u.failing_since,
-		rescheduled_at = u.rescheduled_at, pause_requested = u.pause_requested
+		rescheduled_at = u.rescheduled_at, pause_requested = u.pause_requested, watch_from = u.watch_from
 	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::timestamptz[],
 		$7::integer[], $8::text[], $9::timestamptz[], $10::boolean[], $11::bigint[], $12::text[],
 		$13::text[], $14::timestamptz[], $15::timestamptz[], $16::timestamptz[], $17::boolean[], $18::timestamptz[],
-		$19::timestamptz[], $20::timestamptz[], $21::boolean[])
+		$19::timestamptz[], $20::timestamptz[], $21::boolean[], $22::timestamptz[])
 		AS u (id, from_state, generation, state, next_run_at, slot,
 			attempt, lease_owner, lease_until, cancel_requested, missed_slots, last_error,
-			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at, failing_since, rescheduled_at, pause_requested)
+			pause_reason, pause_until, last_success_at, quiet_since, triggered, updated_at, failing_since, rescheduled_at, pause_requested,
+			watch_from)
 	WHERE j.id = u.id AND j.state = u.from_state AND j.lease_generation = u.generation`)
 
 // JobsUpdate writes jobs, fenced, in one statement; see engine.Tx.
@@ -409,7 +432,7 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		owners, lastErrs, reasons             = make([]*string, n), make([]*string, n), make([]*string, n)
 		cancels, triggered, pausing           = make([]bool, n), make([]bool, n), make([]bool, n)
 		updated                               = make([]time.Time, n)
-		failing, rescheduled                  = make([]*time.Time, n), make([]*time.Time, n)
+		failing, rescheduled, watches         = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
 	)
 	for i, u := range us {
 		j := u.Job
@@ -418,11 +441,12 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		cancels[i], missed[i], lastErrs[i] = j.CancelRequested, j.MissedSlots, nullString(j.LastError)
 		reasons[i], pauses[i], oks[i], qs[i] = nullString(j.PauseReason), j.PauseUntil, j.LastSuccessAt, j.QuietSince
 		triggered[i], updated[i], failing[i], rescheduled[i], pausing[i] = j.Triggered, j.UpdatedAt, j.FailingSince, j.RescheduledAt, j.PauseRequested
+		watches[i] = j.WatchFrom
 	}
 	// The rows are locked, so the fence holds for each; were one not to,
 	// the statement, and with it the transaction, would fail.
 	t.exec(nil, updateJobsSQL, ids, froms, gens, states, nexts, slots,
-		attempts, owners, untils, cancels, missed, lastErrs, reasons, pauses, oks, qs, triggered, updated, failing, rescheduled, pausing, n)
+		attempts, owners, untils, cancels, missed, lastErrs, reasons, pauses, oks, qs, triggered, updated, failing, rescheduled, pausing, watches, n)
 	return nil
 }
 
@@ -432,7 +456,7 @@ var redefineJobSQL = expectRows(20, "redefine a job in the state and generation 
 		payload = $2::json, schedule = $3, timezone = $4, max_attempts = $5, timeout_ms = $6, backoff_ms = $7, jitter_ms = $8,
 		overlap = coalesce($9, 'skip'), misfire = coalesce($10, 'run_once'), expect_success_ms = $11, notify = $12,
 		slot = $13, next_run_at = $14, updated_at = $15, attempt = $19, missed_slots = $21,
-		rescheduled_at = $22
+		rescheduled_at = $22, quiet_since = $23, watch_from = $24
 	WHERE id = $16 AND state = $17 AND lease_generation = $18`)
 
 // JobRedefine writes a job's definition and lifecycle; see engine.Tx.
@@ -440,7 +464,8 @@ func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
 	j := u.Job
 	t.exec(nil, redefineJobSQL, nullString(j.Name), string(j.Payload), nullString(j.Schedule), j.Timezone, j.MaxAttempts,
 		ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), nullString(j.Overlap), nullString(j.Misfire), ms(j.ExpectSuccessWithin),
-		nullString(db.NotifyText(j.Notify)), j.Slot, j.NextRunAt, j.UpdatedAt, j.ID, string(u.From), j.LeaseGeneration, int32(j.Attempt), 1, j.MissedSlots, j.RescheduledAt)
+		nullString(db.NotifyText(j.Notify)), j.Slot, j.NextRunAt, j.UpdatedAt, j.ID, string(u.From), j.LeaseGeneration, int32(j.Attempt), 1, j.MissedSlots, j.RescheduledAt,
+		j.QuietSince, j.WatchFrom)
 	return nil
 }
 

@@ -44,7 +44,7 @@ func TestTx_Plans(t *testing.T) {
 		{"leased jobs", postgres.LeasedJobsSQL, "jobs_pkey", nil, []any{ids, gens}},
 		{"end runs", postgres.EndRunsSQL, "runs_lease", nil, []any{now, ids, gens, outcomes, texts, texts, flags}},
 		{"update jobs", postgres.UpdateJobsSQL, "Index Scan", nil, []any{ids, states, gens, states, times, times,
-			make([]int32, n), texts, times, flags, gens, texts, texts, times, times, times, flags, times, times, times, flags, n}},
+			make([]int32, n), texts, times, flags, gens, texts, texts, times, times, times, flags, times, times, times, flags, times, n}},
 	} {
 		plan, err := postgres.Explain(ctx, s, c.setup, c.sql, c.args...)
 		if err != nil {

@@ -18,7 +18,7 @@ const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, s
 	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
 	cancel_requested, missed_slots, last_error, created_at, updated_at,
 	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
-	triggered, parent_id, name, request_hash, notify, failing_since, rescheduled_at, pause_requested`
+	triggered, parent_id, name, request_hash, notify, failing_since, rescheduled_at, pause_requested, watch_from`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -32,7 +32,7 @@ func scanJob(row scanner) (db.Job, error) {
 		text{&j.IdempotencyKey}, &j.Overlap, &j.Misfire, millis{&j.Timeout}, millis{&j.Backoff}, millis{&j.Jitter},
 		&j.CancelRequested, &j.MissedSlots, text{&j.LastError}, moment{&j.CreatedAt}, moment{&j.UpdatedAt},
 		text{&j.PauseReason}, at{&j.PauseUntil}, millis{&j.ExpectSuccessWithin}, at{&j.LastSuccessAt}, at{&j.QuietSince},
-		&j.Triggered, text{&j.ParentID}, text{&j.Name}, text{&j.RequestHash}, text{&notify}, at{&j.FailingSince}, at{&j.RescheduledAt}, &j.PauseRequested)
+		&j.Triggered, text{&j.ParentID}, text{&j.Name}, text{&j.RequestHash}, text{&notify}, at{&j.FailingSince}, at{&j.RescheduledAt}, &j.PauseRequested, at{&j.WatchFrom})
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.Job{}, db.ErrNotFound
 	}
@@ -192,6 +192,28 @@ func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
 		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')`))
 }
 
+// SweptAt reads when a quiet sweep last watched; see engine.Tx.
+func (t *tx) SweptAt(ctx context.Context) (time.Time, error) {
+	var at string
+	err := t.tx.QueryRowContext(ctx, `SELECT swept_at FROM watch WHERE id = 1`).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the last quiet sweep: %w", err)
+	}
+	return parseTime(at)
+}
+
+// SetSweptAt records that a quiet sweep watched at at; see engine.Tx.
+func (t *tx) SetSweptAt(ctx context.Context, at time.Time) error {
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO watch (id, swept_at) VALUES (1, ?)
+		ON CONFLICT (id) DO UPDATE SET swept_at = excluded.swept_at`, fmtTime(at)); err != nil {
+		return fmt.Errorf("record the quiet sweep: %w", err)
+	}
+	return nil
+}
+
 // readyTypes starts a WITH list whose "types" are the job types a
 // statement reads ready jobs of: those of the JSON array param or, when it
 // is "[]", every type that has a ready job, found by stepping through
@@ -279,7 +301,7 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 const updateJobSQL = `UPDATE jobs SET state = ?, next_run_at = ?, slot = ?, attempt = ?,
 		lease_owner = ?, lease_until = ?, cancel_requested = ?, missed_slots = ?, last_error = ?,
 		pause_reason = ?, pause_until = ?, last_success_at = ?, quiet_since = ?, triggered = ?, updated_at = ?,
-		failing_since = ?, rescheduled_at = ?, pause_requested = ?
+		failing_since = ?, rescheduled_at = ?, pause_requested = ?, watch_from = ?
 	WHERE id = ? AND state = ? AND lease_generation = ?`
 
 // JobsUpdate writes jobs, fenced; see engine.Tx.
@@ -290,7 +312,8 @@ func (t *tx) JobsUpdate(ctx context.Context, us []engine.JobUpdate) error {
 		res, err := upd.ExecContext(ctx, j.State, nullTime(db.Deref(j.NextRunAt)), nullTime(db.Deref(j.Slot)), j.Attempt,
 			nullString(j.LeaseOwner), nullTime(db.Deref(j.LeaseUntil)), j.CancelRequested, j.MissedSlots, nullString(j.LastError),
 			nullString(j.PauseReason), nullTime(db.Deref(j.PauseUntil)), nullTime(db.Deref(j.LastSuccessAt)), nullTime(db.Deref(j.QuietSince)),
-			j.Triggered, fmtTime(j.UpdatedAt), nullTime(db.Deref(j.FailingSince)), nullTime(db.Deref(j.RescheduledAt)), j.PauseRequested, j.ID, u.From, j.LeaseGeneration)
+			j.Triggered, fmtTime(j.UpdatedAt), nullTime(db.Deref(j.FailingSince)), nullTime(db.Deref(j.RescheduledAt)), j.PauseRequested, nullTime(db.Deref(j.WatchFrom)),
+			j.ID, u.From, j.LeaseGeneration)
 		if err != nil {
 			return err
 		}
@@ -307,12 +330,13 @@ func (t *tx) JobRedefine(ctx context.Context, u engine.JobUpdate) error {
 	res, err := t.tx.ExecContext(ctx, `UPDATE jobs SET name = ?, payload = ?, schedule = ?, timezone = ?,
 			max_attempts = ?, timeout_ms = ?, backoff_ms = ?, jitter_ms = ?, overlap = coalesce(?, 'skip'), misfire = coalesce(?, 'run_once'),
 			expect_success_ms = ?, notify = ?, slot = ?, next_run_at = ?, updated_at = ?, attempt = ?, missed_slots = ?,
-			rescheduled_at = ?
+			rescheduled_at = ?, quiet_since = ?, watch_from = ?
 		WHERE id = ? AND state = ? AND lease_generation = ?`,
 		nullString(j.Name), string(j.Payload), nullString(j.Schedule), j.Timezone,
 		j.MaxAttempts, ms(j.Timeout), ms(j.Backoff), ms(j.Jitter), nullString(j.Overlap), nullString(j.Misfire),
 		ms(j.ExpectSuccessWithin), nullString(db.NotifyText(j.Notify)), nullTime(db.Deref(j.Slot)), nullTime(db.Deref(j.NextRunAt)),
-		fmtTime(j.UpdatedAt), j.Attempt, j.MissedSlots, nullTime(db.Deref(j.RescheduledAt)), j.ID, u.From, j.LeaseGeneration)
+		fmtTime(j.UpdatedAt), j.Attempt, j.MissedSlots, nullTime(db.Deref(j.RescheduledAt)), nullTime(db.Deref(j.QuietSince)),
+		nullTime(db.Deref(j.WatchFrom)), j.ID, u.From, j.LeaseGeneration)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,211 @@
+package dbtest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sked-dev/sked/db"
+)
+
+// The dead-man's switch beyond its plain case (testDeadMansSwitch): what
+// a pause, a resume, a redefinition and the runs that end a quiet spell do
+// to it.
+
+// quiet sweeps and returns the ids of the jobs that went quiet.
+func (f *fixture) quiet() []string {
+	f.Helper()
+	ch, err := f.Store.JobQuietSweep(f.ctx)
+	if err != nil {
+		f.Fatalf("quiet sweep: %v", err)
+	}
+	var ids []string
+	for _, j := range ch {
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+// testQuietAfterResume: the switch is off while a schedule is paused, and
+// its window starts again at the resume: a schedule paused for longer than
+// its window is not quiet the moment it resumes, before its first slot
+// since could run, but is once a whole window passes with no success.
+func testQuietAfterResume(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", ExpectSuccessWithin: 2 * time.Hour, MaxAttempts: 1})
+	f.Clock.Set(Start.Add(time.Hour)) // 13:00
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	if _, err := f.Store.JobPause(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Set(Start.Add(7 * time.Hour)) // 19:00, six hours since the success
+	if ids := f.quiet(); len(ids) != 0 {
+		t.Fatalf("a paused schedule went quiet: %v", ids)
+	}
+	if _, err := f.Store.JobResume(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ids := f.quiet(); len(ids) != 0 {
+		t.Fatalf("a schedule went quiet the moment it resumed, before its next slot (20:00) could run: %v", ids)
+	}
+	f.Clock.Set(Start.Add(9 * time.Hour)) // 21:00: two hours since the resume
+	if ids := f.quiet(); len(ids) != 0 {
+		t.Fatalf("quiet at the end of the window that the resume began: %v", ids)
+	}
+	f.Clock.Set(Start.Add(9*time.Hour + time.Second))
+	if ids := f.quiet(); len(ids) != 1 || ids[0] != j.ID {
+		t.Fatalf("a whole window since the resume with no success: quiet %v; want %s", ids, j.ID)
+	}
+}
+
+// goneQuiet is a schedule of type typ, of an hourly slot, watched for
+// two hours, created now and gone quiet two hours and a second later, with
+// no run yet (with the schedules of the test before it, which are left to
+// go quiet again).
+func (f *fixture) goneQuiet(typ string) db.Job {
+	f.Helper()
+	j := f.create(db.JobCreateParams{Type: typ, Schedule: "0 * * * *", ExpectSuccessWithin: 2 * time.Hour, MaxAttempts: 1})
+	f.Clock.Advance(2*time.Hour + time.Second)
+	if ids := f.quiet(); !slices.Contains(ids, j.ID) {
+		f.Fatalf("quiet %v; want %s among them", ids, j.ID)
+	}
+	return f.get(j.ID)
+}
+
+// wantRecovered checks that the success that ended j's quiet spell ended
+// it at once, with a recovered event on its timeline at that success,
+// which is what the notifier tells (schedule_recovered).
+func (f *fixture) wantRecovered(j db.Job, how string) {
+	f.Helper()
+	if j.QuietSince != nil || j.LastSuccessAt == nil {
+		f.Fatalf("%s: quiet since %v, last success %v; want no longer quiet", how, j.QuietSince, j.LastSuccessAt)
+	}
+	events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID})
+	if err != nil || !slices.ContainsFunc(events, func(e db.Event) bool { return e.Kind == db.EventRecovered && e.At.Equal(*j.LastSuccessAt) }) {
+		f.Fatalf("%s: timeline %+v, %v; want a recovered event at the success, %v", how, events, err, j.LastSuccessAt)
+	}
+	if ids := f.quiet(); len(ids) != 0 {
+		f.Fatalf("%s: the sweep after it changed %v; want nothing", how, ids)
+	}
+}
+
+// testQuietRecovered: each success of a quiet schedule ends its quiet
+// spell as it is recorded, and puts the recovery on its timeline: a run of
+// its own slot, an operator's extra run, and a run during which a pause
+// was asked for, after which the schedule is paused (and not swept).
+func testQuietRecovered(t *testing.T, f *fixture) {
+	f.goneQuiet("slot")
+	f.wantRecovered(f.finish(f.claimType("slot"), db.OutcomeSucceeded, false), "a success of the schedule's slot")
+
+	j := f.goneQuiet("trigger")
+	for j.NextRunAt.Before(f.Clock.Now()) { // an extra run is for a schedule not due
+		var err error
+		if j, err = f.Store.JobSkipNext(f.ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.Store.JobTrigger(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := f.claimType("trigger")
+	if !c.Job.Triggered {
+		t.Fatalf("claimed %+v; want the extra run", c.Job)
+	}
+	f.wantRecovered(f.finish(c, db.OutcomeSucceeded, false), "a success of an extra run")
+
+	j = f.goneQuiet("pause")
+	c = f.claimType("pause")
+	if _, err := f.Store.JobPause(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	after := f.finish(c, db.OutcomeSucceeded, false)
+	if after.State != db.StatePaused {
+		t.Fatalf("paused during its run, then %s; want paused", after.State)
+	}
+	f.wantRecovered(after, "a success of a run during which a pause was asked for")
+}
+
+// testQuietUnwatched: a quiet schedule whose switch is turned off, or
+// that is cancelled, is quiet no more: in the job, the jobs listed quiet
+// (the dashboard's, health=quiet) and the count of quiet schedules
+// (sked_schedules_quiet) alike.
+func testQuietUnwatched(t *testing.T, f *fixture) {
+	off := f.goneQuiet("off")
+	cancelled := f.goneQuiet("cancelled")
+	spec := db.SpecOf(off)
+	spec.ExpectSuccessWithin = 0
+	if _, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: off.ID, Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Store.JobCancel(f.ctx, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	listed, _, err := f.Store.JobList(f.ctx, db.JobListParams{Health: db.HealthQuiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Store.Stats(f.ctx, f.Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []db.Job{off, cancelled} {
+		if got := f.get(j.ID); got.QuietSince != nil {
+			t.Errorf("job %s (type %s) quiet since %v; want quiet no more", j.ID, j.Type, got.QuietSince)
+		}
+	}
+	if len(listed) != 0 || st.QuietSchedules != 0 {
+		t.Errorf("%d listed quiet, %d counted quiet; want none", len(listed), st.QuietSchedules)
+	}
+}
+
+// claimType claims the one due job of type typ.
+func (f *fixture) claimType(typ string) db.Claim {
+	f.Helper()
+	c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{typ}, Max: 1, Lease: time.Minute})
+	if err != nil || len(c) != 1 {
+		f.Fatalf("claim of type %s: %d claims, %v; want 1", typ, len(c), err)
+	}
+	return c[0]
+}
+
+// testQuietAfterDowntime: a sweeper that starts when none swept within
+// db.WatchGap finds sked was down, and each switch's window starts again:
+// a schedule with no success is quiet a whole window after the restart,
+// not at once. A quicker restart keeps the windows; a quiet schedule stays
+// quiet.
+func testQuietAfterDowntime(t *testing.T, f *fixture) {
+	watchStart := func() int {
+		t.Helper()
+		n, err := f.Store.JobWatchStart(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", ExpectSuccessWithin: 2 * time.Hour, MaxAttempts: 1})
+	if ids := f.quiet(); len(ids) != 0 { // sked up, watching
+		t.Fatalf("quiet at once: %v", ids)
+	}
+	f.Clock.Advance(db.WatchGap)
+	if n := watchStart(); n != 0 {
+		t.Fatalf("a start %v after the last sweep started %d windows again; want none", db.WatchGap, n)
+	}
+	f.Clock.Set(Start.Add(5 * time.Hour)) // 17:00, down since 12:00
+	if n := watchStart(); n != 1 {
+		t.Fatalf("a start after five hours down started %d windows again; want 1", n)
+	}
+	if ids := f.quiet(); len(ids) != 0 {
+		t.Fatalf("quiet the moment sked came back: %v", ids)
+	}
+	f.Clock.Set(Start.Add(7 * time.Hour))
+	if ids := f.quiet(); len(ids) != 0 {
+		t.Fatalf("quiet at the end of the window the restart began: %v", ids)
+	}
+	f.Clock.Set(Start.Add(7*time.Hour + time.Second))
+	if ids := f.quiet(); len(ids) != 1 || ids[0] != j.ID {
+		t.Fatalf("a whole window since the restart with no success: quiet %v; want %s", ids, j.ID)
+	}
+	f.Clock.Set(Start.Add(12 * time.Hour))
+	if n := watchStart(); n != 0 || f.get(j.ID).QuietSince == nil {
+		t.Fatalf("after downtime, a quiet schedule: %d windows started again, quiet since %v; want it still quiet", n, f.get(j.ID).QuietSince)
+	}
+}
