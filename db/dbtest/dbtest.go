@@ -100,6 +100,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"QuietRecovered":         testQuietRecovered,
 		"QuietUnwatched":         testQuietUnwatched,
 		"QuietAfterDowntime":     testQuietAfterDowntime,
+		"QuietAfterRedefine":     testQuietAfterRedefine,
 		"Prune":                  testPrune,
 		"JobCreateBatch":         testJobCreateBatch,
 		"Ready":                  testReady,

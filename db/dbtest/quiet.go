@@ -209,3 +209,28 @@ func testQuietAfterDowntime(t *testing.T, f *fixture) {
 		t.Fatalf("after downtime, a quiet schedule: %d windows started again, quiet since %v; want it still quiet", n, f.get(j.ID).QuietSince)
 	}
 }
+
+// testQuietAfterRedefine: a change of the schedule starts the window
+// again, so that the new schedule's first slot can run before the job is
+// quiet: a nightly job moved from 03:00 to 13:00 just after 13:00 is not
+// quiet a window after its last 03:00 run, before its first 13:00.
+func testQuietAfterRedefine(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "0 3 * * *", ExpectSuccessWithin: 26 * time.Hour, MaxAttempts: 1})
+	day := Start.Truncate(24 * time.Hour).Add(24 * time.Hour) // Tuesday 00:00
+	f.Clock.Set(day.Add(3 * time.Hour))
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	f.Clock.Set(day.Add(13*time.Hour + 30*time.Minute))
+	spec := db.SpecOf(f.get(j.ID))
+	spec.Schedule = "0 13 * * *"
+	if _, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Set(day.Add(30 * time.Hour)) // Wednesday 06:00, 27 hours since the success
+	if ids := f.quiet(); len(ids) != 0 {
+		t.Fatalf("quiet before the new schedule's first slot (Wednesday 13:00): %v", ids)
+	}
+	f.Clock.Set(day.Add(39*time.Hour + 30*time.Minute + time.Second)) // 26 hours since the change
+	if ids := f.quiet(); len(ids) != 1 || ids[0] != j.ID {
+		t.Fatalf("a whole window since the change with no success: quiet %v; want %s", ids, j.ID)
+	}
+}
