@@ -124,13 +124,17 @@ func testQuietRecovered(t *testing.T, f *fixture) {
 	f.wantRecovered(after, "a success of a run during which a pause was asked for")
 }
 
-// testQuietUnwatched: a quiet schedule whose switch is turned off, or
-// that is cancelled, is quiet no more: in the job, the jobs listed quiet
-// (the dashboard's, health=quiet) and the count of quiet schedules
+// testQuietUnwatched: a quiet schedule whose switch is turned off, that
+// is cancelled or paused, is quiet no more: in the job, the jobs listed
+// quiet (the dashboard's, health=quiet) and the count of quiet schedules
 // (sked_schedules_quiet) alike.
 func testQuietUnwatched(t *testing.T, f *fixture) {
 	off := f.goneQuiet("off")
 	cancelled := f.goneQuiet("cancelled")
+	paused := f.goneQuiet("paused")
+	if _, err := f.Store.JobPause(f.ctx, paused.ID); err != nil {
+		t.Fatal(err)
+	}
 	spec := db.SpecOf(off)
 	spec.ExpectSuccessWithin = 0
 	if _, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: off.ID, Spec: spec}); err != nil {
@@ -147,7 +151,7 @@ func testQuietUnwatched(t *testing.T, f *fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, j := range []db.Job{off, cancelled} {
+	for _, j := range []db.Job{off, cancelled, paused} {
 		if got := f.get(j.ID); got.QuietSince != nil {
 			t.Errorf("job %s (type %s) quiet since %v; want quiet no more", j.ID, j.Type, got.QuietSince)
 		}

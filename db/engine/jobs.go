@@ -288,6 +288,7 @@ func (s *Store) JobPauseUntil(ctx context.Context, p db.JobPauseParams) (db.Job,
 			to.PauseRequested = true // see finished
 		} else {
 			to.State, to.Triggered = db.StatePaused, false
+			to.QuietSince = nil // no switch watches a paused job
 		}
 		return s.update(ctx, tx, j, to)
 	})
@@ -769,6 +770,7 @@ func (s *Store) setAside(ctx context.Context, tx Tx, j, was db.Job, err error) (
 	to.State, to.PauseUntil, to.Triggered = db.StatePaused, nil, false
 	to.PauseReason = err.Error() + ", then resume it"
 	to.LeaseOwner, to.LeaseUntil, to.CancelRequested, to.PauseRequested = "", nil, false, false
+	to.QuietSince = nil // no switch watches a paused job
 	out, err := s.update(ctx, tx, j, to)
 	if err != nil {
 		return db.Job{}, err

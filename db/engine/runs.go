@@ -628,7 +628,7 @@ func (s *Store) finished(j db.Job, r lifecycle.Result, outcome db.Outcome, now t
 	if j.PauseRequested {
 		// Paused during the run: the pause begins now.
 		if j.State == db.StateReady {
-			j.State, j.Triggered = db.StatePaused, false
+			j.State, j.Triggered, j.QuietSince = db.StatePaused, false, nil
 		} else {
 			j.PauseReason, j.PauseUntil = "", nil
 		}

@@ -9,9 +9,9 @@ CREATE TABLE watch (
     id       INTEGER PRIMARY KEY CHECK (id = 1),
     swept_at TEXT NOT NULL
 ) STRICT;
--- A schedule cancelled, or whose switch was turned off, is quiet no more
--- (it was counted so in the jobs listed quiet, not in the count).
-UPDATE jobs SET quiet_since = NULL WHERE quiet_since IS NOT NULL AND (state = 'cancelled' OR expect_success_ms = 0);
+-- A schedule paused, cancelled, or whose switch was turned off, is quiet
+-- no more: only a watched schedule is.
+UPDATE jobs SET quiet_since = NULL WHERE quiet_since IS NOT NULL AND (state IN ('cancelled', 'paused') OR expect_success_ms = 0);
 
 -- +goose Down
 DROP TABLE watch;
