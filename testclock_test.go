@@ -215,6 +215,30 @@ func TestServe_DeadMansSwitch(t *testing.T) {
 	}
 }
 
+// TestServe_DeadMansSwitchAfterDowntime stops a server for 59 hours, in
+// which two nightly slots of a job watched for 26 hours pass, and starts it
+// again on the same file: the job runs its latest slot (misfire run_once)
+// and is never quiet, as it had no chance to run while sked was down.
+func TestServe_DeadMansSwitchAfterDowntime(t *testing.T) {
+	dir := t.TempDir()
+	dbPath, addr := filepath.Join(dir, "sked.db"), freeAddr(t)
+	p := startServe(t, dbPath, addr, "--enable-exec", "--test-clock=2026-05-01T00:00:00Z")
+	c := client{t, "http://" + addr}
+	j := c.create(map[string]any{"type": "exec", "schedule": "0 1 * * *", "expectSuccessWithin": "26h",
+		"payload": map[string]any{"command": []string{"true"}}})
+	c.moveClock(map[string]string{"set": "2026-05-01T01:00:00Z"})
+	c.waitLedger(j.ID, 1)
+	p.kill(dbPath)
+
+	startServe(t, dbPath, addr, "--enable-exec", "--test-clock=2026-05-03T12:00:00Z")
+	back := time.Date(2026, 5, 3, 12, 0, 0, 0, time.UTC)
+	waitFor(t, "the latest slot to run", func() bool { s := c.job(j.ID).LastSuccessAt; return s != nil && !s.Before(back) })
+	code, b := c.do("GET", "/jobs/"+j.ID+"/events", nil)
+	if got := c.job(j.ID); code != http.StatusOK || strings.Contains(string(b), `"kind":"quiet"`) || got.QuietSince != nil {
+		t.Fatalf("after the restart: quiet since %v, timeline %d %s; want never quiet", got.QuietSince, code, b)
+	}
+}
+
 // TestServe_TestClockKeepsLiveLeases moves the test clock an hour forward
 // while an exec job runs: the run's lease, renewed by its live worker,
 // outlives the jump, and the job runs once. A job claimed by a worker that
