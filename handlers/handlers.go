@@ -59,8 +59,9 @@ type Config struct {
 	// "exec" -> "exec jobs are off; start sked serve with --enable-exec".
 	// Creating one answers 422 with that reason.
 	DisabledTypes map[string]string
-	// OwnTypes are the types the server's own pool runs and keeps to
-	// itself (sked serve's built-in http, email and exec): POST /claims
+	// OwnTypes are the types the server's own pools run and keep to
+	// itself (sked serve's built-in http, email and exec, and its
+	// deliveries' notify.http and notify.email): POST /claims
 	// refuses them, so that a remote worker cannot take such a job, with
 	// the secrets in its payload, and report it done unrun.
 	OwnTypes []string

@@ -95,7 +95,8 @@ func (e Event) plain(max int) string {
 	return b.String()
 }
 
-// httpPayload is the payload of an `http` job (see worker.HTTPPayload).
+// httpPayload is the payload of a `notify.http` job, as of an `http` job
+// (see worker.HTTPPayload).
 type httpPayload struct {
 	URL     string            `json:"url"`
 	Method  string            `json:"method"`
@@ -103,7 +104,8 @@ type httpPayload struct {
 	Body    any               `json:"body,omitempty"`
 }
 
-// emailPayload is the payload of an `email` job (see worker.EmailPayload).
+// emailPayload is the payload of a `notify.email` job, as of an `email`
+// job (see worker.EmailPayload).
 type emailPayload struct {
 	Sink    string `json:"sink"`
 	Subject string `json:"subject"`
@@ -114,7 +116,7 @@ type emailPayload struct {
 func (s Sink) delivery(e Event) (typ string, payload any) {
 	switch s.Kind {
 	case SinkSMTP:
-		return "email", emailPayload{Sink: s.SMTP.Name, Subject: e.Title, Body: e.plain(len(e.Output))}
+		return TypeEmail, emailPayload{Sink: s.SMTP.Name, Subject: e.Title, Body: e.plain(len(e.Output))}
 	case SinkNtfy:
 		body := map[string]any{"topic": s.Topic, "title": e.Title, "message": e.plain(chatOutputBytes),
 			"tags": []string{"sked", e.Kind}, "priority": 4}
@@ -124,7 +126,7 @@ func (s Sink) delivery(e Event) (typ string, payload any) {
 		if e.URL != "" {
 			body["click"] = e.URL
 		}
-		return "http", httpPayload{URL: s.URL, Method: "POST", Body: body}
+		return TypeHTTP, httpPayload{URL: s.URL, Method: "POST", Body: body}
 	case SinkGotify:
 		body := map[string]any{"title": e.Title, "message": e.plain(chatOutputBytes), "priority": 7}
 		if e.good() {
@@ -133,13 +135,13 @@ func (s Sink) delivery(e Event) (typ string, payload any) {
 		if e.URL != "" {
 			body["extras"] = map[string]any{"client::notification": map[string]any{"click": map[string]string{"url": e.URL}}}
 		}
-		return "http", httpPayload{URL: s.URL, Method: "POST", Headers: map[string]string{"X-Gotify-Key": s.Token}, Body: body}
+		return TypeHTTP, httpPayload{URL: s.URL, Method: "POST", Headers: map[string]string{"X-Gotify-Key": s.Token}, Body: body}
 	case SinkSlack:
-		return "http", httpPayload{URL: s.URL, Method: "POST", Body: slackMessage(e)}
+		return TypeHTTP, httpPayload{URL: s.URL, Method: "POST", Body: slackMessage(e)}
 	case SinkDiscord:
-		return "http", httpPayload{URL: s.URL, Method: "POST", Body: discordMessage(e)}
+		return TypeHTTP, httpPayload{URL: s.URL, Method: "POST", Body: discordMessage(e)}
 	default:
-		return "http", httpPayload{URL: s.URL, Method: "POST", Body: e}
+		return TypeHTTP, httpPayload{URL: s.URL, Method: "POST", Body: e}
 	}
 }
 

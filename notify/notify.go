@@ -1,11 +1,14 @@
 // Package notify tells people when something needs them: a firing gave up,
 // a job went dead, a schedule went quiet (no success within its
 // expectSuccessWithin) or recovered, the wall clock stepped. Each
-// notification is enqueued as an ordinary job, one per sink, so it is
-// delivered, retried and recorded like any other: an `http` job for the
-// webhook, ntfy, Gotify, Slack and Discord sinks (signed with --http-secret
-// like every http job), an `email` job for an SMTP sink. Its idempotency
-// key makes a repeated event a no-op.
+// notification is enqueued as a job, one per sink, so it is delivered,
+// retried and recorded like any other: a `notify.http` job for the
+// webhook, ntfy, Gotify, Slack and Discord sinks (run by the http kind,
+// signed with --http-secret like every http job), a `notify.email` job for
+// an SMTP sink (run by the email kind). Those types are the deliveries'
+// own, so that sked serve runs them in slots of their own, apart from
+// user jobs (see Types). Its idempotency key makes a repeated event a
+// no-op.
 //
 // Ping sends the start, success and fail signals of a job's runs to a
 // healthchecks.io-style URL, the same way.
@@ -91,6 +94,36 @@ const (
 	deliveryBackoff  = 5 * time.Second
 	deliveryTimeout  = 30 * time.Second
 )
+
+// The types of the jobs that deliver notifications and pings. sked serve
+// runs them in slots of their own (--notify-workers), which user jobs
+// cannot take and which take no user job: a receiver that hangs holds
+// only those slots, and a flood of user jobs does not hold back an alert.
+// No remote worker may claim them: they carry the server's secrets (the
+// SMTP password, the http signing secret) to sinks the server was given.
+const (
+	TypeHTTP  = "notify.http"  // run by the http kind
+	TypeEmail = "notify.email" // run by the email kind
+)
+
+// kindOf is the built-in kind that runs each delivery type.
+var kindOf = map[string]string{TypeHTTP: "http", TypeEmail: "email"}
+
+// Types are the delivery job types, sorted.
+func Types() []string { return []string{TypeEmail, TypeHTTP} }
+
+// Handlers maps each delivery type to the handler of the kind that runs it,
+// taken from kinds (handlers by job type); a type whose kind kinds lacks
+// (email without an SMTP sink) is left out.
+func Handlers[H any](kinds map[string]H) map[string]H {
+	out := map[string]H{}
+	for typ, kind := range kindOf {
+		if h, ok := kinds[kind]; ok {
+			out[typ] = h
+		}
+	}
+	return out
+}
 
 // IsDelivery reports whether a job with this idempotency key delivers a
 // notification or a ping. Such a job is not itself announced when it goes

@@ -114,7 +114,7 @@ func webhookEvent(t *testing.T, n *notify.Notifier, s *sqlite.Store, e notify.Ev
 	if err := n.Notify(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	jobs, _, err := s.JobList(ctx, db.JobListParams{Type: "http", Limit: 1})
+	jobs, _, err := s.JobList(ctx, db.JobListParams{Type: notify.TypeHTTP, Limit: 1})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("jobs = %v, %v", jobs, err)
 	}
@@ -200,11 +200,11 @@ func (r *recorder) get(path string) (request, bool) {
 // after a minute.
 func deliver(t *testing.T, s *sqlite.Store, mailer *worker.Mailer, done func() bool) {
 	t.Helper()
-	handlers := map[string]worker.HandlerFunc{"http": worker.HTTP(worker.HTTPConfig{AllowPrivate: true})}
+	kinds := map[string]worker.HandlerFunc{"http": worker.HTTP(worker.HTTPConfig{AllowPrivate: true})}
 	if mailer != nil {
-		handlers["email"] = mailer.Handle
+		kinds["email"] = mailer.Handle
 	}
-	pool := worker.NewPool(worker.PoolConfig{Store: s, Handlers: handlers, WorkerID: "notify-test", NowFunc: s.Now, MaxIdle: 20 * time.Millisecond})
+	pool := worker.NewPool(worker.PoolConfig{Store: s, Handlers: notify.Handlers(kinds), WorkerID: "notify-test", NowFunc: s.Now, MaxIdle: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- pool.Run(ctx) }()

@@ -74,7 +74,7 @@ func (n *Notifier) Ping(ctx context.Context, pingURL string, sig Signal, j db.Jo
 	}
 	body := pingBody{JobID: j.ID, JobName: j.Name, RunID: r.ID, Slot: db.Deref(r.Slot), Attempt: r.Attempt}
 	p := db.JobCreateParams{
-		Type: "http", MaxAttempts: deliveryAttempts, Backoff: deliveryBackoff, Timeout: deliveryTimeout,
+		Type: TypeHTTP, MaxAttempts: deliveryAttempts, Backoff: deliveryBackoff, Timeout: deliveryTimeout,
 		IdempotencyKey: fmt.Sprintf("%s%s:%s:%d", db.PingKeyPrefix, sig, j.ID, r.ID),
 	}
 	switch sig {

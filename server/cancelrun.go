@@ -4,15 +4,14 @@ import (
 	"context"
 
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/worker"
 )
 
 // cancelsAtOnce is the store of the API: a cancel-run of a job this
-// process's pool runs stops the run at once, where other workers (remote
+// process's pools run stops the run at once, where other workers (remote
 // ones, other nodes) see the request at their run's next heartbeat.
 type cancelsAtOnce struct {
 	db.Store
-	pool *worker.Pool
+	pool pools
 }
 
 // JobRequestCancelRun records the request and stops the local run of the

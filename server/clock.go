@@ -10,7 +10,6 @@ import (
 	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite"
-	"github.com/sked-dev/sked/worker"
 )
 
 // newClock returns the guarded wall clock of the process, or, with a test
@@ -65,7 +64,7 @@ func useClock(store db.Store, g *clock.Guard, virtual bool) error {
 }
 
 // movedClock is the test clock as POST /test/clock moves it. Before it
-// jumps forward, the pool renews the leases of the jobs it runs to last as
+// jumps forward, the pools renew the leases of the jobs they run to last as
 // much longer: a run still going would have renewed its lease all along
 // the time jumped over, so a jump expires no lease of this process's runs,
 // while the lease of a worker that stopped renewing expires as it would.
@@ -76,7 +75,7 @@ func useClock(store db.Store, g *clock.Guard, virtual bool) error {
 // next sweep on the real one.
 type movedClock struct {
 	*clock.Virtual
-	pool  *worker.Pool
+	pool  pools
 	moved func()
 	mu    sync.Mutex // one move at a time
 }

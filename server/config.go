@@ -84,7 +84,7 @@ func checkJobDefaults(defaults map[string]db.Defaults) error {
 
 // checkConfig refuses what cfg, with its defaults filled in, cannot run
 // with: the database setting CheckDB refuses, an Addr without a port, no
-// worker slot, a lease shorter than wire.MinLease (renewals could not keep
+// worker slot or no delivery slot, a lease shorter than wire.MinLease (renewals could not keep
 // it) or longer than wire.MaxLease, a claim-ahead past a quarter of the
 // lease, a test clock out of range, a negative grace, and what
 // CheckPublicURL, worker.CheckExecEnv and checkJobDefaults refuse.
@@ -105,6 +105,9 @@ func checkConfig(cfg Config) error {
 	}
 	if cfg.Workers < 1 {
 		errs = append(errs, fmt.Errorf("Config.Workers %d: must be at least 1 (0: the default, %d)", cfg.Workers, worker.DefaultSlots))
+	}
+	if cfg.NotifyWorkers < 1 {
+		errs = append(errs, fmt.Errorf("Config.NotifyWorkers %d: must be at least 1 (0: the default, %d)", cfg.NotifyWorkers, DefaultNotifyWorkers))
 	}
 	if cfg.Lease < wire.MinLease || cfg.Lease > wire.MaxLease {
 		errs = append(errs, fmt.Errorf("Config.Lease %s: must be from %s to %s (0: the default, %s)", cfg.Lease, wire.MinLease, wire.MaxLease, db.DefaultLease))

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
@@ -440,7 +441,8 @@ func TestServer_HandleAfterClose(t *testing.T) {
 }
 
 // TestServer_HandleRefuses: a type no job may have, or a nil handler, whose
-// jobs would wait or fail for ever, is refused loudly.
+// jobs would wait or fail for ever, and a type of sked's own deliveries,
+// which would run in the user jobs' slots, are refused loudly.
 func TestServer_HandleRefuses(t *testing.T) {
 	s := server.New(server.Config{DB: filepath.Join(t.TempDir(), "sked.db")})
 	for _, c := range []struct {
@@ -451,6 +453,7 @@ func TestServer_HandleRefuses(t *testing.T) {
 		{"", func(context.Context, *worker.Job) error { return nil }, "not a job type"},
 		{"thumb nail", func(context.Context, *worker.Job) error { return nil }, "not a job type"},
 		{"thumbnail", nil, "nil): give the function"},
+		{notify.TypeHTTP, func(context.Context, *worker.Job) error { return nil }, "sked's own notification deliveries"},
 	} {
 		func() {
 			defer func() {

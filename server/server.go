@@ -54,9 +54,14 @@ type Config struct {
 	// Addr is the address sked's own HTTP server listens on, such as
 	// "127.0.0.1:8080". Empty (and no Listener): sked listens nowhere, and
 	// the embedding program serves Handler itself.
-	Addr                string
-	Listener            net.Listener  // if set, serve on it instead of listening on Addr
-	Workers             int           // jobs run at once by this process; default worker.DefaultSlots
+	Addr     string
+	Listener net.Listener // if set, serve on it instead of listening on Addr
+	Workers  int          // user jobs run at once by this process; default worker.DefaultSlots
+	// NotifyWorkers are the slots, apart from Workers, of the jobs that
+	// deliver notifications and pings (notify.Types): user jobs cannot
+	// take them, and deliveries cannot take the Workers. Default
+	// DefaultNotifyWorkers.
+	NotifyWorkers       int
 	Lease               time.Duration // default db.DefaultLease
 	Grace               time.Duration // shutdown wait for running jobs; default worker.DefaultGrace
 	EnableExec          bool          // run jobs of type exec
@@ -136,7 +141,7 @@ type parts struct {
 	store    db.Store
 	api      *handlers.API
 	handler  http.Handler // the API and the dashboard
-	pool     *worker.Pool
+	pool     pools
 	services []func(context.Context) error // run by Run until shutdown, besides the pool
 	// shuttingDown is closed when shutdown begins, so that waiting claims
 	// answer at once and new ones are refused.
@@ -149,7 +154,8 @@ var ErrClosed = errors.New("sked server closed")
 
 // builtinTypes are the job types sked serve runs itself (New, Start),
 // whatever handlers a program registers: no remote worker may claim them.
-var builtinTypes = []string{"http", "email", "exec"}
+// The deliveries' types are among them: they carry the server's secrets.
+var builtinTypes = append([]string{"http", "email", "exec"}, notify.Types()...)
 
 // dbLabel names the database at dsn in logs: a PostgreSQL URL without its
 // password, a SQLite file by its absolute path (a relative one names a
@@ -174,6 +180,7 @@ func BuiltinType(typ string) bool { return slices.Contains(builtinTypes, typ) }
 func New(cfg Config) *Server {
 	cfg.DB = cmp.Or(cfg.DB, "sked.db")
 	cfg.Workers = cmp.Or(cfg.Workers, worker.DefaultSlots)
+	cfg.NotifyWorkers = cmp.Or(cfg.NotifyWorkers, DefaultNotifyWorkers)
 	cfg.Lease = cmp.Or(cfg.Lease, db.DefaultLease)
 	cfg.DBWait = cmp.Or(cfg.DBWait, DefaultDBWait)
 	cfg.Grace = cmp.Or(cfg.Grace, worker.DefaultGrace)
@@ -206,7 +213,8 @@ func New(cfg Config) *Server {
 // it before Start (or Run); a later registration of the same type replaces
 // the earlier. It panics after Start (the pool claims only the types it was
 // built with, and a handler registered later would never run), for a type
-// that no job may have, and for a nil h.
+// that no job may have, for a type of sked's own deliveries (notify.Types,
+// run by the handlers of http and email), and for a nil h.
 func (s *Server) Handle(typ string, h worker.HandlerFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -217,6 +225,9 @@ func (s *Server) Handle(typ string, h worker.HandlerFunc) {
 		panic("server: Handle(" + strconv.Quote(typ) + ") called after Start: register every handler before Start or Run")
 	case !handlers.IsJobType(typ):
 		panic("server: Handle(" + strconv.Quote(typ) + "): not a job type; give letters, digits and _ . : -, such as \"thumbnail\"")
+	case slices.Contains(notify.Types(), typ):
+		panic("server: Handle(" + strconv.Quote(typ) + "): the type of sked's own notification deliveries, run by the handler of " +
+			"http or email; give your jobs a type of their own")
 	case h == nil:
 		panic("server: Handle(" + strconv.Quote(typ) + ", nil): give the function that runs its jobs")
 	}
@@ -338,6 +349,11 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		checkNotify = refusingPrivateSinks(checkNotify, sinkOrigins(cfg.NotifySinks))
 	}
 	warnWaiting(ctx, store, disabled, log)
+	refused := maps.Clone(disabled)
+	for _, typ := range notify.Types() {
+		refused[typ] = typ + " jobs are sked's own notification and ping deliveries, which only its notifier makes; " +
+			"to call a URL give the type http (or email, to send mail through an SMTP sink)"
+	}
 	hostname, _ := os.Hostname()
 	// The pid names the process for people; the random part makes the id
 	// this pool's alone (two nodes' containers on one host's network both
@@ -346,11 +362,19 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	if err := reclaimPredecessor(ctx, store, hostname, log); err != nil {
 		return nil, err
 	}
-	pool := worker.NewPool(worker.PoolConfig{
-		Store: obs, Handlers: kinds, WorkerID: workerID,
-		Slots: cfg.Workers, Lease: cfg.Lease, Grace: cfg.Grace, ClaimAhead: claimAhead(cfg),
-		NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log, MaxIdle: jitteredIdle(worker.DefaultMaxIdle),
-	})
+	poolCfg := func(handlers map[string]worker.HandlerFunc, id string, slots int) worker.PoolConfig {
+		return worker.PoolConfig{
+			Store: obs, Handlers: handlers, WorkerID: id,
+			Slots: slots, Lease: cfg.Lease, Grace: cfg.Grace, ClaimAhead: claimAhead(cfg),
+			NextDueFunc: store.JobNextDue, NowFunc: store.Now, Logger: log, MaxIdle: jitteredIdle(worker.DefaultMaxIdle),
+		}
+	}
+	// The deliveries run in a pool of their own, under a worker id of
+	// their own (a pool's id is its alone, see above).
+	pool := pools{
+		worker.NewPool(poolCfg(kinds, workerID, cfg.Workers)),
+		worker.NewPool(poolCfg(notify.Handlers(kinds), workerID+"-notify", cfg.NotifyWorkers)),
+	}
 	reaper := &worker.Reaper{Store: obs, Logger: log}
 	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})
 
@@ -365,7 +389,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.api = handlers.New(handlers.Config{
 		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: checkNotify,
 		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, TrustedProxies: cfg.TrustedProxies, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
-		DisabledTypes: disabled, OwnTypes: builtinTypes, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
+		DisabledTypes: refused, OwnTypes: builtinTypes, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
 	})
 	mtr.WatchClaimWaits(p.api.ClaimWaits)
@@ -514,7 +538,7 @@ func (s *Server) Run(ctx context.Context) error {
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}
 	}
-	log.Info("sked serving", "addr", addr, "db", dbLabel(cfg.DB), "workers", cfg.Workers,
+	log.Info("sked serving", "addr", addr, "db", dbLabel(cfg.DB), "workers", cfg.Workers, "notify_workers", cfg.NotifyWorkers,
 		"types", strings.Join(p.pool.Types(), ","), "version", buildinfo.Read().Version)
 	if cfg.EnableExec && !cfg.authenticates() {
 		log.Warn("exec jobs are on and the API takes no token: any program or user that can reach it can run "+

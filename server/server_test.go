@@ -35,6 +35,12 @@ type running struct {
 // a no-op handler for type "noop".
 func start(t *testing.T, cfg server.Config) *running {
 	t.Helper()
+	return startWith(t, cfg, nil)
+}
+
+// startWith is start with the handlers kinds (by type) registered too.
+func startWith(t *testing.T, cfg server.Config, kinds map[string]worker.HandlerFunc) *running {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +51,9 @@ func start(t *testing.T, cfg server.Config) *running {
 	}
 	s := server.New(cfg)
 	s.Handle("noop", func(ctx context.Context, j *worker.Job) error { return nil })
+	for typ, h := range kinds {
+		s.Handle(typ, h)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -285,12 +294,12 @@ func TestServer_AuthFailureMetrics(t *testing.T) {
 }
 
 // TestServer_BuiltinTypesNotClaimed: a remote worker cannot claim the types
-// sked serve runs itself (an http job's headers, an exec job's env are the
-// server's to use); its own types it can.
+// sked serve runs itself (an http job's headers, an exec job's env, a
+// delivery's sink are the server's to use); its own types it can.
 func TestServer_BuiltinTypesNotClaimed(t *testing.T) {
 	t.Parallel()
 	r := start(t, server.Config{})
-	for _, typ := range []string{"http", "email", "exec"} {
+	for _, typ := range []string{"http", "email", "exec", notify.TypeHTTP, notify.TypeEmail} {
 		status, body := call(t, "POST", r.base+"/claims", `{"workerId": "w", "types": ["thumbnail", "`+typ+`"], "wait": "0s"}`)
 		if status != http.StatusUnprocessableEntity || !strings.Contains(body, `type \"`+typ+`\" is run by sked serve itself`) {
 			t.Errorf("claim of type %s: %d %s; want 422 saying sked serve runs it", typ, status, body)

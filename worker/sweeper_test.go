@@ -92,7 +92,7 @@ func (r *sweepRig) sweep() []notify.Event {
 // order of their delivery jobs.
 func (r *sweepRig) told() []notify.Event {
 	r.t.Helper()
-	jobs, _, err := r.store.JobList(r.ctx, db.JobListParams{Type: "http", Limit: 500})
+	jobs, _, err := r.store.JobList(r.ctx, db.JobListParams{Type: notify.TypeHTTP, Limit: 500})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestSweeper_News(t *testing.T) {
 	// Among the deliveries, not by their order: ids made in one
 	// millisecond of the test clock while parallel tests make others need
 	// not sort by creation.
-	jobs, _, err := r.store.JobList(r.ctx, db.JobListParams{Type: "http"})
+	jobs, _, err := r.store.JobList(r.ctx, db.JobListParams{Type: notify.TypeHTTP})
 	if err != nil || !slices.ContainsFunc(jobs, func(j db.Job) bool { return strings.Contains(string(j.Payload), `"kind":"job_dead"`) }) {
 		t.Fatalf("%d deliveries, %v; want the job_dead notification among them", len(jobs), err)
 	}

@@ -42,7 +42,9 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	c := &s.cfg
 	dbFlag(fs, &c.DB, &c.DBWait)
 	fs.StringVar(&c.Addr, "addr", defaultAddr, "HTTP listen address")
-	fs.IntVar(&c.Workers, "workers", worker.DefaultSlots, "jobs run at once by this process")
+	fs.IntVar(&c.Workers, "workers", worker.DefaultSlots, "jobs run at once by this process, besides its notification deliveries")
+	fs.IntVar(&c.NotifyWorkers, "notify-workers", server.DefaultNotifyWorkers,
+		"notifications and pings delivered at once by this process, in slots of their own that jobs cannot take")
 	fs.DurationVar(&c.Lease, "lease", db.DefaultLease, "lease of a claimed job, renewed while it runs")
 	fs.DurationVar(&c.Grace, "grace", worker.DefaultGrace, "how long shutdown waits for running jobs")
 	fs.DurationVar(&s.claimAhead, "claim-ahead", worker.DefaultClaimAhead,
@@ -84,7 +86,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.defaultBackoff, "default-backoff", 0, "backoff (above zero) of jobs of every type --job-defaults does not name")
 	execEnvFlag(fs, &c.ExecEnv)
 	s.log.register(fs)
-	withEnv(fs, "addr", "workers", "lease", "grace", "claim-ahead", "max-body", "max-claim-waits", "enable-exec", "allow-private-targets",
+	withEnv(fs, "addr", "workers", "notify-workers", "lease", "grace", "claim-ahead", "max-body", "max-claim-waits", "enable-exec", "allow-private-targets",
 		"http-secret", "test-clock", "notify", "public-url", "token", "worker-token", "read-token", "insecure", "allowed-hosts", "trusted-proxies", "retention", "job-defaults",
 		"default-max-attempts", "default-backoff")
 	splitEnv(fs, "notify", " ")
@@ -117,6 +119,9 @@ func (s *serveFlags) finish(fs *pflag.FlagSet) error {
 	bad := func(format string, args ...any) { errs = append(errs, usagef(format, args...)) }
 	if c.Workers < 1 {
 		bad("--workers %d: must be at least 1", c.Workers)
+	}
+	if c.NotifyWorkers < 1 {
+		bad("--notify-workers %d: must be at least 1", c.NotifyWorkers)
 	}
 	if c.Lease < wire.MinLease || c.Lease > wire.MaxLease {
 		bad("--lease %s: must be from %s to %s", c.Lease, wire.MinLease, wire.MaxLease)
