@@ -372,8 +372,8 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	// The deliveries run in a pool of their own, under a worker id of
 	// their own (a pool's id is its alone, see above).
 	pool := pools{
-		worker.NewPool(poolCfg(kinds, workerID, cfg.Workers)),
-		worker.NewPool(poolCfg(notify.Handlers(kinds), workerID+"-notify", cfg.NotifyWorkers)),
+		jobs:       worker.NewPool(poolCfg(kinds, workerID, cfg.Workers)),
+		deliveries: worker.NewPool(poolCfg(notify.Handlers(kinds), workerID+"-notify", cfg.NotifyWorkers)),
 	}
 	reaper := &worker.Reaper{Store: obs, Logger: log}
 	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})
@@ -386,8 +386,11 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		log.Warn("running on a test clock: time moves only by POST /test/clock", "now", virtual.Now())
 	}
 	p.pool = pool
+	// The API creates no delivery (their types are refused), so its
+	// changes wake the jobs' pool; a delivery retried or resumed through
+	// it is claimed within the deliveries' pool's MaxIdle.
 	p.api = handlers.New(handlers.Config{
-		Store: cancelsAtOnce{obs, pool}, Wake: pool.Wake, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: checkNotify,
+		Store: cancelsAtOnce{obs, pool}, Wake: pool.jobs.Wake, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: checkNotify,
 		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, TrustedProxies: cfg.TrustedProxies, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 		DisabledTypes: refused, OwnTypes: builtinTypes, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
@@ -399,7 +402,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.services = []func(context.Context) error{
 		reaper.Run, sampler.Run, sweeper.Run,
 		func(ctx context.Context) error {
-			return forwardWakeups(ctx, store, func(due map[string]int) { pool.Wake(); p.api.WakeClaims(due) }, log)
+			return forwardWakeups(ctx, store, func(due map[string]int) { pool.WakeFor(due); p.api.WakeClaims(due) }, log)
 		},
 	}
 	if pruner := newPruner(obs, cfg.Retention, log); pruner != nil {
