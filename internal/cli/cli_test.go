@@ -21,7 +21,7 @@ func mainOf(args ...string) (code int, stdout, stderr string) {
 // so, for no flag on the command line shows it; one given as a flag does
 // not.
 func TestMain_ValueFromEnv(t *testing.T) {
-	env := map[string]string{"SKED_SERVER": "localhost:1", "SKED_WORKERS": "0", "SKED_LEASE": "10ms"}
+	env := map[string]string{"SKED_SERVER": "localhost:1", "SKED_WORKERS": "0", "SKED_NOTIFY_WORKERS": "0", "SKED_LEASE": "10ms"}
 	run := func(args ...string) string {
 		var errOut bytes.Buffer
 		if code := Main(context.Background(), args, Env{Getenv: func(k string) string { return env[k] }, Stdout: io.Discard, Stderr: &errOut}); code != 2 {
@@ -33,7 +33,8 @@ func TestMain_ValueFromEnv(t *testing.T) {
 		t.Errorf("ls with SKED_SERVER=localhost:1 said %q", msg)
 	}
 	msg := run("serve", "--lease", "20ms")
-	for _, want := range []string{"sked: --workers 0 (from SKED_WORKERS): must be at least 1\n", "sked: --lease 20ms: must be from 300ms to 24h0m0s"} {
+	for _, want := range []string{"sked: --workers 0 (from SKED_WORKERS): must be at least 1\n",
+		"sked: --notify-workers 0 (from SKED_NOTIFY_WORKERS): must be at least 1\n", "sked: --lease 20ms: must be from 300ms to 24h0m0s"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("serve said %q, want %q", msg, want)
 		}

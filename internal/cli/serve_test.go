@@ -40,13 +40,14 @@ func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags
 
 func TestServeFlags_Env(t *testing.T) {
 	s, err := parseServe(t, nil, map[string]string{"SKED_WORKERS": "3", "SKED_ENABLE_EXEC": "true", "SKED_LEASE": "10s"})
-	if err != nil || s.cfg.Workers != 3 || !s.cfg.EnableExec || s.cfg.Lease != 10*time.Second || s.cfg.Addr != "127.0.0.1:8080" || s.cfg.DB != "sked.db" {
+	if err != nil || s.cfg.Workers != 3 || s.cfg.NotifyWorkers != server.DefaultNotifyWorkers || !s.cfg.EnableExec || s.cfg.Lease != 10*time.Second || s.cfg.Addr != "127.0.0.1:8080" || s.cfg.DB != "sked.db" {
 		t.Fatalf("config from env = %+v, %v", s, err)
 	}
 	// Flags win over the environment; a bool takes its value as the next
 	// argument too.
-	s, err = parseServe(t, []string{"--enable-exec", "false", "--workers", "5", "-lease=2s"}, map[string]string{"SKED_WORKERS": "3", "SKED_ENABLE_EXEC": "true"})
-	if err != nil || s.cfg.Workers != 5 || s.cfg.EnableExec || s.cfg.Lease != 2*time.Second {
+	s, err = parseServe(t, []string{"--enable-exec", "false", "--workers", "5", "--notify-workers", "2", "-lease=2s"},
+		map[string]string{"SKED_WORKERS": "3", "SKED_NOTIFY_WORKERS": "7", "SKED_ENABLE_EXEC": "true"})
+	if err != nil || s.cfg.Workers != 5 || s.cfg.NotifyWorkers != 2 || s.cfg.EnableExec || s.cfg.Lease != 2*time.Second {
 		t.Fatalf("flags over env = %+v, %v", s.cfg, err)
 	}
 	s, err = parseServe(t, []string{"--test-clock", "2026-03-08T06:00:00Z", "--enable-exec"}, nil)
