@@ -7,8 +7,8 @@
 // signed with --http-secret like every http job), a `notify.email` job for
 // an SMTP sink (run by the email kind). Those types are the deliveries'
 // own, so that sked serve runs them in slots of their own, apart from
-// user jobs (see Types). Its idempotency key makes a repeated event a
-// no-op.
+// user jobs (see Types). A delivery's idempotency key makes a repeated
+// event a no-op.
 //
 // Ping sends the start, success and fail signals of a job's runs to a
 // healthchecks.io-style URL, the same way.

@@ -84,10 +84,11 @@ func checkJobDefaults(defaults map[string]db.Defaults) error {
 
 // checkConfig refuses what cfg, with its defaults filled in, cannot run
 // with: the database setting CheckDB refuses, an Addr without a port, no
-// worker slot or no delivery slot, a lease shorter than wire.MinLease (renewals could not keep
-// it) or longer than wire.MaxLease, a claim-ahead past a quarter of the
-// lease, a test clock out of range, a negative grace, and what
-// CheckPublicURL, worker.CheckExecEnv and checkJobDefaults refuse.
+// worker slot or no delivery slot, a lease shorter than wire.MinLease
+// (renewals could not keep it) or longer than wire.MaxLease, a
+// claim-ahead past a quarter of the lease, a test clock out of range, a
+// negative grace, and what CheckPublicURL, worker.CheckExecEnv and
+// checkJobDefaults refuse.
 func checkConfig(cfg Config) error {
 	var errs []error
 	for _, err := range []error{

@@ -142,7 +142,7 @@ type parts struct {
 	api      *handlers.API
 	handler  http.Handler // the API and the dashboard
 	pool     pools
-	services []func(context.Context) error // run by Run until shutdown, besides the pool
+	services []func(context.Context) error // run by Run until shutdown, besides the pools
 	// shuttingDown is closed when shutdown begins, so that waiting claims
 	// answer at once and new ones are refused.
 	shuttingDown chan struct{}
