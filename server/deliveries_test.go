@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/internal/syncbuf"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/server"
 	"github.com/sked-dev/sked/worker"
@@ -289,5 +291,35 @@ func TestServer_DeliveryTypesRefusedAtCreate(t *testing.T) {
 		if status != http.StatusUnprocessableEntity || !strings.Contains(body, "sked's own notification and ping deliveries") || !strings.Contains(body, "type http") {
 			t.Errorf("POST /jobs of type %s: %d %s; want 422 saying what to use", typ, status, body)
 		}
+	}
+}
+
+// TestServer_WarnsOfWaitingEmailDeliveries: started without an SMTP sink on
+// a database that holds email notifications still to deliver (the sink
+// was dropped from --notify), sked serve says at start that they wait and
+// why, as it does for email jobs.
+func TestServer_WarnsOfWaitingEmailDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "sked.db")
+	store, err := server.OpenStore(ctx, dbPath, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := `{"sink": "smtp://alerts:xxxxx@mail.example.com:587?to=ops@example.com", "subject": "job_dead", "body": "…"}`
+	if _, _, err := store.JobCreate(ctx, db.JobCreateParams{Type: notify.TypeEmail, Payload: json.RawMessage(payload), IdempotencyKey: "notify:abc:job_dead:1", MaxAttempts: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncbuf.Buffer
+	r := start(t, server.Config{DB: dbPath, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, "jobs of a type this server does not run are waiting") || !strings.Contains(out, "type="+notify.TypeEmail) ||
+		!strings.Contains(out, "--notify smtp://") {
+		t.Errorf("the log says:\n%s\nwant a warning that notify.email jobs wait for an SMTP sink", out)
 	}
 }

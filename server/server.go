@@ -342,6 +342,9 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		validate = s.mailer.ValidatePayload
 	} else {
 		disabled["email"] = "email jobs send through an SMTP sink of sked serve, and none is configured; give one with --notify smtp://user:password@host:587?to=you@example.com (embedded: Config.NotifySinks)"
+		// Told of when they wait (warnWaiting); refused at create below
+		// as every delivery type is.
+		disabled[notify.TypeEmail] = disabled["email"]
 	}
 	checkNotify := notifier.CheckSettings
 	if !cfg.AllowPrivateTargets {
