@@ -3,15 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver of database/sql, for goose
+	"github.com/pressly/goose/v3"
+
 	"github.com/sked-dev/sked/db"
-	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
 
@@ -76,16 +80,20 @@ func TestMigrate_WarnsOfOldNodes(t *testing.T) {
 	p.cmd.Process.Kill() // its lease holds for 2m, as a live node's would
 	p.cmd.Wait()
 
-	// The schema of the sked before the workers table: migrations 12 to 10 down.
+	// The schema of the sked before the workers table (9), through the
+	// migrations' own down steps.
 	ctx := context.Background()
-	conn, err := postgres.Connect(ctx, url)
+	conn, err := sql.Open("pgx", url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `ALTER TABLE jobs DROP COLUMN pause_requested; ALTER TABLE jobs DROP COLUMN rescheduled_at;
-		DROP TABLE workers; DELETE FROM goose_db_version WHERE version_id > 9`); err != nil {
+	defer conn.Close()
+	migrations, err := goose.NewProvider(goose.DialectPostgres, conn, os.DirFS("db/postgres/migrations"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := migrations.DownTo(ctx, 9); err != nil {
+		t.Fatalf("migrate down to 9: %v", err)
 	}
 
 	var stdout, stderr bytes.Buffer
