@@ -433,6 +433,19 @@ const ServeWorkerPrefix = "serve:"
 // pools (it begins with ServeWorkerPrefix).
 func ServeWorker(id string) bool { return strings.HasPrefix(id, ServeWorkerPrefix) }
 
+// DeliveriesPoolSuffix ends the worker id of sked serve's deliveries'
+// pool (notification and ping deliveries), which is its jobs' pool's id
+// with this suffix: both name one node (see ServeNode).
+const DeliveriesPoolSuffix = "-notify"
+
+// ServeNode is the sked serve process (its host/pid-random part) that
+// worker id names, the same for each of its pools; ok is false when id
+// names no pool of sked serve's.
+func ServeNode(id string) (node string, ok bool) {
+	node, ok = strings.CutPrefix(id, ServeWorkerPrefix)
+	return strings.TrimSuffix(node, DeliveriesPoolSuffix), ok
+}
+
 // ServeRunError refuses a remote renewal or report of a lease that sked
 // serve's own pool holds.
 func ServeRunError(j Job) error {

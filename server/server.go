@@ -376,7 +376,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	// their own (a pool's id is its alone, see above).
 	pool := pools{
 		jobs:       worker.NewPool(poolCfg(kinds, workerID, cfg.Workers)),
-		deliveries: worker.NewPool(poolCfg(notify.Handlers(kinds), workerID+"-notify", cfg.NotifyWorkers)),
+		deliveries: worker.NewPool(poolCfg(notify.Handlers(kinds), workerID+db.DeliveriesPoolSuffix, cfg.NotifyWorkers)),
 	}
 	reaper := &worker.Reaper{Store: obs, Logger: log}
 	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})

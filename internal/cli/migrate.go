@@ -70,9 +70,10 @@ func migrateCmd(env Env) *cobra.Command {
 	return cmd
 }
 
-// warnLiveNodes tells on stderr of the nodes (sked serve) that were seen
-// claiming within aliveWithin and did not say they stopped, or that hold
-// a job's lease that has not run out, after a migration of their
+// warnLiveNodes tells on stderr of the nodes (sked serve, each named once
+// for all its pools) that were seen claiming within aliveWithin and did
+// not say they stopped, or that hold a job's lease that has not run out,
+// after a migration of their
 // database: those of the older version keep running on a schema they do
 // not know. The leases name the nodes of a sked too old to record its
 // claims (the workers table is newer than it). Only PostgreSQL's nodes can
@@ -91,7 +92,7 @@ func warnLiveNodes(ctx context.Context, env Env, store db.Store) {
 	}
 	var live []string
 	add := func(id string) {
-		if node, ok := strings.CutPrefix(id, handlers.ServeWorkerPrefix); ok && !slices.Contains(live, node) {
+		if node, ok := db.ServeNode(id); ok && !slices.Contains(live, node) {
 			live = append(live, node)
 		}
 	}

@@ -338,8 +338,11 @@ func TestMigrate_WarnsOfLiveNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	// Node a/1 runs two pools, the jobs' and the deliveries', each
+	// recorded under its own worker id: one node.
 	if _, err := conn.Exec(ctx, `INSERT INTO workers (id, first_seen_at, last_seen_at, stopped_at) VALUES
 		('serve:a/1', now(), now(), NULL),
+		('serve:a/1`+db.DeliveriesPoolSuffix+`', now(), now(), NULL),
 		('serve:b/2', now(), now(), now()),
 		('serve:c/3', now() - interval '1 hour', now() - interval '1 hour', NULL),
 		('remote/4', now(), now(), NULL)`); err != nil {
