@@ -132,8 +132,10 @@ type Tx interface {
 	// before Now, passing over rows another transaction holds.
 	JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error)
 	// JobsWatched reads the ready and running recurring jobs with a
-	// dead-man's switch, passing over rows another transaction holds.
-	JobsWatched(ctx context.Context) ([]db.Job, error)
+	// dead-man's switch, passing over rows another transaction holds;
+	// with all it waits for them instead (JobWatchStart must start every
+	// window again, also that of a schedule being claimed as it runs).
+	JobsWatched(ctx context.Context, all bool) ([]db.Job, error)
 	// SweptAt reads when a quiet sweep last recorded that it watched
 	// (SetSweptAt); the zero time if none ever did.
 	SweptAt(ctx context.Context) (time.Time, error)

@@ -540,7 +540,7 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.Job, error) {
 	var quiet []db.Job
 	err := s.inTx(ctx, func(tx Tx) error {
 		quiet = nil
-		jobs, err := tx.JobsWatched(ctx)
+		jobs, err := tx.JobsWatched(ctx, false)
 		if err != nil || len(jobs) == 0 {
 			return err
 		}
@@ -584,7 +584,7 @@ func (s *Store) JobWatchStart(ctx context.Context) (int, error) {
 	n := 0
 	err := s.inTx(ctx, func(tx Tx) error {
 		n = 0
-		jobs, err := tx.JobsWatched(ctx)
+		jobs, err := tx.JobsWatched(ctx, true)
 		if err != nil || len(jobs) == 0 {
 			return err
 		}

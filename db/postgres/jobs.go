@@ -303,10 +303,16 @@ func (t *tx) JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error) {
 }
 
 // JobsWatched reads the schedules with a dead-man's switch; see engine.Tx.
-func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
+// With all it waits for the rows other transactions hold, taking the locks
+// in the order of the primary key, so that two nodes that start at once
+// do not deadlock on them.
+func (t *tx) JobsWatched(ctx context.Context, all bool) ([]db.Job, error) {
+	lock := `FOR UPDATE SKIP LOCKED`
+	if all {
+		lock = `ORDER BY id FOR UPDATE`
+	}
 	return t.jobs(ctx, 0, `SELECT `+jobColumns+` FROM jobs
-		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')
-		FOR UPDATE SKIP LOCKED`)
+		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running') `+lock)
 }
 
 // SweptAt reads when a quiet sweep last watched; see engine.Tx.

@@ -187,7 +187,9 @@ func (t *tx) JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error) {
 }
 
 // JobsWatched reads the schedules with a dead-man's switch; see engine.Tx.
-func (t *tx) JobsWatched(ctx context.Context) ([]db.Job, error) {
+// A SQLite write transaction holds the whole database: none passes over
+// a row, so all changes nothing.
+func (t *tx) JobsWatched(ctx context.Context, all bool) ([]db.Job, error) {
 	return scanJobs(t.tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_watched
 		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')`))
 }
