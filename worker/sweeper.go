@@ -47,6 +47,10 @@ type Sweeper struct {
 	eventsAfter int64     // the last event of the timeline looked at
 	since       time.Time // events before this are not told
 	started     time.Time // when Run began: see loggedBefore
+	// watchPending is set by Run until JobWatchStart succeeds: until then
+	// no sweep looks for quiet schedules, which after downtime would find
+	// every one whose window had not started again.
+	watchPending bool
 
 	wake     chan struct{} // buffered(1): sweep now; made by wakeOnce
 	news     chan struct{} // buffered(1): deliver the timeline now; made by wakeOnce
@@ -84,13 +88,10 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	// idempotency keys keep each to one notification.
 	s.started = s.NowFunc()
 	s.since = s.started.Add(-time.Hour)
-	// Back from downtime, the switches' windows start again: a schedule
-	// whose slots passed meanwhile runs before it can be quiet.
-	if n, err := s.Store.JobWatchStart(ctx); err != nil {
-		s.logErr(ctx, "watch quiet schedules again", err)
-	} else if n > 0 {
-		s.logger().Info("sked was down: the dead-man's switches' windows start again", "schedules", n)
-	}
+	// Back from downtime, the switches' windows start again (at the first
+	// sweep, or the first after it that can): a schedule whose slots
+	// passed meanwhile runs before it can be quiet.
+	s.watchPending = true
 	t := time.NewTicker(cmp.Or(s.Interval, DefaultSweepInterval))
 	defer t.Stop()
 	for {
@@ -128,15 +129,35 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 			s.WakeFunc()
 		}
 	}
-	quiet, err := s.Store.JobQuietSweep(ctx)
-	if err != nil {
-		s.logErr(ctx, "check quiet schedules", err)
-	}
-	for _, j := range quiet {
-		s.logger().Warn("schedule gone quiet", "job_id", j.ID, "name", j.Name, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
-		s.tell(ctx, j, notify.Quiet(j))
+	if s.watchStarted(ctx) {
+		quiet, err := s.Store.JobQuietSweep(ctx)
+		if err != nil {
+			s.logErr(ctx, "check quiet schedules", err)
+		}
+		for _, j := range quiet {
+			s.logger().Warn("schedule gone quiet", "job_id", j.ID, "name", j.Name, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
+			s.tell(ctx, j, notify.Quiet(j))
+		}
 	}
 	s.deliverEvents(ctx)
+}
+
+// watchStarted reports whether the dead-man's switches may be swept: once
+// JobWatchStart, which Run asks for, has succeeded.
+func (s *Sweeper) watchStarted(ctx context.Context) bool {
+	if !s.watchPending {
+		return true
+	}
+	n, err := s.Store.JobWatchStart(ctx)
+	if err != nil {
+		s.logErr(ctx, "watch quiet schedules again", err)
+		return false
+	}
+	s.watchPending = false
+	if n > 0 {
+		s.logger().Info("sked was down: the dead-man's switches' windows start again", "schedules", n)
+	}
+	return true
 }
 
 // deliverEvents tells people the events of the store's timeline written

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -237,6 +238,52 @@ func TestSweeper_NotQuietAfterDowntime(t *testing.T) {
 	}
 	r.now = r.now.Add(1500 * time.Millisecond)
 	r.wantOne(r.sweep(), notify.KindQuiet, "past a window after the restart with no success")
+}
+
+// failsWatchStartOnce is oneSweep whose first JobWatchStart fails, as when
+// the database is out of reach as sked starts.
+type failsWatchStartOnce struct {
+	oneSweep
+	failed *bool
+}
+
+func (s failsWatchStartOnce) JobWatchStart(ctx context.Context) (int, error) {
+	if !*s.failed {
+		*s.failed = true
+		return 0, errors.New("database out of reach")
+	}
+	return s.oneSweep.JobWatchStart(ctx)
+}
+
+// A sweeper back from downtime whose start of the windows failed does not
+// sweep for quiet schedules until it has started them: it tries again at
+// each sweep. Sweeping on, it would call quiet every schedule the downtime
+// kept from running.
+func TestSweeper_NotQuietAfterDowntimeWhenWatchStartFails(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	j := r.watched()
+	r.sweep()                        // sked up, watching
+	r.now = r.now.Add(3 * time.Hour) // then down for three hours
+	ctx, cancel := context.WithCancel(r.ctx)
+	failed := false
+	s := &Sweeper{Store: failsWatchStartOnce{oneSweep{r.store, cancel}, &failed}, NowFunc: r.store.Now, Notifier: r.s.Notifier, Logger: r.s.Logger}
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !failed {
+		t.Fatal("the sweeper did not start the windows")
+	}
+	if ev := r.told(); len(ev) != 0 {
+		t.Fatalf("the first sweep after three hours down, its start of the windows failed, told %v; want nothing", keys(ev))
+	}
+	s.runOnce(r.ctx) // the start of the windows succeeds now
+	if ev := r.told(); len(ev) != 0 {
+		t.Fatalf("the second sweep after the restart told %v; want nothing", keys(ev))
+	}
+	if got, _ := r.store.JobGet(r.ctx, j.ID); got.QuietSince != nil || got.WatchFrom == nil || !got.WatchFrom.Equal(r.now) {
+		t.Fatalf("quiet since %v, window started again at %v; want not quiet, the window from %v", got.QuietSince, got.WatchFrom, r.now)
+	}
 }
 
 // A restart is not downtime: a server back within db.WatchGap of its last
