@@ -15,7 +15,9 @@
 // Transactions are READ COMMITTED. A Tx's reads lock the rows they return
 // (SELECT … FOR UPDATE), and the sweeps' and claims' reads pass over rows
 // another transaction holds (SKIP LOCKED), so that several nodes share the
-// work instead of waiting for each other; every write to a claimed row
+// work instead of waiting for each other (but for a sweeper's start of the
+// dead-man's switches' windows after downtime, which must reach every
+// schedule: it waits, locking in id order as the completions do); every write to a claimed row
 // names the lease generation it expects. Commits are as durable as the
 // server's synchronous_commit (on by default): a reply is sent after the
 // commit returns, and a handed-out generation is never handed out again.
