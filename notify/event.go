@@ -25,10 +25,10 @@ func GaveUp(j db.Job, r db.Run) Event {
 }
 
 // Recovered is the schedule_recovered event of job j, a run of which
-// succeeded at at after the job had gone quiet or given up. Give the time
-// the store records as the job's last success: the key is the job and that
-// time, so the sweeper's and the engine's announcements of one recovery
-// are told once.
+// succeeded at at after the job had gone quiet or given up: the time of
+// the recovered event the store put on the job's timeline with that
+// success. The key is the job and that time, so that one recovery,
+// delivered again (after a restart, by another node), is told once.
 func Recovered(j db.Job, at time.Time) Event {
 	e := jobEvent(KindRecovered, j)
 	e.At = at
