@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -311,5 +312,26 @@ func TestAuthLimiter_KnownBounded(t *testing.T) {
 	addr := right(authFailClients+10, later)
 	if len(l.known) != 1 || !l.knows(addr, tokenDigest{1}, later) || l.knows(addr, tokenDigest{2}, later) {
 		t.Fatalf("after a day: %d addresses known, want only the new one's token", len(l.known))
+	}
+}
+
+// TestAuth_TrustedProxiesMapped: a proxy range of IPv4 addresses written
+// in IPv6 (::ffff:10.0.0.0/104) trusts those addresses, which requests
+// come from unmapped.
+func TestAuth_TrustedProxiesMapped(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, func(c *Config) {
+		c.Tokens = []string{"right"}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104"), netip.MustParsePrefix("::ffff:192.0.2.7/128")}
+	})
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32")}
+	if !slices.Equal(e.api.h.trustedProxies, want) {
+		t.Fatalf("trusted proxies %v, want %v", e.api.h.trustedProxies, want)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "[::ffff:10.1.2.3]:80"
+	req.Header.Set("X-Forwarded-For", "198.51.100.1")
+	if got := clientOf(req, e.api.h.trustedProxies); got.String() != "198.51.100.1" {
+		t.Errorf("clientOf through a mapped proxy range = %s, want 198.51.100.1", got)
 	}
 }
