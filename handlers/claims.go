@@ -440,7 +440,7 @@ func (h *handler) due(typ string, n int) {
 	if h.storeAnnounces {
 		return
 	}
-	h.wake()
+	h.wake(map[string]int{typ: n})
 	h.claimers.wake(typ, n)
 }
 
@@ -449,6 +449,6 @@ func (h *handler) dueAny() {
 	if h.storeAnnounces {
 		return
 	}
-	h.wake()
+	h.wake(nil)
 	h.claimers.wakeAll()
 }

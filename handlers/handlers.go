@@ -36,9 +36,10 @@ type Config struct {
 	// Store keeps the jobs and runs. Required.
 	Store db.Store
 	// Wake is called after a job is created (201), resumed or retried, so
-	// the dispatcher claims it without waiting for its next poll. It must
-	// not block. May be nil.
-	Wake func()
+	// the dispatcher claims it without waiting for its next poll, with the
+	// jobs of each type that may be due now (nil: of any type, how many
+	// unknown). It must not block. May be nil.
+	Wake func(due map[string]int)
 	// StoreAnnounces says that the store tells this process of its own
 	// writes that make jobs due, as it does of other processes' writes
 	// (PostgreSQL's NOTIFY, which the caller forwards to Wake and
@@ -123,8 +124,8 @@ type handler struct {
 	authLimit       *authLimiter   // wrong bearer tokens per client address; never nil
 	trustedProxies  []netip.Prefix // Config.TrustedProxies
 	store           db.Store
-	wake            func() // never nil
-	storeAnnounces  bool   // see Config.StoreAnnounces
+	wake            func(due map[string]int) // never nil; see Config.Wake
+	storeAnnounces  bool                     // see Config.StoreAnnounces
 	validatePayload func(string, json.RawMessage) error
 	checkNotify     func(*db.Notify) error
 	disabledTypes   map[string]string
@@ -174,7 +175,7 @@ func New(cfg Config) *API {
 		unauthorized:    throttle{every: unauthorizedLogEvery},
 		limited:         throttle{every: unauthorizedLogEvery},
 		authLimit:       newAuthLimiter(authFailBurst, authFailEvery),
-		trustedProxies:  cfg.TrustedProxies,
+		trustedProxies:  unmapped(cfg.TrustedProxies),
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,
@@ -188,7 +189,7 @@ func New(cfg Config) *API {
 	}
 	h.openAPI = doc
 	if h.wake == nil {
-		h.wake = func() {}
+		h.wake = func(map[string]int) {}
 	}
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,7 +50,7 @@ func newTestEnv(t *testing.T, configure func(*Config)) *testEnv {
 func newTestEnvOn(t *testing.T, store db.Store, configure func(*Config)) *testEnv {
 	t.Helper()
 	e := &testEnv{t: t}
-	cfg := Config{Store: store, Wake: func() { e.wakes.Add(1) }}
+	cfg := Config{Store: store, Wake: func(map[string]int) { e.wakes.Add(1) }}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -862,4 +864,44 @@ func TestHandler_SkipAfterTrigger(t *testing.T) {
 	e.do(http.MethodPost, "/jobs/"+j.ID+"/trigger", "").wantStatus(t, http.StatusOK)
 	e.do(http.MethodPost, "/jobs/"+j.ID+"/skip", "").
 		wantProblem(t, http.StatusConflict, "has an operator's run (sked trigger) due before its pending slot; skip the slot once that run has started")
+}
+
+// TestHandler_WakeNamesTypes: a write that makes jobs due wakes the
+// dispatcher with their types, so that sked serve wakes only the pool that
+// serves them (a job created does not wake the deliveries' pool, a
+// delivery resumed does); a backfill's, of jobs not counted here, names
+// none.
+func TestHandler_WakeNamesTypes(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var wakes []map[string]int
+	e := newTestEnv(t, func(c *Config) {
+		c.Wake = func(due map[string]int) {
+			mu.Lock()
+			defer mu.Unlock()
+			wakes = append(wakes, due)
+		}
+	})
+	last := func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(wakes) == 0 {
+			return map[string]int{"none": 0}
+		}
+		return wakes[len(wakes)-1]
+	}
+	j := e.create(`{"type": "report", "payload": {}}`, http.StatusCreated)
+	if got := last(); !maps.Equal(got, map[string]int{"report": 1}) {
+		t.Errorf("wake of a create: %v, want report: 1", got)
+	}
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/pause", "").wantStatus(t, http.StatusOK)
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/resume", "").wantStatus(t, http.StatusOK)
+	if got := last(); !maps.Equal(got, map[string]int{"report": 1}) {
+		t.Errorf("wake of a resume: %v, want report: 1", got)
+	}
+	sched := e.create(`{"type": "nightly", "schedule": "0 3 * * *", "payload": {}}`, http.StatusCreated)
+	e.do(http.MethodPost, "/jobs/"+sched.ID+"/backfill", `{"from": "2020-01-01T00:00:00Z", "to": "2020-01-02T00:00:00Z"}`).wantStatus(t, http.StatusCreated)
+	if got := last(); got != nil {
+		t.Errorf("wake of a backfill: %v, want nil (any type)", got)
+	}
 }

@@ -53,7 +53,7 @@ func (h *handler) handleTestClock(w http.ResponseWriter, r *http.Request) {
 			}
 			h.testClock.Advance(d)
 		}
-		h.wake()
+		h.wake(nil)
 		h.claimers.wakeAll()
 	}
 	h.writeJSON(w, r, http.StatusOK, map[string]time.Time{"now": h.testClock.Now()})

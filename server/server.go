@@ -389,11 +389,11 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 		log.Warn("running on a test clock: time moves only by POST /test/clock", "now", virtual.Now())
 	}
 	p.pool = pool
-	// The API creates no delivery (their types are refused), so its
-	// changes wake the jobs' pool; a delivery retried or resumed through
-	// it is claimed within the deliveries' pool's MaxIdle.
+	// The API's wake-ups name the type of the job they are for, so that a
+	// delivery retried or resumed through it wakes the deliveries' pool,
+	// and a job created does not.
 	p.api = handlers.New(handlers.Config{
-		Store: cancelsAtOnce{obs, pool}, Wake: pool.jobs.Wake, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: checkNotify,
+		Store: cancelsAtOnce{obs, pool}, Wake: pool.WakeFor, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: checkNotify,
 		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, TrustedProxies: cfg.TrustedProxies, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
 		DisabledTypes: refused, OwnTypes: builtinTypes, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
