@@ -382,6 +382,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	sampler := web.NewSampler(web.SamplerConfig{Stats: store, Activity: store, NowFunc: store.Now, Logger: log})
 
 	sweeper := &worker.Sweeper{Store: store, Notifier: notifier, WakeFunc: pool.Wake, NowFunc: store.Now, Logger: log}
+	sweeper.WatchStart(ctx)
 	newsTo(store, sweeper)
 	var testClock handlers.TestClock
 	if virtual != nil {

@@ -47,10 +47,11 @@ type Sweeper struct {
 	eventsAfter int64     // the last event of the timeline looked at
 	since       time.Time // events before this are not told
 	started     time.Time // when Run began: see loggedBefore
-	// watchPending is set by Run until JobWatchStart succeeds: until then
-	// no sweep looks for quiet schedules, which after downtime would find
-	// every one whose window had not started again.
-	watchPending bool
+	// watchPending is set by WatchStart until JobWatchStart succeeds:
+	// until then no sweep looks for quiet schedules, which after downtime
+	// would find every one whose window had not started again. watchAsked
+	// says that WatchStart was called.
+	watchPending, watchAsked bool
 
 	wake     chan struct{} // buffered(1): sweep now; made by wakeOnce
 	news     chan struct{} // buffered(1): deliver the timeline now; made by wakeOnce
@@ -88,10 +89,9 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	// idempotency keys keep each to one notification.
 	s.started = s.NowFunc()
 	s.since = s.started.Add(-time.Hour)
-	// Back from downtime, the switches' windows start again (at the first
-	// sweep, or the first after it that can): a schedule whose slots
-	// passed meanwhile runs before it can be quiet.
-	s.watchPending = true
+	if !s.watchAsked {
+		s.WatchStart(ctx)
+	}
 	t := time.NewTicker(cmp.Or(s.Interval, DefaultSweepInterval))
 	defer t.Stop()
 	for {
@@ -142,8 +142,21 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 	s.deliverEvents(ctx)
 }
 
+// WatchStart starts the dead-man's switches' windows again if sked was
+// down (Store.JobWatchStart), so that a schedule whose slots passed
+// meanwhile runs before it can be quiet. sked serve calls it as it starts,
+// before its API serves, so that the windows start at its start (later, a
+// test clock moved meanwhile would pass for downtime); Run calls it unless
+// it was. When it fails, each sweep tries again, and looks for quiet
+// schedules only once it has succeeded. It is not to be called once Run
+// runs.
+func (s *Sweeper) WatchStart(ctx context.Context) {
+	s.watchAsked, s.watchPending = true, true
+	s.watchStarted(ctx)
+}
+
 // watchStarted reports whether the dead-man's switches may be swept: once
-// JobWatchStart, which Run asks for, has succeeded.
+// JobWatchStart, which WatchStart asks for, has succeeded.
 func (s *Sweeper) watchStarted(ctx context.Context) bool {
 	if !s.watchPending {
 		return true
