@@ -318,8 +318,8 @@ type JobListParams struct {
 	Type  string
 	Name  string
 	// Health, when set, keeps only the schedules in trouble:
-	// HealthFailing (the last firing gave up) or HealthQuiet (no success
-	// within expectSuccessWithin).
+	// HealthFailing (the last firing gave up; not cancelled) or
+	// HealthQuiet (no success within expectSuccessWithin).
 	Health string
 	// LeaseOwner, when set, keeps only the jobs leased to that worker (not
 	// a filter of the API's: see Store.RunsHeld).
@@ -350,7 +350,9 @@ func (p JobListParams) Where(placeholder func(n int) string) (string, []any) {
 	}
 	switch p.Health {
 	case HealthFailing:
-		conds = append(conds, "failing_since IS NOT NULL")
+		// A cancelled schedule keeps its failing_since, and is in
+		// trouble no more: the stats leave it out too.
+		conds = append(conds, "failing_since IS NOT NULL AND state <> 'cancelled'")
 	case HealthQuiet:
 		conds = append(conds, "quiet_since IS NOT NULL")
 	}

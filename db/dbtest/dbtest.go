@@ -419,6 +419,16 @@ func testJobListHealth(t *testing.T, f *fixture) {
 			t.Errorf("health %s: %d jobs (%v); want %s alone", health, len(jobs), err, want)
 		}
 	}
+	// A cancelled schedule is in trouble no more: listed as the stats
+	// (sked_schedules_failing) count it.
+	if _, err := f.Store.JobCancel(f.ctx, failing.ID); err != nil {
+		t.Fatal(err)
+	}
+	jobs, _, err := f.Store.JobList(f.ctx, db.JobListParams{Health: db.HealthFailing})
+	st, serr := f.Store.Stats(f.ctx, f.Clock.Now())
+	if err != nil || serr != nil || len(jobs) != 0 || st.FailingSchedules != 0 {
+		t.Errorf("health failing after the cancel: %d jobs (%v), stats %d (%v); want none", len(jobs), err, st.FailingSchedules, serr)
+	}
 }
 
 func testRunClaim(t *testing.T, f *fixture) {
