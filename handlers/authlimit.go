@@ -259,16 +259,22 @@ func peerAddr(remote string) netip.Addr {
 	return addr.Unmap()
 }
 
-// unmapped is prefixes with each range of IPv4 addresses written in IPv6
-// (::ffff:10.0.0.0/104) written in IPv4 (10.0.0.0/8), as the addresses
-// compared with them are (see peerAddr): else it would match none.
-func unmapped(prefixes []netip.Prefix) []netip.Prefix {
+// ProxyPrefix is p as Config.TrustedProxies compares it: masked, and a
+// range of IPv4 addresses written in IPv6 (::ffff:10.0.0.0/104) written in
+// IPv4 (10.0.0.0/8), as the addresses compared with it are (see peerAddr):
+// else it would match none.
+func ProxyPrefix(p netip.Prefix) netip.Prefix {
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	}
+	return p.Masked()
+}
+
+// proxyPrefixes is ProxyPrefix of each of prefixes.
+func proxyPrefixes(prefixes []netip.Prefix) []netip.Prefix {
 	out := make([]netip.Prefix, len(prefixes))
 	for i, p := range prefixes {
-		if p.Addr().Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-		}
-		out[i] = p.Masked()
+		out[i] = ProxyPrefix(p)
 	}
 	return out
 }

@@ -317,7 +317,7 @@ func TestAuthLimiter_KnownBounded(t *testing.T) {
 
 // TestAuth_TrustedProxiesMapped: a proxy range of IPv4 addresses written
 // in IPv6 (::ffff:10.0.0.0/104) trusts those addresses, which requests
-// come from unmapped.
+// come from unmapped (see ProxyPrefix).
 func TestAuth_TrustedProxiesMapped(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, func(c *Config) {

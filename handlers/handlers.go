@@ -175,7 +175,7 @@ func New(cfg Config) *API {
 		unauthorized:    throttle{every: unauthorizedLogEvery},
 		limited:         throttle{every: unauthorizedLogEvery},
 		authLimit:       newAuthLimiter(authFailBurst, authFailEvery),
-		trustedProxies:  unmapped(cfg.TrustedProxies),
+		trustedProxies:  proxyPrefixes(cfg.TrustedProxies),
 		metrics:         cfg.Metrics,
 		readyFunc:       cfg.ReadyFunc,
 		testClock:       cfg.TestClock,

@@ -257,9 +257,9 @@ func parseTrustedProxies(v string) ([]netip.Prefix, error) {
 				return nil, usagef("--trusted-proxies %q: give IP addresses or CIDR ranges of the proxies, comma-separated, "+
 					"such as 127.0.0.1,10.0.0.0/8 (no host names, no ports)", p)
 			}
-			prefix = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+			prefix = netip.PrefixFrom(addr, addr.BitLen())
 		}
-		out = append(out, prefix.Masked())
+		out = append(out, handlers.ProxyPrefix(prefix))
 	}
 	return out, nil
 }
