@@ -85,11 +85,6 @@ func warnLiveNodes(ctx context.Context, env Env, store db.Store) {
 		fmt.Fprintf(env.Stderr, "warning: could not read which nodes are live: %v\n", err)
 		return
 	}
-	running, _, err := store.JobList(ctx, db.JobListParams{State: db.StateRunning, Limit: handlers.MaxPageLimit})
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "warning: could not read which nodes hold jobs: %v\n", err)
-		return
-	}
 	var live []string
 	add := func(id string) {
 		if node, ok := db.ServeNode(id); ok && !slices.Contains(live, node) {
@@ -101,10 +96,22 @@ func warnLiveNodes(ctx context.Context, env Env, store db.Store) {
 			add(w.ID)
 		}
 	}
-	for _, j := range running {
-		if j.LeaseUntil != nil && j.LeaseUntil.After(now) {
-			add(j.LeaseOwner)
+	page := db.JobListParams{State: db.StateRunning, Limit: handlers.MaxPageLimit}
+	for {
+		running, next, err := store.JobList(ctx, page)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "warning: could not read which nodes hold jobs: %v\n", err)
+			return
 		}
+		for _, j := range running {
+			if j.LeaseUntil != nil && j.LeaseUntil.After(now) {
+				add(j.LeaseOwner)
+			}
+		}
+		if next == "" {
+			break
+		}
+		page.Cursor = next
 	}
 	if len(live) == 0 {
 		return

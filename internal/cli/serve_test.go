@@ -325,8 +325,9 @@ func TestMigrate_RefusesAServedFile(t *testing.T) {
 
 // TestMigrate_WarnsOfLiveNodes: sked migrate that upgrades a PostgreSQL
 // database names the nodes seen claiming in the last minutes that did not
-// say they stopped (they may run the older sked), and neither a node that
-// stopped, one long silent, nor a remote worker.
+// say they stopped (they may run the older sked), and those that hold a
+// lease, also past the first page of running jobs, and neither a node
+// that stopped, one long silent, nor a remote worker.
 func TestMigrate_WarnsOfLiveNodes(t *testing.T) {
 	ctx := context.Background()
 	u := postgrestest.URL(t)
@@ -346,6 +347,33 @@ func TestMigrate_WarnsOfLiveNodes(t *testing.T) {
 		('serve:b/2', now(), now(), now()),
 		('serve:c/3', now() - interval '1 hour', now() - interval '1 hour', NULL),
 		('remote/4', now(), now(), NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	// Node d/5 holds the oldest running job's lease, past the first page
+	// of running jobs (newest first) that node e/6's fill.
+	store, err := postgres.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	hold := func(node, typ string, n int) {
+		t.Helper()
+		ps := make([]db.JobCreateParams, n)
+		for i := range ps {
+			ps[i] = db.JobCreateParams{Type: typ, Payload: []byte(`{}`)}
+		}
+		if _, err := store.JobCreateBatch(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+		if cs, err := store.RunClaim(ctx, db.RunClaimParams{WorkerID: node, Types: []string{typ}, Max: n, Lease: time.Hour}); err != nil || len(cs) != n {
+			t.Fatalf("claim %d %s jobs for %s: %d claimed, %v", n, typ, node, len(cs), err)
+		}
+	}
+	hold("serve:d/5", "old", 1)
+	hold("serve:e/6", "new", handlers.MaxPageLimit)
+	// As nodes of a sked too old to record their claims, only their leases
+	// show them.
+	if _, err := conn.Exec(ctx, `DELETE FROM workers WHERE id IN ('serve:d/5', 'serve:e/6')`); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, stderr := mainOf("migrate", "--db", u); code != 0 || stderr != "" {
@@ -368,7 +396,7 @@ func TestMigrate_WarnsOfLiveNodes(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "migrated ") {
 		t.Fatalf("sked migrate --db %s (one version behind): exit %d\n%s%s", u, code, out, stderr)
 	}
-	if !strings.Contains(stderr, "1 node(s)") || !strings.Contains(stderr, ": a/1.") || !strings.Contains(stderr, "start it on this binary") {
-		t.Errorf("sked migrate with a live node: stderr %q; want a warning naming a/1 alone", stderr)
+	if !strings.Contains(stderr, "3 node(s)") || !strings.Contains(stderr, ": a/1, e/6, d/5.") || !strings.Contains(stderr, "start it on this binary") {
+		t.Errorf("sked migrate with live nodes: stderr %q; want a warning naming a/1, e/6 and d/5 alone", stderr)
 	}
 }
