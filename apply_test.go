@@ -141,7 +141,7 @@ func TestCLI_ApplyExport(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ yaml, want string }{
-		{"- name: x\n  type: noop\n  schedul: '@hourly'\n", `line 3 (job 1): unknown field "schedul"; a job's fields are name, type, payload, runAt, schedule,`},
+		{"- name: x\n  type: noop\n  schedul: '@hourly'\n", `line 3 (job 1): unknown field "schedul"; a job's fields are name, type, payload, runAt, runIn, schedule,`},
 		{"- name: x\n  type: noop\n  maxAttempts: three\n", "line 3 (job 1): maxAttempts must be a whole number, not text"},
 		{"- name: x\n  type: noop\n  runAt: tomorrow\n", `line 3 (job 1): runAt "tomorrow" is not an RFC 3339 time`},
 		{"- x\n", "line 1 (job 1): a job is a mapping of its fields"},

@@ -153,7 +153,7 @@ func pollUntil[T any](ctx context.Context, poll time.Duration, what string, read
 // Now is the time that decides what is due on the server: its test clock
 // (GET /test/clock) when it runs on one, else this machine's clock, which
 // the server's wall clock is kept to. A time to come given as a duration
-// (sked add --in 10m) is added to it.
+// (sked pause --until 2h) is added to it.
 func (c *Client) Now(ctx context.Context) (time.Time, error) {
 	var clock struct {
 		Now time.Time `json:"now"`

@@ -211,6 +211,15 @@ func TestHandler_JobCreate(t *testing.T) {
 		}
 	})
 
+	t.Run("RunIn", func(t *testing.T) {
+		t.Parallel()
+		e := newTestEnv(t, nil)
+		j := e.create(`{"type": "noop", "runIn": "90m"}`, http.StatusCreated)
+		if want := testNow.Add(90 * time.Minute); j.NextRunAt == nil || !j.NextRunAt.Equal(want) {
+			t.Errorf("nextRunAt: got %v, want the store's now and 90m (%v)", j.NextRunAt, want)
+		}
+	})
+
 	t.Run("MaxAttemptsAtBound", func(t *testing.T) {
 		t.Parallel()
 		e := newTestEnv(t, nil)
@@ -338,7 +347,7 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"NotAnObject", `["noop"]`, nil, 400, "request body must be a JSON object, not an array", ""},
 		{"Null", ` null`, nil, 400, "request body must be a JSON object, not null", ""},
 		{"TrailingData", `{"type": "noop"} {"type": "noop"}`, nil, 400, "data after the JSON object", ""},
-		{"UnknownField", `{"type": "noop", "foo": 1}`, nil, 422, `unknown field "foo"; allowed fields are name, type, payload, runAt, schedule, timezone, maxAttempts, timeout, backoff, jitter, idempotencyKey, overlap, misfire, expectSuccessWithin, notify`, "foo"},
+		{"UnknownField", `{"type": "noop", "foo": 1}`, nil, 422, `unknown field "foo"; allowed fields are name, type, payload, runAt, runIn, schedule, timezone, maxAttempts, timeout, backoff, jitter, idempotencyKey, overlap, misfire, expectSuccessWithin, notify`, "foo"},
 		{"WrongTypeMaxAttempts", `{"type": "noop", "maxAttempts": "3"}`, nil, 422, "field maxAttempts must be a number, not a string", "maxAttempts"},
 		{"FractionalMaxAttempts", `{"type": "noop", "maxAttempts": 1.5}`, nil, 422, "field maxAttempts must be a whole number, not 1.5", "maxAttempts"},
 		{"WrongTypeType", `{"type": 7}`, nil, 422, "field type must be a string, not a number", "type"},
@@ -356,6 +365,10 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		// A job due past 9999 was stored, and no answer could hold it.
 		{"RunAtYear9999", `{"type": "noop", "runAt": "9999-12-31T23:59:59Z", "jitter": "24h"}`, nil, 422, "runAt 9999-12-31T23:59:59Z is out of range: give a time from 1970 to 8999", "runAt"},
 		{"RunAtYear1", `{"type": "noop", "runAt": "0001-01-01T00:00:00Z"}`, nil, 422, "is out of range", "runAt"},
+		{"RunInAndRunAt", `{"type": "noop", "runIn": "1h", "runAt": "2026-12-01T09:00:00Z"}`, nil, 422, "runIn and runAt cannot be used together", "runIn"},
+		{"RunInAndSchedule", `{"type": "noop", "runIn": "1h", "schedule": "@hourly"}`, nil, 422, "runIn and schedule cannot be used together", "runIn"},
+		{"RunInNegative", `{"type": "noop", "runIn": "-1h"}`, nil, 422, "runIn must not be negative", "runIn"},
+		{"RunInNotDuration", `{"type": "noop", "runIn": "tomorrow"}`, nil, 422, "runIn:", "runIn"},
 		{"RunAtAndSchedule", `{"type": "noop", "runAt": "2026-12-01T09:00:00Z", "schedule": "@hourly"}`, nil, 422, "runAt and schedule cannot be used together", "runAt"},
 		{"MaxAttemptsZero", `{"type": "noop", "maxAttempts": 0}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},
 		{"MaxAttemptsNegative", `{"type": "noop", "maxAttempts": -1}`, nil, 422, "maxAttempts must be at least 1", "maxAttempts"},

@@ -47,6 +47,7 @@ type jobCreateRequest struct {
 	Type           string          `json:"type,omitempty"`
 	Payload        json.RawMessage `json:"payload,omitempty"`
 	RunAt          *string         `json:"runAt,omitempty"`
+	RunIn          json.RawMessage `json:"runIn,omitempty"`
 	Schedule       string          `json:"schedule,omitempty"`
 	Timezone       string          `json:"timezone,omitempty"`
 	MaxAttempts    *int            `json:"maxAttempts,omitempty"`
@@ -210,18 +211,40 @@ func (c *jobCheck) checkTimezone() error {
 	return nil
 }
 
+// checkRunAt sets a one-off job's due time: runAt, or runIn from the
+// store's now (so that a client's clock does not count).
 func (c *jobCheck) checkRunAt() error {
+	if !isAbsent(c.req.RunIn) {
+		if err := c.checkRunIn(); err != nil {
+			return err
+		}
+	}
 	if c.req.RunAt == nil {
 		return nil
 	}
 	if c.req.Schedule != "" {
 		return fieldError("runAt", "runAt and schedule cannot be used together: give runAt for a one-off job or schedule for a recurring one")
 	}
+	if !isAbsent(c.req.RunIn) {
+		return fieldError("runIn", "runIn and runAt cannot be used together: give the time (runAt) or how long from now (runIn)")
+	}
 	t, err := timeField("runAt", *c.req.RunAt)
 	if err != nil {
 		return err
 	}
 	c.p.RunAt = t
+	return nil
+}
+
+func (c *jobCheck) checkRunIn() error {
+	if c.req.Schedule != "" {
+		return fieldError("runIn", "runIn and schedule cannot be used together: give runIn for a one-off job or schedule for a recurring one")
+	}
+	var in time.Duration
+	if err := setDuration(&in, "runIn", c.req.RunIn, 0); err != nil {
+		return err
+	}
+	c.p.RunAt = c.now.Add(in) // at most 292 years: within db.LatestTime
 	return nil
 }
 

@@ -68,10 +68,13 @@ func (h *handler) handleJobPatch(w http.ResponseWriter, r *http.Request) {
 
 // patchRequest is the create request of definition spec with the merge
 // patch applied, decoded as POST /jobs decodes its body. A patch may not
-// set runAt: a one-off job's due time is not part of its definition.
+// set runAt or runIn: a one-off job's due time is not part of its
+// definition.
 func patchRequest(spec db.JobCreateParams, patch map[string]json.RawMessage) (jobCreateRequest, error) {
-	if runAt, ok := patch["runAt"]; ok && !isAbsent(runAt) {
-		return jobCreateRequest{}, fieldError("runAt", "runAt cannot be patched: a job's due time is not part of its definition; cancel the job and create a new one")
+	for _, field := range []string{"runAt", "runIn"} {
+		if v, ok := patch[field]; ok && !isAbsent(v) {
+			return jobCreateRequest{}, fieldError(field, "%s cannot be patched: a job's due time is not part of its definition; cancel the job and create a new one", field)
+		}
 	}
 	base, err := json.Marshal(wire.RequestOf(spec))
 	if err != nil {

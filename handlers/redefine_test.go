@@ -319,6 +319,7 @@ func TestHandler_JobPatch(t *testing.T) {
 			{"Type", "daily", `{"type": "other"}`, 422, "type", "job " + j.ID + " is of type noop; a type cannot change: create a new job"},
 			{"IdempotencyKey", "daily", `{"idempotencyKey": "daily-2"}`, 422, "idempotencyKey", "an idempotency key cannot change"},
 			{"RunAt", "once", `{"runAt": "2026-03-03T00:00:00Z"}`, 422, "runAt", "runAt cannot be patched"},
+			{"RunIn", "once", `{"runIn": "1h"}`, 422, "runIn", "runIn cannot be patched"},
 			{"OneOffToRecurring", "once", `{"schedule": "@hourly"}`, 422, "schedule", "a one-off job cannot become recurring"},
 			{"RecurringToOneOff", "daily", `{"schedule": null}`, 422, "schedule", "nor a recurring job one-off"},
 			{"NameTaken", "once", `{"name": "daily"}`, 409, "", `the name "daily" belongs to job ` + j.ID},

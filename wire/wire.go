@@ -123,19 +123,22 @@ type CompleteRequest struct {
 type JobCreateRequest struct {
 	// Name names the job: unique among jobs that are not cancelled, and
 	// accepted wherever its id is.
-	Name           string          `json:"name,omitempty"`
-	Type           string          `json:"type"`
-	Payload        json.RawMessage `json:"payload,omitempty"`
-	RunAt          *time.Time      `json:"runAt,omitempty"` // one-off; nil: now
-	Schedule       string          `json:"schedule,omitempty"`
-	Timezone       string          `json:"timezone,omitempty"`
-	MaxAttempts    int             `json:"maxAttempts,omitempty"`
-	Timeout        db.Duration     `json:"timeout,omitempty"`
-	Backoff        db.Duration     `json:"backoff,omitempty"`
-	Jitter         db.Duration     `json:"jitter,omitempty"`
-	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
-	Overlap        string          `json:"overlap,omitempty"`
-	Misfire        string          `json:"misfire,omitempty"`
+	Name    string          `json:"name,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	RunAt   *time.Time      `json:"runAt,omitempty"` // one-off; nil: now
+	// RunIn makes a one-off job due this long after the server's now (not
+	// this machine's), instead of at RunAt.
+	RunIn          db.Duration `json:"runIn,omitempty"`
+	Schedule       string      `json:"schedule,omitempty"`
+	Timezone       string      `json:"timezone,omitempty"`
+	MaxAttempts    int         `json:"maxAttempts,omitempty"`
+	Timeout        db.Duration `json:"timeout,omitempty"`
+	Backoff        db.Duration `json:"backoff,omitempty"`
+	Jitter         db.Duration `json:"jitter,omitempty"`
+	IdempotencyKey string      `json:"idempotencyKey,omitempty"`
+	Overlap        string      `json:"overlap,omitempty"`
+	Misfire        string      `json:"misfire,omitempty"`
 	// ExpectSuccessWithin arms a recurring job's dead-man's switch.
 	ExpectSuccessWithin db.Duration `json:"expectSuccessWithin,omitempty"`
 	// Notify is the job's own notification settings; nil: the server's.

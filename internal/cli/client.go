@@ -452,12 +452,7 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	case f.in < 0:
 		return usagef("--in %s: must not be negative; give how long from now, such as 10m", f.in)
 	case f.in > 0:
-		now, err := a.c.Now(ctx)
-		if err != nil {
-			return err
-		}
-		t := now.Add(f.in).UTC().Truncate(time.Millisecond)
-		req.RunAt = &t
+		req.RunIn = db.Duration(f.in)
 	}
 	if req.Timezone != "" && f.schedule == "" {
 		return usagef("--tz is the time zone of a --schedule; add --schedule")
