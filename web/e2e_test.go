@@ -171,6 +171,19 @@ func TestDashboard_AsksForToken(t *testing.T) {
 	if got := b.wait(`sessionStorage.getItem('sked.token')`); got != "s3cret" {
 		t.Errorf("sessionStorage keeps %q, want the token", got)
 	}
+	// "Forget token" removes it and loads the page again, which asks for one.
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("#forget-token"))); err != nil {
+		t.Fatalf("Forget token: %v", err)
+	}
+	b.wait(`document.querySelector('#token-dialog')?.open && 'ok'`)
+	if got := b.wait(`String(sessionStorage.getItem('sked.token'))`); got != "null" {
+		t.Errorf("after Forget token sessionStorage keeps %q, want none", got)
+	}
+	if got := b.wait(`String(document.querySelector('#forget-token').hidden)`); got != "true" {
+		t.Errorf("with no token kept, Forget token hidden: %s, want true", got)
+	}
 }
 
 // TestDashboard_ReadTokenLeavesOutChanges checks in Chromium that with a

@@ -15,6 +15,15 @@ export class ApiError extends Error {
 
 let asking = null; // the pending token prompt, shared by concurrent 401s
 
+// The header's "Forget token" button, shown while this tab keeps a token
+// (on a shared screen, the way to log out short of closing the tab):
+// it removes the token and loads the page again, which asks for one.
+const forget = document.getElementById("forget-token");
+forget.addEventListener("click", () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  location.reload();
+});
+
 function askToken(message) {
   if (asking) return asking;
   const dialog = document.getElementById("token-dialog");
@@ -62,6 +71,7 @@ export async function api(method, path, body) {
     }
     const resp = await fetch(path, init);
     showRole(resp.headers.get("Sked-Role"));
+    forget.hidden = !token;
     if (resp.status === 401 && tries < 5) {
       await askToken(token ? "That token was refused; try another." : "");
       continue;
