@@ -218,8 +218,14 @@ const (
 )
 
 // RunEventKinds are the kinds of events about a run, whose Detail is a
-// RunEvent: what the notifier tells.
+// RunEvent.
 var RunEventKinds = []string{EventGaveUp, EventRecovered, EventStarted, EventSucceeded}
+
+// OutboxKinds are the kinds of events the notifier tells, read from the
+// jobs' timeline (EventsAfter): the events of runs, and the dead-man's
+// switch going off. Each is written in the transaction that made it, so it
+// is told at least once.
+var OutboxKinds = append(slices.Clone(RunEventKinds), EventQuiet)
 
 // QuietEvent is the Detail of an EventQuiet: the switch's span, and the
 // last success before it went off (nil: none since the job was created).

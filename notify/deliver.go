@@ -116,11 +116,18 @@ func (n *Notifier) Tell(ctx context.Context, j db.Job, e Event) error {
 }
 
 // Deliver tells people, and a job's ping URL, about ev, an event of job j's
-// timeline: a firing that gave up (job_dead for a one-off job), a schedule
-// that recovered, and the starts, successes and give-ups of a job with a
-// ping URL. Each delivery's key is the event, so delivering it again is a
-// no-op.
+// timeline (db.OutboxKinds): a firing that gave up (job_dead for a one-off
+// job), a schedule that recovered or went quiet, and the starts, successes
+// and give-ups of a job with a ping URL. Each delivery's key is the event,
+// so delivering it again is a no-op.
 func (n *Notifier) Deliver(ctx context.Context, j db.Job, ev db.Event) error {
+	if ev.Kind == db.EventQuiet {
+		var q db.QuietEvent
+		if err := json.Unmarshal(ev.Detail, &q); err != nil {
+			return fmt.Errorf("read event %d of job %s: %w", ev.ID, j.ID, err)
+		}
+		return n.Tell(ctx, j, Quiet(j, ev.At, q.ExpectSuccessWithin))
+	}
 	var d db.RunEvent
 	if err := json.Unmarshal(ev.Detail, &d); err != nil {
 		return fmt.Errorf("read event %d of job %s: %w", ev.ID, j.ID, err)

@@ -36,12 +36,14 @@ func Recovered(j db.Job, at time.Time) Event {
 	return e
 }
 
-// Quiet is the schedule_quiet event of job j, whose dead-man's switch
-// (j.ExpectSuccessWithin) went off at j.QuietSince.
-func Quiet(j db.Job) Event {
+// Quiet is the schedule_quiet event of job j, whose dead-man's switch of
+// within went off at at: the time of the quiet event the store put on the
+// job's timeline as it marked the job quiet (its QuietSince). The key is
+// the job and that time, so that one quiet spell is told once.
+func Quiet(j db.Job, at time.Time, within db.Duration) Event {
 	e := jobEvent(KindQuiet, j)
-	e.ExpectSuccessWithin, e.Error = j.ExpectSuccessWithin, j.LastError
-	e.At = db.Deref(j.QuietSince)
+	e.ExpectSuccessWithin, e.Error = within, j.LastError
+	e.At = at
 	e.Key = fmt.Sprintf("quiet:%s:%s", j.ID, e.At.Format(time.RFC3339Nano))
 	return e
 }

@@ -389,7 +389,7 @@ func TestEvents_Keys(t *testing.T) {
 	}{
 		{notify.GaveUp(j, db.Run{ID: 7, Slot: &at, Attempt: 2, FinishedAt: &at}), "run_gave_up", "gave_up:j1:7"},
 		{notify.Recovered(j, at), "schedule_recovered", "recovered:j1:2026-03-08T02:00:00Z"},
-		{notify.Quiet(j), "schedule_quiet", "quiet:j1:2026-03-08T02:00:00Z"},
+		{notify.Quiet(j, at, j.ExpectSuccessWithin), "schedule_quiet", "quiet:j1:2026-03-08T02:00:00Z"},
 		{notify.Dead(j, db.Run{ID: 7}), "job_dead", "dead:j1:2026-03-08T02:00:00Z"},
 		{notify.ClockStep(at.Add(time.Hour), at), "clock_step", "clock:2026-03-08T02:00:00Z"},
 	} {

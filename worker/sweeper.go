@@ -19,10 +19,11 @@ const DefaultSweepInterval = 5 * time.Second
 // pause-until has passed, raises the dead-man's switch of schedules that
 // stopped succeeding (a success clears it, as it is recorded), and tells
 // people what happened: it delivers the store's timeline of give-ups,
-// recoveries and pinged runs (db.Store.EventsAfter, written in the
-// transactions that made them) and the schedules gone quiet. A notification that gave up (see
-// notify.IsDelivery) is logged, not announced: the announcement would fail
-// the same way.
+// recoveries, pinged runs and schedules gone quiet (db.Store.EventsAfter
+// of db.OutboxKinds, written in the transactions that made them), so that
+// a delivery that failed is tried again at the next sweep. A notification
+// that gave up (see notify.IsDelivery) is logged, not announced: the
+// announcement would fail the same way.
 type Sweeper struct {
 	Store interface {
 		JobResumeDue(ctx context.Context) (int, error)
@@ -33,7 +34,6 @@ type Sweeper struct {
 	}
 	// Notifier tells people; nil tells nobody.
 	Notifier interface {
-		Tell(ctx context.Context, j db.Job, e notify.Event) error
 		Deliver(ctx context.Context, j db.Job, ev db.Event) error
 	}
 	// WakeFunc is called after jobs were resumed or notifications
@@ -134,9 +134,8 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 		if err != nil {
 			s.logErr(ctx, "check quiet schedules", err)
 		}
-		for _, j := range quiet {
+		for _, j := range quiet { // told from the timeline, below
 			s.logger().Warn("schedule gone quiet", "job_id", j.ID, "name", j.Name, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
-			s.tell(ctx, j, notify.Quiet(j))
 		}
 	}
 	s.deliverEvents(ctx)
@@ -188,7 +187,7 @@ func (s *Sweeper) deliverEvents(ctx context.Context) {
 		}
 	}()
 	for {
-		events, err := s.Store.EventsAfter(ctx, s.eventsAfter, db.RunEventKinds, outboxPage)
+		events, err := s.Store.EventsAfter(ctx, s.eventsAfter, db.OutboxKinds, outboxPage)
 		if err != nil {
 			s.logErr(ctx, "read the jobs' events", err)
 			return
@@ -226,18 +225,6 @@ func (s *Sweeper) deliver(ctx context.Context, ev db.Event) error {
 		s.logErr(ctx, "notify", err)
 	}
 	return err
-}
-
-// tell tells people about e, an event of job j.
-func (s *Sweeper) tell(ctx context.Context, j db.Job, e notify.Event) {
-	if s.Notifier == nil {
-		return
-	}
-	if err := s.Notifier.Tell(ctx, j, e); err != nil {
-		s.logErr(ctx, "notify", err)
-	} else if s.WakeFunc != nil {
-		s.WakeFunc()
-	}
 }
 
 func (s *Sweeper) logErr(ctx context.Context, what string, err error) {

@@ -191,13 +191,58 @@ func TestSweeper_QuietAndRecovered(t *testing.T) {
 	}
 }
 
+// failsCreate is the notifier's store, whose JobCreate fails while failing
+// is set, as when the database is lost between the transaction that marks
+// a schedule quiet and the enqueue of its notification.
+type failsCreate struct {
+	*sqlite.Store
+	failing *bool
+}
+
+func (s failsCreate) JobCreate(ctx context.Context, p db.JobCreateParams) (db.Job, bool, error) {
+	if *s.failing {
+		return db.Job{}, false, errors.New("database out of reach")
+	}
+	return s.Store.JobCreate(ctx, p)
+}
+
+// A schedule gone quiet is told from its timeline, where the sweep that
+// marked it put the quiet event: a notification whose enqueue failed is
+// enqueued by the next sweep, though the job is quiet already and no
+// sweep marks it again; and it is told once.
+func TestSweeper_QuietToldAfterAFailedEnqueue(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	failing := true
+	r.s.Notifier = &notify.Notifier{Store: failsCreate{r.store, &failing}, Sinks: r.s.Notifier.(*notify.Notifier).Sinks}
+	j := r.watched()
+	r.now = r.now.Add(2 * time.Hour)
+	if ev := r.sweep(); len(ev) != 0 {
+		t.Fatalf("told %v while the enqueue fails", keys(ev))
+	}
+	if got, _ := r.store.JobGet(r.ctx, j.ID); got.QuietSince == nil {
+		t.Fatal("the schedule did not go quiet")
+	}
+	failing = false
+	r.now = r.now.Add(time.Minute)
+	ev := r.sweep()
+	r.wantOne(ev, notify.KindQuiet, "the sweep after the failed enqueue")
+	if want := "quiet:" + j.ID + ":" + r.now.Add(-time.Minute).Format(time.RFC3339Nano); ev[0].Key != want || ev[0].ExpectSuccessWithin != db.Duration(time.Hour) {
+		t.Fatalf("told %+v; want key %q, the switch of an hour", ev[0], want)
+	}
+	if ev := r.sweep(); len(ev) != 0 {
+		t.Fatalf("the sweep after told %v; want nothing", keys(ev))
+	}
+}
+
 // restart starts a new sweeper, as a restarted server does, and stops it
-// once its first sweep is done; later sweeps are that sweeper's. It
-// returns what the first sweep told.
+// once a sweep found nothing more to tell (see oneSweep); later sweeps are
+// that sweeper's. It returns what it told: on the rig's clock, which does
+// not move meanwhile, that of its first sweep.
 func (r *sweepRig) restart() []notify.Event {
 	r.t.Helper()
 	ctx, cancel := context.WithCancel(r.ctx)
-	s := &Sweeper{Store: oneSweep{r.store, cancel}, NowFunc: r.store.Now, Notifier: r.s.Notifier, Logger: r.s.Logger}
+	s := &Sweeper{Store: oneSweep{r.store, cancel}, NowFunc: r.store.Now, Notifier: r.s.Notifier, Logger: r.s.Logger, Interval: time.Millisecond}
 	if err := s.Run(ctx); err != nil {
 		r.t.Fatal(err)
 	}
@@ -206,15 +251,20 @@ func (r *sweepRig) restart() []notify.Event {
 }
 
 // oneSweep is a store that ends its sweeper's context once the sweeper
-// has read the timeline, the last step of its sweep.
+// read the timeline and found nothing new, the last step of a sweep that
+// has nothing (more) to tell: a first sweep that tells something is
+// followed by a second.
 type oneSweep struct {
 	*sqlite.Store
 	done context.CancelFunc
 }
 
 func (s oneSweep) EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error) {
-	defer s.done()
-	return s.Store.EventsAfter(ctx, after, kinds, limit)
+	events, err := s.Store.EventsAfter(ctx, after, kinds, limit)
+	if err == nil && len(events) == 0 {
+		s.done()
+	}
+	return events, err
 }
 
 // A schedule that had no slot while sked was down is not quiet when it
@@ -267,7 +317,7 @@ func TestSweeper_NotQuietAfterDowntimeWhenWatchStartFails(t *testing.T) {
 	r.now = r.now.Add(3 * time.Hour) // then down for three hours
 	ctx, cancel := context.WithCancel(r.ctx)
 	failed := false
-	s := &Sweeper{Store: failsWatchStartOnce{oneSweep{r.store, cancel}, &failed}, NowFunc: r.store.Now, Notifier: r.s.Notifier, Logger: r.s.Logger}
+	s := &Sweeper{Store: failsWatchStartOnce{oneSweep{r.store, cancel}, &failed}, NowFunc: r.store.Now, Notifier: r.s.Notifier, Logger: r.s.Logger, Interval: time.Millisecond}
 	if err := s.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -483,8 +533,8 @@ func TestSweeper_Errors(t *testing.T) {
 }
 
 // The store tells the sweeper of news as it commits it (EventsFunc): a
-// firing that gave up, not a plain success; a quiet schedule's success,
-// whose recovery is on the timeline. Told News, a sweeper waiting for its next sweep
+// firing that gave up, not a plain success; a schedule gone quiet; a quiet
+// schedule's success, whose recovery is on the timeline. Told News, a sweeper waiting for its next sweep
 // delivers the timeline at once, without the rest of a sweep.
 func TestSweeper_News(t *testing.T) {
 	t.Parallel()
@@ -499,12 +549,12 @@ func TestSweeper_News(t *testing.T) {
 	j := r.create(db.JobCreateParams{Type: "q", Schedule: "@every 10m", ExpectSuccessWithin: time.Hour})
 	r.now = r.now.Add(2 * time.Hour)
 	r.sweep()
-	if got, _ := r.store.JobGet(r.ctx, j.ID); got.QuietSince == nil {
-		t.Fatal("the schedule did not go quiet")
+	if got, _ := r.store.JobGet(r.ctx, j.ID); got.QuietSince == nil || events != 1 {
+		t.Fatalf("quiet since %v, %d news of events; want the schedule gone quiet, told once", got.QuietSince, events)
 	}
 	r.finish("q", db.OutcomeSucceeded)
-	if events != 1 {
-		t.Fatalf("a quiet schedule's success told %d news of events; want one", events)
+	if events != 2 {
+		t.Fatalf("a quiet schedule's success told %d news of events; want one more", events-1)
 	}
 
 	r.store.EventsFunc = r.s.News

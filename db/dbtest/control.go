@@ -215,6 +215,13 @@ func testDeadMansSwitch(t *testing.T, f *fixture) {
 		json.Unmarshal(events[0].Detail, &detail) != nil || detail.ExpectSuccessWithin != db.Duration(2*time.Hour) {
 		t.Fatalf("the timeline after the switch went off: %+v, %v; want one quiet event by sked", events, err)
 	}
+	// The notifier's outbox has it, written with the mark: what tells it.
+	outbox := f.eventsAfter(0, db.OutboxKinds, func(evs []db.Event) bool {
+		return slices.ContainsFunc(evs, func(e db.Event) bool { return e.ID == events[0].ID })
+	})
+	if i := slices.IndexFunc(outbox, func(e db.Event) bool { return e.ID == events[0].ID }); i < 0 || !outbox[i].At.Equal(*ch[0].QuietSince) {
+		t.Fatalf("the outbox %+v; want the quiet event at the mark, %v", outbox, ch[0].QuietSince)
+	}
 	f.Clock.Set(Start.Add(3 * time.Hour))
 	f.finish(f.claimLease("w", 1, time.Hour)[0], db.OutcomeSucceeded, false)
 	if got := f.get(j.ID); got.QuietSince != nil || got.LastSuccessAt == nil {

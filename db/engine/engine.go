@@ -302,7 +302,7 @@ type Store struct {
 	// schedule no longer parses; nil discards them.
 	Logger *slog.Logger
 	// EventsFunc, when set, is called after a transaction that wrote
-	// events of runs (db.RunEventKinds: the notifier's outbox) commits, so
+	// events the notifier tells (db.OutboxKinds: its outbox) commits, so
 	// that they are told at once rather than at the next sweep. Set it
 	// before use.
 	EventsFunc func()
@@ -443,13 +443,13 @@ func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
 // once it commits (see Store.EventsFunc).
 type newsTx struct {
 	Tx
-	events bool // it wrote events of runs
+	events bool // it wrote events of the outbox
 }
 
-// EventsInsert inserts events, noting those of runs.
+// EventsInsert inserts events, noting those of the outbox.
 func (t *newsTx) EventsInsert(ctx context.Context, events []db.Event) error {
 	for _, e := range events {
-		t.events = t.events || slices.Contains(db.RunEventKinds, e.Kind)
+		t.events = t.events || slices.Contains(db.OutboxKinds, e.Kind)
 	}
 	return t.Tx.EventsInsert(ctx, events)
 }
