@@ -48,8 +48,11 @@ type Backfill struct {
 // switch. A sweeper that starts (JobWatchStart) when none has watched for
 // more than WatchGap finds sked was down: each switch's window starts
 // again, so that a schedule whose slots passed meanwhile can run before it
-// is quiet. WatchGap is well above WatchSeenEvery and the sweeps' interval,
-// so that a quick restart, or one node's of several, is not downtime.
+// is quiet. So does a sweeper whose sweep failed (the database out of
+// reach while sked ran on), once the database is back: a long outage is
+// downtime too. WatchGap is well above WatchSeenEvery and the sweeps'
+// interval, so that a quick restart, one node's of several, or a short
+// outage is not downtime.
 const (
 	WatchSeenEvery = time.Minute
 	WatchGap       = 3 * time.Minute
@@ -82,9 +85,11 @@ type Controller interface {
 	// returns the jobs it marked. A run that succeeds clears the mark.
 	JobQuietSweep(ctx context.Context) ([]Job, error)
 	// JobWatchStart is called as a sweeper starts, before its first
-	// JobQuietSweep: when no sweep was recorded within WatchGap, sked was
-	// down, and the window of each watched schedule that is not quiet
-	// starts again now. It returns how many windows it started again.
+	// JobQuietSweep, and after a JobQuietSweep failed, before the next:
+	// when no sweep was recorded within WatchGap, sked was down (or its
+	// database was), and the window of each watched schedule that is not
+	// quiet starts again now, once: the call records a sweep. It returns
+	// how many windows it started again.
 	JobWatchStart(ctx context.Context) (int, error)
 }
 

@@ -47,8 +47,9 @@ type Sweeper struct {
 	eventsAfter int64     // the last event of the timeline looked at
 	since       time.Time // events before this are not told
 	started     time.Time // when Run began: see loggedBefore
-	// watchPending is set by WatchStart until JobWatchStart succeeds:
-	// until then no sweep looks for quiet schedules, which after downtime
+	// watchPending is set by WatchStart, and by a quiet sweep that
+	// failed, until JobWatchStart succeeds: until then no sweep looks for
+	// quiet schedules, which after downtime (of sked or of its database)
 	// would find every one whose window had not started again. watchAsked
 	// says that WatchStart was called.
 	watchPending, watchAsked bool
@@ -131,8 +132,12 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 	}
 	if s.watchStarted(ctx) {
 		quiet, err := s.Store.JobQuietSweep(ctx)
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			s.logErr(ctx, "check quiet schedules", err)
+			// The database may be out of reach: the sweeps that record
+			// the watch fail, as when sked is down. Once it is back, a
+			// sweep first starts the windows again if that lasted.
+			s.watchPending = true
 		}
 		for _, j := range quiet { // told from the timeline, below
 			s.logger().Warn("schedule gone quiet", "job_id", j.ID, "name", j.Name, "expect_success_within", time.Duration(j.ExpectSuccessWithin))
@@ -147,7 +152,8 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 // before its API serves, so that the windows start at its start (later, a
 // test clock moved meanwhile would pass for downtime); Run calls it unless
 // it was. When it fails, each sweep tries again, and looks for quiet
-// schedules only once it has succeeded. It is not to be called once Run
+// schedules only once it has succeeded; a sweep that failed to look for
+// them calls JobWatchStart likewise. It is not to be called once Run
 // runs.
 func (s *Sweeper) WatchStart(ctx context.Context) {
 	s.watchAsked, s.watchPending = true, true

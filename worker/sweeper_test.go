@@ -336,6 +336,90 @@ func TestSweeper_NotQuietAfterDowntimeWhenWatchStartFails(t *testing.T) {
 	}
 }
 
+// outage is the rig's store while down is set: each call the sweeper makes
+// fails, as when its database is out of reach.
+type outage struct {
+	*sqlite.Store
+	down *bool
+}
+
+var errOutage = errors.New("database out of reach")
+
+func (s outage) JobResumeDue(ctx context.Context) (int, error) {
+	if *s.down {
+		return 0, errOutage
+	}
+	return s.Store.JobResumeDue(ctx)
+}
+
+func (s outage) JobQuietSweep(ctx context.Context) ([]db.Job, error) {
+	if *s.down {
+		return nil, errOutage
+	}
+	return s.Store.JobQuietSweep(ctx)
+}
+
+func (s outage) JobWatchStart(ctx context.Context) (int, error) {
+	if *s.down {
+		return 0, errOutage
+	}
+	return s.Store.JobWatchStart(ctx)
+}
+
+func (s outage) EventsAfter(ctx context.Context, after int64, kinds []string, limit int) ([]db.Event, error) {
+	if *s.down {
+		return nil, errOutage
+	}
+	return s.Store.EventsAfter(ctx, after, kinds, limit)
+}
+
+// A database out of reach for longer than db.WatchGap while the server
+// stays up is downtime: the first sweep once it is back starts the
+// windows again, so that a schedule whose slots passed meanwhile is not
+// quiet at once but a whole window later. A shorter outage keeps them.
+func TestSweeper_NotQuietAfterDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	down := false
+	r.s.Store = outage{r.store, &down}
+	j := r.watched()
+	r.sweep() // watching
+	down = true
+	for range 18 { // three hours of failed sweeps, ten minutes apart
+		r.now = r.now.Add(10 * time.Minute)
+		r.sweep()
+	}
+	down = false
+	if ev := r.sweep(); len(ev) != 0 {
+		t.Fatalf("the first sweep after three hours without the database told %v; want nothing: the schedule had no chance to run", keys(ev))
+	}
+	back := r.now
+	if got, _ := r.store.JobGet(r.ctx, j.ID); got.QuietSince != nil || got.WatchFrom == nil || !got.WatchFrom.Equal(back) {
+		t.Fatalf("quiet since %v, window started again at %v; want not quiet, the window from %v", got.QuietSince, got.WatchFrom, back)
+	}
+	r.now = back.Add(time.Hour)
+	if ev := r.sweep(); len(ev) != 0 {
+		t.Fatalf("a window after the database came back: %v, want nothing yet", keys(ev))
+	}
+	r.now = r.now.Add(1500 * time.Millisecond)
+	r.wantOne(r.sweep(), notify.KindQuiet, "past a window after the database came back with no success")
+
+	// A short outage, as long as db.WatchGap, is not downtime: a schedule
+	// overdue as the database comes back is quiet at the first sweep.
+	k := r.watched()
+	r.now = r.now.Add(59 * time.Minute)
+	r.sweep()
+	down = true
+	r.now = r.now.Add(db.WatchGap) // since the last record of the watch, by the sweep above
+	r.sweep()
+	down = false
+	ev := r.sweep()
+	r.wantOne(ev, notify.KindQuiet, "the first sweep after a short outage")
+	if ev[0].JobID != k.ID {
+		t.Fatalf("told %+v; want job %s quiet", ev[0], k.ID)
+	}
+}
+
 // A restart is not downtime: a server back within db.WatchGap of its last
 // sweep keeps the windows, and a schedule already overdue is quiet at its
 // first sweep.

@@ -172,7 +172,8 @@ func (f *fixture) claimType(typ string) db.Claim {
 }
 
 // testQuietAfterDowntime: a sweeper that starts when none swept within
-// db.WatchGap finds sked was down, and each switch's window starts again:
+// db.WatchGap (or whose database was out of reach that long) finds sked
+// was down, and each switch's window starts again, once:
 // a schedule with no success is quiet a whole window after the restart,
 // not at once. A quicker restart keeps the windows; a quiet schedule stays
 // quiet.
@@ -196,6 +197,12 @@ func testQuietAfterDowntime(t *testing.T, f *fixture) {
 	f.Clock.Set(Start.Add(5 * time.Hour)) // 17:00, down since 12:00
 	if n := watchStart(); n != 1 {
 		t.Fatalf("a start after five hours down started %d windows again; want 1", n)
+	}
+	// Another node back from the same downtime (or one whose database was
+	// out of reach as long) finds the windows started: it is done once.
+	f.Clock.Advance(30 * time.Second)
+	if n := watchStart(); n != 0 || !db.Deref(f.get(j.ID).WatchFrom).Equal(Start.Add(5*time.Hour)) {
+		t.Fatalf("a second start after the same downtime started %d windows again, the window from %v; want none, from 17:00", n, f.get(j.ID).WatchFrom)
 	}
 	if ids := f.quiet(); len(ids) != 0 {
 		t.Fatalf("quiet the moment sked came back: %v", ids)
