@@ -190,10 +190,13 @@ type Job struct {
 	ExpectSuccessWithin Duration   `json:"expectSuccessWithin,omitempty"`
 	LastSuccessAt       *time.Time `json:"lastSuccessAt,omitempty"`
 	QuietSince          *time.Time `json:"quietSince,omitempty"`
-	// WatchFrom, when set, is when the switch's window last started
-	// again other than by a success: a resume, a change of the schedule or
-	// of the switch, sked's return from downtime (JobWatchStart).
-	WatchFrom *time.Time `json:"-"`
+	// WatchFrom is when the window of a job's switch began (nil: the job
+	// has none), read-only in the API: the store keeps it to WatchedFrom
+	// (KeepWatchFrom) on each job it reads and writes. The window starts
+	// again at a success, and other than by one at a resume, a change of
+	// the schedule or of the switch, sked's return from downtime
+	// (JobWatchStart), which set it to their time.
+	WatchFrom *time.Time `json:"watchFrom,omitempty"`
 	// Triggered is set while an operator's extra run (JobTrigger) is due or
 	// running; that run does not move the schedule.
 	Triggered bool `json:"triggered,omitempty"`
@@ -248,6 +251,21 @@ func (j *Job) WatchedFrom() time.Time {
 		}
 	}
 	return from
+}
+
+// KeepWatchFrom sets WatchFrom to WatchedFrom for a job with a dead-man's
+// switch, and to nil for one without: the store calls it on each job it
+// reads and writes, so that WatchFrom says, to the API too, when the
+// switch's window began (the switch goes off ExpectSuccessWithin later).
+// Rows written before it was kept hold only the last start other than by
+// a success, or nothing.
+func (j *Job) KeepWatchFrom() {
+	if j.ExpectSuccessWithin <= 0 {
+		j.WatchFrom = nil
+		return
+	}
+	from := j.WatchedFrom()
+	j.WatchFrom = &from
 }
 
 // Recurring reports whether the job has a schedule.

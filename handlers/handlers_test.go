@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -471,6 +472,25 @@ func TestHandler_JobGet(t *testing.T) {
 	}
 
 	e.do(http.MethodGet, "/jobs/nope", "").wantProblem(t, http.StatusNotFound, `job "nope" does not exist`)
+}
+
+// A schedule with a dead-man's switch says, read-only, when its window
+// began (watchFrom), so that one can tell when it goes quiet; a job
+// without a switch does not.
+func TestHandler_JobWatchFrom(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "noop", "schedule": "@every 10m", "expectSuccessWithin": "1h"}`, http.StatusCreated)
+	plain := e.create(`{"type": "noop", "schedule": "@every 10m"}`, http.StatusCreated)
+	for id, want := range map[string]string{j.ID: `"watchFrom":"` + j.CreatedAt.Format(time.RFC3339Nano) + `"`, plain.ID: ""} {
+		res := e.do(http.MethodGet, "/jobs/"+id, "")
+		res.wantStatus(t, http.StatusOK)
+		body := string(res.body)
+		if want == "" && strings.Contains(body, "watchFrom") || want != "" && !strings.Contains(body, want) {
+			t.Errorf("GET /jobs/%s = %s; want %s", id, body, cmp.Or(want, "no watchFrom"))
+		}
+	}
+	e.do(http.MethodPatch, "/jobs/"+j.ID, `{"watchFrom": "2030-01-01T00:00:00Z"}`).wantProblem(t, http.StatusUnprocessableEntity, `unknown field "watchFrom"`)
 }
 
 func TestHandler_JobList(t *testing.T) {

@@ -101,6 +101,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"QuietUnwatched":         testQuietUnwatched,
 		"QuietAfterDowntime":     testQuietAfterDowntime,
 		"QuietAfterRedefine":     testQuietAfterRedefine,
+		"QuietWatchFrom":         testQuietWatchFrom,
 		"Prune":                  testPrune,
 		"JobCreateBatch":         testJobCreateBatch,
 		"Ready":                  testReady,

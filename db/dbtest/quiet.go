@@ -245,3 +245,45 @@ func testQuietAfterRedefine(t *testing.T, f *fixture) {
 		t.Fatalf("a whole window since the change with no success: quiet %v; want %s", ids, j.ID)
 	}
 }
+
+// testQuietWatchFrom: a job with a switch says when its window began
+// (WatchFrom, the API's watchFrom) as created, read and returned by each
+// change: its creation, then its last success, then a resume; a job
+// without a switch says nothing, nor one whose switch is turned off.
+func testQuietWatchFrom(t *testing.T, f *fixture) {
+	want := func(j db.Job, at time.Time, how string) {
+		t.Helper()
+		for _, got := range []db.Job{j, f.get(j.ID)} {
+			if got.WatchFrom == nil || !got.WatchFrom.Equal(at) {
+				t.Fatalf("%s: window from %v; want %v", how, got.WatchFrom, at)
+			}
+		}
+	}
+	plain := f.create(db.JobCreateParams{Type: "plain", Schedule: "0 * * * *"})
+	if got := f.get(plain.ID); plain.WatchFrom != nil || got.WatchFrom != nil {
+		t.Fatalf("a job without a switch: window from %v, read %v; want none", plain.WatchFrom, got.WatchFrom)
+	}
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", ExpectSuccessWithin: 2 * time.Hour, MaxAttempts: 1})
+	want(j, j.CreatedAt, "created")
+	f.Clock.Set(Start.Add(time.Hour))
+	want(f.finish(f.claimType(j.Type), db.OutcomeSucceeded, false), Start.Add(time.Hour), "after a success")
+	f.Clock.Set(Start.Add(90 * time.Minute))
+	if _, err := f.Store.JobPause(f.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Set(Start.Add(2 * time.Hour))
+	resumed, err := f.Store.JobResume(f.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(resumed, Start.Add(2*time.Hour), "resumed")
+	spec := db.SpecOf(resumed)
+	spec.ExpectSuccessWithin = 0
+	off, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(j.ID); off.WatchFrom != nil || got.WatchFrom != nil {
+		t.Fatalf("the switch turned off: window from %v, read %v; want none", off.WatchFrom, got.WatchFrom)
+	}
+}

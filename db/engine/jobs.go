@@ -233,6 +233,7 @@ func (s *Store) newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
 	if j.Recurring() {
 		j.Overlap, j.Misfire = cmp.Or(p.Overlap, db.OverlapSkip), cmp.Or(p.Misfire, db.MisfireRunOnce)
 	}
+	j.KeepWatchFrom()
 	return j, nil
 }
 
@@ -699,6 +700,7 @@ func (s *Store) controlEvent(ctx context.Context, tx Tx, kind, job string, detai
 // generation, and returns it as written.
 func (s *Store) update(ctx context.Context, tx Tx, from, to db.Job) (db.Job, error) {
 	to.UpdatedAt = s.stored(tx.Now())
+	to.KeepWatchFrom()
 	if err := tx.JobsUpdate(ctx, []JobUpdate{{Job: to, From: from.State}}); err != nil {
 		return db.Job{}, fmt.Errorf("update job %s: %w", from.ID, err)
 	}

@@ -117,6 +117,7 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 		to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, *j.Slot, time.Duration(to.Jitter)))
 	}
 	to.UpdatedAt = s.stored(now)
+	to.KeepWatchFrom()
 	if err := tx.JobRedefine(ctx, JobUpdate{Job: to, From: j.State}); err != nil {
 		return db.Job{}, nil, fmt.Errorf("redefine job %s: %w", j.ID, err)
 	}

@@ -642,6 +642,7 @@ func (s *Store) finished(j db.Job, r lifecycle.Result, outcome db.Outcome, now t
 		j.FailingSince = s.storedPtr(now)
 	}
 	j.UpdatedAt = s.stored(now)
+	j.KeepWatchFrom()
 	return j
 }
 

@@ -63,6 +63,7 @@ func scanJob(row pgx.Row, j *db.Job, extra ...any) error {
 		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
 	}
 	inUTC(j.NextRunAt, j.Slot, j.LeaseUntil, j.PauseUntil, j.LastSuccessAt, j.QuietSince, j.FailingSince, j.RescheduledAt, j.WatchFrom, &j.CreatedAt, &j.UpdatedAt)
+	j.KeepWatchFrom()
 	return nil
 }
 

@@ -45,6 +45,7 @@ func scanJob(row scanner) (db.Job, error) {
 	if !j.Recurring() {
 		j.Overlap, j.Misfire = "", "" // recurring policies; stored defaults mean nothing here
 	}
+	j.KeepWatchFrom()
 	return j, nil
 }
 

@@ -367,6 +367,7 @@ export function jobPage(ref) {
       j.jitter ? ["jitter", j.jitter] : null,
       j.schedule ? ["overlap · misfire", `${j.overlap} · ${j.misfire}`] : null,
       j.expectSuccessWithin ? ["expect success within", j.expectSuccessWithin] : null,
+      j.watchFrom ? ["window from", timeEl(j.watchFrom)] : null,
       j.schedule ? ["missed slots", String(j.missedSlots)] : null,
       j.rescheduledAt ? ["schedule changed", ["during this run, at ", timeEl(j.rescheduledAt), "; its next slot counts from then"]] : null,
       j.leaseOwner ? ["lease", [h("span.mono", j.leaseOwner), " until ", timeEl(j.leaseUntil), ` (generation ${j.leaseGeneration})`]] : null,
