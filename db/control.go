@@ -69,8 +69,9 @@ type Controller interface {
 	// kept; a *ConflictError when the job is not ready.
 	JobTrigger(ctx context.Context, id string) (Job, error)
 	// JobSkipNext records the pending slot of a ready recurring job as
-	// missed (reason skipped) and moves to the following one; a
-	// *ConflictError for other jobs.
+	// missed (reason skipped) and moves to the following one; the window
+	// of its dead-man's switch starts again at the slot skipped
+	// (lifecycle.SkipWatchFrom). A *ConflictError for other jobs.
 	JobSkipNext(ctx context.Context, id string) (Job, error)
 	// JobBackfill creates one one-off job per slot of the recurring job in
 	// [From, To], each keyed "backfill:<id>:<slot>" so a repeat creates

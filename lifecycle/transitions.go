@@ -166,6 +166,28 @@ func Backfill(j db.Job, s *schedule.Schedule, p db.JobBackfillParams) (run []tim
 	return slots, n - len(slots), total, nil
 }
 
+// WatchAgain is when the window of j's dead-man's switch starts as it
+// starts again at at (a resume, sked's return from downtime): at, unless
+// a skipped slot starts it later already (see SkipWatchFrom), which a
+// window started again before that slot comes must not undo.
+func WatchAgain(j db.Job, at time.Time) time.Time {
+	if from := j.WatchedFrom(); from.After(at) {
+		return from
+	}
+	return at
+}
+
+// SkipWatchFrom is when the window of j's dead-man's switch starts as
+// its pending slot is skipped at now: at that slot, as if it had run, so
+// that the gap the skip leaves before the next slot is no false alarm; or
+// at now, when that slot has passed (a pending retry given up).
+func SkipWatchFrom(j db.Job, now time.Time) time.Time {
+	if j.Slot != nil && j.Slot.After(now) {
+		return WatchAgain(j, *j.Slot)
+	}
+	return WatchAgain(j, now)
+}
+
 // GoesQuiet reports whether j's dead-man's switch goes off at now: j is
 // not quiet yet, and no run succeeded within its ExpectSuccessWithin since
 // its window began (db.Job.WatchedFrom).

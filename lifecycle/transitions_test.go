@@ -178,3 +178,30 @@ func TestRescheduled_PausedAtASlot(t *testing.T) {
 		t.Errorf("paused, changed at a slot both schedules have: pending %v, %d missed; want 10:10 pending, 10:05 paused", got, m.Total)
 	}
 }
+
+// A skip starts the window at the slot skipped when it is to come, at the
+// skip when it has passed (a pending retry given up), and never before a
+// window a skip started already; a restart keeps such a window too.
+func TestSkipWatchFrom(t *testing.T) {
+	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	at := func(h int) *time.Time { t := now.Add(time.Duration(h) * time.Hour); return &t }
+	j := db.Job{Schedule: "0 * * * *", CreatedAt: now.Add(-48 * time.Hour), ExpectSuccessWithin: db.Duration(2 * time.Hour)}
+	for _, c := range []struct {
+		slot, watch *time.Time
+		want        time.Time
+	}{
+		{at(3), nil, *at(3)},   // the slot to come
+		{at(-1), nil, now},     // a retry of a slot that passed
+		{at(3), at(5), *at(5)}, // an earlier skip started it later
+		{at(-1), at(-2), now},  // a restart before now
+	} {
+		j.Slot, j.WatchFrom = c.slot, c.watch
+		if got := lifecycle.SkipWatchFrom(j, now); !got.Equal(c.want) {
+			t.Errorf("slot %v, window from %v: skip starts it at %v; want %v", *c.slot, c.watch, got, c.want)
+		}
+	}
+	j.WatchFrom = at(10)
+	if got := lifecycle.WatchAgain(j, now); !got.Equal(*at(10)) {
+		t.Errorf("a restart at %v of a window a skip started at %v: %v; want it kept", now, *at(10), got)
+	}
+}

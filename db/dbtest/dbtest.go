@@ -102,6 +102,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"QuietAfterDowntime":     testQuietAfterDowntime,
 		"QuietAfterRedefine":     testQuietAfterRedefine,
 		"QuietWatchFrom":         testQuietWatchFrom,
+		"QuietAfterSkip":         testQuietAfterSkip,
 		"Prune":                  testPrune,
 		"JobCreateBatch":         testJobCreateBatch,
 		"Ready":                  testReady,

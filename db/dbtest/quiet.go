@@ -287,3 +287,43 @@ func testQuietWatchFrom(t *testing.T, f *fixture) {
 		t.Fatalf("the switch turned off: window from %v, read %v; want none", off.WatchFrom, got.WatchFrom)
 	}
 }
+
+// testQuietAfterSkip: skipping the next slot of a nightly job watched for
+// 26 hours starts the window again at the slot skipped, as if it had run:
+// the job is not quiet 26 hours after its last success, in the gap the
+// skip left, but a whole window after the slot skipped with no success. A
+// return from downtime before that slot keeps the window from it.
+func testQuietAfterSkip(t *testing.T, f *fixture) {
+	day := Start.Truncate(24 * time.Hour).Add(24 * time.Hour) // Tuesday 00:00
+	j := f.create(db.JobCreateParams{Schedule: "0 1 * * *", ExpectSuccessWithin: 26 * time.Hour, MaxAttempts: 1})
+	f.Clock.Set(day.Add(time.Hour))
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false) // Tuesday 01:00
+	f.Clock.Set(day.Add(15 * time.Hour))
+	skipped, err := f.Store.JobSkipNext(f.ctx, j.ID) // Wednesday 01:00
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := day.Add(25 * time.Hour)
+	if skipped.WatchFrom == nil || !skipped.WatchFrom.Equal(slot) || !skipped.Slot.Equal(day.Add(49*time.Hour)) {
+		t.Fatalf("skipped: window from %v, next slot %v; want the window from the slot skipped, %v, and Thursday 01:00 next", skipped.WatchFrom, skipped.Slot, slot)
+	}
+	f.Clock.Set(day.Add(20 * time.Hour)) // down since 15:00
+	if _, err := f.Store.JobWatchStart(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(j.ID); !db.Deref(got.WatchFrom).Equal(slot) {
+		t.Fatalf("back from downtime before the slot skipped: window from %v; want still %v", got.WatchFrom, slot)
+	}
+	f.Clock.Set(day.Add(27*time.Hour + time.Second)) // Wednesday 03:00, 26 hours since the success
+	if ids := f.quiet(); len(ids) != 0 {
+		t.Fatalf("quiet in the gap the skip left: %v", ids)
+	}
+	f.Clock.Set(slot.Add(26 * time.Hour)) // Thursday 03:00, no run of Thursday 01:00
+	if ids := f.quiet(); len(ids) != 0 {
+		t.Fatalf("quiet at the end of the window the slot skipped began: %v", ids)
+	}
+	f.Clock.Set(slot.Add(26*time.Hour + time.Second))
+	if ids := f.quiet(); len(ids) != 1 || ids[0] != j.ID {
+		t.Fatalf("a whole window since the slot skipped with no success: quiet %v; want %s", ids, j.ID)
+	}
+}

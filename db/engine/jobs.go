@@ -357,7 +357,7 @@ func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.J
 	to := j
 	to.State, to.PauseReason, to.PauseUntil = db.StateReady, "", nil
 	if j.Recurring() {
-		to.WatchFrom = s.storedPtr(at) // the switch was off: its window starts again
+		to.WatchFrom = s.storedPtr(lifecycle.WatchAgain(j, at)) // the switch was off: its window starts again
 		sched, err := parse(j)
 		if err != nil {
 			return db.Job{}, err
@@ -449,6 +449,7 @@ func (s *Store) JobSkipNext(ctx context.Context, id string) (db.Job, error) {
 		to := j
 		next := lifecycle.NextSlot(j, sched)
 		to.Slot, to.NextRunAt, to.Attempt, to.MissedSlots, to.RescheduledAt = s.storedPtr(next), nil, 0, j.MissedSlots+skipped.Total, nil
+		to.WatchFrom = s.storedPtr(lifecycle.SkipWatchFrom(j, tx.Now())) // no false alarm for the slot skipped
 		if next.IsZero() {
 			to.State, to.Slot = db.StateDone, j.Slot
 		} else {
@@ -599,7 +600,7 @@ func (s *Store) JobWatchStart(ctx context.Context) (int, error) {
 				continue
 			}
 			to := j
-			to.WatchFrom = s.storedPtr(now)
+			to.WatchFrom = s.storedPtr(lifecycle.WatchAgain(j, now))
 			if _, err := s.update(ctx, tx, j, to); err != nil {
 				return fmt.Errorf("watch job %s again: %w", j.ID, err)
 			}
