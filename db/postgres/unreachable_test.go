@@ -3,14 +3,11 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-	"net/url"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
 
@@ -18,19 +15,13 @@ import (
 // is stopped or restarting does: every call fails with ErrUnreachable
 // (the API's 503 with Retry-After), not an error of no known kind (500).
 func TestStore_Unreachable(t *testing.T) {
-	u, err := url.Parse(postgrestest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newProxy(t, u.Host)
-	u.Host = p.addr()
-	s := postgrestest.OpenURL(t, u.String())
+	s, p := openProxied(t)
 	ctx := context.Background()
 	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cut()
+	p.Cut()
 	for name, call := range map[string]func() error{
 		"create": func() error { _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"}); return err },
 		"get":    func() error { _, err := s.JobGet(ctx, j.ID); return err },
@@ -47,53 +38,13 @@ func TestStore_Unreachable(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to a server until cut.
-type proxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln}
-	t.Cleanup(p.cut)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { io.Copy(up, c); up.Close() }()
-			go func() { io.Copy(c, up); c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-// cut closes the listener and every connection through it: new
-// connections are refused, and those open end.
-func (p *proxy) cut() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
+// openProxied opens a store on a new schema of the test server through a
+// proxy, which cuts it off its server when told.
+func openProxied(t *testing.T) (*postgres.Store, *postgrestest.Proxy) {
+	t.Helper()
+	u := postgrestest.URL(t)
+	p := postgrestest.NewProxy(t, u)
+	return postgrestest.OpenURL(t, p.URL(u)), p
 }
 
 // TestStore_DeadlineIsNotUnreachable: a call whose context runs out is
