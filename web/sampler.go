@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/failurelog"
 )
 
 // Defaults of SamplerConfig.
@@ -44,6 +45,8 @@ type Sampler struct {
 	mu      sync.Mutex
 	samples []sample  // oldest first, at most Window/Interval; guarded by mu
 	last    time.Time // end of the last sampled window; guarded by mu
+
+	failures failurelog.Log // the failed samples in a row; Run's alone
 }
 
 // sample is what one tick saw.
@@ -74,19 +77,28 @@ func NewSampler(cfg SamplerConfig) *Sampler {
 }
 
 // Run samples at once and then every Interval until ctx is done. A failed
-// sample is logged and skipped; it never stops the loop.
+// sample is skipped, and logged as a failurelog.Log logs failures (the
+// database's outage is a few lines); it never stops the loop.
 func (s *Sampler) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {
-		if err := s.runOnce(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.Warn("sample stats", "err", err)
-		}
+		s.sample(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// sample takes one sample and logs how it went.
+func (s *Sampler) sample(ctx context.Context) {
+	switch err := s.runOnce(ctx); {
+	case err == nil:
+		s.failures.Worked(s.cfg.Logger, "sample stats works again")
+	case ctx.Err() == nil:
+		s.failures.Failed(s.cfg.Logger, slog.LevelWarn, "sample stats", err)
 	}
 }
 

@@ -1,11 +1,16 @@
 package web
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 )
 
@@ -76,5 +81,34 @@ func TestQuantile(t *testing.T) {
 	}
 	if got := quantile(nil, 0.5); got != nil {
 		t.Errorf("quantile of none: got %v, want nil", *got)
+	}
+}
+
+// TestSampler_OutageLogsFew: samples of a store that fails every call, as
+// through an outage of the database, log the 1st and 10th failure in a
+// row, not each, and once that sampling works again.
+func TestSampler_OutageLogsFew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	closed, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "closed.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	var logs bytes.Buffer
+	cfg := SamplerConfig{Stats: closed, Activity: closed, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	s := NewSampler(cfg)
+	for range 30 {
+		s.sample(ctx)
+	}
+	if n := strings.Count(logs.String(), `msg="sample stats"`); n != 2 {
+		t.Errorf("30 failed samples in a row logged %d lines; want 2 (the 1st and the 10th):\n%s", n, logs.String())
+	}
+	store := sqlitetest.Open(t)
+	s.cfg.Stats, s.cfg.Activity = store, store
+	s.sample(ctx)
+	s.sample(ctx)
+	if n := strings.Count(logs.String(), `msg="sample stats works again"`); n != 1 {
+		t.Errorf("sampling again logged %d lines that it works; want 1:\n%s", n, logs.String())
 	}
 }

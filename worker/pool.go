@@ -14,6 +14,7 @@ import (
 
 	"github.com/sked-dev/sked/clock"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/failurelog"
 )
 
 // Store is what a Pool needs of storage. db.Store satisfies it, and so does
@@ -140,7 +141,7 @@ type Pool struct {
 	drained bool
 	next    time.Time
 	hasNext bool
-	claims  failureLog // the dispatcher's failed claims
+	claims  failurelog.Log // the dispatcher's failed claims
 }
 
 // claimed is a job the pool holds, its lease, and its handler's context,
@@ -286,9 +287,9 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 		})
 		switch {
 		case err == nil:
-			p.claims.worked(p.cfg.Logger, "claim")
+			p.claims.Worked(p.cfg.Logger, "claim works again")
 		case ctx.Err() == nil:
-			p.claims.failed(p.cfg.Logger, "claim", err)
+			p.claims.Failed(p.cfg.Logger, slog.LevelError, "claim", err)
 		}
 		for _, c := range claims {
 			p.sem <- struct{}{}
@@ -821,10 +822,10 @@ const (
 // lock, a server out of reach) is retried with backoff until ctx ends, so
 // that an outcome the store did not take is not dropped: within the lease
 // it moves the job on, past it it is the run's late outcome. Its failures
-// are logged as a failureLog logs them.
+// are logged as a failurelog.Log logs them.
 func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, error) {
 	wait := 50 * time.Millisecond
-	var failures failureLog
+	var failures failurelog.Log
 	log := p.cfg.Logger.With("job_id", fin.JobID, "generation", fin.Generation)
 	for {
 		j, err := p.cfg.Store.RunFinish(ctx, fin)
@@ -838,7 +839,7 @@ func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, erro
 			return db.Job{}, err
 		case <-t.C:
 		}
-		failures.failed(log, "record run outcome failed; retrying", err)
+		failures.Failed(log, slog.LevelError, "record run outcome failed; retrying", err)
 		wait = min(2*wait, 5*time.Second)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/sked-dev/sked/internal/failurelog"
 )
 
 // DefaultReapInterval is how often the reaper looks for expired leases.
@@ -20,7 +22,7 @@ type Reaper struct {
 	Interval time.Duration // zero: DefaultReapInterval
 	Logger   *slog.Logger  // nil: discard
 
-	failures failureLog
+	failures failurelog.Log
 }
 
 // Run reaps at once and then every Interval until ctx is done.
@@ -34,11 +36,11 @@ func (r *Reaper) runOnce(ctx context.Context) {
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			r.failures.failed(log, "reap expired leases", err)
+			r.failures.Failed(log, slog.LevelError, "reap expired leases", err)
 		}
 		return
 	case n > 0:
 		log.Warn("reaped expired leases", "jobs", n)
 	}
-	r.failures.worked(log, "reap expired leases")
+	r.failures.Worked(log, "reap expired leases works again")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/internal/failurelog"
 	"github.com/sked-dev/sked/notify"
 )
 
@@ -53,6 +54,11 @@ type Sweeper struct {
 	// would find every one whose window had not started again. watchAsked
 	// says that WatchStart was called.
 	watchPending, watchAsked bool
+
+	// The failures in a row of each of a sweep's reads and writes of the
+	// store, logged as a failurelog.Log logs them: an outage of the
+	// database is a few lines, not one per sweep and task.
+	resumeFails, quietFails, watchFails, eventsFails failurelog.Log
 
 	wake     chan struct{} // buffered(1): sweep now; made by wakeOnce
 	news     chan struct{} // buffered(1): deliver the timeline now; made by wakeOnce
@@ -122,9 +128,9 @@ func (s *Sweeper) waitToSweep(ctx context.Context, tick <-chan time.Time) bool {
 }
 
 func (s *Sweeper) runOnce(ctx context.Context) {
-	if n, err := s.Store.JobResumeDue(ctx); err != nil {
-		s.logErr(ctx, "resume paused jobs", err)
-	} else if n > 0 {
+	n, err := s.Store.JobResumeDue(ctx)
+	s.note(ctx, &s.resumeFails, "resume paused jobs", err)
+	if err == nil && n > 0 {
 		s.logger().Info("resumed paused jobs", "jobs", n)
 		if s.WakeFunc != nil {
 			s.WakeFunc()
@@ -132,8 +138,8 @@ func (s *Sweeper) runOnce(ctx context.Context) {
 	}
 	if s.watchStarted(ctx) {
 		quiet, err := s.Store.JobQuietSweep(ctx)
+		s.note(ctx, &s.quietFails, "check quiet schedules", err)
 		if err != nil && ctx.Err() == nil {
-			s.logErr(ctx, "check quiet schedules", err)
 			// The database may be out of reach: the sweeps that record
 			// the watch fail, as when sked is down. Once it is back, a
 			// sweep first starts the windows again if that lasted.
@@ -167,8 +173,8 @@ func (s *Sweeper) watchStarted(ctx context.Context) bool {
 		return true
 	}
 	n, err := s.Store.JobWatchStart(ctx)
+	s.note(ctx, &s.watchFails, "watch quiet schedules again", err)
 	if err != nil {
-		s.logErr(ctx, "watch quiet schedules again", err)
 		return false
 	}
 	s.watchPending = false
@@ -194,8 +200,8 @@ func (s *Sweeper) deliverEvents(ctx context.Context) {
 	}()
 	for {
 		events, err := s.Store.EventsAfter(ctx, s.eventsAfter, db.OutboxKinds, outboxPage)
+		s.note(ctx, &s.eventsFails, "read the jobs' events", err)
 		if err != nil {
-			s.logErr(ctx, "read the jobs' events", err)
 			return
 		}
 		for _, ev := range events {
@@ -231,6 +237,17 @@ func (s *Sweeper) deliver(ctx context.Context, ev db.Event) error {
 		s.logErr(ctx, "notify", err)
 	}
 	return err
+}
+
+// note notes how the task what of a sweep ended, err, in its row of
+// failures, f; failures while the sweeper stops are not logged.
+func (s *Sweeper) note(ctx context.Context, f *failurelog.Log, what string, err error) {
+	switch {
+	case err == nil:
+		f.Worked(s.logger(), what+" works again")
+	case ctx.Err() == nil:
+		f.Failed(s.logger(), slog.LevelError, what, err)
+	}
 }
 
 func (s *Sweeper) logErr(ctx context.Context, what string, err error) {

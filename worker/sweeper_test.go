@@ -579,19 +579,28 @@ func TestSweeper_RunLooksBackAnHour(t *testing.T) {
 	}
 }
 
+// cutOff gives the sweeper a real store, closed: each call fails, as
+// through an outage of the database. It returns the sweeper's log from
+// then on.
+func (r *sweepRig) cutOff() *bytes.Buffer {
+	r.t.Helper()
+	closed, err := sqlite.Open(r.ctx, filepath.Join(r.t.TempDir(), "closed.db"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	closed.Close()
+	r.s.Store = closed
+	var logs bytes.Buffer
+	r.s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	return &logs
+}
+
 // A failing store is logged and the sweep goes on; once the sweeper is
 // stopping, its failures are not logged.
 func TestSweeper_Errors(t *testing.T) {
 	t.Parallel()
 	r := newSweepRig(t)
-	var logs bytes.Buffer
-	r.s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	closed, err := sqlite.Open(r.ctx, filepath.Join(t.TempDir(), "closed.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed.Close()
-	r.s.Store = closed
+	logs := r.cutOff()
 	r.s.runOnce(r.ctx)
 	for _, what := range []string{"resume paused jobs", "check quiet schedules", "read the jobs' events"} {
 		if !strings.Contains(logs.String(), "msg=\""+what+"\"") {
@@ -613,6 +622,35 @@ func TestSweeper_Errors(t *testing.T) {
 	r.sweep()
 	if !strings.Contains(logs.String(), `msg=notify`) {
 		t.Errorf("an undeliverable event is not logged:\n%s", logs.String())
+	}
+}
+
+// TestSweeper_OutageLogsFew: sweeps on a store that fails every call, as
+// through an outage of the database, log each task's failures at the 1st
+// and 10th sweep in a row, not at every sweep, and once each that it
+// works again when the store is back.
+func TestSweeper_OutageLogsFew(t *testing.T) {
+	t.Parallel()
+	r := newSweepRig(t)
+	logs := r.cutOff()
+	r.s.WatchStart(r.ctx) // fails: each sweep tries again
+	for range 30 {
+		r.s.runOnce(r.ctx)
+	}
+	tasks := []string{"resume paused jobs", "watch quiet schedules again", "read the jobs' events"}
+	for _, what := range tasks {
+		if n := strings.Count(logs.String(), "msg=\""+what+"\""); n != 2 {
+			t.Errorf("%q logged %d times in a row of 30 or 31 failures; want 2 (the 1st and the 10th)", what, n)
+		}
+	}
+	logs.Reset()
+	r.s.Store = r.store
+	r.s.runOnce(r.ctx)
+	r.s.runOnce(r.ctx)
+	for _, what := range tasks {
+		if n := strings.Count(logs.String(), "msg=\""+what+" works again\""); n != 1 {
+			t.Errorf("%q logged as working again %d times; want 1:\n%s", what, n, logs.String())
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sked-dev/sked/internal/failurelog"
 )
 
 // wakeChannel is the LISTEN/NOTIFY channel of "a job may be due now" for
@@ -108,9 +110,11 @@ func (s *Store) TakeWakeups() map[string]int {
 // makes a job due soon, so the caller's dispatcher can claim at once;
 // TakeWakeups says which jobs. A dropped connection is re-established with
 // a backoff (100 ms, doubling to 5 s, from 100 ms again once LISTEN holds),
-// each loss and failed attempt a warning to s.Logger, and one signal is sent
-// after each reconnect, once LISTEN holds, since notifications in between
-// are lost. The channel is closed when ctx ends.
+// and one signal is sent after each reconnect, once LISTEN holds, since
+// notifications in between are lost. The loss and the failed attempts to
+// reconnect are warnings to s.Logger as a failurelog.Log logs failures (an
+// outage of the database is a few lines), and LISTEN holding again after
+// them an INFO line. The channel is closed when ctx ends.
 func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 	c := make(chan struct{}, 1)
 	log := s.Logger
@@ -121,16 +125,18 @@ func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 		defer close(c)
 		const first = 100 * time.Millisecond
 		backoff := first
+		var failures failurelog.Log
+		holds := func() { failures.Worked(log, "wake-ups from other nodes: LISTEN holds again") }
 		for reconnect := false; ctx.Err() == nil; reconnect = true {
-			listened, err := s.listen(ctx, c, reconnect)
+			listened, err := s.listen(ctx, c, reconnect, holds)
 			if err == nil || ctx.Err() != nil {
 				return
 			}
 			if listened {
 				backoff = first
 			}
-			log.Warn("wake-ups from other nodes: LISTEN connection lost; claims rely on polling until it is back",
-				"err", err, "retry_in", backoff)
+			failures.Failed(log, slog.LevelWarn, "wake-ups from other nodes: LISTEN connection lost; claims rely on polling until it is back",
+				err, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
 				return
@@ -144,10 +150,11 @@ func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 
 // listen holds one connection LISTENing on the store's channel and forwards its
 // notifications to c until ctx ends or the connection fails; listened says
-// whether LISTEN held before it failed. On a reconnect it signals c once
-// LISTEN holds, for the notifications lost since the last connection: sent
-// before, it would miss those committed between it and the LISTEN.
-func (s *Store) listen(ctx context.Context, c chan struct{}, reconnect bool) (listened bool, err error) {
+// whether LISTEN held before it failed. It calls holds once LISTEN holds.
+// On a reconnect it signals c once LISTEN holds, for the notifications
+// lost since the last connection: sent before, it would miss those
+// committed between it and the LISTEN.
+func (s *Store) listen(ctx context.Context, c chan struct{}, reconnect bool, holds func()) (listened bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.d.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
@@ -160,6 +167,7 @@ func (s *Store) listen(ctx context.Context, c chan struct{}, reconnect bool) (li
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.d.channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
 	}
+	holds()
 	if reconnect {
 		s.woken.addUnknown()
 		wake(c)

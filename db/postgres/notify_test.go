@@ -205,6 +205,28 @@ func TestStore_WakeupsReconnect(t *testing.T) {
 	postgrestest.AwaitListening(t, s, wakes, "t") // from a notification after the listener's connection was killed
 }
 
+// TestStore_WakeupsOutageLogsFew: a listener whose server is out of reach
+// for seconds (connections refused) warns of the loss and of each new kind
+// of failure, not of every attempt to reconnect (about one a second here,
+// then one every 5 s for as long as the outage lasts).
+func TestStore_WakeupsOutageLogsFew(t *testing.T) {
+	t.Parallel()
+	s, p := openProxied(t)
+	var logs syncbuf.Buffer
+	s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	lctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	wakes := s.Wakeups(lctx)
+	postgrestest.AwaitListening(t, s, wakes, "t")
+	p.Cut()
+	// Attempts at 0.1, 0.3, 0.7, 1.5, 3.1 and 6.3 s: seven failures in a
+	// row within 7 s, unless the machine is slow.
+	time.Sleep(7 * time.Second)
+	if n := strings.Count(logs.String(), "LISTEN connection lost"); n == 0 || n > 3 {
+		t.Errorf("the outage logged %d warnings; want the loss and a line per new kind of failure (at most 3):\n%s", n, logs.String())
+	}
+}
+
 // TestStore_WakeupsReconnectListening: the wake-up sent on reconnecting
 // comes once the new connection LISTENs, so that a job created after it
 // wakes the listener: none falls between the wake-up and the LISTEN.

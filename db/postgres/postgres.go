@@ -74,8 +74,8 @@ type Store struct {
 	*engine.Store
 	d *dialect // immutable; never nil
 	// Logger receives a warning when Wakeups loses its LISTEN connection
-	// or cannot re-establish it; nil discards them. Set it before
-	// Wakeups.
+	// or cannot re-establish it (a few of a long row of failures; see
+	// Wakeups); nil discards them. Set it before Wakeups.
 	Logger *slog.Logger
 	woken  woken // what Wakeups heard; see TakeWakeups
 }
