@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -28,7 +29,8 @@ import (
 type clusterRig struct {
 	*fenceRig
 	dsn       string
-	execLog   string // the executions of every job (checker.ExecRecord)
+	proxy     *postgrestest.Proxy // between the nodes and PostgreSQL; nil when they connect directly
+	execLog   string              // the executions of every job (checker.ExecRecord)
 	clientLog string
 
 	mu         sync.Mutex
@@ -40,10 +42,18 @@ type clusterRig struct {
 	counts     map[string]int
 }
 
-func newClusterRig(t *testing.T) *clusterRig {
+// newClusterRig starts the rig's processes; with proxied, the nodes reach
+// PostgreSQL through a proxy that can cut them off it (r.proxy).
+func newClusterRig(t *testing.T, proxied bool) *clusterRig {
 	t.Helper()
 	dsn := postgrestest.URL(t)
-	r := &clusterRig{fenceRig: newFenceRig(t, "cluster", dsn, 3, 0), dsn: dsn, counts: map[string]int{}, backfilled: map[string]bool{}}
+	nodes := dsn
+	var proxy *postgrestest.Proxy
+	if proxied {
+		proxy = postgrestest.NewProxy(t, dsn)
+		nodes = proxy.URL(dsn)
+	}
+	r := &clusterRig{fenceRig: newFenceRig(t, "cluster", nodes, 3, 0), dsn: dsn, proxy: proxy, counts: map[string]int{}, backfilled: map[string]bool{}}
 	r.execLog = filepath.Join(r.dir, "executions.log")
 	r.clientLog = filepath.Join(r.dir, "client.log")
 	f, err := os.Create(r.clientLog)
@@ -108,6 +118,13 @@ func (r *clusterRig) create(key string, recurring bool) {
 		r.mu.Unlock()
 	case 0, http.StatusServiceUnavailable:
 		r.record(checker.ClientRecord{Op: checker.OpEnqueueUnacked, IdempotencyKey: key})
+	case http.StatusInternalServerError:
+		if r.proxy == nil {
+			r.t.Errorf("create %s answered %d", key, http.StatusInternalServerError)
+		}
+		// The database was cut off as the create committed: the node
+		// cannot know whether it did.
+		r.record(checker.ClientRecord{Op: checker.OpEnqueueUnacked, IdempotencyKey: key})
 	default:
 		r.t.Errorf("create %s answered %d", key, code)
 	}
@@ -121,6 +138,10 @@ func (r *clusterRig) cancel(id string) int {
 		r.record(checker.ClientRecord{Op: checker.OpCancel, JobID: id, Status: code})
 		r.count(fmt.Sprintf("cancel %d", code))
 	case 0, http.StatusServiceUnavailable:
+	case http.StatusInternalServerError:
+		if r.proxy == nil { // else the database was cut off as it committed
+			r.t.Errorf("DELETE /jobs/%s answered %d", id, code)
+		}
 	default:
 		r.t.Errorf("DELETE /jobs/%s answered %d", id, code)
 	}
@@ -323,35 +344,8 @@ func TestFaults_Cluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("breaks a cluster for about a minute")
 	}
-	r := newClusterRig(t)
-	r.create("recurring-0", true)
-	r.create("recurring-1", true)
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { // the client's load: creates, and cancels racing the claims
-		defer wg.Done()
-		for n := 0; ctx.Err() == nil; n++ {
-			r.create("k"+strconv.Itoa(n), false)
-			r.mu.Lock()
-			id := ""
-			if len(r.acked) > 0 && rand.IntN(3) == 0 {
-				id = r.acked[len(r.acked)-1]
-			}
-			r.mu.Unlock()
-			if id != "" {
-				r.cancel(id)
-			}
-			time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond) // pacing of the load
-		}
-	}()
-	go func() { // schedule controls through random nodes
-		defer wg.Done()
-		for ctx.Err() == nil {
-			r.control(r.recurring[rand.IntN(len(r.recurring))])
-			time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond) // pacing of the load
-		}
-	}()
+	r := newClusterRig(t, false)
+	stop := r.load(true)
 	kinds := []fenceFault{
 		{"kill -9 a node", func(r *fenceRig) { killAndRestart(r.serves[rand.IntN(len(r.serves))], r) }},
 		{"SIGSTOP a node", func(r *fenceRig) { freeze(r.serves[rand.IntN(len(r.serves))]) }},
@@ -370,7 +364,53 @@ func TestFaults_Cluster(t *testing.T) {
 		t.Logf("cycle %d: %s", c, f.name)
 	}
 	stop()
-	wg.Wait()
+	r.drain()
+}
+
+// load starts the client's load on the rig until the returned func is
+// called: two recurring jobs, creates of one-off jobs through random
+// nodes and cancels of some of them at once (racing the claims), and, with
+// controls, schedule controls of the recurring jobs through random nodes.
+func (r *clusterRig) load(controls bool) (stop func()) {
+	r.create("recurring-0", true)
+	r.create("recurring-1", true)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the client's load: creates, and cancels racing the claims
+		defer wg.Done()
+		for n := 0; ctx.Err() == nil; n++ {
+			r.create("k"+strconv.Itoa(n), false)
+			r.mu.Lock()
+			id := ""
+			if len(r.acked) > 0 && rand.IntN(3) == 0 {
+				id = r.acked[len(r.acked)-1]
+			}
+			r.mu.Unlock()
+			if id != "" {
+				r.cancel(id)
+			}
+			time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond) // pacing of the load
+		}
+	}()
+	if controls {
+		wg.Add(1)
+		go func() { // schedule controls through random nodes
+			defer wg.Done()
+			for ctx.Err() == nil {
+				r.control(r.recurring[rand.IntN(len(r.recurring))])
+				time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond) // pacing of the load
+			}
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// drain ends the schedules, waits until every one-off job is final and
+// judges the run (judge, rejudge).
+func (r *clusterRig) drain() {
+	t := r.t
+	t.Helper()
 	// End the schedules and wait until every one-off job is final.
 	for _, id := range r.recurring {
 		r.api("POST", "/jobs/"+id+"/resume", nil, nil)
@@ -398,5 +438,71 @@ func TestFaults_Cluster(t *testing.T) {
 	t.Logf("controls and cancels: %v; %d executions", r.counts, rep.Executions)
 	if rep.Executions < 20 || rep.Slots == 0 {
 		t.Errorf("the run did too little work to trust its verdict: %s", rep.Summary())
+	}
+}
+
+// TestFaults_ClusterDatabaseOutage cuts the three nodes of a cluster off
+// PostgreSQL, as a server stopped does (their connections end, new ones
+// are refused), while a client creates and cancels one-off jobs through
+// random nodes, two sked work claim through two of them and two recurring
+// jobs fire: for three leases (every lease held runs out meanwhile), then
+// for a quarter of one. While cut off, each node answers the API with a
+// 503 problem+json and Retry-After and /readyz with 503, at once. Pass:
+// without a restart the nodes and workers go on once the database is back
+// (every job ends), and the checker finds no violation in what ran (no
+// job ran twice at once, nothing acknowledged was lost, no stale write was
+// taken, no slot ran twice).
+func TestFaults_ClusterDatabaseOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cuts a cluster off its database for a while")
+	}
+	r := newClusterRig(t, true)
+	stop := r.load(false)
+	for _, d := range []time.Duration{3 * fenceLease, fenceLease / 4} {
+		r.awaitWork(10) // work under way when the database goes
+		r.proxy.Cut()
+		cut := time.Now()
+		r.unavailable()
+		time.Sleep(time.Until(cut.Add(d))) // the fault's length, not a wait for a condition
+		r.proxy.Restore()
+		t.Logf("cut off the database for %s", time.Since(cut).Round(time.Millisecond))
+	}
+	r.awaitWork(10) // and after it is back
+	stop()
+	r.drain()
+}
+
+// awaitWork waits until n more executions have started.
+func (r *clusterRig) awaitWork(n int) {
+	r.t.Helper()
+	started := func() int {
+		execs, _, _ := checker.ReadExecutions(r.execLog)
+		return len(execs)
+	}
+	want := started() + n
+	waitLong(r.t, fmt.Sprintf("%d more executions to start", n), 3*time.Minute, func() bool { return started() >= want })
+}
+
+// unavailable checks, while the database is cut off, that each node
+// answers a read of the API 503 problem+json with Retry-After, and
+// /readyz 503.
+func (r *clusterRig) unavailable() {
+	r.t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	for _, p := range r.serves {
+		for _, path := range []string{"/jobs?limit=1", "/readyz"} {
+			resp, err := c.Get("http://" + p.addr + path)
+			if err != nil {
+				r.t.Errorf("%s: GET %s with the database cut off: %v", p.name, path, err)
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Content-Type") != "application/problem+json" ||
+				(path != "/readyz" && resp.Header.Get("Retry-After") == "") {
+				r.t.Errorf("%s: GET %s with the database cut off answered %d, %s, Retry-After %q: %s; want 503 problem+json with Retry-After",
+					p.name, path, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), b)
+			}
+		}
 	}
 }
