@@ -104,6 +104,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"QuietWatchFrom":         testQuietWatchFrom,
 		"QuietAfterSkip":         testQuietAfterSkip,
 		"Prune":                  testPrune,
+		"PruneLongHistory":       testPruneLongHistory,
 		"JobCreateBatch":         testJobCreateBatch,
 		"Ready":                  testReady,
 		"RunFinishGroup":         testRunFinishGroup,

@@ -86,6 +86,33 @@ func testPrune(t *testing.T, f *fixture) {
 	}
 }
 
+// testPruneLongHistory: a schedule's runs that finished before the prune's
+// instant go, and those after it stay, when runs that started well after
+// the instant follow them (a prune reads the runs only up to the first run
+// it finds that started an hour after the instant).
+func testPruneLongHistory(t *testing.T, f *fixture) {
+	rec := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
+	for h := 1; h <= 6; h++ {
+		f.Clock.Set(Start.Add(time.Duration(h) * time.Hour))
+		f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	}
+	before := db.PruneParams{Before: Start.Add(2*time.Hour + time.Second), Limit: 10}
+	if got, err := f.Store.Prune(f.ctx, before); err != nil || got != (db.Pruned{Runs: 2}) {
+		t.Fatalf("Prune = %+v, %v; want the runs of the first two slots", got, err)
+	}
+	var slots []time.Time
+	for _, r := range f.runs(rec.ID) {
+		slots = append(slots, db.Deref(r.Slot))
+	}
+	want := []time.Time{Start.Add(6 * time.Hour), Start.Add(5 * time.Hour), Start.Add(4 * time.Hour), Start.Add(3 * time.Hour)}
+	if !slices.EqualFunc(slots, want, time.Time.Equal) {
+		t.Fatalf("slots of the runs left = %v, want %v", slots, want)
+	}
+	if again, err := f.Store.Prune(f.ctx, before); err != nil || again != (db.Pruned{}) {
+		t.Fatalf("second Prune = %+v, %v; want nothing", again, err)
+	}
+}
+
 // events reads the events of every job that EventsAfter has to give.
 func (f *fixture) events() []db.Event {
 	f.Helper()

@@ -203,8 +203,14 @@ type Tx interface {
 	// lease's end as it now is; db.ErrNotFound when generation does not
 	// hold a live lease at Now.
 	Heartbeat(ctx context.Context, job string, generation int64, until time.Time) (cancelRequested bool, leaseUntil time.Time, err error)
-	// Prune deletes history as db.Store.Prune says.
-	Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error)
+	// Prune deletes history as db.Store.Prune says. It looks at the runs
+	// with an id below runsBelow only (see runsCeiling): none of the rest
+	// can have finished before p.Before.
+	Prune(ctx context.Context, p db.PruneParams, runsBelow int64) (db.Pruned, error)
+	// RunStartedFrom reads the id and start of the first run with an id of
+	// at least id that has a start (a missed slot has none); ok is false
+	// when there is none.
+	RunStartedFrom(ctx context.Context, id int64) (run int64, started time.Time, ok bool, err error)
 	// WorkerSeen forgets the workers last seen before forget, passing over
 	// rows another transaction holds and w.ID's, then records that worker
 	// w.ID claimed at Now with w.Types: a new worker is first seen then; a

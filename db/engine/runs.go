@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -702,14 +703,53 @@ func (s *Store) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) 
 	p.Limit = cmp.Or(p.Limit, maxSweep)
 	var out db.Pruned
 	err := s.inTx(ctx, func(tx Tx) error {
-		var err error
-		out, err = tx.Prune(ctx, p)
+		below, err := runsCeiling(ctx, tx, p.Before.Add(pruneMargin))
+		if err != nil {
+			return fmt.Errorf("find the runs to look at: %w", err)
+		}
+		out, err = tx.Prune(ctx, p, below)
 		return err
 	})
 	if err != nil {
 		return db.Pruned{}, fmt.Errorf("prune: %w", err)
 	}
 	return out, nil
+}
+
+// pruneMargin is how long after a prune's instant a run must have started
+// for runsCeiling to take it as a bound. A run's row is written when it is
+// claimed, at most the claim's Ahead before its start, and it finishes
+// after that; the margin covers that, and a clock that stepped back a
+// little. A bound taken too low only keeps some old runs until a later
+// pass: it never deletes a run that finished after the prune's instant.
+const pruneMargin = time.Hour
+
+// runsCeiling returns the id of the first run it finds that started at or
+// after t, by a binary search of the runs' starts by id (a few dozen reads
+// of the primary key); math.MaxInt64 when it finds none. Every run from
+// that one on was written after it, so it finished after t less the
+// margin, and after the prune's instant. The last batch of a prune pass
+// (the one that finds less than its limit) then reads the runs up to about
+// t, not every run since the prune's instant: a schedule firing every
+// minute writes 43,200 runs a month, and the batch holds the writer.
+func runsCeiling(ctx context.Context, tx Tx, t time.Time) (int64, error) {
+	ceiling := int64(math.MaxInt64)
+	lo, hi := int64(0), int64(math.MaxInt64)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		id, started, ok, err := tx.RunStartedFrom(ctx, mid)
+		switch {
+		case err != nil:
+			return 0, err
+		case !ok:
+			hi = mid
+		case started.Before(t):
+			lo = id + 1
+		default:
+			ceiling, hi = id, mid
+		}
+	}
+	return ceiling, nil
 }
 
 // text is s as every store keeps a run's text: without NUL bytes, which

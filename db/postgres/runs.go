@@ -167,10 +167,10 @@ func (t *tx) RunsSucceeded(ctx context.Context, job string, slots []time.Time) (
 // The jobs statement reads only the jobs created before p.Before (by id,
 // in the (state, id) index): a job changes only after it is created, so no
 // later one can have finished before then. The runs statement walks runs by id,
-// oldest first, so a batch ends as soon as it has found its Limit; runs has
-// no index on finished_at. Both take their rows FOR UPDATE SKIP LOCKED, so
+// oldest first, so a batch ends as soon as it has found its Limit, and
+// stops at runsBelow; runs has no index on finished_at. Both take their rows FOR UPDATE SKIP LOCKED, so
 // pruners on several nodes share the work instead of waiting for each other.
-func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
+func (t *tx) Prune(ctx context.Context, p db.PruneParams, runsBelow int64) (db.Pruned, error) {
 	var out db.Pruned
 	count := func(n *int) func(pgconn.CommandTag) error {
 		return func(tag pgconn.CommandTag) error { *n = int(tag.RowsAffected()); return nil }
@@ -178,13 +178,31 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 	t.exec(count(&out.Jobs), pruneJobsSQL, p.Before, p.Limit, db.IDCeiling(p.Before))
 	t.exec(count(&out.Runs), `DELETE FROM runs WHERE id = ANY(ARRAY(
 			SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id
-			WHERE j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < $1
-			ORDER BY r.id LIMIT $2 FOR UPDATE OF r SKIP LOCKED))`, p.Before, p.Limit)
+			WHERE r.id < $3 AND j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < $1
+			ORDER BY r.id LIMIT $2 FOR UPDATE OF r SKIP LOCKED))`, p.Before, p.Limit, runsBelow)
 	t.exec(count(&out.Events), `DELETE FROM job_events WHERE id = ANY(ARRAY(
 			SELECT e.id FROM job_events e JOIN jobs j ON j.id = e.job_id
 			WHERE j.schedule IS NOT NULL AND e.at < $1
 			ORDER BY e.id LIMIT $2 FOR UPDATE OF e SKIP LOCKED))`, p.Before, p.Limit)
 	return out, t.flush(ctx)
+}
+
+// RunStartedFrom reads the first run from an id on that has a start; see
+// engine.Tx.
+func (t *tx) RunStartedFrom(ctx context.Context, id int64) (int64, time.Time, bool, error) {
+	var (
+		run     int64
+		started time.Time
+	)
+	err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&run, &started) },
+		`SELECT id, started_at FROM runs WHERE id >= $1 AND started_at IS NOT NULL ORDER BY id LIMIT 1`, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, fmt.Errorf("read the run from %d: %w", id, err)
+	}
+	return run, started.UTC(), true, nil
 }
 
 // pruneJobsSQL deletes finished jobs that ended before a time and were

@@ -153,9 +153,9 @@ func (t *tx) RunsSucceeded(ctx context.Context, job string, slots []time.Time) (
 // jobs created before p.Before (by id, in the (state, id) index): a job
 // changes only after it is created, so no later one can have finished
 // before then. The runs statement walks runs by id,
-// oldest first, so a batch ends as soon as it has found its Limit; runs has
-// no index on finished_at.
-func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
+// oldest first, so a batch ends as soon as it has found its Limit, and
+// stops at runsBelow; runs has no index on finished_at.
+func (t *tx) Prune(ctx context.Context, p db.PruneParams, runsBelow int64) (db.Pruned, error) {
 	var out db.Pruned
 	before := fmtTime(p.Before)
 	res, err := t.tx.ExecContext(ctx, `DELETE FROM jobs WHERE id IN (
@@ -168,8 +168,8 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 	out.Jobs = int(n)
 	res, err = t.tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (
 			SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id
-			WHERE j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < ?
-			ORDER BY r.id LIMIT ?)`, before, p.Limit)
+			WHERE r.id < ? AND j.schedule IS NOT NULL AND r.outcome <> 'running' AND r.finished_at < ?
+			ORDER BY r.id LIMIT ?)`, runsBelow, before, p.Limit)
 	if err != nil {
 		return out, fmt.Errorf("delete runs: %w", err)
 	}
@@ -184,6 +184,24 @@ func (t *tx) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) {
 	n, _ = res.RowsAffected()
 	out.Events = int(n)
 	return out, nil
+}
+
+// RunStartedFrom reads the first run from an id on that has a start; see
+// engine.Tx.
+func (t *tx) RunStartedFrom(ctx context.Context, id int64) (int64, time.Time, bool, error) {
+	var (
+		run     int64
+		started *time.Time
+	)
+	err := t.tx.QueryRowContext(ctx, `SELECT id, started_at FROM runs WHERE id >= ? AND started_at IS NOT NULL
+		ORDER BY id LIMIT 1`, id).Scan(&run, at{&started})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, fmt.Errorf("read the run from %d: %w", id, err)
+	}
+	return run, *started, true, nil
 }
 
 // RunsPage reads a page of a job's runs; see engine.Reader.
