@@ -194,6 +194,24 @@ func testBackfillLeavesTheScheduleItsOwn(t *testing.T, f *fixture) {
 	}
 }
 
+// testQuietToTheMillisecond: a sweep finds a schedule quiet a millisecond
+// after its window, counted from its last success, ran out, and not at its
+// end (the stores read only the watched jobs whose window ran out).
+func testQuietToTheMillisecond(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "@every 1m", ExpectSuccessWithin: 10 * time.Minute})
+	f.Clock.Set(Start.Add(time.Minute))
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	end := Start.Add(11 * time.Minute)
+	f.Clock.Set(end)
+	if quiet, err := f.Store.JobQuietSweep(f.ctx); err != nil || len(quiet) != 0 {
+		t.Fatalf("sweep as the window ends = %+v, %v; want nothing", quiet, err)
+	}
+	f.Clock.Set(end.Add(time.Millisecond))
+	if quiet, err := f.Store.JobQuietSweep(f.ctx); err != nil || len(quiet) != 1 || quiet[0].ID != j.ID {
+		t.Fatalf("sweep a millisecond later = %+v, %v; want the job quiet", quiet, err)
+	}
+}
+
 func testDeadMansSwitch(t *testing.T, f *fixture) {
 	c := f.Store
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", ExpectSuccessWithin: 2 * time.Hour, MaxAttempts: 1})

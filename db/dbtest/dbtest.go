@@ -96,6 +96,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"Backfill":               testBackfill,
 		"BackfillOwnSlots":       testBackfillLeavesTheScheduleItsOwn,
 		"DeadMansSwitch":         testDeadMansSwitch,
+		"QuietToTheMillisecond":  testQuietToTheMillisecond,
 		"QuietAfterResume":       testQuietAfterResume,
 		"QuietRecovered":         testQuietRecovered,
 		"QuietUnwatched":         testQuietUnwatched,

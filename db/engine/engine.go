@@ -132,9 +132,13 @@ type Tx interface {
 	// before Now, passing over rows another transaction holds.
 	JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error)
 	// JobsWatched reads the ready and running recurring jobs with a
-	// dead-man's switch, passing over rows another transaction holds;
-	// with all it waits for them instead (JobWatchStart must start every
-	// window again, also that of a schedule being claimed as it runs).
+	// dead-man's switch that may go quiet at Now: those not quiet whose
+	// window (db.Job.WatchedFrom) ran out at or before Now, and on SQLite
+	// those within a second of it (lifecycle.GoesQuiet decides), passing
+	// over rows another transaction holds. With all it reads every one,
+	// quiet or not, and waits for the rows others hold (JobWatchStart
+	// must start every window again, also that of a schedule being claimed
+	// as it runs).
 	JobsWatched(ctx context.Context, all bool) ([]db.Job, error)
 	// SweptAt reads when a quiet sweep last recorded that it watched
 	// (SetSweptAt); the zero time if none ever did.

@@ -543,7 +543,7 @@ func (s *Store) JobQuietSweep(ctx context.Context) ([]db.Job, error) {
 	err := s.inTx(ctx, func(tx Tx) error {
 		quiet = nil
 		jobs, err := tx.JobsWatched(ctx, false)
-		if err != nil || len(jobs) == 0 {
+		if err != nil {
 			return err
 		}
 		now := tx.Now()

@@ -303,17 +303,23 @@ func (t *tx) JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error) {
 		ORDER BY pause_until LIMIT $2 FOR UPDATE SKIP LOCKED`, t.now, limit)
 }
 
+// watchedSQL reads the schedules with a dead-man's switch.
+const watchedSQL = `SELECT ` + jobColumns + ` FROM jobs
+	WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')`
+
 // JobsWatched reads the schedules with a dead-man's switch; see engine.Tx.
+// A sweep locks only those whose window ran out: locking every watched row
+// each sweep (every 5 s) wrote a WAL record for each of them.
 // With all it waits for the rows other transactions hold, taking the locks
 // in the order of the primary key, so that two nodes that start at once
 // do not deadlock on them.
 func (t *tx) JobsWatched(ctx context.Context, all bool) ([]db.Job, error) {
-	lock := `FOR UPDATE SKIP LOCKED`
 	if all {
-		lock = `ORDER BY id FOR UPDATE`
+		return t.jobs(ctx, 0, watchedSQL+` ORDER BY id FOR UPDATE`)
 	}
-	return t.jobs(ctx, 0, `SELECT `+jobColumns+` FROM jobs
-		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running') `+lock)
+	return t.jobs(ctx, 0, watchedSQL+` AND quiet_since IS NULL
+		AND greatest(created_at, last_success_at, watch_from) + expect_success_ms * interval '1 millisecond' <= $1
+		FOR UPDATE SKIP LOCKED`, t.now)
 }
 
 // SweptAt reads when a quiet sweep last watched; see engine.Tx.

@@ -189,10 +189,18 @@ func (t *tx) JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error) {
 
 // JobsWatched reads the schedules with a dead-man's switch; see engine.Tx.
 // A SQLite write transaction holds the whole database: none passes over
-// a row, so all changes nothing.
+// a row. Without all it reads only the rows whose window ran out, give or
+// take a second (julianday's arithmetic is in floating point), rather than
+// every watched job every sweep while holding the writer.
 func (t *tx) JobsWatched(ctx context.Context, all bool) ([]db.Job, error) {
-	return scanJobs(t.tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_watched
-		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')`))
+	const watched = `SELECT ` + jobColumns + ` FROM jobs INDEXED BY jobs_watched
+		WHERE expect_success_ms > 0 AND schedule IS NOT NULL AND state IN ('ready', 'running')`
+	if all {
+		return scanJobs(t.tx.QueryContext(ctx, watched))
+	}
+	return scanJobs(t.tx.QueryContext(ctx, watched+` AND quiet_since IS NULL
+		AND julianday(max(created_at, coalesce(last_success_at, ''), coalesce(watch_from, ''))) + expect_success_ms / 86400000.0 <= julianday(?)`,
+		fmtTime(t.now.Add(time.Second))))
 }
 
 // SweptAt reads when a quiet sweep last watched; see engine.Tx.

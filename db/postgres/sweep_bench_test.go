@@ -1,0 +1,40 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sked-dev/sked/db/dbtest"
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
+)
+
+// BenchmarkQuietSweep times a quiet sweep (every 5 s) over 10,000 watched
+// schedules none of which is quiet, and reports the WAL it writes (the
+// server's, so run it alone): it should lock the few rows whose window ran
+// out, not every watched job.
+func BenchmarkQuietSweep(b *testing.B) {
+	ctx := context.Background()
+	url := postgrestest.URL(b)
+	s := postgrestest.OpenURL(b, url)
+	clock := dbtest.NewClock(dbtest.Start)
+	s.NowFunc = clock.Now
+	dbtest.WatchedSchedules(b, s, 10_000)
+	clock.Advance(30 * time.Minute)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	lsn := func() (n int64) {
+		if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	from := lsn()
+	dbtest.QuietSweeps(b, s)
+	b.ReportMetric(float64(lsn()-from)/float64(b.N), "WAL-bytes/op")
+}
