@@ -77,6 +77,12 @@ type Error struct {
 	Status int    // HTTP status code
 	Detail string // what the server said is wrong
 	Field  string // the bad input, when the server named one
+	// Extensions are the members of the server's problem+json beside the
+	// standard ones (type, title, status, detail, instance), as it sent
+	// them: sked's field, and on a 409 about a job its state and, when a
+	// worker holds the job, the live run. Nil when the answer was no
+	// problem+json document.
+	Extensions map[string]json.RawMessage
 	// RetryAfter is how long the server asked to wait before trying again
 	// (its Retry-After header), such as on a 503; zero when it did not say.
 	RetryAfter time.Duration
@@ -278,12 +284,16 @@ func responseError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	e := &Error{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	var p struct {
-		Detail string `json:"detail"`
-		Field  string `json:"field"`
-	}
-	if (mt == "application/problem+json" || mt == "application/json") && json.Unmarshal(b, &p) == nil {
-		e.Detail, e.Field = p.Detail, p.Field
+	var members map[string]json.RawMessage
+	if (mt == "application/problem+json" || mt == "application/json") && json.Unmarshal(b, &members) == nil {
+		_ = json.Unmarshal(members["detail"], &e.Detail)
+		_ = json.Unmarshal(members["field"], &e.Field)
+		for _, std := range problemMembers {
+			delete(members, std)
+		}
+		if len(members) > 0 {
+			e.Extensions = members
+		}
 		return e
 	}
 	if mt == "text/html" && resp.Request != nil {
@@ -293,6 +303,10 @@ func responseError(resp *http.Response) error {
 	e.Detail = clip.Runes(strings.TrimSpace(string(b)), 200)
 	return e
 }
+
+// problemMembers are the standard members of an RFC 9457 problem; the
+// others are extensions (Error.Extensions).
+var problemMembers = []string{"type", "title", "status", "detail", "instance"}
 
 // notSked says that host answered with what, which sked does not send.
 func notSked(host, what string) string {

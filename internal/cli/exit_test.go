@@ -119,6 +119,33 @@ func TestJSONErrors(t *testing.T) {
 	if !strings.HasPrefix(e.Detail, `--in "soon"`) || e.ExitCode != ExitUsage {
 		t.Errorf("error document of a bad flag value: %+v", e)
 	}
+	// The problem's extension members come through as the server sent
+	// them: a 409 on cancelling a job a worker holds carries its state and
+	// live run.
+	ctx := context.Background()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "thumb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1}); err != nil || len(c) != 1 {
+		t.Fatalf("claim: %v, %v", c, err)
+	}
+	code, stdout, _ := mainOf("cancel", j.ID, "--json", "--server", srv.URL)
+	var held struct {
+		Error struct {
+			Status   int    `json:"status"`
+			State    string `json:"state"`
+			ExitCode int    `json:"exitCode"`
+			Run      *struct {
+				JobID    string `json:"jobId"`
+				WorkerID string `json:"workerId"`
+			} `json:"run"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &held); err != nil || code != ExitRefused || held.Error.Status != 409 || held.Error.ExitCode != ExitRefused ||
+		held.Error.State != "running" || held.Error.Run == nil || held.Error.Run.JobID != j.ID || held.Error.Run.WorkerID != "w" {
+		t.Errorf("sked cancel of a held job --json: exit %d, %s (%v); want a 409 with the job's state and its run", code, stdout, err)
+	}
 	// Without --json, stdout stays empty.
 	if code, stdout, _ := mainOf("show", "nosuchjob", "--server", srv.URL); code != ExitRefused || stdout != "" {
 		t.Errorf("sked show nosuchjob: exit %d, stdout %q; want nothing on stdout", code, stdout)

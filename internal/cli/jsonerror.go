@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	skedapi "github.com/sked-dev/sked/client"
@@ -33,6 +35,37 @@ type jsonError struct {
 	Message string `json:"message"`
 	// ExitCode is the process's exit status (ExitCode).
 	ExitCode int `json:"exitCode"`
+	// Extensions are the other members of the server's problem (such as
+	// state and run on a 409 about a job), written after the fields above
+	// as the server sent them; a member named as one of those is left out.
+	Extensions map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes e's fields, then its extensions in the order of their
+// names.
+func (e jsonError) MarshalJSON() ([]byte, error) {
+	type fields jsonError // without this method
+	b, err := wire.Marshal(fields(e))
+	if err != nil {
+		return nil, err
+	}
+	var own map[string]json.RawMessage
+	if err := json.Unmarshal(b, &own); err != nil {
+		return nil, err
+	}
+	out := bytes.NewBuffer(bytes.TrimSuffix(b, []byte("}")))
+	for _, name := range slices.Sorted(maps.Keys(e.Extensions)) {
+		if _, taken := own[name]; taken {
+			continue
+		}
+		k, err := wire.Marshal(name)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, ",%s:%s", k, e.Extensions[name])
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
 }
 
 // errorDocument is err as a command given --json prints it.
@@ -41,6 +74,7 @@ func errorDocument(err error) map[string]jsonError {
 	e := jsonError{Detail: msg, Message: msg, ExitCode: ExitCode(err)}
 	if ae := (*skedapi.Error)(nil); errors.As(err, &ae) {
 		e.Type, e.Title, e.Status, e.Field = "about:blank", http.StatusText(ae.Status), ae.Status, ae.Field
+		e.Extensions = ae.Extensions
 		if ae.Detail != "" {
 			e.Detail = ae.Detail
 		}
