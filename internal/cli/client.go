@@ -55,7 +55,8 @@ type api struct {
 	json    bool
 	timeout time.Duration // of one request; 0: none
 	c       *skedapi.Client
-	dash    int // where "--" was among the arguments; -1: nowhere
+	sent    *sentChanges // c's transport: what its changes got to
+	dash    int          // where "--" was among the arguments; -1: nowhere
 }
 
 // defaultRequestTimeout bounds one request of a client command, so that a
@@ -106,15 +107,16 @@ func (a *api) connect() error {
 	if name != "" {
 		actor = name + "@" + host
 	}
+	a.sent = &sentChanges{next: http.DefaultTransport}
 	a.c = &skedapi.Client{BaseURL: strings.TrimRight(a.server, "/"), Token: a.token, Actor: actor,
-		HTTP: &http.Client{Timeout: a.timeout}}
+		HTTP: &http.Client{Timeout: a.timeout, Transport: a.sent}}
 	return nil
 }
 
 // clientCommand is a client command whose run gets the connected API, its
 // errors rewritten into what to do about them (see apiError); a run that
 // fails once the command's context has ended (Ctrl-C) exits
-// ExitInterrupted.
+// ExitInterrupted, saying what its changes got to (sentChanges).
 func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a *api, args []string) error) *cobra.Command {
 	a := &api{env: env}
 	a.register(cmd.Flags())
@@ -125,8 +127,7 @@ func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a 
 		a.dash = cmd.ArgsLenAtDash()
 		err := run(cmd.Context(), a, args)
 		if err != nil && cmd.Context().Err() != nil && ExitCode(err) != ExitInterrupted {
-			return withExit(ExitInterrupted, err, "interrupted before it was done (%v): a change sent may have been made or not; "+
-				"look (sked ls, sked show) before sending it again", err)
+			return withExit(ExitInterrupted, err, "%s", a.sent.interrupted(a.server))
 		}
 		return a.apiError(err)
 	}

@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
@@ -66,16 +68,56 @@ func TestExitCodes(t *testing.T) {
 
 // TestExitCodes_Interrupted: a client command whose context ends (Ctrl-C,
 // SIGTERM) before the server answers exits 130, not 3: the server was
-// not at fault.
+// not at fault. Its message says, in words and not as Go's "context
+// canceled", whether a change may have reached the server, which ones
+// were made before, or that none reached it.
 func TestExitCodes_Interrupted(t *testing.T) {
-	hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	s := sqlitetest.Open(t)
+	api := handlers.New(handlers.Config{Store: s})
+	arrived := make(chan struct{}, 1)
+	// The server hangs on reads of the jobs, on creating one, and on
+	// putting the job named "second".
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/jobs" || r.URL.Path == "/jobs/by-name/second" && r.URL.Query().Get("dryRun") == "" {
+			_, _ = io.Copy(io.Discard, r.Body) // else a hang-up goes unseen
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
+			<-r.Context().Done()
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hang.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	var stdout, stderr strings.Builder
-	code := Main(ctx, []string{"ls", "--server", hang.URL}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
-	if code != ExitInterrupted || !strings.Contains(stderr.String(), "interrupted before it was done") {
-		t.Errorf("sked ls interrupted: exit %d, %q", code, stderr.String())
+	file := filepath.Join(t.TempDir(), "jobs.yaml")
+	if err := os.WriteFile(file, []byte("- {name: first, type: noop, schedule: '@daily'}\n- {name: second, type: noop, schedule: '@daily'}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ls"}, "interrupted before it was done: no change reached " + hang.URL + ", which changed nothing"},
+		{[]string{"add", "--type", "noop"}, "interrupted before it was done: POST /jobs was sent to " + hang.URL + " and got no answer, so the server may have made that change or not"},
+		{[]string{"apply", "-f", file}, "interrupted before it was done: PUT /jobs/by-name/second was sent to " + hang.URL +
+			" and got no answer, so the server may have made that change or not (the 1 change answered before it stay made)"},
+	} {
+		// Interrupted once the server has the request.
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-arrived:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		var stdout, stderr strings.Builder
+		code := Main(ctx, append(c.args, "--server", hang.URL), Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
+		cancel()
+		if code != ExitInterrupted || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "context canceled") {
+			t.Errorf("sked %q interrupted: exit %d, %q; want exit %d and %q", c.args, code, stderr.String(), ExitInterrupted, c.want)
+		}
 	}
 }
 
