@@ -114,15 +114,20 @@ func (a *api) connect() error {
 }
 
 // clientCommand is a client command whose run gets the connected API, its
-// errors rewritten into what to do about them (see apiError); a run that
-// fails once the command's context has ended (Ctrl-C) exits
-// ExitInterrupted, saying what its changes got to (sentChanges).
+// errors rewritten into what to do about them (see apiError). It warns on
+// stderr, once, before it sends a token by plain http:// across the network
+// (tokenInTheClear). A run that fails once the command's context has ended
+// (Ctrl-C) exits ExitInterrupted, saying what its changes got to
+// (sentChanges).
 func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a *api, args []string) error) *cobra.Command {
 	a := &api{env: env}
 	a.register(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := a.connect(); err != nil {
 			return err
+		}
+		if warning := tokenInTheClear(a.token, []string{a.server}); warning != "" {
+			fmt.Fprintf(a.env.Stderr, "warning: %s\n", warning)
 		}
 		a.dash = cmd.ArgsLenAtDash()
 		err := run(cmd.Context(), a, args)

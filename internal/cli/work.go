@@ -135,6 +135,19 @@ func inTheClear(servers []string) []string {
 	return out
 }
 
+// tokenInTheClear is the warning of a client of servers (URLs) that sends
+// token by plain http:// across the network to any of them (inTheClear),
+// naming those; "" when there is no token or no such server. sked work
+// logs it at start; the other client commands print it on stderr.
+func tokenInTheClear(token string, servers []string) string {
+	clear := inTheClear(servers)
+	if strings.TrimSpace(token) == "" || len(clear) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the token is sent in the clear (http://) across the network to %s, where any machine on the way can read it: "+
+		"give the https:// address of a TLS proxy in front of sked serve", strings.Join(clear, ", "))
+}
+
 // tidyServers is the --server list without spaces around a URL, empty
 // entries ("a,") or repeats, in order.
 func tidyServers(servers []string) []string {
@@ -173,9 +186,8 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 	})
 	log.Info("sked working", "server", strings.Join(f.servers, ","), "types", strings.Join(pool.Types(), ","),
 		"concurrency", f.concurrency, "worker_id", f.workerID, "version", buildinfo.Read().Version)
-	if clear := inTheClear(f.servers); len(clear) > 0 && f.token != "" {
-		log.Warn("the token is sent in the clear (http://) across the network to these servers, where any machine on the way can read it: "+
-			"give their https:// address (a TLS proxy in front of sked serve)", "servers", strings.Join(clear, ","))
+	if warning := tokenInTheClear(f.token, f.servers); warning != "" {
+		log.Warn(warning)
 	}
 	err := pool.Run(ctx)
 	log.Info("stopped")

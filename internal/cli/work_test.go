@@ -112,7 +112,7 @@ func TestTidyServers(t *testing.T) {
 	}
 }
 
-// TestInTheClear: sked work warns of the servers its token reaches by
+// TestInTheClear: sked's clients warn of the servers their token reaches by
 // plain http:// across the network; loopback and https:// are not.
 func TestInTheClear(t *testing.T) {
 	servers := []string{"http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080", "https://sked.example.com",
@@ -120,5 +120,35 @@ func TestInTheClear(t *testing.T) {
 	want := []string{"http://sked.lan:8080", "http://192.0.2.1", "HTTP://[2001:db8::1]:8080"}
 	if got := inTheClear(servers); !slices.Equal(got, want) {
 		t.Errorf("inTheClear = %q, want %q", got, want)
+	}
+}
+
+// TestTokenInTheClear: every client command, as sked work, warns once on
+// stderr when it sends its token by plain http:// to another machine, and
+// not to loopback, by https:// or without a token.
+func TestTokenInTheClear(t *testing.T) {
+	const warning = "warning: the token is sent in the clear (http://) across the network to http://192.0.2.1:8080"
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"ls", "--server", "http://192.0.2.1:8080", "--token", "t"}, true},
+		{[]string{"apply", "-f", "-", "--server", "http://192.0.2.1:8080", "--token", "t"}, true},
+		{[]string{"workers", "--server", "http://192.0.2.1:8080", "--token", "t"}, true},
+		{[]string{"show", "nightly", "--server", "http://192.0.2.1:8080", "--token", "t"}, true},
+		{[]string{"ls", "--server", "http://192.0.2.1:8080"}, false},
+		{[]string{"ls", "--server", "https://192.0.2.1:8080", "--token", "t"}, false},
+		{[]string{"ls", "--server", "http://127.0.0.1:8080", "--token", "t"}, false},
+	} {
+		// A request timeout of 1ns fails each request at once: the
+		// warning comes before any.
+		_, _, stderr := mainOf(append(tc.args, "--request-timeout", "1ns")...)
+		want := 0
+		if tc.warn {
+			want = 1
+		}
+		if n := strings.Count(stderr, warning); n != want {
+			t.Errorf("sked %q: the warning %d times in %q; want it %d times", tc.args, n, stderr, want)
+		}
 	}
 }
