@@ -175,6 +175,28 @@ func TestAuth_TrustedProxies(t *testing.T) {
 	e.from(proxy, "/jobs", "Authorization", "Bearer right", "X-Forwarded-For", "203.0.113.10").wantStatus(t, http.StatusOK)
 }
 
+// TestAuth_NoAddress: requests without an IP address (a unix socket's,
+// or an embedding program's without RemoteAddr) share one budget of wrong
+// tokens, as the clients behind one proxy do: the peer of a unix socket
+// is often a proxy for the network. Their X-Forwarded-For is not read,
+// whatever the trusted proxies, and addresses are not touched.
+func TestAuth_NoAddress(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, func(c *Config) {
+		c.Tokens = []string{"right"}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
+	})
+	stopAuthClock(e)
+	for i := range authFailBurst {
+		remote := []string{"", "@"}[i%2]
+		e.from(remote, "/jobs", "Authorization", "Bearer guess", "X-Forwarded-For", "203.0.113."+strconv.Itoa(i)).wantStatus(t, http.StatusUnauthorized)
+	}
+	for _, remote := range []string{"", "@", "/run/sked.sock"} {
+		e.from(remote, "/jobs", "Authorization", "Bearer guess", "X-Forwarded-For", "203.0.113.200").wantStatus(t, http.StatusTooManyRequests)
+	}
+	e.from("192.0.2.1:1", "/jobs", "Authorization", "Bearer guess").wantStatus(t, http.StatusUnauthorized)
+}
+
 func TestClientOf(t *testing.T) {
 	t.Parallel()
 	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}

@@ -106,6 +106,8 @@ type Config struct {
 	// names (the last one not itself a trusted proxy); from any other
 	// address X-Forwarded-For is ignored. None: the peer's address is the
 	// client's, and behind a proxy every client shares the proxy's limit.
+	// Requests without an IP address (a unix socket's) share one limit,
+	// and their X-Forwarded-For is never read: no prefix names them.
 	TrustedProxies []netip.Prefix
 	// Metrics serves GET /metrics (Prometheus). Nil answers 404.
 	Metrics http.Handler
