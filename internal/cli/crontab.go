@@ -24,8 +24,8 @@ import (
 
 func importCrontabCmd(env Env) *cobra.Command {
 	var (
-		tz     string
-		system bool
+		tz, prefix string
+		system     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "import-crontab [FILE…]",
@@ -36,9 +36,13 @@ func importCrontabCmd(env Env) *cobra.Command {
 			"CRON_TZ or TZ (or --tz) as the zone; each job is named after its command, uniquely across the files. Each FILE\n" +
 			"is a crontab of its own, as cron reads them (/etc/cron.d/*). It writes nothing to a server: read the file, then\n" +
 			"sked apply -f it. What does not carry over (@reboot, MAILTO, a % in a command, a line that is not a schedule)\n" +
-			"is said on standard error, by file and line.",
+			"is said on standard error, by file and line.\n\n" +
+			"sked apply gives each name its definition: the same crontab imported and applied again changes nothing and\n" +
+			"makes no second job. A name the server has already is that job, changed to the line's (or refused, for a job\n" +
+			"of another type, with nothing written): --name-prefix keeps the jobs of crontabs imported apart (two users'\n" +
+			"backup) and those made by hand apart; see the plan with sked apply --dry-run first.",
 		Example: "  crontab -l | sked import-crontab --tz Europe/Berlin > schedules.yaml\n" +
-			"  crontab -l -u alice | sked import-crontab > alice.yaml\n" +
+			"  crontab -l -u alice | sked import-crontab --name-prefix alice- > alice.yaml\n" +
 			"  sked import-crontab --system /etc/crontab /etc/cron.d/* > system.yaml\n" +
 			"  sked apply -f schedules.yaml --dry-run",
 		RunE: func(cmd *cobra.Command, files []string) error {
@@ -54,6 +58,9 @@ func importCrontabCmd(env Env) *cobra.Command {
 			if stdin > 1 {
 				return usagef("- (standard input) is given %d times: it can be read once", stdin)
 			}
+			if prefix != "" && db.CheckName(prefix+"cron") != nil {
+				return usagef("--name-prefix %q: give ASCII letters, digits, '-', '_' or '.' that begin a job's name, such as alice-", prefix)
+			}
 			var (
 				reqs  []wire.JobCreateRequest
 				taken = map[string]int{} // job names, unique across the files
@@ -65,6 +72,9 @@ func importCrontabCmd(env Env) *cobra.Command {
 				}
 				reqs = append(reqs, r...)
 			}
+			for i := range reqs {
+				reqs[i].Name = prefix + reqs[i].Name
+			}
 			if len(reqs) == 0 {
 				return fmt.Errorf("the crontab %s holds no line sked can run", strings.Join(files, ", "))
 			}
@@ -73,6 +83,7 @@ func importCrontabCmd(env Env) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&tz, "tz", "", "IANA time zone of the schedules, until a CRON_TZ line says another (default UTC)")
+	fs.StringVar(&prefix, "name-prefix", "", "put this before each job's name (such as alice-), apart from the server's other jobs")
 	fs.BoolVar(&system, "system", false, "the crontabs are system ones (/etc/crontab, /etc/cron.d/*): a user field before each command")
 	withEnv(fs, "tz")
 	return cmd

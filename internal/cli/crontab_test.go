@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,5 +164,62 @@ func TestImportCrontab_Files(t *testing.T) {
 	if code, _, stderr := mainOf("import-crontab", "root"); code != ExitUsage || !strings.Contains(stderr, `"root" is a user of this machine and no file here`) ||
 		!strings.Contains(stderr, "crontab -l -u root | sked import-crontab") {
 		t.Errorf("sked import-crontab root: exit %d, %q; want it to say to pipe crontab -l -u root", code, stderr)
+	}
+}
+
+// TestImportCrontab_Again: a crontab imported and applied again changes
+// nothing and makes no second job of any line: apply gives each name its
+// definition. A name the server has for a job of another type is refused
+// with nothing written; --name-prefix keeps the crontab's jobs apart.
+func TestImportCrontab_Again(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "noop", Name: "date", Schedule: "@hourly"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	crontab, file := filepath.Join(dir, "crontab"), filepath.Join(dir, "schedules.yaml")
+	if err := os.WriteFile(crontab, []byte(sampleCrontab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	importAndApply := func(flags ...string) (int, string, string) {
+		t.Helper()
+		code, yaml, stderr := mainOf(append([]string{"import-crontab", crontab}, flags...)...)
+		if code != 0 {
+			t.Fatalf("sked import-crontab %q: exit %d\n%s", flags, code, stderr)
+		}
+		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return mainOf("apply", "-f", file, "--server", srv.URL)
+	}
+	names := func() []string {
+		t.Helper()
+		jobs, _, err := s.JobList(ctx, db.JobListParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, j := range jobs {
+			out = append(out, j.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	code, out, stderr := importAndApply()
+	if got := names(); code != ExitRefused || !strings.Contains(out, "nothing was changed") || !strings.Contains(stderr, "job date: ") || len(got) != 1 {
+		t.Errorf("a name the server has for a noop job: exit %d, %s%s, jobs %q; want it refused and nothing written", code, out, stderr, got)
+	}
+	want := []string{"date", "me-backup", "me-backup-2", "me-cron", "me-cron-2", "me-curl", "me-date", "me-mail", "me-report"}
+	for i, wantOut := range []string{"8 created", "nothing to change"} {
+		code, out, stderr := importAndApply("--name-prefix", "me-")
+		if got := names(); code != 0 || !strings.Contains(out, wantOut) || !slices.Equal(got, want) {
+			t.Errorf("import %d with --name-prefix: exit %d, %s%s, jobs %q; want %q and jobs %q", i+1, code, out, stderr, got, wantOut, want)
+		}
+	}
+	if code, _, stderr := mainOf("import-crontab", crontab, "--name-prefix", "a b"); code != ExitUsage || !strings.Contains(stderr, `--name-prefix "a b"`) {
+		t.Errorf("a prefix no name begins with: exit %d, %s; want a usage error", code, stderr)
 	}
 }
