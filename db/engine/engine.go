@@ -320,8 +320,10 @@ type Store struct {
 	d     Dialect
 	yield bool
 
-	// reading is the database's clock as last read (nil: never). See Now.
+	// reading is the database's clock as last read (nil: never), and
+	// reads is held by the one call of Now that reads it again. See Now.
 	reading atomic.Pointer[clockReading]
+	reads   sync.Mutex
 
 	health health
 
@@ -389,23 +391,44 @@ func (s *Store) Now() time.Time {
 	}
 	r := s.reading.Load()
 	if r == nil || time.Since(r.local) > clockRefresh {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		t, err := s.d.Now(ctx)
-		cancel()
-		if err == nil {
-			// The reading stands for the end of the call: the database read
-			// its clock at some moment of it (after a wait for a pooled
-			// connection, perhaps), so carried from the end it is never
-			// ahead of that clock, and a job claimed ahead starts late by
-			// at most the call, never early.
-			r = &clockReading{db: t, local: time.Now()}
-			s.reading.Store(r)
-		}
+		r = s.readClock(r)
 	}
 	if r == nil {
 		return time.Now().UTC() // the database has not answered yet
 	}
 	return r.db.Add(time.Since(r.local)).UTC()
+}
+
+// readClock reads the database's clock again for a caller of Now that
+// found last, the reading it loaded, out of date, unless another caller is
+// reading it: then last, carried a little longer, serves (a busy pool's
+// workers all ask at once, and each asking took a connection from the
+// claims and completions). Only without any reading does a caller wait
+// for another's. It returns the newest reading, nil if there is none.
+func (s *Store) readClock(last *clockReading) *clockReading {
+	if last == nil {
+		s.reads.Lock()
+	} else if !s.reads.TryLock() {
+		return last
+	}
+	defer s.reads.Unlock()
+	if r := s.reading.Load(); r != last {
+		return r // read by another caller meanwhile
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	t, err := s.d.Now(ctx)
+	cancel()
+	if err != nil {
+		return last
+	}
+	// The reading stands for the end of the call: the database read its
+	// clock at some moment of it (after a wait for a pooled connection,
+	// perhaps), so carried from the end it is never ahead of that clock,
+	// and a job claimed ahead starts late by at most the call, never
+	// early.
+	r := &clockReading{db: t, local: time.Now()}
+	s.reading.Store(r)
+	return r
 }
 
 // clockReading is a reading of the database's clock.

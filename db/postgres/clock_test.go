@@ -19,15 +19,7 @@ func TestStore_NowNeverAhead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, c := poolOfTwo(t, "now_ahead")
-	held, release := make(chan struct{}), make(chan struct{})
-	for range 2 {
-		go postgres.InTx(ctx, s, func(engine.Tx) error {
-			held <- struct{}{}
-			<-release
-			return nil
-		})
-		<-held
-	}
+	release := holdPool(ctx, s)
 	answered := make(chan time.Time)
 	go func() { answered <- s.Now() }()
 	time.Sleep(time.Second) // how long the pool stays busy: the fault's length, not a wait for a condition
@@ -41,4 +33,56 @@ func TestStore_NowNeverAhead(t *testing.T) {
 		t.Errorf("Now answered %s, %s ahead of the database's clock read after it (%s)",
 			got.Format(time.RFC3339Nano), got.Sub(dbNow), dbNow.UTC().Format(time.RFC3339Nano))
 	}
+}
+
+// TestStore_NowReadOnceWhenStale asks the store's clock from many
+// goroutines at once when its reading has grown old while every connection
+// of the pool is busy: one of them reads the database's clock again, the
+// others answer at once from the old reading, as a busy pool's workers
+// each ask when they start a job. Before, each went to the database,
+// taking a connection from the claims and completions each time the
+// reading grew old. Pass: all but one answer while the pool is still busy.
+func TestStore_NowReadOnceWhenStale(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := poolOfTwo(t, "now_once")
+	first := s.Now()
+	time.Sleep(1100 * time.Millisecond) // past the store's clock refresh (a second), for the reading to be old
+	release := holdPool(ctx, s)
+	const callers = 20
+	answered := make(chan time.Time, callers)
+	for range callers {
+		go func() { answered <- s.Now() }()
+	}
+	// The pool stays busy at most until a caller that read the clock
+	// itself would have given up on a connection (its call's timeout, 2s),
+	// so that one that did answers only after the release.
+	busy := time.After(1500 * time.Millisecond)
+	for i := range callers - 1 {
+		select {
+		case got := <-answered:
+			if got.Before(first) {
+				t.Fatalf("Now went back: %s, after %s", got, first)
+			}
+		case <-busy:
+			close(release)
+			t.Fatalf("%d of %d calls of Now answered while the pool was busy; want all but the one that reads the clock", i, callers)
+		}
+	}
+	close(release)
+}
+
+// holdPool takes both connections of s, a pool of two (poolOfTwo), each
+// in a transaction of its own, until release is closed.
+func holdPool(ctx context.Context, s *postgres.Store) (release chan struct{}) {
+	held, release := make(chan struct{}), make(chan struct{})
+	for range 2 {
+		go postgres.InTx(ctx, s, func(engine.Tx) error {
+			held <- struct{}{}
+			<-release
+			return nil
+		})
+		<-held
+	}
+	return release
 }
