@@ -40,7 +40,7 @@ func (s *Store) JobCreateTx(ctx context.Context, ptx pgx.Tx, p db.JobCreateParam
 	if ptx.Conn().PgConn().TxStatus() != 'T' { // ended by a COMMIT or ROLLBACK sent as SQL
 		return db.Job{}, false, fmt.Errorf("create job in transaction: the transaction has ended: %w", pgx.ErrTxClosed)
 	}
-	t.now = t.now.UTC()
+	t.now, t.clocked = t.now.UTC(), true
 	jobs, created, err := s.CreateIn(ctx, t, []db.JobCreateParams{p}, false)
 	if err == nil {
 		err = t.flush(ctx) // the writes still queued; the caller commits

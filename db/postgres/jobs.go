@@ -293,14 +293,14 @@ func leaseArrays(leases []engine.Lease) ([]string, []int64) {
 func (t *tx) JobsExpired(ctx context.Context, limit int) ([]db.Job, error) {
 	return t.jobs(ctx, limit, `SELECT `+jobColumns+` FROM jobs
 		WHERE state = 'running' AND lease_until < $1 ORDER BY lease_until LIMIT $2
-		FOR UPDATE SKIP LOCKED`, t.now, limit)
+		FOR UPDATE SKIP LOCKED`, t.Now(), limit)
 }
 
 // JobsPauseOver reads paused jobs whose pause ended; see engine.Tx.
 func (t *tx) JobsPauseOver(ctx context.Context, limit int) ([]db.Job, error) {
 	return t.jobs(ctx, limit, `SELECT `+jobColumns+` FROM jobs
 		WHERE state = 'paused' AND pause_until IS NOT NULL AND pause_until <= $1
-		ORDER BY pause_until LIMIT $2 FOR UPDATE SKIP LOCKED`, t.now, limit)
+		ORDER BY pause_until LIMIT $2 FOR UPDATE SKIP LOCKED`, t.Now(), limit)
 }
 
 // watchedSQL reads the schedules with a dead-man's switch.
@@ -410,7 +410,7 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 	err := t.query(ctx, func(rows pgx.Rows) (err error) {
 		claims, err = scanAll(rows, a.Max, func(r pgx.Row, c *db.Claim) error { return scanJob(r, &c.Job, &c.RunID) })
 		return err
-	}, claimSQL, a.Worker, a.Until, t.now, a.DueBy, append([]string{}, a.Types...), a.Max)
+	}, claimSQL, a.Worker, a.Until, t.Now(), a.DueBy, append([]string{}, a.Types...), a.Max)
 	return claims, err
 }
 
@@ -490,7 +490,7 @@ func (t *tx) Heartbeat(ctx context.Context, job string, generation int64, until 
 	)
 	err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&cancel, &leaseUntil) }, `UPDATE jobs SET lease_until = greatest(lease_until, $1)
 		WHERE id = $2 AND lease_generation = $3 AND state = 'running' AND lease_until >= $4
-		RETURNING cancel_requested, lease_until`, until, job, generation, t.now)
+		RETURNING cancel_requested, lease_until`, until, job, generation, t.Now())
 	return cancel, leaseUntil.UTC(), translate(err)
 }
 

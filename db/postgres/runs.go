@@ -103,7 +103,7 @@ const endRunsSQL = `UPDATE runs r SET outcome = u.outcome, error = u.error, outp
 // RunsEnd closes runs in one statement; see engine.Tx.
 func (t *tx) RunsEnd(ctx context.Context, ends []engine.RunEnd) error {
 	jobs, gens, outcomes, errs, outputs, gaveUp := leases(ends)
-	t.exec(nil, endRunsSQL, t.now, jobs, gens, outcomes, errs, outputs, gaveUp)
+	t.exec(nil, endRunsSQL, t.Now(), jobs, gens, outcomes, errs, outputs, gaveUp)
 	return nil
 }
 
@@ -113,7 +113,7 @@ func (t *tx) RunsLate(ctx context.Context, ends []engine.RunEnd) error {
 	t.exec(nil, `UPDATE runs r SET late_outcome = u.outcome, late_error = u.error, late_finished_at = $1
 		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[]) AS u (job_id, generation, outcome, error)
 		WHERE r.job_id = u.job_id AND r.generation = u.generation AND r.late_outcome IS NULL`,
-		t.now, jobs, gens, outcomes, errs)
+		t.Now(), jobs, gens, outcomes, errs)
 	return nil
 }
 

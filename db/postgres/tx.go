@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -21,16 +22,23 @@ var _ engine.Tx = (*tx)(nil)
 // COMMIT: a group of completions costs two round trips, not one per
 // statement. A queued write that fails makes the server skip everything
 // after it, the COMMIT included, so nothing of a failed transaction lands.
+// The BEGIN and the reading of the clock are queued too (see InTx).
 type tx struct {
 	conn    *pgx.Conn
+	ctx     context.Context // InTx's, for the reading of the clock that Now sends
 	now     time.Time
+	clocked bool       // now has been read (or was given)
+	failed  error      // the failure of the round trip that Now sent
 	queued  *pgx.Batch // writes not yet sent
 	channel string     // where Notify sends (dialect.channel)
 }
 
 // InTx runs fn in a transaction and commits it; see engine.Dialect. BEGIN
 // and the reading of the clock (now, or the database's now(): the start of
-// the transaction) share a round trip.
+// the transaction) are queued, and sent with the transaction's first
+// statement that has an answer, or by the first call of Now that needs
+// the database's clock: a group of completions, which reads its jobs
+// before it needs the time, takes no round trip of its own to begin.
 //
 // Plans: the lifecycle reaches rows by key or through an index, in
 // statements of one fixed text each, and the statistics of a queue table
@@ -70,16 +78,23 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 	// cancelled statement) is closed by Release, not reused.
 	defer c.Release()
 	t := d.newTx(c.Conn())
+	t.ctx = ctx
+	if at != nil {
+		// As the database keeps it: to the microsecond.
+		t.now, t.clocked = at.Truncate(time.Microsecond), true
+	}
 	t.queued.Queue(`BEGIN`)
-	if err := t.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&t.now, nil, nil, nil, nil, nil, nil) },
-		`SELECT coalesce($1::timestamptz, now()), set_config('enable_seqscan', 'off', true),
+	t.queued.Queue(`SELECT coalesce($1::timestamptz, now()), set_config('enable_seqscan', 'off', true),
 			set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
 			set_config('plan_cache_mode', 'force_generic_plan', true), set_config('lock_timeout', $2, true),
-			set_config('jit', 'off', true)`, at, lockTimeout); err != nil {
-		return translate(err)
-	}
-	t.now = t.now.UTC()
-	if err := fn(t); err != nil {
+			set_config('jit', 'off', true)`, at, lockTimeout).QueryRow(func(r pgx.Row) error {
+		if err := r.Scan(&t.now, nil, nil, nil, nil, nil, nil); err != nil {
+			return err
+		}
+		t.now, t.clocked = t.now.UTC(), true
+		return nil
+	})
+	if err := cmp.Or(fn(t), t.failed); err != nil {
 		t.rollback(ctx)
 		return translate(err)
 	}
@@ -118,7 +133,15 @@ func (d *dialect) newTx(conn *pgx.Conn) *tx {
 	return &tx{conn: conn, queued: &pgx.Batch{}, channel: d.channel}
 }
 
-func (t *tx) Now() time.Time { return t.now }
+// Now is the transaction's clock. Until it has been read, it sends the
+// queued statements (the BEGIN and the reading among them); should that
+// fail, the transaction fails, and Now's answer means nothing.
+func (t *tx) Now() time.Time {
+	if !t.clocked && t.failed == nil {
+		t.failed = t.flush(t.ctx)
+	}
+	return t.now
+}
 
 // exec queues a write; check, when not nil, judges its command tag once it
 // has run.

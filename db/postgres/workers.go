@@ -21,14 +21,14 @@ func (t *tx) WorkerSeen(_ context.Context, w db.Worker, forget time.Time) error 
 	t.exec(nil, `INSERT INTO workers (id, types, first_seen_at, last_seen_at) VALUES ($1, $2, $3, $3)
 		ON CONFLICT (id) DO UPDATE SET types = excluded.types, last_seen_at = greatest(workers.last_seen_at, excluded.last_seen_at),
 			stopped_at = NULL`,
-		w.ID, append([]string{}, w.Types...), t.now)
+		w.ID, append([]string{}, w.Types...), t.Now())
 	return nil
 }
 
 // WorkerStopped records that a worker shut down, sent with the commit; see
 // engine.Tx.
 func (t *tx) WorkerStopped(_ context.Context, id string) error {
-	t.exec(nil, `UPDATE workers SET stopped_at = $1 WHERE id = $2`, t.now, id)
+	t.exec(nil, `UPDATE workers SET stopped_at = $1 WHERE id = $2`, t.Now(), id)
 	return nil
 }
 
