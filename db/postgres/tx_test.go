@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/engine"
 	"github.com/sked-dev/sked/db/postgres"
@@ -93,5 +95,65 @@ func TestTx_BeginsWithItsFirstStatement(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTx_RunsFinishBesideTheirRows claims a batch of jobs, whose runs are
+// written together onto fresh pages of runs, and ends every run in one
+// transaction, as a group of completions does. Ending a run changes no
+// indexed column, so it is written beside the row it replaces (a HOT
+// update, no new index entries) wherever its page has room: runs keeps
+// half of each page free for that (fillfactor 50; at 70, about half the
+// runs moved to other pages, each with three new index entries). Pass:
+// at least 3 in 4 runs are still on the page they were claimed on.
+func TestTx_RunsFinishBesideTheirRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := poolOfTwo(t, "runs_beside")
+	const n = 200
+	ps := make([]db.JobCreateParams, n)
+	for i := range ps {
+		ps[i] = db.JobCreateParams{Type: "beside"}
+	}
+	if _, err := s.JobCreateBatch(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"beside"}, Max: n, Lease: time.Hour})
+	if err != nil || len(claims) != n {
+		t.Fatalf("claimed %d of %d: %v", len(claims), n, err)
+	}
+	ids := make([]int64, n)
+	ends := make([]engine.RunEnd, n)
+	for i, cl := range claims {
+		ids[i] = cl.RunID
+		ends[i] = engine.RunEnd{Lease: engine.Lease{JobID: cl.Job.ID, Generation: cl.Job.LeaseGeneration}, Outcome: db.OutcomeSucceeded}
+	}
+	pages := func() map[int64]string {
+		rows, err := c.Query(ctx, `SELECT id, split_part(trim('()' FROM ctid::text), ',', 1) FROM runs WHERE id = ANY($1)`, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			id   int64
+			page string
+		)
+		out := map[int64]string{}
+		if _, err := pgx.ForEachRow(rows, []any{&id, &page}, func() error { out[id] = page; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := pages()
+	if err := postgres.InTx(ctx, s, func(tx engine.Tx) error { return tx.RunsEnd(ctx, ends) }); err != nil {
+		t.Fatal(err)
+	}
+	stayed := 0
+	for id, page := range pages() {
+		if before[id] == page {
+			stayed++
+		}
+	}
+	if stayed < n*3/4 {
+		t.Errorf("%d of %d ended runs stayed on their page; want at least %d", stayed, n, n*3/4)
 	}
 }
