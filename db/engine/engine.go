@@ -146,9 +146,9 @@ type Tx interface {
 	// SetSweptAt records that a quiet sweep watched at at.
 	SetSweptAt(ctx context.Context, at time.Time) error
 	// JobsClaim leases up to a.Max ready jobs of a.Types (any, if none)
-	// due by a.DueBy, earliest due first, passing over rows another
+	// due by now+a.Ahead, earliest due first, passing over rows another
 	// transaction holds: state running, lease owner a.Worker until
-	// a.Until, generation and attempt one up, cancel request cleared,
+	// now+a.Lease, generation and attempt one up, cancel request cleared,
 	// updated at the claim's time: the later of Now and the job's
 	// updated_at (a statement that runs after Now was read can see a
 	// change committed after it, such as the reaper ending the previous
@@ -241,8 +241,11 @@ type ClaimArgs struct {
 	Worker string
 	Types  []string
 	Max    int
-	Until  time.Time // the lease's end
-	DueBy  time.Time // Now, or later when claiming ahead
+	// The lease's length and how far ahead of the transaction's clock
+	// jobs may be due, both from that clock: the dialect reads it with the
+	// claim, which then needs no reading of its own before.
+	Lease time.Duration
+	Ahead time.Duration
 }
 
 // JobUpdate is a job row to write, fenced by the state it was read in (From)

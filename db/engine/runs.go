@@ -138,6 +138,15 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	types := distinct(p.Types)
 	var seenAt time.Time // when the claim recorded its worker; zero: it did not
 	err := s.inTx(ctx, func(tx Tx) error {
+		// The claim first: it reads the transaction's clock with it, where
+		// the worker's record (seldom written) needs it before.
+		got, err := tx.JobsClaim(ctx, ClaimArgs{
+			Worker: p.WorkerID, Types: types, Max: p.Max,
+			Lease: cmp.Or(p.Lease, db.DefaultLease), Ahead: max(p.Ahead, 0),
+		})
+		if err != nil {
+			return err
+		}
 		now := tx.Now()
 		recorded, err := s.recordWorker(ctx, tx, p.WorkerID, types, now)
 		if err != nil {
@@ -145,13 +154,6 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 		}
 		if recorded {
 			seenAt = now
-		}
-		got, err := tx.JobsClaim(ctx, ClaimArgs{
-			Worker: p.WorkerID, Types: types, Max: p.Max,
-			Until: now.Add(cmp.Or(p.Lease, db.DefaultLease)), DueBy: now.Add(max(p.Ahead, 0)),
-		})
-		if err != nil {
-			return err
 		}
 		if len(got) == 0 && !recorded {
 			return errNothingWritten

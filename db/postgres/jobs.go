@@ -372,13 +372,16 @@ func readyTypes(param string) string {
 // that the answer needs no join of the claimed jobs with their runs: the
 // planner, which cannot estimate either, joined them in a nested loop,
 // quadratic in the batch (measured: 13 of a claim's 25 ms for 99 jobs).
-// Arguments: worker, lease until, now, due by, the types ({}: any), the
-// limit.
+// Arguments: worker, the lease's length in microseconds, now (NULL: the
+// transaction's now(), its start, which the claim then reads for the
+// transaction: see tx.Now), how far ahead jobs may be due in
+// microseconds, the types ({}: any), the limit.
 var claimSQL = readyTypes("$5") + `, claimed AS (
-		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2,
-			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = greatest($3, updated_at)
+		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = ` + claimNow + ` + $2::bigint * interval '1 microsecond',
+			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = greatest(` + claimNow + `, updated_at)
 		WHERE id = ANY(ARRAY(SELECT picked.id FROM types CROSS JOIN LATERAL (
-				SELECT id, next_run_at FROM jobs WHERE state = 'ready' AND type = types.type AND next_run_at <= $4
+				SELECT id, next_run_at FROM jobs WHERE state = 'ready' AND type = types.type
+					AND next_run_at <= ` + claimNow + ` + $4::bigint * interval '1 microsecond'
 				ORDER BY next_run_at LIMIT $6 FOR UPDATE SKIP LOCKED) picked
 			ORDER BY picked.next_run_at LIMIT $6))
 		RETURNING ` + jobColumns + `
@@ -391,6 +394,9 @@ var claimSQL = readyTypes("$5") + `, claimed AS (
 		FROM numbered
 	)
 	SELECT * FROM numbered`
+
+// claimNow is the claim's clock: its argument 3, or the transaction's.
+const claimNow = `coalesce($3::timestamptz, now())`
 
 // claimSettings is what a claim's transaction sets before the claim (see
 // JobsClaim).
@@ -410,7 +416,7 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 	err := t.query(ctx, func(rows pgx.Rows) (err error) {
 		claims, err = scanAll(rows, a.Max, func(r pgx.Row, c *db.Claim) error { return scanJob(r, &c.Job, &c.RunID) })
 		return err
-	}, claimSQL, a.Worker, a.Until, t.Now(), a.DueBy, append([]string{}, a.Types...), a.Max)
+	}, claimSQL, a.Worker, a.Lease.Microseconds(), t.given(), a.Ahead.Microseconds(), append([]string{}, a.Types...), a.Max)
 	return claims, err
 }
 

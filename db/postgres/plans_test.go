@@ -39,8 +39,8 @@ func TestTx_Plans(t *testing.T) {
 		setup           []string
 		args            []any
 	}{
-		{"claim", postgres.ClaimSQL, "Index Cond: ((type = (unnest($5))) AND (next_run_at <= $4))", []string{postgres.ClaimSettings},
-			[]any{"w", now.Add(time.Minute), now, now, []string{}, 100}},
+		{"claim", postgres.ClaimSQL, "Index Cond: ((type = (unnest($5))) AND (next_run_at <= (COALESCE($3, now()) + ", []string{postgres.ClaimSettings},
+			[]any{"w", time.Minute.Microseconds(), now, int64(0), []string{}, 100}},
 		{"leased jobs", postgres.LeasedJobsSQL, "jobs_pkey", nil, []any{ids, gens}},
 		{"end runs", postgres.EndRunsSQL, "runs_lease", nil, []any{now, ids, gens, outcomes, texts, texts, flags}},
 		{"update jobs", postgres.UpdateJobsSQL, "Index Scan", nil, []any{ids, states, gens, states, times, times,

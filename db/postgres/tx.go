@@ -143,6 +143,16 @@ func (t *tx) Now() time.Time {
 	return t.now
 }
 
+// given is the transaction's clock when it is known without asking the
+// server (given to InTx, or read already); nil when it is the server's
+// now(), which a statement then reads itself, saving Now's round trip.
+func (t *tx) given() *time.Time {
+	if !t.clocked {
+		return nil
+	}
+	return &t.now
+}
+
 // exec queues a write; check, when not nil, judges its command tag once it
 // has run.
 func (t *tx) exec(check func(pgconn.CommandTag) error, sql string, args ...any) {

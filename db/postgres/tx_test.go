@@ -157,3 +157,43 @@ func TestTx_RunsFinishBesideTheirRows(t *testing.T) {
 		t.Errorf("%d of %d ended runs stayed on their page; want at least %d", stayed, n, n*3/4)
 	}
 }
+
+// TestTx_ClaimReadsTheClock claims a job as a transaction's first
+// statement: the claim reads the transaction's clock itself (now()), so
+// that no round trip reads it first, and leases the job from it. Pass: no
+// transaction is open before the claim, and the lease ends a lease's
+// length after the transaction's start, which Now answers.
+func TestTx_ClaimReadsTheClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := poolOfTwo(t, "claim_clock")
+	if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "clock"}); err != nil {
+		t.Fatal(err)
+	}
+	openTxs := func() (n int) {
+		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'claim_clock' AND state LIKE 'idle in transaction%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	err := postgres.InTx(ctx, s, func(tx engine.Tx) error {
+		if n := openTxs(); n != 0 {
+			t.Errorf("%d transactions open before the claim; want none", n)
+		}
+		claims, err := tx.JobsClaim(ctx, engine.ClaimArgs{Worker: "w", Types: []string{"clock"}, Max: 1, Lease: time.Minute})
+		if err != nil || len(claims) != 1 {
+			return fmt.Errorf("claimed %d: %w", len(claims), err)
+		}
+		if n := openTxs(); n != 1 {
+			t.Errorf("%d transactions open after the claim; want 1", n)
+		}
+		if got, want := *claims[0].Job.LeaseUntil, tx.Now().Add(time.Minute); !got.Equal(want) {
+			t.Errorf("lease until %s, want the transaction's start and a minute, %s", got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -10,11 +10,11 @@ import (
 	"github.com/sked-dev/sked/db"
 )
 
-// WorkerSeen records a worker's claim, sent with the claim in one round
-// trip; see engine.Tx. The forgetting goes first and skips locked rows, so
-// that the transaction holds no row but its worker's while it waits for
-// that one (two claims of the worker on two nodes): no two claims can wait
-// for each other.
+// WorkerSeen records a worker's claim, sent after the claim with the
+// commit; see engine.Tx. The forgetting skips locked rows, so that the
+// only row the transaction waits for is its worker's, and the claim before
+// it waits for none (SKIP LOCKED): of two claims of the worker on two
+// nodes, one waits for the other's commit, never both for each other.
 func (t *tx) WorkerSeen(_ context.Context, w db.Worker, forget time.Time) error {
 	t.exec(nil, `DELETE FROM workers WHERE id IN (
 		SELECT id FROM workers WHERE last_seen_at < $1 AND id <> $2 FOR UPDATE SKIP LOCKED)`, forget, w.ID)

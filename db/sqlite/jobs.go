@@ -268,7 +268,7 @@ const claimRunsSQL = `INSERT INTO runs (job_id, slot, attempt, generation, worke
 // JobsClaim leases due jobs and writes their runs; see engine.Tx.
 func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, error) {
 	now := fmtTime(t.now)
-	jobs, err := scanJobs(t.stmt(ctx, t.stmts.claim).QueryContext(ctx, a.Worker, fmtTime(a.Until), now, fmtTime(a.DueBy), jsonArray(a.Types), a.Max))
+	jobs, err := scanJobs(t.stmt(ctx, t.stmts.claim).QueryContext(ctx, a.Worker, fmtTime(t.now.Add(a.Lease)), now, fmtTime(t.now.Add(a.Ahead)), jsonArray(a.Types), a.Max))
 	if err != nil || len(jobs) == 0 {
 		return nil, err
 	}
