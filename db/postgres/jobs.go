@@ -319,7 +319,7 @@ func (t *tx) JobsWatched(ctx context.Context, all bool) ([]db.Job, error) {
 	}
 	return t.jobs(ctx, 0, watchedSQL+` AND quiet_since IS NULL
 		AND greatest(created_at, last_success_at, watch_from) + expect_success_ms * interval '1 millisecond' <= $1
-		FOR UPDATE SKIP LOCKED`, t.now)
+		FOR UPDATE SKIP LOCKED`, t.Now())
 }
 
 // SweptAt reads when a quiet sweep last watched; see engine.Tx.

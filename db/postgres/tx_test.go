@@ -197,3 +197,29 @@ func TestTx_ClaimReadsTheClock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTx_QuietSweepReadsTheClock sweeps for quiet schedules on a store
+// with no clock given, the database's own, as in production: the sweep's
+// first statement selects the schedules whose window ran out by the
+// transaction's clock, which that statement is the first to read. Pass: a
+// schedule watched for an hour whose window began three hours ago goes
+// quiet (with the clock's field read before the statement, none did).
+func TestTx_QuietSweepReadsTheClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := poolOfTwo(t, "quiet_clock")
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "nightly", Schedule: "0 3 * * *", ExpectSuccessWithin: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `UPDATE jobs SET created_at = now() - interval '3 hours', watch_from = NULL WHERE id = $1`, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	quiet, err := s.JobQuietSweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(quiet) != 1 || quiet[0].ID != j.ID {
+		t.Errorf("quiet sweep found %d schedules quiet (%v); want %s", len(quiet), quiet, j.ID)
+	}
+}
