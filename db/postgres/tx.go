@@ -135,10 +135,14 @@ func (d *dialect) newTx(conn *pgx.Conn) *tx {
 
 // Now is the transaction's clock. Until it has been read, it sends the
 // queued statements (the BEGIN and the reading among them); should that
-// fail, the transaction fails, and Now's answer means nothing.
+// fail, the transaction fails (InTx returns the failure), and Now answers
+// this machine's clock meanwhile: a time its callers can compute with
+// (the zero time made job ids panic), which nothing writes.
 func (t *tx) Now() time.Time {
 	if !t.clocked && t.failed == nil {
-		t.failed = t.flush(t.ctx)
+		if t.failed = t.flush(t.ctx); t.failed != nil {
+			t.now = time.Now().UTC()
+		}
 	}
 	return t.now
 }

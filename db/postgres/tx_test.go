@@ -223,3 +223,28 @@ func TestTx_QuietSweepReadsTheClock(t *testing.T) {
 		t.Errorf("quiet sweep found %d schedules quiet (%v); want %s", len(quiet), quiet, j.ID)
 	}
 }
+
+// TestTx_NowWhenTheServerIsGone reads the clock of a transaction whose
+// connection the server ended before its BEGIN was sent: the reading
+// fails, and so does the transaction. Pass: InTx fails, and Now answered a
+// time callers can compute with, this machine's (it was the zero time, on
+// which a job's new id panicked).
+func TestTx_NowWhenTheServerIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := poolOfTwo(t, "now_gone")
+	var now time.Time
+	err := postgres.InTx(ctx, s, func(tx engine.Tx) error {
+		if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'now_gone'`); err != nil {
+			t.Fatal(err)
+		}
+		now = tx.Now()
+		return nil
+	})
+	if err == nil {
+		t.Error("InTx succeeded on a connection the server ended")
+	}
+	if d := time.Since(now); d < -time.Minute || d > time.Minute {
+		t.Errorf("Now = %s when the reading failed; want about this machine's time", now)
+	}
+}
