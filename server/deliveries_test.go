@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/pressly/goose/v3"
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
@@ -233,13 +235,21 @@ func TestServer_DeliveriesGoOutWhileUserSlotsAreBusy(t *testing.T) {
 // and on PostgreSQL; a user's http job keeps its type.
 func TestServer_DeliversAfterUpgrade(t *testing.T) {
 	t.Parallel()
-	for name, dsn := range map[string]func(t *testing.T) (dsn, driver string){
-		"sqlite":   func(t *testing.T) (string, string) { return filepath.Join(t.TempDir(), "sked.db"), "sqlite" },
-		"postgres": func(t *testing.T) (string, string) { return postgrestest.URL(t), "pgx" },
+	// before is each store's schema version before the migration that
+	// gives deliveries their types.
+	type schema struct {
+		dsn                func(t testing.TB) string
+		driver, migrations string
+		dialect            goose.Dialect
+		before             int64
+	}
+	for name, sc := range map[string]schema{
+		"sqlite":   {func(t testing.TB) string { return filepath.Join(t.TempDir(), "sked.db") }, "sqlite", "../db/sqlite/migrations", goose.DialectSQLite3, 11},
+		"postgres": {postgrestest.URL, "pgx", "../db/postgres/migrations", goose.DialectPostgres, 13},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dsn, driver := dsn(t)
+			dsn := sc.dsn(t)
 			hook := newReceiver(t, false)
 			ctx := context.Background()
 			store, err := server.OpenStore(ctx, dsn, 0, nil)
@@ -255,14 +265,19 @@ func TestServer_DeliversAfterUpgrade(t *testing.T) {
 			if err := store.Close(); err != nil {
 				t.Fatal(err)
 			}
-			// Back to the schema before delivery types: the rows above are
-			// as that version wrote them.
-			conn, err := sql.Open(driver, dsn)
+			// Back to the schema before delivery types, through the
+			// migrations' own down steps: the rows above are as that
+			// version wrote them.
+			conn, err := sql.Open(sc.driver, dsn)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := conn.ExecContext(ctx, `DELETE FROM goose_db_version WHERE version_id = (SELECT max(version_id) FROM goose_db_version)`); err != nil {
+			migrations, err := goose.NewProvider(sc.dialect, conn, os.DirFS(sc.migrations))
+			if err != nil {
 				t.Fatal(err)
+			}
+			if _, err := migrations.DownTo(ctx, sc.before); err != nil {
+				t.Fatalf("migrate down to %d: %v", sc.before, err)
 			}
 			conn.Close()
 
