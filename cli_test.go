@@ -127,6 +127,13 @@ func TestCLI_Jobs(t *testing.T) {
 		compact(t, rec.Payload) != `{"command":["sh","-c","echo nightly"]}` {
 		t.Fatalf("recurring job = %+v", rec)
 	}
+	if rec.WatchFrom == nil {
+		t.Fatalf("recurring job with a switch has no watchFrom: %+v", rec)
+	}
+	quietAt := rec.WatchFrom.Add(26 * time.Hour).UTC().Format(time.RFC3339)
+	if show := ok(t, srv, "show", rec.ID); !strings.Contains(show, "quiet unless a run succeeds by "+quietAt) {
+		t.Errorf("show of a watched schedule does not say when it goes quiet (%s):\n%s", quietAt, show)
+	}
 
 	hook := okJSON[db.Job](t, srv, "add", "--url", "https://example.com/hook", "--payload", `{"hello":"world"}`, "--at", "2099-01-01T00:00:00Z")
 	if hook.Type != "http" || compact(t, hook.Payload) != `{"body":{"hello":"world"},"url":"https://example.com/hook"}` {
