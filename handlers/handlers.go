@@ -123,6 +123,7 @@ type Config struct {
 type handler struct {
 	unauthorized    throttle       // the log lines of requests refused 401
 	limited         throttle       // the log lines of requests refused 429 by authLimit
+	unreachable     throttle       // the log lines of requests answered 503 for want of the database
 	authLimit       *authLimiter   // wrong bearer tokens per client address; never nil
 	trustedProxies  []netip.Prefix // Config.TrustedProxies
 	store           db.Store
@@ -176,6 +177,7 @@ func New(cfg Config) *API {
 		claimers:        newClaimWaiters(cmp.Or(max(cfg.MaxClaimWaits, 0), DefaultMaxClaimWaits)),
 		unauthorized:    throttle{every: unauthorizedLogEvery},
 		limited:         throttle{every: unauthorizedLogEvery},
+		unreachable:     throttle{every: unreachableLogEvery},
 		authLimit:       newAuthLimiter(authFailBurst, authFailEvery),
 		trustedProxies:  proxyPrefixes(cfg.TrustedProxies),
 		metrics:         cfg.Metrics,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -158,10 +159,15 @@ func validationDetail(e *db.ValidationError) string {
 	return e.Error()
 }
 
+// unreachableLogEvery spaces the log lines of requests answered 503 while
+// the database cannot be reached.
+const unreachableLogEvery = time.Minute
+
 // error answers err as a problem. This is where a request's error stops:
-// 5xx are logged with the real error, 4xx are the client's and are not,
-// nor is a claim turned away because the server is shutting down (it has
-// said so once, and its workers go elsewhere).
+// 5xx are logged with the real error (those of a database out of reach a
+// line a minute), 4xx are the client's and are not, nor is a claim turned
+// away because the server is shutting down (it has said so once, and its
+// workers go elsewhere).
 func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
 	switch {
@@ -171,6 +177,13 @@ func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
 		h.logger.WarnContext(r.Context(), "http request failed while the server shuts down",
 			"method", r.Method, "path", r.URL.Path, "err", err)
 		p = problemFor(errStopped)
+	case errors.Is(err, db.ErrUnreachable):
+		// While the database is down every request is answered so: a
+		// line a minute, with how many, rather than one each.
+		if n, ok := h.unreachable.tick(time.Now()); ok {
+			h.logger.ErrorContext(r.Context(), "requests answered 503: the database cannot be reached",
+				"requests", n, "last_method", r.Method, "last_path", r.URL.Path, "err", err)
+		}
 	case p.Status >= 500 && !errors.Is(err, errShuttingDown):
 		h.logger.ErrorContext(r.Context(), "http request failed",
 			"method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
