@@ -63,17 +63,14 @@ func importCrontabCmd(env Env) *cobra.Command {
 			}
 			var (
 				reqs  []wire.JobCreateRequest
-				taken = map[string]int{} // job names, unique across the files
+				names = &cronNames{prefix: prefix} // unique across the files
 			)
 			for _, file := range files {
-				r, err := importCrontabFile(env, file, tz, system, taken)
+				r, err := importCrontabFile(env, file, tz, system, names)
 				if err != nil {
 					return err
 				}
 				reqs = append(reqs, r...)
-			}
-			for i := range reqs {
-				reqs[i].Name = prefix + reqs[i].Name
 			}
 			if len(reqs) == 0 {
 				return fmt.Errorf("the crontab %s holds no line sked can run", strings.Join(files, ", "))
@@ -90,9 +87,9 @@ func importCrontabCmd(env Env) *cobra.Command {
 }
 
 // importCrontabFile reads the crontab file ("-": standard input) with
-// importCrontab, its names taken from and added to taken, and says its
+// importCrontab, its jobs named by names, and says its
 // notes on stderr, each after the file's name.
-func importCrontabFile(env Env, file, tz string, system bool, taken map[string]int) ([]wire.JobCreateRequest, error) {
+func importCrontabFile(env Env, file, tz string, system bool, names *cronNames) ([]wire.JobCreateRequest, error) {
 	in, name := io.Reader(os.Stdin), "standard input"
 	switch {
 	case file == "-" && isTerminal(os.Stdin):
@@ -105,7 +102,7 @@ func importCrontabFile(env Env, file, tz string, system bool, taken map[string]i
 		defer f.Close()
 		in, name = f, file
 	}
-	reqs, notes, err := importCrontab(in, tz, system, taken)
+	reqs, notes, err := importCrontab(in, tz, system, names)
 	if err != nil {
 		return nil, fmt.Errorf("read the crontab %s: %w", name, err)
 	}
@@ -138,9 +135,9 @@ var crontabVar = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$`)
 // jobs, and notes on what did not carry over, each naming its line. tz is
 // the zone until a CRON_TZ (or TZ) line names another; system says that a
 // user field comes before each command (it is dropped: sked runs commands
-// as its own user). The jobs' names are unique among those counted in
-// taken, to which they are added.
-func importCrontab(r io.Reader, tz string, system bool, taken map[string]int) ([]wire.JobCreateRequest, []string, error) {
+// as its own user). The jobs are named by names, unique among all it
+// named.
+func importCrontab(r io.Reader, tz string, system bool, names *cronNames) ([]wire.JobCreateRequest, []string, error) {
 	var (
 		reqs  []wire.JobCreateRequest
 		notes []string
@@ -211,7 +208,7 @@ func importCrontab(r io.Reader, tz string, system bool, taken map[string]int) ([
 		if err != nil {
 			return nil, nil, err
 		}
-		reqs = append(reqs, wire.JobCreateRequest{Name: cronJobName(rest, taken), Type: "exec", Schedule: spec, Timezone: tz, Payload: b})
+		reqs = append(reqs, wire.JobCreateRequest{Name: names.name(rest), Type: "exec", Schedule: spec, Timezone: tz, Payload: b})
 	}
 	return reqs, notes, sc.Err()
 }
@@ -253,11 +250,20 @@ func unescapedPercent(command string) bool {
 	return false
 }
 
-// cronJobName names the job of command after its program ("backup" for
-// "/usr/local/bin/backup.sh --full", "report" for "DIR=/b report.py"), with -2, -3… for a name taken
-// already (counted in taken), or "cron" when the program's name is no
-// job name.
-func cronJobName(command string, taken map[string]int) string {
+// cronNames names the jobs of crontabs imported: prefix (--name-prefix),
+// then the program, unique among the names it gave.
+type cronNames struct {
+	prefix string
+	taken  map[string]int // how many jobs each program named
+}
+
+// name names the job of command after its program ("backup" for
+// "/usr/local/bin/backup.sh --full", "report" for "DIR=/b report.py"),
+// after the prefix, with -2, -3… for a program named already, or "cron"
+// when the program's name is no job name. The program's name is cut short
+// where the whole would be longer than a job's name may be
+// (db.MaxNameLen).
+func (c *cronNames) name(command string) string {
 	words := strings.Fields(command)
 	for len(words) > 1 && shellVar.MatchString(words[0]) {
 		words = words[1:] // NAME=value before the program
@@ -273,11 +279,16 @@ func cronJobName(command string, taken map[string]int) string {
 	if base == "" || db.CheckName(base) != nil {
 		base = "cron"
 	}
-	taken[base]++
-	if n := taken[base]; n > 1 {
-		return base + "-" + strconv.Itoa(n)
+	if c.taken == nil {
+		c.taken = map[string]int{}
 	}
-	return base
+	c.taken[base]++
+	suffix := ""
+	if n := c.taken[base]; n > 1 {
+		suffix = "-" + strconv.Itoa(n)
+	}
+	room := max(db.MaxNameLen-len(c.prefix)-len(suffix), 1) // the prefix leaves room for "cron" (see importCrontabCmd)
+	return c.prefix + base[:min(len(base), room)] + suffix
 }
 
 // unquote strips one pair of matching quotes around s.

@@ -42,7 +42,7 @@ not a line at all
 // CRON_TZ, with the crontab's variables; what does not carry over is said
 // by line; and the file applies to a server as written.
 func TestImportCrontab(t *testing.T) {
-	reqs, notes, err := importCrontab(strings.NewReader(sampleCrontab), "", false, map[string]int{})
+	reqs, notes, err := importCrontab(strings.NewReader(sampleCrontab), "", false, &cronNames{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestImportCrontab(t *testing.T) {
 // TestImportCrontab_System: a system crontab's user field is dropped, and
 // said so.
 func TestImportCrontab_System(t *testing.T) {
-	reqs, notes, err := importCrontab(strings.NewReader("17 * * * * root cd / && run-parts /etc/cron.hourly\n"), "UTC", true, map[string]int{})
+	reqs, notes, err := importCrontab(strings.NewReader("17 * * * * root cd / && run-parts /etc/cron.hourly\n"), "UTC", true, &cronNames{})
 	if err != nil || len(reqs) != 1 || string(reqs[0].Payload) != `{"command":["/bin/sh","-c","cd / \u0026\u0026 run-parts /etc/cron.hourly"]}` {
 		t.Fatalf("%+v, %v", reqs, err)
 	}
@@ -114,7 +114,7 @@ func TestImportCrontab_System(t *testing.T) {
 	if _, err := user.Lookup("root"); err != nil {
 		t.Skipf("no user root here: %v", err)
 	}
-	_, notes, err = importCrontab(strings.NewReader("17 * * * * root cd / && run-parts /etc/cron.hourly\n"), "UTC", false, map[string]int{})
+	_, notes, err = importCrontab(strings.NewReader("17 * * * * root cd / && run-parts /etc/cron.hourly\n"), "UTC", false, &cronNames{})
 	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], `line 1: its command begins with "root", a user of this machine and no program`) ||
 		!strings.Contains(notes[0], "give --system") {
 		t.Errorf("a system crontab's line without --system: notes %q, %v; want one saying to give --system", notes, err)
@@ -221,5 +221,39 @@ func TestImportCrontab_Again(t *testing.T) {
 	}
 	if code, _, stderr := mainOf("import-crontab", crontab, "--name-prefix", "a b"); code != ExitUsage || !strings.Contains(stderr, `--name-prefix "a b"`) {
 		t.Errorf("a prefix no name begins with: exit %d, %s; want a usage error", code, stderr)
+	}
+}
+
+// TestImportCrontab_LongNames: a program's name that fills a job's name
+// is cut short so that the prefix and the -2 of its second line fit, and
+// the crontab applies; the names stay apart.
+func TestImportCrontab_LongNames(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	crontab, file := filepath.Join(dir, "crontab"), filepath.Join(dir, "schedules.yaml")
+	long := "/opt/" + strings.Repeat("x", db.MaxNameLen) + ".sh"
+	if err := os.WriteFile(crontab, []byte("0 1 * * * "+long+" a\n0 2 * * * "+long+" b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, yaml, stderr := mainOf("import-crontab", crontab, "--name-prefix", "team-alpha-")
+	if code != 0 {
+		t.Fatalf("sked import-crontab: exit %d\n%s", code, stderr)
+	}
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := mainOf("apply", "-f", file, "--server", srv.URL); code != 0 || !strings.Contains(out, "2 created") {
+		t.Fatalf("sked apply of the import: exit %d, %s%s; want 2 created", code, out, stderr)
+	}
+	jobs, _, err := s.JobList(context.Background(), db.JobListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if len(j.Name) > db.MaxNameLen || !strings.HasPrefix(j.Name, "team-alpha-xxx") {
+			t.Errorf("job name %q (%d characters); want team-alpha-xxx… within %d", j.Name, len(j.Name), db.MaxNameLen)
+		}
 	}
 }
