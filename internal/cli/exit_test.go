@@ -101,7 +101,7 @@ func TestExitCodes_Interrupted(t *testing.T) {
 		{[]string{"ls"}, "interrupted before it was done: no change reached " + hang.URL + ", which changed nothing"},
 		{[]string{"add", "--type", "noop"}, "interrupted before it was done: POST /jobs was sent to " + hang.URL + " and got no answer, so the server may have made that change or not"},
 		{[]string{"apply", "-f", file}, "interrupted before it was done: PUT /jobs/by-name/second was sent to " + hang.URL +
-			" and got no answer, so the server may have made that change or not (the 1 change answered before it stay made)"},
+			" and got no answer, so the server may have made that change or not (the 1 change answered before it stays made)"},
 	} {
 		// Interrupted once the server has the request.
 		ctx, cancel := context.WithCancel(context.Background())

@@ -54,7 +54,11 @@ func (s *sentChanges) interrupted(server string) string {
 	case s.pending != "":
 		msg := fmt.Sprintf("interrupted before it was done: %s was sent to %s and got no answer, so the server may have made that change or not", s.pending, server)
 		if s.made > 0 {
-			msg += fmt.Sprintf(" (the %s answered before it stay made)", plural(s.made, "change"))
+			stay := "stay"
+			if s.made == 1 {
+				stay = "stays"
+			}
+			msg += fmt.Sprintf(" (the %s answered before it %s made)", plural(s.made, "change"), stay)
 		}
 		return msg + "; look (sked ls, sked show) before sending it again"
 	case s.made > 0:
