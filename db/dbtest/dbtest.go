@@ -104,6 +104,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"QuietAfterRedefine":     testQuietAfterRedefine,
 		"QuietWatchFrom":         testQuietWatchFrom,
 		"QuietAfterSkip":         testQuietAfterSkip,
+		"QuietSkipThenLonger":    testQuietSkipThenLonger,
 		"Prune":                  testPrune,
 		"PruneLongHistory":       testPruneLongHistory,
 		"JobCreateBatch":         testJobCreateBatch,

@@ -294,15 +294,7 @@ func testQuietWatchFrom(t *testing.T, f *fixture) {
 // skip left, but a whole window after the slot skipped with no success. A
 // return from downtime before that slot keeps the window from it.
 func testQuietAfterSkip(t *testing.T, f *fixture) {
-	day := Start.Truncate(24 * time.Hour).Add(24 * time.Hour) // Tuesday 00:00
-	j := f.create(db.JobCreateParams{Schedule: "0 1 * * *", ExpectSuccessWithin: 26 * time.Hour, MaxAttempts: 1})
-	f.Clock.Set(day.Add(time.Hour))
-	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false) // Tuesday 01:00
-	f.Clock.Set(day.Add(15 * time.Hour))
-	skipped, err := f.Store.JobSkipNext(f.ctx, j.ID) // Wednesday 01:00
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, skipped, day := f.skipNightly()
 	slot := day.Add(25 * time.Hour)
 	if skipped.WatchFrom == nil || !skipped.WatchFrom.Equal(slot) || !skipped.Slot.Equal(day.Add(49*time.Hour)) {
 		t.Fatalf("skipped: window from %v, next slot %v; want the window from the slot skipped, %v, and Thursday 01:00 next", skipped.WatchFrom, skipped.Slot, slot)
@@ -326,4 +318,49 @@ func testQuietAfterSkip(t *testing.T, f *fixture) {
 	if ids := f.quiet(); len(ids) != 1 || ids[0] != j.ID {
 		t.Fatalf("a whole window since the slot skipped with no success: quiet %v; want %s", ids, j.ID)
 	}
+}
+
+// testQuietSkipThenLonger: a longer window given after the next slot was
+// skipped keeps its start at the slot skipped, as a return from downtime
+// does: started at the change, it went off before the slot after the one
+// skipped had come, in the gap the skip left.
+func testQuietSkipThenLonger(t *testing.T, f *fixture) {
+	j, skipped, day := f.skipNightly()
+	slot := day.Add(25 * time.Hour)
+	f.Clock.Set(day.Add(16 * time.Hour))
+	spec := db.SpecOf(skipped)
+	spec.ExpectSuccessWithin = 27 * time.Hour
+	longer, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(j.ID); !db.Deref(longer.WatchFrom).Equal(slot) || !db.Deref(got.WatchFrom).Equal(slot) {
+		t.Fatalf("a longer window after the skip: window from %v, read %v; want still the slot skipped, %v", longer.WatchFrom, got.WatchFrom, slot)
+	}
+	f.Clock.Set(day.Add(43*time.Hour + time.Second)) // Wednesday 19:00, 27 hours since the change
+	if ids := f.quiet(); len(ids) != 0 {
+		t.Fatalf("quiet in the gap the skip left: %v", ids)
+	}
+	f.Clock.Set(slot.Add(27*time.Hour + time.Second)) // Thursday 04:00, no run of Thursday 01:00
+	if ids := f.quiet(); len(ids) != 1 || ids[0] != j.ID {
+		t.Fatalf("a whole window since the slot skipped with no success: quiet %v; want %s", ids, j.ID)
+	}
+}
+
+// skipNightly creates a job that runs at 01:00 watched for 26 hours, runs
+// it with success on Tuesday 01:00 (day is that Tuesday's 00:00) and skips
+// its next slot, Wednesday 01:00, on Tuesday at 15:00; it returns the job
+// as created and as skipped.
+func (f *fixture) skipNightly() (j, skipped db.Job, day time.Time) {
+	f.Helper()
+	day = Start.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	j = f.create(db.JobCreateParams{Schedule: "0 1 * * *", ExpectSuccessWithin: 26 * time.Hour, MaxAttempts: 1})
+	f.Clock.Set(day.Add(time.Hour))
+	f.finish(f.claimOne("w"), db.OutcomeSucceeded, false)
+	f.Clock.Set(day.Add(15 * time.Hour))
+	skipped, err := f.Store.JobSkipNext(f.ctx, j.ID)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return j, skipped, day
 }

@@ -98,9 +98,13 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	to.MaxAttempts, to.Timeout, to.Backoff, to.Jitter = nj.MaxAttempts, nj.Timeout, nj.Backoff, nj.Jitter
 	to.Overlap, to.Misfire, to.ExpectSuccessWithin = nj.Overlap, nj.Misfire, nj.ExpectSuccessWithin
 	if changed(changes, "schedule", "timezone", "expectSuccessWithin") {
-		// The switch watches the new definition from now; one turned off
-		// is quiet no more.
+		// The switch watches the new definition from now, or from a
+		// skipped slot still to come of the same schedule (see
+		// lifecycle.WatchAgain); one turned off is quiet no more.
 		to.WatchFrom = s.storedPtr(now)
+		if !changed(changes, "schedule", "timezone") {
+			to.WatchFrom = s.storedPtr(lifecycle.WatchAgain(j, now))
+		}
 		if to.ExpectSuccessWithin == 0 {
 			to.QuietSince = nil
 		}
