@@ -79,3 +79,9 @@ func Explain(ctx context.Context, s *Store, setup []string, sql string, args ...
 	}
 	return plan, err
 }
+
+// Queue queues sql in tx, a transaction of InTx's, as its writes are
+// queued: sent with its next statement that has an answer.
+func Queue(t engine.Tx, sql string, args ...any) {
+	t.(*tx).exec(nil, sql, args...)
+}

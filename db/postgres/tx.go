@@ -137,7 +137,8 @@ func (d *dialect) newTx(conn *pgx.Conn) *tx {
 // queued statements (the BEGIN and the reading among them); should that
 // fail, the transaction fails (InTx returns the failure), and Now answers
 // this machine's clock meanwhile: a time its callers can compute with
-// (the zero time made job ids panic), which nothing writes.
+// (the zero time made job ids panic), which nothing writes (no statement
+// is sent after the failure: see flush).
 func (t *tx) Now() time.Time {
 	if !t.clocked && t.failed == nil {
 		if t.failed = t.flush(t.ctx); t.failed != nil {
@@ -179,8 +180,15 @@ func (t *tx) queryRow(ctx context.Context, scan func(pgx.Row) error, sql string,
 	return t.flush(ctx)
 }
 
-// flush sends the queued statements and runs their checks.
+// flush sends the queued statements and runs their checks. After Now's
+// round trip failed it sends nothing and answers that failure: the server
+// may not have run the BEGIN sent with it (a statement that did not
+// prepare fails the round trip before any runs), and the statements sent
+// after it would each commit on their own.
 func (t *tx) flush(ctx context.Context) error {
+	if t.failed != nil {
+		return t.failed
+	}
 	b := t.queued
 	t.queued = &pgx.Batch{}
 	return t.conn.SendBatch(ctx, b).Close()

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,5 +247,37 @@ func TestTx_NowWhenTheServerIsGone(t *testing.T) {
 	}
 	if d := time.Since(now); d < -time.Minute || d > time.Minute {
 		t.Errorf("Now = %s when the reading failed; want about this machine's time", now)
+	}
+}
+
+// TestTx_NothingSentAfterTheClockFailed reads the clock of a transaction
+// whose queued statements the server refused before running any (a
+// statement that does not prepare): its BEGIN was not run either. The
+// transaction goes on, as callers of Now do, and writes the last sweep's
+// time with its next statement. Pass: InTx fails with the first failure
+// (the missing table), and the write did not land (it was sent without a
+// transaction around it, and committed on its own).
+func TestTx_NothingSentAfterTheClockFailed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := poolOfTwo(t, "now_refused")
+	err := postgres.InTx(ctx, s, func(tx engine.Tx) error {
+		postgres.Queue(tx, `UPDATE no_such_table SET x = 1`)
+		now := tx.Now()
+		if err := tx.SetSweptAt(ctx, now); err != nil {
+			return err
+		}
+		_, err := tx.SweptAt(ctx)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "no_such_table") {
+		t.Errorf("InTx = %v; want the failure of the statement that did not prepare", err)
+	}
+	var n int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM watch`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d sweeps recorded by a transaction that failed; want none", n)
 	}
 }
