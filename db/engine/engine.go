@@ -323,10 +323,12 @@ type Store struct {
 	d     Dialect
 	yield bool
 
-	// reading is the database's clock as last read (nil: never), and
-	// reads is held by the one call of Now that reads it again. See Now.
+	// reading is the database's clock as last read (nil: never), reads
+	// is held by the one call of Now that reads it again, and tries
+	// counts the readings tried, done or failed. See Now.
 	reading atomic.Pointer[clockReading]
 	reads   sync.Mutex
+	tries   atomic.Uint64
 
 	health health
 
@@ -407,20 +409,24 @@ func (s *Store) Now() time.Time {
 // reading it: then last, carried a little longer, serves (a busy pool's
 // workers all ask at once, and each asking took a connection from the
 // claims and completions). Only without any reading does a caller wait
-// for another's. It returns the newest reading, nil if there is none.
+// for another's, and takes its outcome: one that failed (the database out
+// of reach) is not tried again by each waiter in turn, a timeout each. It
+// returns the newest reading, nil if there is none.
 func (s *Store) readClock(last *clockReading) *clockReading {
+	tried := s.tries.Load()
 	if last == nil {
 		s.reads.Lock()
 	} else if !s.reads.TryLock() {
 		return last
 	}
 	defer s.reads.Unlock()
-	if r := s.reading.Load(); r != last {
-		return r // read by another caller meanwhile
+	if r := s.reading.Load(); r != last || s.tries.Load() != tried {
+		return r // read, or tried, by another caller meanwhile
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	t, err := s.d.Now(ctx)
 	cancel()
+	s.tries.Add(1)
 	if err != nil {
 		return last
 	}

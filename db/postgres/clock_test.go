@@ -50,10 +50,7 @@ func TestStore_NowReadOnceWhenStale(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // past the store's clock refresh (a second), for the reading to be old
 	release := holdPool(ctx, s)
 	const callers = 20
-	answered := make(chan time.Time, callers)
-	for range callers {
-		go func() { answered <- s.Now() }()
-	}
+	answered := askNow(s, callers)
 	// The pool stays busy at most until a caller that read the clock
 	// itself would have given up on a connection (its call's timeout, 2s),
 	// so that one that did answers only after the release.
@@ -85,4 +82,40 @@ func holdPool(ctx context.Context, s *postgres.Store) (release chan struct{}) {
 		<-held
 	}
 	return release
+}
+
+// TestStore_NowWaitsForOneReading asks a store that has no reading of the
+// database's clock yet for its time from several callers at once, while
+// every connection of its pool is busy: one reads the clock and gives up
+// after its call's timeout (2s), and the others, which wait for that
+// reading, answer then with this machine's clock. Before, each waiter
+// read again in turn when the one before gave up: the last of five
+// answered after five timeouts. Pass: all answer before the pool is
+// released, after three timeouts' time.
+func TestStore_NowWaitsForOneReading(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := poolOfTwo(t, "now_first")
+	release := holdPool(ctx, s)
+	const callers = 5
+	answered := askNow(s, callers)
+	busy := time.After(6 * time.Second)
+	for i := range callers {
+		select {
+		case <-answered:
+		case <-busy:
+			close(release)
+			t.Fatalf("%d of %d calls of Now answered while the pool was busy; want all, after one reading's timeout", i, callers)
+		}
+	}
+	close(release)
+}
+
+// askNow calls s.Now from n goroutines at once and sends their answers.
+func askNow(s *postgres.Store, n int) <-chan time.Time {
+	answered := make(chan time.Time, n)
+	for range n {
+		go func() { answered <- s.Now() }()
+	}
+	return answered
 }
