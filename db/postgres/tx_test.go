@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,5 +280,47 @@ func TestTx_NothingSentAfterTheClockFailed(t *testing.T) {
 	}
 	if n != 0 {
 		t.Errorf("%d sweeps recorded by a transaction that failed; want none", n)
+	}
+}
+
+// TestTx_StaleWorkersSeenAtOnce records, at once in two transactions, two
+// workers that were last seen longer ago than db.WorkerForgetAfter (as
+// after a long outage): each transaction also forgets the workers not seen
+// since then but its own. Before, each forgot first, locking the other's
+// row, and then waited for its own row, which the other held: PostgreSQL
+// found the deadlock and failed one (in the first rounds, as a rule). Pass:
+// a hundred rounds in which both transactions commit.
+func TestTx_StaleWorkersSeenAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := poolOfTwo(t, "stale_workers")
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for round := range 100 {
+		if _, err := c.Exec(ctx, `DELETE FROM workers`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, `INSERT INTO workers (id, types, first_seen_at, last_seen_at)
+			VALUES ('a', '{}', $1, $1), ('b', '{}', $1, $1)`, old); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, id := range []string{"a", "b"} {
+			wg.Go(func() {
+				errs[i] = postgres.InTx(ctx, s, func(tx engine.Tx) error {
+					if err := tx.WorkerSeen(ctx, db.Worker{ID: id}, time.Now().Add(-db.WorkerForgetAfter)); err != nil {
+						return err
+					}
+					_, err := tx.SweptAt(ctx)
+					return err
+				})
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 	}
 }

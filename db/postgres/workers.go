@@ -11,17 +11,20 @@ import (
 )
 
 // WorkerSeen records a worker's claim, sent after the claim with the
-// commit; see engine.Tx. The forgetting skips locked rows, so that the
-// only row the transaction waits for is its worker's, and the claim before
-// it waits for none (SKIP LOCKED): of two claims of the worker on two
-// nodes, one waits for the other's commit, never both for each other.
+// commit; see engine.Tx. The only row the transaction waits for is its
+// worker's, and it waits before it holds any other: the claim before it
+// waits for none (SKIP LOCKED), and the forgetting, after it, skips
+// locked rows. Of two claims of the worker on two nodes, one waits for the
+// other's commit, never both for each other; and two workers forgotten
+// both (seen again after an outage longer than db.WorkerForgetAfter) do
+// not each lock the other's row to delete it, then wait for their own.
 func (t *tx) WorkerSeen(_ context.Context, w db.Worker, forget time.Time) error {
-	t.exec(nil, `DELETE FROM workers WHERE id IN (
-		SELECT id FROM workers WHERE last_seen_at < $1 AND id <> $2 FOR UPDATE SKIP LOCKED)`, forget, w.ID)
 	t.exec(nil, `INSERT INTO workers (id, types, first_seen_at, last_seen_at) VALUES ($1, $2, $3, $3)
 		ON CONFLICT (id) DO UPDATE SET types = excluded.types, last_seen_at = greatest(workers.last_seen_at, excluded.last_seen_at),
 			stopped_at = NULL`,
 		w.ID, append([]string{}, w.Types...), t.Now())
+	t.exec(nil, `DELETE FROM workers WHERE id IN (
+		SELECT id FROM workers WHERE last_seen_at < $1 AND id <> $2 FOR UPDATE SKIP LOCKED)`, forget, w.ID)
 	return nil
 }
 
