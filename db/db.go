@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -355,12 +356,19 @@ const (
 // Where is the WHERE clause of p's filters (empty when none is set), for
 // a page of jobs by id, newest first, and its arguments in order;
 // placeholder writes the nth argument's placeholder in the store's SQL.
+// A state is written into the text, not passed as an argument: each state
+// then has a statement of its own, whose plan may use an index that holds
+// some states only (a plan made for any state could not).
 func (p JobListParams) Where(placeholder func(n int) string) (string, []any) {
 	var (
 		conds []string
 		args  []any
 	)
-	for _, f := range []struct{ cond, v string }{{"state =", string(p.State)}, {"type =", p.Type}, {"name =", p.Name}, {"lease_owner =", p.LeaseOwner}, {"id <", p.Cursor}} {
+	state := string(p.State)
+	if slices.Contains(AllStates, p.State) {
+		conds, state = append(conds, "state = '"+state+"'"), ""
+	}
+	for _, f := range []struct{ cond, v string }{{"state =", state}, {"type =", p.Type}, {"name =", p.Name}, {"lease_owner =", p.LeaseOwner}, {"id <", p.Cursor}} {
 		if f.v != "" {
 			args = append(args, f.v)
 			conds = append(conds, f.cond+" "+placeholder(len(args)))

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/engine"
 )
 
@@ -85,3 +86,7 @@ func Explain(ctx context.Context, s *Store, setup []string, sql string, args ...
 func Queue(t engine.Tx, sql string, args ...any) {
 	t.(*tx).exec(nil, sql, args...)
 }
+
+// JobsPageSQL is the statement that reads a page of jobs, and its
+// arguments.
+func JobsPageSQL(p db.JobListParams, limit int) (string, []any) { return jobsPageSQL(p, limit) }

@@ -519,9 +519,16 @@ func (d *dialect) JobGet(ctx context.Context, id string) (db.Job, error) {
 
 // JobsPage reads a page of jobs; see engine.Reader.
 func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) ([]db.Job, error) {
+	sql, args := jobsPageSQL(p, limit)
+	return queryJobs(ctx, d.pool, sql, args...)
+}
+
+// jobsPageSQL is the statement that reads a page of jobs, and its
+// arguments.
+func jobsPageSQL(p db.JobListParams, limit int) (string, []any) {
 	where, args := p.Where(func(n int) string { return "$" + strconv.Itoa(n) })
 	args = append(args, limit)
-	return queryJobs(ctx, d.pool, `SELECT `+jobColumns+` FROM jobs`+where+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+	return `SELECT ` + jobColumns + ` FROM jobs` + where + ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args)), args
 }
 
 // JobNextDue returns when the earliest ready job of types is due; see

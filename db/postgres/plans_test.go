@@ -64,6 +64,29 @@ func TestTx_Plans(t *testing.T) {
 	}
 }
 
+// TestJobsPage_PlanByState: a page of the jobs of one state reads an
+// index that holds that state, also in a plan made for any arguments (as
+// the store's transactions force): running jobs, which jobs_state_id
+// leaves out, through jobs_running; the others through jobs_state_id. A
+// statement with the state as an argument could use neither, and walked
+// every job newer than the page's.
+func TestJobsPage_PlanByState(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := postgrestest.Open(t)
+	enqueue(t, s, 2)
+	for state, index := range map[db.JobState]string{db.StateRunning: "jobs_running", db.StateReady: "jobs_state_id", db.StateDead: "jobs_state_id"} {
+		sql, args := postgres.JobsPageSQL(db.JobListParams{State: state}, 50)
+		plan, err := postgres.Explain(ctx, s, nil, sql, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", state, err)
+		}
+		if !strings.Contains(plan, index) || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("a page of %s jobs does not read %s:\n%s", state, index, plan)
+		}
+	}
+}
+
 // TestTx_PrunePlan: the prune's read of finished jobs walks the (state,
 // id) index from the oldest of those jobs up to the ceiling of the ids it
 // may delete, whatever else is old: by id alone (jobs_pkey) it would walk
