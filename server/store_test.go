@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -126,40 +125,28 @@ func TestOpenStore_PostgresSetupMistakes(t *testing.T) {
 // waiting cannot mend, a refused login, fails at its first try.
 func TestOpenStore_WaitsForPostgres(t *testing.T) {
 	t.Parallel()
-	real, err := url.Parse(postgrestest.URL(t))
+	realURL := postgrestest.URL(t)
+	real, err := url.Parse(realURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	later := ln.Addr().String() // nothing listens there until the proxy starts
-	ln.Close()
-	dsn := *real
-	dsn.Host = later
-	go func() {
-		time.Sleep(time.Second)
-		proxy, err := net.Listen("tcp", later)
-		if err != nil {
-			t.Errorf("listen on %s for the late server: %v", later, err)
-			return
-		}
-		t.Cleanup(func() { proxy.Close() })
-		for {
-			c, err := proxy.Accept()
-			if err != nil {
-				return
-			}
-			go forward(c, real.Host)
-		}
-	}()
+	proxy := postgrestest.NewProxy(t, realURL)
+	dsn := proxy.URL(realURL)
+	proxy.Cut() // nothing listens there until the server "starts"
 	var log syncbuf.Buffer
-	s, err := server.OpenStore(t.Context(), dsn.String(), time.Minute, slog.New(slog.NewTextHandler(&log, nil)))
-	if err != nil {
+	opened := make(chan error, 1)
+	go func() {
+		s, err := server.OpenStore(t.Context(), dsn, time.Minute, slog.New(slog.NewTextHandler(&log, nil)))
+		if err == nil {
+			s.Close()
+		}
+		opened <- err
+	}()
+	time.Sleep(time.Second)
+	proxy.Restore()
+	if err := <-opened; err != nil {
 		t.Fatalf("OpenStore of a server that answers a second late: %v\nlog:\n%s", err, log.String())
 	}
-	s.Close()
 	if !strings.Contains(log.String(), "PostgreSQL does not answer yet; trying again") || !strings.Contains(log.String(), "connection refused") {
 		t.Errorf("the wait was not logged with its cause:\n%s", log.String())
 	}
@@ -174,18 +161,6 @@ func TestOpenStore_WaitsForPostgres(t *testing.T) {
 	if strings.Contains(refused.String(), "trying again") {
 		t.Errorf("a refused login was tried again:\n%s", refused.String())
 	}
-}
-
-// forward copies between c and a new connection to addr until either ends.
-func forward(c net.Conn, addr string) {
-	defer c.Close()
-	up, err := net.Dial("tcp", addr)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	go io.Copy(up, c)
-	io.Copy(c, up)
 }
 
 // serverOffersTLS reports whether the PostgreSQL server at dsn has ssl on.
