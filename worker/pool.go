@@ -149,9 +149,12 @@ type Pool struct {
 // starts (CancelRun) is already in it.
 type claimed struct {
 	db.Claim
-	lease  *lease
-	ctx    context.Context
-	cancel context.CancelCauseFunc // cancels ctx; safe from any goroutine
+	lease *lease
+	// answered is when the claim's answer arrived: a run that starts at
+	// once tells what is left of its lease from it.
+	answered reading
+	ctx      context.Context
+	cancel   context.CancelCauseFunc // cancels ctx; safe from any goroutine
 	// late: the claim was answered after shutdown began, and its job is
 	// handed back unrun.
 	late bool
@@ -393,6 +396,7 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		}
 	}
 	late := ctx.Err() != nil
+	answered := readClock()
 	out := make([]*claimed, 0, len(claims))
 	p.runsMu.Lock()
 	defer p.runsMu.Unlock()
@@ -407,7 +411,7 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		if _, ok := p.ended[id]; ok {
 			continue
 		}
-		cl := &claimed{Claim: c, lease: leaseOf(c), late: late}
+		cl := &claimed{Claim: c, lease: leaseOf(c), answered: answered, late: late}
 		cl.ctx, cl.cancel = context.WithCancelCause(runCtx)
 		if c.Job.CancelRequested { // asked while the claim's answer was lost (answered again)
 			cl.cancel(errCancelRequested)
@@ -671,7 +675,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 	// sooner, as most do, never starts the heartbeat goroutine.
 	stopBeat := make(chan struct{})
 	beatDone := make(chan struct{})
-	left := c.lease.left()
+	left := c.lease.leftAt(c.answered.now())
 	beat := time.AfterFunc(max(left-p.cfg.Lease*2/3, 0), func() {
 		defer close(beatDone)
 		p.heartbeat(c, stopBeat)
