@@ -148,8 +148,8 @@ type Pool struct {
 // made at the claim so that a cancellation requested before the handler
 // starts (CancelRun) is already in it.
 type claimed struct {
-	db.Claim
-	lease *lease
+	*db.Claim // into the claim's answer, not a copy of it
+	lease     *lease
 	// answered is when the claim's answer arrived: a run that starts at
 	// once tells what is left of its lease from it.
 	answered reading
@@ -400,7 +400,8 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 	out := make([]*claimed, 0, len(claims))
 	p.runsMu.Lock()
 	defer p.runsMu.Unlock()
-	for _, c := range claims {
+	for i := range claims {
+		c := &claims[i]
 		// A claim answered again (wire.ClaimResendHeader) names the jobs
 		// the store held for this worker as it read them: also runs this
 		// pool has, or ended since.
@@ -411,7 +412,7 @@ func (p *Pool) claim(ctx, runCtx context.Context, params db.RunClaimParams) ([]*
 		if _, ok := p.ended[id]; ok {
 			continue
 		}
-		cl := &claimed{Claim: c, lease: leaseOf(c), answered: answered, late: late}
+		cl := &claimed{Claim: c, lease: leaseOf(*c), answered: answered, late: late}
 		cl.ctx, cl.cancel = context.WithCancelCause(runCtx)
 		if c.Job.CancelRequested { // asked while the claim's answer was lost (answered again)
 			cl.cancel(errCancelRequested)
@@ -793,10 +794,10 @@ func (p *Pool) record(runCtx context.Context, j db.Job, fin db.RunFinishParams, 
 		level, msg = slog.LevelError, "record run outcome"
 		extra = []slog.Attr{slog.Any("err", ferr)}
 	case fin.Outcome == db.OutcomeSucceeded:
-		extra = []slog.Attr{slog.Any("next_state", after.State)}
+		extra = []slog.Attr{slog.String("next_state", string(after.State))}
 	default:
 		level = slog.LevelWarn
-		extra = []slog.Attr{slog.String("err", fin.Error), slog.Any("next_state", after.State)}
+		extra = []slog.Attr{slog.String("err", fin.Error), slog.String("next_state", string(after.State))}
 	}
 	if !p.cfg.Logger.Enabled(runCtx, level) {
 		return // a busy pool with a quiet logger builds no line
@@ -829,8 +830,10 @@ const (
 // are logged as a failurelog.Log logs them.
 func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, error) {
 	wait := 50 * time.Millisecond
-	var failures failurelog.Log
-	log := p.cfg.Logger.With("job_id", fin.JobID, "generation", fin.Generation)
+	var (
+		failures failurelog.Log
+		log      *slog.Logger // made at the first failure: most outcomes are recorded at once
+	)
 	for {
 		j, err := p.cfg.Store.RunFinish(ctx, fin)
 		if err == nil || errors.Is(err, db.ErrStale) || errors.Is(err, db.ErrInvalid) || errors.Is(err, db.ErrNotFound) {
@@ -842,6 +845,9 @@ func (p *Pool) finish(ctx context.Context, fin db.RunFinishParams) (db.Job, erro
 			t.Stop()
 			return db.Job{}, err
 		case <-t.C:
+		}
+		if log == nil {
+			log = p.cfg.Logger.With("job_id", fin.JobID, "generation", fin.Generation)
 		}
 		failures.Failed(log, slog.LevelError, "record run outcome failed; retrying", err)
 		wait = min(2*wait, 5*time.Second)
