@@ -35,7 +35,7 @@ type finishReq struct {
 }
 
 type finishResult struct {
-	job      db.Job
+	job      *db.Job // the job as the run left it; nil with err
 	err      error
 	repeated bool // the report repeats the one its run ended with
 }
@@ -73,7 +73,7 @@ func (s *Store) RunFinish(ctx context.Context, p db.RunFinishParams) (db.Job, er
 	if r.repeated {
 		db.MarkRepeatReport(ctx)
 	}
-	return r.job, nil
+	return *r.job, nil
 }
 
 // commitLoop is the committer: it takes the first queued completion and
@@ -199,10 +199,11 @@ func (s *Store) commitGroup(group []*finishReq) {
 		switch {
 		case err != nil:
 			results[i] = finishResult{err: fmt.Errorf("commit completions: %w", err)}
-		case results[i].repeated && results[i].job.ID == "":
+		case results[i].repeated && results[i].job == nil:
 			// A repeat whose job the transaction did not hold (see
 			// finishStale), read now that it has ended.
-			results[i].job, results[i].err = s.JobGet(r.ctx, r.p.JobID)
+			j, err := s.JobGet(r.ctx, r.p.JobID)
+			results[i] = finishResult{job: &j, err: err, repeated: true}
 		}
 		r.done <- results[i]
 	}

@@ -80,7 +80,7 @@ func (s *Store) CreateIn(ctx context.Context, tx Tx, ps []db.JobCreateParams, ba
 	if len(jobs) > 1 {
 		failpoint.Hit(failpoint.MidBatchInsert)
 	}
-	return jobs, created, s.wakeIfDue(ctx, tx, jobs...)
+	return jobs, created, s.wakeIfDue(ctx, tx, pointers(jobs)...)
 }
 
 // insert inserts jobs and reports which it created. Where an idempotency
@@ -378,7 +378,7 @@ func (s *Store) resume(ctx context.Context, tx Tx, j db.Job, at time.Time) (db.J
 	if err != nil {
 		return db.Job{}, err
 	}
-	return out, s.wakeIfDue(ctx, tx, out)
+	return out, s.wakeIfDue(ctx, tx, &out)
 }
 
 // JobRetry puts a dead job back to ready; see db.Store.
@@ -393,7 +393,7 @@ func (s *Store) JobRetry(ctx context.Context, id string) (db.Job, error) {
 		if err != nil {
 			return db.Job{}, err
 		}
-		return out, s.wakeIfDue(ctx, tx, out)
+		return out, s.wakeIfDue(ctx, tx, &out)
 	})
 }
 
@@ -424,7 +424,7 @@ func (s *Store) JobTrigger(ctx context.Context, id string) (db.Job, error) {
 		if err != nil {
 			return db.Job{}, err
 		}
-		return out, s.wakeIfDue(ctx, tx, out)
+		return out, s.wakeIfDue(ctx, tx, &out)
 	})
 }
 
@@ -520,7 +520,7 @@ func (s *Store) JobBackfill(ctx context.Context, p db.JobBackfillParams) (db.Bac
 				return db.Job{}, fmt.Errorf("record backfill: %w", err)
 			}
 		}
-		return j, s.wakeIfDue(ctx, tx, jobs...)
+		return j, s.wakeIfDue(ctx, tx, pointers(jobs)...)
 	})
 	return out, err
 }
@@ -710,7 +710,7 @@ func (s *Store) update(ctx context.Context, tx Tx, from, to db.Job) (db.Job, err
 
 // wakeIfDue wakes the dispatchers of other processes when any of jobs is
 // ready and due within wakeHorizon, telling them how many of each type.
-func (s *Store) wakeIfDue(ctx context.Context, tx Tx, jobs ...db.Job) error {
+func (s *Store) wakeIfDue(ctx context.Context, tx Tx, jobs ...*db.Job) error {
 	horizon := tx.Now().Add(wakeHorizon)
 	var due map[string]int
 	for _, j := range jobs {

@@ -133,7 +133,7 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 	if err := tx.EventsInsert(ctx, []db.Event{ev}); err != nil {
 		return db.Job{}, nil, fmt.Errorf("record change of job %s: %w", j.ID, err)
 	}
-	return to, changes, s.wakeIfDue(ctx, tx, to)
+	return to, changes, s.wakeIfDue(ctx, tx, &to)
 }
 
 // reschedule moves to, recurring job j with a changed schedule or zone,
@@ -238,18 +238,25 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, li
 // operator's extra run is when it was asked for), or j's when the run has
 // none.
 func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, run db.Run, now time.Time) []db.Event {
+	var kinds []string
+	switch {
+	case r.GaveUp:
+		kinds = append(kinds, db.EventGaveUp)
+	case p.Outcome == db.OutcomeSucceeded && (j.FailingSince != nil || j.QuietSince != nil):
+		kinds = append(kinds, db.EventRecovered)
+	}
+	if p.Outcome == db.OutcomeSucceeded && pinged(j) {
+		kinds = append(kinds, db.EventSucceeded)
+	}
+	if len(kinds) == 0 {
+		return nil // most runs: nothing is built
+	}
 	at, start := s.stored(now), s.stored(*run.StartedAt)
 	ev := db.RunEvent{RunID: run.ID, Slot: cmp.Or(run.Slot, j.Slot), Attempt: j.Attempt, Generation: j.LeaseGeneration,
 		StartedAt: &start, Error: p.Error, Output: p.Output, FirstFailure: r.GaveUp && j.Recurring() && j.FailingSince == nil}
-	var out []db.Event
-	switch {
-	case r.GaveUp:
-		out = append(out, s.event(j, db.EventGaveUp, at, ev))
-	case p.Outcome == db.OutcomeSucceeded && (j.FailingSince != nil || j.QuietSince != nil):
-		out = append(out, s.event(j, db.EventRecovered, at, ev))
-	}
-	if p.Outcome == db.OutcomeSucceeded && pinged(j) {
-		out = append(out, s.event(j, db.EventSucceeded, at, ev))
+	out := make([]db.Event, len(kinds))
+	for i, kind := range kinds {
+		out[i] = s.event(j, kind, at, ev)
 	}
 	return out
 }

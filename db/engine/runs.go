@@ -323,7 +323,7 @@ func (s *Store) RunReapExpired(ctx context.Context) (int, error) {
 				Error: fmt.Sprintf("lease expired at %s: worker %s stopped heartbeating", j.LeaseUntil.Format(time.RFC3339Nano), j.LeaseOwner),
 			}
 		}
-		_, err = s.finish(ctx, tx, jobs, ps)
+		err = s.finish(ctx, tx, pointers(jobs), ps)
 		n = len(jobs)
 		return err
 	})
@@ -356,7 +356,7 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 		}
 	}
 	var (
-		jobs    = make([]db.Job, 0, len(byLease))
+		jobs    = make([]*db.Job, 0, len(byLease)) // into held, which finish moves on
 		live    = make([]db.RunFinishParams, 0, len(byLease))
 		stale   []int                  // indexes into ps
 		order   = make([]int, len(ps)) // index into jobs, or -1 when stale or refused
@@ -377,16 +377,15 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 		}
 		delete(byLease, leases[i]) // a lease finished twice in one group: the second is stale
 		order[i] = len(jobs)
-		jobs, live = append(jobs, held[k]), append(live, ps[i])
+		jobs, live = append(jobs, &held[k]), append(live, ps[i])
 	}
-	after, err := s.finish(ctx, tx, jobs, live)
-	if err != nil {
+	if err := s.finish(ctx, tx, jobs, live); err != nil {
 		return nil, err
 	}
 	results := make([]finishResult, len(ps))
 	for i, k := range order {
 		if k >= 0 {
-			results[i].job = after[k]
+			results[i].job = jobs[k]
 		}
 	}
 	for i, j := range refused {
@@ -395,9 +394,9 @@ func (s *Store) finishLeased(ctx context.Context, tx Tx, ps []db.RunFinishParams
 	if len(stale) > 0 {
 		// After finish, so that a report repeated within this group sees
 		// its run ended by the first.
-		current := make(map[string]db.Job, len(held)+len(after))
-		for _, j := range slices.Concat(held, after) {
-			current[j.ID] = j
+		current := make(map[string]*db.Job, len(held))
+		for k := range held {
+			current[held[k].ID] = &held[k]
 		}
 		if err := s.finishStale(ctx, tx, ps, stale, current, results); err != nil {
 			return nil, err
@@ -427,7 +426,7 @@ func (s *Store) endPastTimeout(ctx context.Context, tx Tx, j db.Job) (ended erro
 	if len(runs) != 1 || runs[0].StartedAt == nil || !tx.Now().After(runs[0].StartedAt.Add(timeout+remoteTimeoutGrace)) {
 		return nil, nil
 	}
-	_, err = s.finish(ctx, tx, []db.Job{j}, []db.RunFinishParams{{JobID: j.ID, Generation: j.LeaseGeneration,
+	err = s.finish(ctx, tx, []*db.Job{&j}, []db.RunFinishParams{{JobID: j.ID, Generation: j.LeaseGeneration,
 		Outcome: db.OutcomeTimedOut, Retryable: true,
 		Error: fmt.Sprintf("timed out after %s: worker %s went on renewing its lease, and the server ended the run", timeout, j.LeaseOwner)}})
 	if err != nil {
@@ -458,7 +457,7 @@ func servePool(j db.Job) bool { return db.ServeWorker(j.LeaseOwner) }
 // order and no second connection is waited for inside the transaction.
 // Any other report is db.ErrStale, and its outcome is recorded on its run
 // as the late outcome.
-func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams, stale []int, current map[string]db.Job, results []finishResult) error {
+func (s *Store) finishStale(ctx context.Context, tx Tx, ps []db.RunFinishParams, stale []int, current map[string]*db.Job, results []finishResult) error {
 	leases := make([]Lease, len(stale))
 	for k, i := range stale {
 		leases[k] = Lease{ps[i].JobID, ps[i].Generation}
@@ -514,21 +513,21 @@ func repeats(p db.RunFinishParams, r db.Run) bool {
 }
 
 // finish closes the runs of jobs' current leases as ps say and moves each
-// job on, inside tx, with few statements for all of them. Every write is
-// fenced by the lease generation read in the same transaction.
-func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFinishParams) ([]db.Job, error) {
+// job on, in place, inside tx, with few statements for all of them. Every
+// write is fenced by the lease generation read in the same transaction.
+func (s *Store) finish(ctx context.Context, tx Tx, jobs []*db.Job, ps []db.RunFinishParams) error {
 	if len(jobs) == 0 {
-		return nil, nil
+		return nil
 	}
 	now := tx.Now()
-	after := make([]db.Job, len(jobs))
 	updates := make([]JobUpdate, 0, len(jobs))
 	ends := make([]RunEnd, len(jobs))
 	var (
 		missed []db.Run
 		events []db.Event
 	)
-	for i, j := range jobs {
+	for i, after := range jobs {
+		j := *after // as read; after is moved on
 		// The run's start: a schedule's next firing is decided from it, and
 		// the events of a ping or of a firing that gave up tell it. A
 		// one-off run that ends otherwise is not read.
@@ -545,59 +544,68 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []db.Job, ps []db.RunFin
 				if lifecycle.HandedBack(&j, ps[i], now) {
 					was.Attempt = max(j.Attempt-1, 0)
 				}
-				if after[i], err = s.setAside(ctx, tx, j, was, err); err != nil {
-					return nil, err
+				if *after, err = s.setAside(ctx, tx, j, was, err); err != nil {
+					return err
 				}
 				ends[i] = runEnd(ps[i], false)
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if run, err = liveRun(ctx, tx, j, now); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		r := lifecycle.Finished(&j, sched, ps[i], *run.StartedAt, now, s.RandFunc)
 		if !j.Recurring() && (pinged(j) || r.GaveUp) {
 			if run, err = liveRun(ctx, tx, j, now); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		missed = append(missed, s.missedRuns(j.ID, r.Passed, now)...)
 		for _, m := range s.splitStepped(r.Missed) {
 			missed = append(missed, s.missedRuns(j.ID, m, now)...)
 		}
-		after[i] = s.finished(j, r, ps[i].Outcome, now)
-		updates = append(updates, JobUpdate{Job: after[i], From: db.StateRunning})
+		*after = s.finished(j, r, ps[i].Outcome, now)
+		updates = append(updates, JobUpdate{Job: *after, From: db.StateRunning})
 		ends[i] = runEnd(ps[i], r.GaveUp)
 		events = append(events, s.runEvents(j, r, ps[i], run, now)...)
-		if j.PauseRequested && after[i].State == db.StatePaused {
+		if j.PauseRequested && after.State == db.StatePaused {
 			// The pause asked for during the run begins: on the timeline,
 			// by sked, as a pause that runs out is ended.
 			events = append(events, s.controlEvent(db.WithActor(ctx, skedActor), tx, db.EventPaused, j.ID,
-				controlDetail(db.EventPaused, j, after[i])))
+				controlDetail(db.EventPaused, j, *after)))
 		}
 	}
 	if len(missed) > 0 {
 		if _, err := tx.RunsInsert(ctx, missed); err != nil {
-			return nil, fmt.Errorf("insert missed runs: %w", err)
+			return fmt.Errorf("insert missed runs: %w", err)
 		}
 	}
 	if len(events) > 0 {
 		if err := tx.EventsInsert(ctx, events); err != nil {
-			return nil, fmt.Errorf("record events: %w", err)
+			return fmt.Errorf("record events: %w", err)
 		}
 	}
 	if len(updates) > 0 {
 		if err := tx.JobsUpdate(ctx, updates); err != nil {
-			return nil, fmt.Errorf("update finished jobs: %w", err)
+			return fmt.Errorf("update finished jobs: %w", err)
 		}
 	}
 	if err := tx.RunsEnd(ctx, ends); err != nil {
-		return nil, fmt.Errorf("close runs: %w", err)
+		return fmt.Errorf("close runs: %w", err)
 	}
-	return after, s.wakeIfDue(ctx, tx, after...)
+	return s.wakeIfDue(ctx, tx, jobs...)
+}
+
+// pointers points at each of jobs.
+func pointers(jobs []db.Job) []*db.Job {
+	out := make([]*db.Job, len(jobs))
+	for i := range jobs {
+		out[i] = &jobs[i]
+	}
+	return out
 }
 
 // liveRun is the run of j's lease, read in tx before it is closed, with
@@ -661,8 +669,12 @@ func (s *Store) insertMissed(ctx context.Context, tx Tx, jobID string, m lifecyc
 }
 
 // missedRuns are the runs that record, at now, m's slots of job as missed:
-// one a slot, and one for the span of the rest.
+// one a slot, and one for the span of the rest; none (nil) when m is empty,
+// as it is at the end of most runs.
 func (s *Store) missedRuns(jobID string, m lifecycle.Missed, now time.Time) []db.Run {
+	if len(m.Slots) == 0 && m.Rest == nil {
+		return nil
+	}
 	runs := make([]db.Run, len(m.Slots), len(m.Slots)+1)
 	for i, slot := range m.Slots {
 		runs[i] = db.Run{JobID: jobID, Slot: s.storedPtr(slot), FinishedAt: s.storedPtr(now), Outcome: db.OutcomeMissed, Reason: m.Reason}
@@ -679,6 +691,9 @@ func (s *Store) missedRuns(jobID string, m lifecycle.Missed, now time.Time) []db
 // those listed (m.Rest) goes with the last listed slot, whose reason is
 // that of the slots the span continues.
 func (s *Store) splitStepped(m lifecycle.Missed) []lifecycle.Missed {
+	if len(m.Slots) == 0 && m.Rest == nil {
+		return nil // nothing missed, as at the end of most runs
+	}
 	if s.ClockGuard == nil || len(m.Slots) == 0 {
 		return []lifecycle.Missed{m}
 	}
