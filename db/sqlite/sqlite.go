@@ -301,26 +301,35 @@ type (
 )
 
 func (a at) Scan(v any) error {
-	if v == nil {
+	t, ok, err := storedTime(v)
+	if !ok || err != nil {
 		*a.t = nil
-		return nil
+		return err
 	}
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("stored time %v is %T, not text", v, v)
-	}
-	t, err := parseTime(s)
-	*a.t = &t
-	return err
+	*a.t = new(t) // made here: a NULL makes nothing
+	return nil
 }
 
 func (m moment) Scan(v any) error {
-	var t *time.Time
-	if err := (at{&t}).Scan(v); err != nil || t == nil {
+	t, ok, err := storedTime(v)
+	if !ok || err != nil {
 		return cmp.Or(err, errors.New("stored time is NULL"))
 	}
-	*m.t = *t
+	*m.t = t
 	return nil
+}
+
+// storedTime reads a stored time in timeFormat; ok is false for NULL.
+func storedTime(v any) (t time.Time, ok bool, err error) {
+	if v == nil {
+		return time.Time{}, false, nil
+	}
+	s, isText := v.(string)
+	if !isText {
+		return time.Time{}, true, fmt.Errorf("stored time %v is %T, not text", v, v)
+	}
+	t, err = parseTime(s)
+	return t, true, err
 }
 
 func (m millis) Scan(v any) error {
@@ -348,10 +357,18 @@ func nullCount(n int64) any {
 }
 
 func (t text) Scan(v any) error {
-	var s sql.NullString
-	err := s.Scan(v)
-	*t.s = s.String
-	return err
+	switch v := v.(type) {
+	case nil:
+		*t.s = ""
+	case string: // how the driver gives text: no sql.NullString, which escapes (twice a job's run, once a column)
+		*t.s = v
+	default:
+		var s sql.NullString
+		err := s.Scan(v)
+		*t.s = s.String
+		return err
+	}
+	return nil
 }
 
 // parseFixed reads a time in timeFormat by position, several times faster
