@@ -37,6 +37,8 @@ const ServeWorkerPrefix = db.ServeWorkerPrefix
 // (claimsFullError), and so does one that arrives while the server shuts
 // down (errShuttingDown). A resend (wire.ClaimResendHeader) answers again
 // the jobs of the claim it names, as far as their leases still hold them.
+// A claim whose commit's outcome is not known (db.ErrCommitUnknown)
+// answers what heldAfterLost finds.
 func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	var req wire.ClaimRequest
@@ -107,10 +109,25 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), claimTimeout)
 		claims, err := h.store.RunClaim(sctx, p)
 		cancel()
+		if errors.Is(err, db.ErrCommitUnknown) {
+			renewed := time.Since(arrived)
+			held, err := h.heldAfterLost(r.Context(), p, err)
+			if err != nil {
+				h.error(w, r, err)
+				return
+			}
+			if r.Context().Err() != nil { // kept for the worker's resend (some may be its runs already)
+				h.answered.add(p.WorkerID, claimID, held, time.Now())
+				return
+			}
+			h.answerClaims(w, r, p.WorkerID, claimID, held, renewed)
+			return
+		}
 		if err != nil {
 			h.error(w, r, err)
 			return
 		}
+		claims = h.remote.take(claims) // all of them, unless a claim whose commit's answer was lost took them first
 		if len(claims) > 0 && r.Context().Err() != nil {
 			h.handBack(r, claims)
 			return
@@ -175,8 +192,64 @@ func (h *handler) answerClaims(w http.ResponseWriter, r *http.Request, workerID,
 // deleted) is left out. On an error it returns, with it, the leases it
 // renewed, for the caller to hand back.
 func (h *handler) answeredAgain(ctx context.Context, p db.RunClaimParams, lost string) ([]db.Claim, error) {
+	return h.renew(ctx, p, h.answered.take(p.WorkerID, lost, time.Now()))
+}
+
+// heldAfterLost is what a claim of p answers when whether its transaction
+// committed is not known (claimErr wraps db.ErrCommitUnknown): the jobs
+// the store says p's worker holds that no answer of this API carries (they
+// were leased by this claim, or by an earlier one whose answer was lost
+// too, or answered by another node), each taken for this answer alone
+// (remoteLeases.take) and its lease renewed for p.Lease from now, as a
+// resend's are. While the store cannot answer it asks again, within
+// claimTimeout; then it returns claimErr with why, and the jobs the claim
+// may have leased wait out their lease.
+func (h *handler) heldAfterLost(ctx context.Context, p db.RunClaimParams, claimErr error) ([]db.Claim, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
+	var (
+		held []db.Claim
+		err  error
+	)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		if held, err = h.store.RunsHeld(ctx, p.WorkerID); err == nil {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w; reading the jobs it may have leased to %s: %w", claimErr, p.WorkerID, err)
+		case <-t.C:
+		}
+	}
+	held = h.remote.take(held)
+	leases := make([]answeredLease, len(held))
+	for i, c := range held {
+		leases[i] = answeredLease{job: c.Job.ID, generation: c.Job.LeaseGeneration, run: c.RunID}
+	}
+	renewed, err := h.renew(ctx, p, leases)
+	if err != nil {
+		for _, l := range leases { // not answered: they wait out their leases, as before
+			h.remote.end(l.job, l.generation)
+		}
+		return nil, fmt.Errorf("%w; renewing the leases of the jobs it held: %w", claimErr, err)
+	}
+	if len(renewed) > 0 {
+		h.logger.WarnContext(ctx, "a claim's commit was answered by a broken connection; answering the jobs its worker holds, which no answer of this server carried",
+			"worker_id", p.WorkerID, "jobs", len(renewed))
+	}
+	return renewed, nil
+}
+
+// renew renews each of leases, of p's worker, for p.Lease from now, as far
+// as the store still holds it under the same lease, and returns each such
+// job read again; the rest (run and ended since, reaped, cancelled,
+// deleted) is left out. On an error it returns, with it, the leases it
+// renewed.
+func (h *handler) renew(ctx context.Context, p db.RunClaimParams, leases []answeredLease) ([]db.Claim, error) {
 	var again []db.Claim
-	for _, l := range h.answered.take(p.WorkerID, lost, time.Now()) {
+	for _, l := range leases {
 		_, err := h.store.RunHeartbeat(ctx, db.RunHeartbeatParams{JobID: l.job, Generation: l.generation, Lease: p.Lease, Remote: true})
 		if errors.Is(err, db.ErrStale) || errors.Is(err, db.ErrConflict) {
 			continue // its lease is over, or the run past its timeout was ended

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/dbtest"
 	"github.com/sked-dev/sked/internal/syncbuf"
 	"github.com/sked-dev/sked/wire"
 )
@@ -419,4 +420,50 @@ func TestHandler_StoppedAnswers503(t *testing.T) {
 	if res.header.Get("Retry-After") == "" {
 		t.Error("no Retry-After")
 	}
+}
+
+// TestHandler_ClaimCommitLost: a claim whose commit's answer was lost
+// answers the jobs it leased, each lease renewed, as their first attempt,
+// and not those its worker's id was answered already (a replica's): it
+// used to answer 500, and the jobs waited out their leases, each charged
+// an attempt (a job of one attempt went dead never having run).
+func TestHandler_ClaimCommitLost(t *testing.T) {
+	t.Parallel()
+	onEachStore(t, func(t *testing.T, e *testEnv) {
+		store := &dbtest.CommitLost{}
+		e2 := newTestEnvOn(t, e.api.h.store, func(cfg *Config) { store.Store = cfg.Store; cfg.Store = store })
+		store.Disarm() // the replica's claim is answered
+		e2.create(`{"type": "lostc", "maxAttempts": 1}`, http.StatusCreated)
+		replica := e2.claimOne(`{"workerId": "box1/42", "types": ["lostc"], "wait": "0s"}`)
+		store.Arm()
+		want := map[string]bool{}
+		for range 2 {
+			want[e2.create(`{"type": "lostc", "maxAttempts": 1}`, http.StatusCreated).ID] = true
+		}
+		res := e2.do(http.MethodPost, "/claims", `{"workerId": "box1/42", "types": ["lostc"], "max": 5, "lease": "1m", "wait": "0s"}`)
+		if !store.Lost() {
+			t.Fatal("no claim's answer was lost: the test tested nothing")
+		}
+		res.wantStatus(t, http.StatusOK)
+		var cr wire.ClaimResponse
+		res.decode(t, &cr)
+		if len(cr.Claims) != len(want) {
+			t.Fatalf("claim whose commit's answer was lost: %d claims %+v; want the %d it leased (not %s, answered to a replica)",
+				len(cr.Claims), cr.Claims, len(want), replica.ID)
+		}
+		for _, c := range cr.Claims {
+			if !want[c.ID] || c.Attempt != 1 || c.LeaseOwner != "box1/42" {
+				t.Errorf("answered %+v; want one of %v, its first attempt, leased to box1/42", c, want)
+			}
+			e2.do(http.MethodPost, "/jobs/"+c.ID+"/complete", fmt.Sprintf(`{"generation": %d, "outcome": "succeeded"}`, c.Generation)).
+				wantStatus(t, http.StatusOK)
+		}
+		again := e2.do(http.MethodPost, "/claims", `{"workerId": "box1/42", "types": ["lostc"], "max": 5, "wait": "0s"}`)
+		again.wantStatus(t, http.StatusOK)
+		var next wire.ClaimResponse
+		again.decode(t, &next)
+		if len(next.Claims) != 0 {
+			t.Errorf("next claim: %+v; want none (each job was answered once)", next.Claims)
+		}
+	})
 }

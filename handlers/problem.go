@@ -83,7 +83,7 @@ var errStopped = errors.New("this server is shutting down or has stopped; ask an
 // statuses: bad input 422 (400/413/415 for the request itself; a reused
 // idempotency key is the idempotencyKey field's), ErrNotFound
 // 404, ErrConflict and ErrStale 409, ErrStorageFull 507, ErrBusy,
-// ErrUnreachable, a claimsFullError and errShuttingDown 503, an
+// ErrUnreachable, ErrCommitUnknown, a claimsFullError and errShuttingDown 503, an
 // authLimitError 429 (each with Retry-After: it can succeed later),
 // anything else 500 with a generic detail.
 func problemFor(err error) problem {
@@ -126,6 +126,10 @@ func problemFor(err error) problem {
 			"until they end (sked serve --grace); nothing was claimed; claim again after Retry-After seconds, here or at another node"
 	case errors.Is(err, errStopped):
 		p.Status, p.retryAfter, p.Detail = http.StatusServiceUnavailable, retryClaimAfter, errStopped.Error()
+	case errors.Is(err, db.ErrCommitUnknown):
+		p.Status, p.retryAfter = http.StatusServiceUnavailable, retryUnreachableAfter
+		p.Detail = "the connection to sked's database broke as the write committed: whether it was made is not known, " +
+			"and it could not be read back; look before you retry (an idempotency key makes a create safe to retry), after Retry-After seconds"
 	case errors.Is(err, db.ErrStorageFull):
 		p.Status, p.retryAfter = http.StatusInsufficientStorage, retryFullAfter
 		p.Detail = "the disk holding sked's database is full: nothing was written; free space there and retry (no restart is needed)"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,14 +44,35 @@ func newRemoteLeases(store db.Store, log *slog.Logger) *remoteLeases {
 }
 
 // hold records that job id is leased with generation until until. A later
-// call for the job (a heartbeat's renewal) moves until. Leases that ran out
-// are dropped now and then, as held grows.
+// call for the job (a heartbeat's renewal) moves until.
 func (l *remoteLeases) hold(id string, generation int64, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if cur, ok := l.held[id]; ok && cur.generation > generation {
 		return
 	}
+	l.put(id, generation, until)
+}
+
+// take holds the leases of claims that it does not hold already, and
+// returns their claims, in order: of two answers of this API that could
+// carry one lease (a claim's own jobs, and those a claim whose commit's
+// answer was lost finds its worker holding), one gets it.
+func (l *remoteLeases) take(claims []db.Claim) []db.Claim {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.DeleteFunc(claims, func(c db.Claim) bool {
+		if cur, ok := l.held[c.Job.ID]; ok && cur.generation >= c.Job.LeaseGeneration {
+			return true
+		}
+		l.put(c.Job.ID, c.Job.LeaseGeneration, *c.Job.LeaseUntil)
+		return false
+	})
+}
+
+// put records a lease; leases that ran out are dropped now and then, as
+// held grows. l.mu is held.
+func (l *remoteLeases) put(id string, generation int64, until time.Time) {
 	l.held[id] = heldLease{generation: generation, until: until}
 	if len(l.held) > l.pruneAt {
 		l.prune()

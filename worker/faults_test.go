@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/dbtest"
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/worker"
@@ -173,22 +173,6 @@ func TestPool_SlowHeartbeatKeepsLease(t *testing.T) {
 	}
 }
 
-// lostClaimAnswer is a store whose first claim is made and committed, and
-// its answer lost, as when the connection to PostgreSQL breaks after the
-// COMMIT went out (db.ErrCommitUnknown).
-type lostClaimAnswer struct {
-	*sqlite.Store
-	lost atomic.Bool
-}
-
-func (s *lostClaimAnswer) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
-	claims, err := s.Store.RunClaim(ctx, p)
-	if err == nil && len(claims) > 0 && s.lost.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("claim runs: commit: the connection to the server broke: %w: unexpected EOF", db.ErrCommitUnknown)
-	}
-	return claims, err
-}
-
 // TestPool_ClaimAnswerLost: the jobs a claim leased, whose answer was lost
 // with the commit's, are run at once by the pool that claimed them, once
 // each, as their first attempt: they waited out their lease unrun, and a
@@ -206,7 +190,7 @@ func TestPool_ClaimAnswerLost(t *testing.T) {
 	for range 3 {
 		ids = append(ids, create(t, s, db.JobCreateParams{Type: "once", MaxAttempts: 1}).ID)
 	}
-	store := &lostClaimAnswer{Store: s}
+	store := &dbtest.CommitLost{Store: s}
 	p, _ := startPool(t, s, worker.PoolConfig{Store: store, Lease: time.Hour, Handlers: map[string]worker.HandlerFunc{"once": handler}})
 	p.Wake()
 	for _, id := range ids {
@@ -215,7 +199,7 @@ func TestPool_ClaimAnswerLost(t *testing.T) {
 			t.Errorf("job %s: attempt %d, ran %v times; want once, its first attempt", id, j.Attempt, n)
 		}
 	}
-	if !store.lost.Load() {
+	if !store.Lost() {
 		t.Fatal("no claim's answer was lost: the test tested nothing")
 	}
 }
