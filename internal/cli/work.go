@@ -282,15 +282,22 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 	}
 }
 
-// retryWait is the wait after the n-th failure in a row: claimRetryMin
-// doubled per failure up to claimRetryMax, of which a random half (rnd
-// returns [0,1)) is taken off; and at least after, the server's
-// Retry-After, plus a random quarter of it, so that workers the server
-// refused together do not come back together.
+// retryWait is the wait after the n-th failure in a row. A server that
+// said when to come back (after, its Retry-After: 5 s while its database
+// is out of reach) is heeded, as the client heeds it (it holds the next
+// claim back until then): after plus a random quarter of it, so that the
+// workers it refused together do not come back together; the worker's own
+// backoff, a guess for when the server said nothing, would keep it away
+// long after the server is back. Else it is
+// claimRetryMin doubled per failure up to claimRetryMax, of which a random
+// half (rnd returns [0,1)) is taken off.
 func retryWait(n int, after time.Duration, rnd func() float64) time.Duration {
+	if after > 0 {
+		return after + time.Duration(rnd()*float64(after/4))
+	}
 	d := claimRetryMax
 	if n < 16 {
 		d = min(claimRetryMin<<(n-1), claimRetryMax)
 	}
-	return max(d/2+time.Duration(rnd()*float64(d/2)), after+time.Duration(rnd()*float64(after/4)))
+	return d/2 + time.Duration(rnd()*float64(d/2))
 }

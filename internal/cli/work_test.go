@@ -41,8 +41,11 @@ func TestWorkCheck_BuiltinType(t *testing.T) {
 }
 
 // TestRetryWait: the wait after n failed claims in a row doubles from 1s
-// to 30s, and a random half of it is taken off; it is no shorter than the
-// server's Retry-After, to which a random quarter of it is added.
+// to 30s, and a random half of it is taken off; when the server sent
+// Retry-After, the wait is that and a random quarter of it,
+// whatever the failures before: the server says when it can answer (5s
+// while its database is out of reach), and a backoff grown during an
+// outage kept workers away 13 to 17 s after a 60 s one had ended.
 func TestRetryWait(t *testing.T) {
 	lowest, highest := func() float64 { return 0 }, func() float64 { return 0.999999 }
 	for n, full := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 5: 16 * time.Second,
@@ -57,7 +60,8 @@ func TestRetryWait(t *testing.T) {
 		lo, hiAt time.Duration // hiAt: the wait is above 99% of it and at most it
 	}{
 		{1, 5 * time.Second, 5 * time.Second, 6250 * time.Millisecond},
-		{5, 5 * time.Second, 8 * time.Second, 16 * time.Second}, // the backoff is longer
+		{5, 5 * time.Second, 5 * time.Second, 6250 * time.Millisecond},  // the backoff would be 8s to 16s
+		{64, 5 * time.Second, 5 * time.Second, 6250 * time.Millisecond}, // and 15s to 30s
 		{1, 40 * time.Second, 40 * time.Second, 50 * time.Second},
 	} {
 		if lo, hi := retryWait(tc.n, tc.after, lowest), retryWait(tc.n, tc.after, highest); lo != tc.lo || hi <= tc.hiAt*99/100 || hi > tc.hiAt {
