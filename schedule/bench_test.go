@@ -36,7 +36,7 @@ func BenchmarkParse(b *testing.B) {
 // each of the zone's changes in the coming year.
 func BenchmarkSchedule_Gaps(b *testing.B) {
 	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, spec := range []string{"@every 1s", "*/5 * * * *", "0 9 * * 1-5", "0 0 29 2 *"} {
+	for _, spec := range []string{"@every 1s", "* * * * *", "*/5 * * * *", "0 * * * *", "0 9 * * 1-5", "0 0 29 2 *"} {
 		s, err := Parse(spec, "Europe/Berlin")
 		if err != nil {
 			b.Fatal(err)

@@ -560,14 +560,21 @@ const gapYear = (366 + 7) * 24 * time.Hour
 // lies. Each is the first such pair. They are zero when fewer than two
 // slots are looked at. Each change costs some 30 slots (see gaps), so an
 // every-second schedule is not walked for a year to find its DST night.
+//
+// The walk from t stops early, with the same answer, once it has seen the
+// shortest and the longest gap the schedule's structure allows (see
+// wallGaps) and the rest of it would lie within gapYear, whose changes are
+// looked at anyway: an every-minute schedule's 8 days, 11,520 slots, cost
+// two then.
 func (s *Schedule) Gaps(t time.Time, n int, through time.Time) (shortest, longest Gap) {
-	shortest, longest, _ = s.gaps(t, n, through)
+	shortest, longest, _ = s.gaps(t, n, through, true)
 	return shortest, longest
 }
 
 // gaps is Gaps; examined is how many slots it computed (calls of Next),
-// its cost.
-func (s *Schedule) gaps(t time.Time, n int, through time.Time) (shortest, longest Gap, examined int) {
+// its cost. Without early it walks every slot Gaps promises to look at, as
+// tests check the early stop against.
+func (s *Schedule) gaps(t time.Time, n int, through time.Time, early bool) (shortest, longest Gap, examined int) {
 	next := func(u time.Time) time.Time {
 		examined++
 		return s.Next(u)
@@ -581,6 +588,16 @@ func (s *Schedule) gaps(t time.Time, n int, through time.Time) (shortest, longes
 			longest = Gap{d, from}
 		}
 	}
+	// Every gap of the walk between two slots on the same side of a change
+	// of the zone's offset lies in [lo, hi]; those across a change, and the
+	// one after it, are looked at below. A later gap in [lo, hi] changes
+	// neither answer once they are lo and hi (a tie keeps the earlier).
+	// The walk's end lies within gapYear when its n slots take at most 52
+	// weeks (40 a week allows for slots lost in a spring-forward) and the
+	// first slot after through is less than two weeks after it.
+	lo, hi, perWeek, bounded := s.wallGaps()
+	stop := early && bounded &&
+		(s.every > 0 || n <= 40*perWeek && !through.After(t.Add(gapYear-2*7*24*time.Hour)))
 	prev := next(t)
 	for i := 1; (i < n || prev.Before(through)) && i < maxGapSlots && !prev.IsZero(); i++ {
 		slot := next(prev)
@@ -589,6 +606,9 @@ func (s *Schedule) gaps(t time.Time, n int, through time.Time) (shortest, longes
 		}
 		see(prev, slot)
 		prev = slot
+		if stop && shortest.Length <= lo && longest.Length >= hi {
+			break
+		}
 	}
 	if s.every > 0 || longest.Length == 0 {
 		// @every counts elapsed time: a zone's change moves none of its gaps.
@@ -612,6 +632,75 @@ func (s *Schedule) gaps(t time.Time, n int, through time.Time) (shortest, longes
 		}
 	}
 	return shortest, longest, examined
+}
+
+// wallGaps returns the shortest and the longest time between two
+// consecutive slots of s as its wall clock gives them (elapsed time for
+// @every), and how many slots it has a week, when its days repeat every
+// week: it runs every month, and every day of the month or, for a
+// day-of-week field that is not a star, every day that field names.
+// Otherwise ok is false: the days between two of its runs depend on the
+// month. A cron schedule's slots of a day are its hours by its minutes by
+// its seconds; two runs on days k apart are k days less the span of one
+// day's slots apart.
+func (s *Schedule) wallGaps() (lo, hi time.Duration, perWeek int, ok bool) {
+	if s.every > 0 {
+		return s.every, s.every, 0, true
+	}
+	spec := s.spec
+	const allMonths, allDom, allDow = 0x1ffe, 0xfffffffe, 0x7f // bits 1-12, 1-31, 0-6
+	if spec.Month&allMonths != allMonths {
+		return 0, 0, 0, false
+	}
+	var days []int // the days of the week s runs on
+	switch star := (spec.Dom|spec.Dow)&robfigStar != 0; {
+	case star && spec.Dom&allDom == allDom:
+		days = bitsSet(spec.Dow, 0, 6) // a day runs when both fields name it
+	case !star && (spec.Dom&allDom == allDom || spec.Dow&allDow == allDow):
+		days = bitsSet(allDow, 0, 6) // a day runs when either field names it
+	}
+	secs := bitsSet(spec.Second, 0, 59)
+	var minutes []int // minutes of the day
+	for _, h := range bitsSet(spec.Hour, 0, 23) {
+		for _, m := range bitsSet(spec.Minute, 0, 59) {
+			minutes = append(minutes, h*60+m)
+		}
+	}
+	if len(days) == 0 || len(secs) == 0 || len(minutes) == 0 {
+		return 0, 0, 0, false
+	}
+	lo = time.Duration(math.MaxInt64)
+	see := func(seconds int) {
+		d := time.Duration(seconds) * time.Second
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	for i := 1; i < len(secs); i++ {
+		see(secs[i] - secs[i-1])
+	}
+	first, last := secs[0], secs[len(secs)-1]
+	for i := 1; i < len(minutes); i++ {
+		see((minutes[i]-minutes[i-1])*60 - (last - first))
+	}
+	span := minutes[len(minutes)-1]*60 + last - (minutes[0]*60 + first)
+	for i, d := range days {
+		k := days[(i+1)%len(days)] - d
+		if k <= 0 {
+			k += 7
+		}
+		see(k*24*60*60 - span)
+	}
+	return lo, hi, len(days) * len(minutes) * len(secs), true
+}
+
+// bitsSet returns the numbers from lo to hi whose bit is set in bits.
+func bitsSet(bits uint64, lo, hi int) []int {
+	var set []int
+	for i := lo; i <= hi; i++ {
+		if bits&(1<<i) != 0 {
+			set = append(set, i)
+		}
+	}
+	return set
 }
 
 // lastBefore returns the last slot in (t, before), as next (a schedule's

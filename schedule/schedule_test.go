@@ -592,7 +592,7 @@ func TestSchedule_GapsCost(t *testing.T) {
 	now := utc(t, "2026-11-01T07:00:00Z") // New York's fall-back an hour ago: the next is 371 days away
 	for _, tz := range []string{"America/New_York", "Australia/Lord_Howe", "UTC"} {
 		s := mustParse(t, "* * * * * *", tz)
-		_, longest, examined := s.gaps(now, 500, now.Add(8*24*time.Hour))
+		_, longest, examined := s.gaps(now, 500, now.Add(8*24*time.Hour), true)
 		t.Logf("%s: longest %v, %d slots examined", tz, longest.Length, examined)
 		if limit := maxGapSlots + 2*100; examined > limit {
 			t.Errorf("%s: %d slots examined; want at most %d", tz, examined, limit)
@@ -602,9 +602,65 @@ func TestSchedule_GapsCost(t *testing.T) {
 		}
 	}
 	// A long cycle is walked as before: its first slots span decades.
-	_, longest, examined := mustParse(t, "0 0 29 2 *", "Europe/Berlin").gaps(now, 500, now.Add(8*24*time.Hour))
+	_, longest, examined := mustParse(t, "0 0 29 2 *", "Europe/Berlin").gaps(now, 500, now.Add(8*24*time.Hour), true)
 	t.Logf("0 0 29 2 *: longest %v, %d slots examined", longest.Length, examined)
 	if want := utc(t, "2104-02-28T23:00:00Z").Sub(utc(t, "2096-02-28T23:00:00Z")); longest.Length != want {
 		t.Errorf("0 0 29 2 *: longest gap %v; want %v, 2096 to 2104", longest.Length, want)
+	}
+}
+
+// TestSchedule_GapsStopsEarly: Gaps stops walking a schedule whose days
+// repeat every week once it has seen its shortest and longest gaps, and
+// answers as the whole walk does, gap and first slot, from any hour of
+// the year, in zones with and without DST and for schedules whose days
+// depend on the month.
+func TestSchedule_GapsStopsEarly(t *testing.T) {
+	specs := []string{
+		"* * * * *", "*/5 * * * *", "0 * * * *", "30 2 * * *", "0 6,8 * * *", "*/5 9-17 * * 1-5",
+		"0 9 * * 1-5", "15,45 1-3 * * 0,3", "*/20 */7 * * *", "0 0 1 * *", "0 8 */2 * 1", "0 * * 1-6 *",
+		"30 */10 * * * *", "*/10 * * * 0,3", "* 22 * * 2,3,6", "@hourly", "@every 7m", "59 23 * * *", "0 0,23 * * *",
+	}
+	zones := []string{"UTC", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Pacific/Apia"}
+	start := utc(t, "2026-01-01T00:00:00Z")
+	for _, tz := range zones {
+		t.Run(tz, func(t *testing.T) {
+			t.Parallel()
+			for _, spec := range specs {
+				s := mustParse(t, spec, tz)
+				for h := 0; h < 366*24; h += 24*7*3 + 5 {
+					now := start.Add(time.Duration(h)*time.Hour + 17*time.Minute)
+					through := now.Add(8 * 24 * time.Hour)
+					shortest, longest, _ := s.gaps(now, 500, through, true)
+					wantShortest, wantLongest, _ := s.gaps(now, 500, through, false)
+					if shortest != wantShortest || longest != wantLongest {
+						t.Fatalf("%q from %v: gaps %v from %v to %v from %v; the whole walk's are %v from %v to %v from %v",
+							spec, now, shortest.Length, shortest.From, longest.Length, longest.From,
+							wantShortest.Length, wantShortest.From, wantLongest.Length, wantLongest.From)
+					}
+				}
+			}
+		})
+	}
+	// The 2011 day Samoa skipped: a change of a whole day, within 8 days.
+	now := utc(t, "2011-12-27T00:00:00Z")
+	for _, spec := range specs {
+		s := mustParse(t, spec, "Pacific/Apia")
+		shortest, longest, _ := s.gaps(now, 500, now.Add(8*24*time.Hour), true)
+		wantShortest, wantLongest, _ := s.gaps(now, 500, now.Add(8*24*time.Hour), false)
+		if shortest != wantShortest || longest != wantLongest {
+			t.Errorf("%q from %v: gaps %v to %v; the whole walk's are %v to %v", spec, now, shortest, longest, wantShortest, wantLongest)
+		}
+	}
+}
+
+// TestSchedule_GapsCostEveryMinute: an every-minute schedule's gaps cost a
+// few slots and those around its zone's changes, not its 8 days' 11,520.
+func TestSchedule_GapsCostEveryMinute(t *testing.T) {
+	now := utc(t, "2026-12-02T16:00:00Z")
+	for _, tz := range []string{"UTC", "Europe/Berlin"} {
+		_, _, examined := mustParse(t, "* * * * *", tz).gaps(now, 500, now.Add(8*24*time.Hour), true)
+		if limit := 2 + 2*100; examined > limit {
+			t.Errorf("%s: %d slots examined; want at most %d", tz, examined, limit)
+		}
 	}
 }
