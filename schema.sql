@@ -79,6 +79,8 @@ CREATE TABLE workers (
 
 CREATE INDEX job_events_job ON job_events (job_id, id);
 
+CREATE INDEX jobs_failing ON jobs (id) WHERE failing_since IS NOT NULL;
+
 CREATE UNIQUE INDEX jobs_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL AND state <> 'cancelled';
 
 CREATE INDEX jobs_name ON jobs (name) WHERE name IS NOT NULL;
@@ -86,6 +88,8 @@ CREATE INDEX jobs_name ON jobs (name) WHERE name IS NOT NULL;
 CREATE UNIQUE INDEX jobs_name_live ON jobs (name) WHERE name IS NOT NULL AND state <> 'cancelled';
 
 CREATE INDEX jobs_pause_until ON jobs (pause_until) WHERE state = 'paused' AND pause_until IS NOT NULL;
+
+CREATE INDEX jobs_quiet ON jobs (id) WHERE quiet_since IS NOT NULL;
 
 CREATE INDEX jobs_ready ON jobs (type, next_run_at) WHERE state = 'ready';
 

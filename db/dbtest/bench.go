@@ -35,3 +35,15 @@ func QuietSweeps(b *testing.B, s db.Store) {
 		}
 	}
 }
+
+// StatsReads runs b.Loop's reads of Stats, as /stats, each /metrics scrape
+// and the dashboard's sampler make them, over the schedules of
+// WatchedSchedules.
+func StatsReads(b *testing.B, s db.Store) {
+	b.Helper()
+	for b.Loop() {
+		if _, err := s.Stats(context.Background(), s.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -126,6 +126,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"GaveUpStart":            testGaveUpStart,
 		"RunsLive":               testRunsLive,
 		"Stats":                  testStats,
+		"StatsSchedules":         testStatsSchedules,
 		"RetryCrossesSlot":       testRetryCrossesSlot,
 		"CancelRunReaped":        testCancelRunReaped,
 		"FinishRepeated":         testFinishRepeated,

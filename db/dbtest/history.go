@@ -241,6 +241,74 @@ func testStats(t *testing.T, f *fixture) {
 	}
 }
 
+// testStatsSchedules: the schedules' figures of Stats, which the stores
+// read from partial indexes (the missed slots from jobs_recurring alone,
+// the failing and quiet ones through jobs_failing and jobs_quiet), are
+// what the jobs themselves say, summed over all of them as Stats once
+// read them: on one-off jobs and schedules well, with missed slots,
+// failing, quiet, cancelled while failing or quiet, and paused while quiet.
+func testStatsSchedules(t *testing.T, f *fixture) {
+	f.create(db.JobCreateParams{Type: "once"})
+	f.create(db.JobCreateParams{Type: "well", Schedule: "0 * * * *"})
+	f.create(db.JobCreateParams{Type: "missed", Schedule: "0 * * * *", Misfire: db.MisfireSkip})
+	f.create(db.JobCreateParams{Type: "failing", Schedule: "0 * * * *", MaxAttempts: 1})
+	cancelledFailing := f.create(db.JobCreateParams{Type: "failing", Schedule: "0 * * * *", MaxAttempts: 1})
+	f.Clock.Set(Start.Add(5*time.Hour + 30*time.Minute))
+	if c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"missed"}, Max: 1}); err != nil || len(c) != 0 {
+		t.Fatalf("claim of the schedule that skips its missed slots: %d, %v; want none", len(c), err)
+	}
+	c, err := f.Store.RunClaim(f.ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"failing"}, Max: 2, Lease: time.Minute})
+	if err != nil || len(c) != 2 {
+		t.Fatalf("claim of the failing schedules: %d, %v", len(c), err)
+	}
+	for _, claim := range c {
+		f.finish(claim, db.OutcomeFailed, false)
+	}
+	if _, err := f.Store.JobCancel(f.ctx, cancelledFailing.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.goneQuiet("quiet")
+	paused := f.goneQuiet("quiet-paused")
+	if _, err := f.Store.JobPause(f.ctx, paused.ID); err != nil {
+		t.Fatal(err)
+	}
+	cancelledQuiet := f.goneQuiet("quiet-cancelled")
+	if _, err := f.Store.JobCancel(f.ctx, cancelledQuiet.ID); err != nil {
+		t.Fatal(err)
+	}
+	jobs, next, err := f.Store.JobList(f.ctx, db.JobListParams{Limit: 100})
+	if err != nil || next != "" {
+		t.Fatalf("list every job: next %q, %v", next, err)
+	}
+	var want db.Stats
+	for _, j := range jobs {
+		if !j.Recurring() {
+			continue
+		}
+		want.MissedSlots += j.MissedSlots
+		if j.State == db.StateCancelled {
+			continue
+		}
+		if j.FailingSince != nil {
+			want.FailingSchedules++
+		}
+		if j.ExpectSuccessWithin > 0 && j.QuietSince != nil {
+			want.QuietSchedules++
+		}
+	}
+	if want.MissedSlots == 0 || want.FailingSchedules != 1 || want.QuietSchedules != 1 {
+		t.Fatalf("the jobs say %d missed slots, %d failing, %d quiet; the test wants some, 1 and 1", want.MissedSlots, want.FailingSchedules, want.QuietSchedules)
+	}
+	st, err := f.Store.Stats(f.ctx, f.Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MissedSlots != want.MissedSlots || st.FailingSchedules != want.FailingSchedules || st.QuietSchedules != want.QuietSchedules {
+		t.Errorf("stats: %d missed slots, %d failing, %d quiet; the jobs say %d, %d and %d",
+			st.MissedSlots, st.FailingSchedules, st.QuietSchedules, want.MissedSlots, want.FailingSchedules, want.QuietSchedules)
+	}
+}
+
 // testJobCreateBatchCrossed: two batches holding the same idempotency keys,
 // or the same names, in opposite orders, at the same time: with keys, each
 // creates them or answers the other's jobs; with names, one creates them and

@@ -24,10 +24,11 @@ var Migrations = migrations
 
 // The statements whose plans TestTx_Plans checks.
 const (
-	ClaimSettings = claimSettings
-	LeasedJobsSQL = leasedJobsSQL
-	EndRunsSQL    = endRunsSQL
-	PruneJobsSQL  = pruneJobsSQL
+	ClaimSettings     = claimSettings
+	LeasedJobsSQL     = leasedJobsSQL
+	EndRunsSQL        = endRunsSQL
+	PruneJobsSQL      = pruneJobsSQL
+	SchedulesStatsSQL = schedulesStatsSQL
 )
 
 // ClaimSQL and UpdateJobsSQL are claimSQL and updateJobsSQL, for
@@ -64,7 +65,11 @@ func Explain(ctx context.Context, s *Store, setup []string, sql string, args ...
 				literals[i] = "'" + strings.ReplaceAll(string(text), "'", "''") + "'"
 			}
 		}
-		rows, err := t.conn.Query(ctx, `EXPLAIN EXECUTE explained(`+strings.Join(literals, ", ")+`)`)
+		execute := "EXECUTE explained" // a statement of no parameters takes no parentheses
+		if len(literals) > 0 {
+			execute += "(" + strings.Join(literals, ", ") + ")"
+		}
+		rows, err := t.conn.Query(ctx, "EXPLAIN "+execute)
 		if err != nil {
 			return fmt.Errorf("explain: %w", err)
 		}

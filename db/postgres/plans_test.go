@@ -87,6 +87,34 @@ func TestJobsPage_PlanByState(t *testing.T) {
 	}
 }
 
+// TestStats_SchedulePlan: the schedules' figures of Stats read the jobs
+// with missed slots (jobs_recurring either side of zero), and the failing
+// and the quiet jobs through their partial indexes, not every recurring
+// or watched job: here 1,000 watched schedules, none in trouble, beside
+// 1,000 one-off jobs, analyzed.
+func TestStats_SchedulePlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, url := openEnqueued(t, 1)
+	ps := make([]db.JobCreateParams, db.MaxBatch)
+	for i := range ps {
+		ps[i] = db.JobCreateParams{Type: "plan", Schedule: "* * * * *", ExpectSuccessWithin: time.Hour}
+	}
+	if _, err := s.JobCreateBatch(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	postgrestest.Exec(t, url, `ANALYZE jobs`)
+	plan, err := postgres.Explain(ctx, s, nil, postgres.SchedulesStatsSQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, index := range []string{"jobs_recurring", "jobs_failing", "jobs_quiet"} {
+		if !strings.Contains(plan, index) || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "jobs_watched") {
+			t.Errorf("the plan does not read %s alone:\n%s", index, plan)
+		}
+	}
+}
+
 // TestTx_PrunePlan: the prune's read of finished jobs walks the (state,
 // id) index from the oldest of those jobs up to the ceiling of the ids it
 // may delete, whatever else is old: by id alone (jobs_pkey) it would walk
@@ -96,22 +124,10 @@ func TestJobsPage_PlanByState(t *testing.T) {
 func TestTx_PrunePlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := postgrestest.URL(t)
-	s := postgrestest.OpenURL(t, url)
-	enqueue(t, s, 2)
-	conn, err := postgres.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	s, url := openEnqueued(t, 2)
 	// Half the jobs went dead long ago, half finished just now.
-	if _, err := conn.Exec(ctx, `UPDATE jobs SET state = CASE WHEN id < (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY id) FROM jobs)
-		THEN 'dead' ELSE 'done' END, next_run_at = NULL`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `ANALYZE jobs`); err != nil {
-		t.Fatal(err)
-	}
+	postgrestest.Exec(t, url, `UPDATE jobs SET state = CASE WHEN id < (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY id) FROM jobs)
+		THEN 'dead' ELSE 'done' END, next_run_at = NULL`, `ANALYZE jobs`)
 	now := s.Now()
 	plan, err := postgres.Explain(ctx, s, nil, postgres.PruneJobsSQL, now.Add(-time.Hour), 100, db.IDCeiling(now))
 	if err != nil {
@@ -120,6 +136,15 @@ func TestTx_PrunePlan(t *testing.T) {
 	if want := "Index Cond: ((state = ANY ('{done,cancelled}'::text[])) AND (id < $3))"; !strings.Contains(plan, want) {
 		t.Errorf("the prune's plan does not read %s:\n%s", want, plan)
 	}
+}
+
+// openEnqueued opens a store in a schema of its own, at url, with batches
+// of enqueue's jobs.
+func openEnqueued(t *testing.T, batches int) (s *postgres.Store, url string) {
+	url = postgrestest.URL(t)
+	s = postgrestest.OpenURL(t, url)
+	enqueue(t, s, batches)
+	return s, url
 }
 
 // enqueue creates batches of db.MaxBatch jobs of type plan in s, due now.

@@ -47,14 +47,10 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 		}); err != nil {
 			return fmt.Errorf("count running jobs: %w", err)
 		}
-		err = tx.QueryRow(ctx, `SELECT coalesce(sum(missed_slots), 0)::bigint, count(failing_since) FILTER (WHERE state <> 'cancelled')
-			FROM jobs WHERE schedule IS NOT NULL`).Scan(&st.MissedSlots, &st.FailingSchedules)
+		err = tx.QueryRow(ctx, schedulesStatsSQL).
+			Scan(&st.MissedSlots, &st.FailingSchedules, &st.QuietSchedules)
 		if err != nil {
-			return fmt.Errorf("sum missed slots: %w", err)
-		}
-		err = tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL AND state <> 'cancelled'`).Scan(&st.QuietSchedules)
-		if err != nil {
-			return fmt.Errorf("count quiet schedules: %w", err)
+			return fmt.Errorf("read the schedules' stats: %w", err)
 		}
 		return nil
 	})
@@ -63,6 +59,16 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	}
 	return st, nil
 }
+
+// schedulesStatsSQL reads the schedules' figures of Stats, reading only
+// the rows of the jobs that count: the sum of their missed slots, by the
+// two stretches of jobs_recurring that are not zero, and how many are
+// failing and quiet, not cancelled, through jobs_failing and jobs_quiet.
+const schedulesStatsSQL = `SELECT
+	(SELECT coalesce(sum(missed_slots), 0)::bigint FROM jobs WHERE schedule IS NOT NULL AND missed_slots > 0) +
+	(SELECT coalesce(sum(missed_slots), 0)::bigint FROM jobs WHERE schedule IS NOT NULL AND missed_slots < 0),
+	(SELECT count(*) FROM jobs WHERE failing_since IS NOT NULL AND schedule IS NOT NULL AND state <> 'cancelled'),
+	(SELECT count(*) FROM jobs WHERE quiet_since IS NOT NULL AND expect_success_ms > 0 AND state <> 'cancelled')`
 
 // readCounts runs a query of (key, count) rows and hands each to add.
 func readCounts(ctx context.Context, tx pgx.Tx, q string, add func(string, int64)) error {

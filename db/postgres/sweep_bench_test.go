@@ -38,3 +38,14 @@ func BenchmarkQuietSweep(b *testing.B) {
 	dbtest.QuietSweeps(b, s)
 	b.ReportMetric(float64(lsn()-from)/float64(b.N), "WAL-bytes/op")
 }
+
+// BenchmarkStats times a read of the queue's statistics over 10,000
+// watched schedules, none of them failing or quiet, once the server has
+// analyzed them (as autovacuum does).
+func BenchmarkStats(b *testing.B) {
+	url := postgrestest.URL(b)
+	s := postgrestest.OpenURL(b, url)
+	dbtest.WatchedSchedules(b, s, 10_000)
+	postgrestest.Exec(b, url, `ANALYZE jobs`)
+	dbtest.StatsReads(b, s)
+}

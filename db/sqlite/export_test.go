@@ -19,6 +19,13 @@ const (
 	HeartbeatSQL  = heartbeatSQL
 )
 
+// The schedules' figures of Stats, for their plan checks.
+const (
+	MissedSlotsSQL = missedSlotsSQL
+	FailingSQL     = failingSQL
+	QuietSQL       = quietSQL
+)
+
 // ParseFixed exposes parseFixed to FuzzParseFixed.
 var ParseFixed = parseFixed
 

@@ -51,6 +51,29 @@ func TestStore_HotQueryPlans(t *testing.T) {
 	}
 }
 
+// TestStats_SchedulePlans: the schedules' figures of Stats read the rows
+// of the jobs with missed slots (a search of jobs_recurring either side
+// of zero), and of the failing and the quiet jobs only, through their
+// partial indexes: not every recurring job's row.
+func TestStats_SchedulePlans(t *testing.T) {
+	s := sqlitetest.Open(t)
+	for q, want := range map[string][]string{
+		sqlite.MissedSlotsSQL: {"SEARCH jobs USING INDEX jobs_recurring (missed_slots>?)", "SEARCH jobs USING INDEX jobs_recurring (missed_slots<?)"},
+		sqlite.FailingSQL:     {"SCAN jobs USING INDEX jobs_failing"},
+		sqlite.QuietSQL:       {"SCAN jobs USING INDEX jobs_quiet"},
+	} {
+		plan, err := s.ExplainQueryPlan(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(plan, w) || strings.Contains(plan, "SCAN jobs\n") {
+				t.Errorf("the plan of %s lacks %q:\n%s", q, w, plan)
+			}
+		}
+	}
+}
+
 // params counts the parameters of q as SQLite numbers them: ?N is N, a
 // plain ? is one more than the highest before it.
 func params(q string) int {

@@ -11,8 +11,8 @@ import (
 
 // Stats reads the queue statistics on the read pool; see db.StatsReader.
 // The ready and running figures come from the partial indexes, the per-state
-// counts from the (state, id) index; the missed slots and failing schedules
-// read the recurring jobs' rows, the quiet ones the watched jobs' rows.
+// counts from the (state, id) index; the schedules' figures read the rows
+// of the jobs with missed slots, failing or quiet only.
 func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	st := db.NewStats()
 	rows, err := d.read.QueryContext(ctx, readyTypes("'[]'")+` SELECT type,
@@ -34,18 +34,31 @@ func (d *dialect) Stats(ctx context.Context, now time.Time) (db.Stats, error) {
 	}); err != nil {
 		return db.Stats{}, fmt.Errorf("count running jobs: %w", translate(err))
 	}
-	err = d.read.QueryRowContext(ctx, `SELECT coalesce(sum(missed_slots), 0), count(CASE WHEN state <> 'cancelled' THEN failing_since END)
-		FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL`).Scan(&st.MissedSlots, &st.FailingSchedules)
-	if err != nil {
+	if err := d.read.QueryRowContext(ctx, missedSlotsSQL).Scan(&st.MissedSlots); err != nil {
 		return db.Stats{}, fmt.Errorf("sum missed slots: %w", translate(err))
 	}
-	err = d.read.QueryRowContext(ctx, `SELECT count(*) FROM jobs INDEXED BY jobs_watched
-		WHERE expect_success_ms > 0 AND quiet_since IS NOT NULL AND state <> 'cancelled'`).Scan(&st.QuietSchedules)
-	if err != nil {
+	if err := d.read.QueryRowContext(ctx, failingSQL).Scan(&st.FailingSchedules); err != nil {
+		return db.Stats{}, fmt.Errorf("count failing schedules: %w", translate(err))
+	}
+	if err := d.read.QueryRowContext(ctx, quietSQL).Scan(&st.QuietSchedules); err != nil {
 		return db.Stats{}, fmt.Errorf("count quiet schedules: %w", translate(err))
 	}
 	return st, nil
 }
+
+// The schedules' figures of Stats, reading only the rows of the jobs that
+// count: the sum of their missed slots, by the two stretches of
+// jobs_recurring that are not zero, and how many are failing and quiet,
+// not cancelled.
+const (
+	missedSlotsSQL = `SELECT
+		(SELECT coalesce(sum(missed_slots), 0) FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL AND missed_slots > 0) +
+		(SELECT coalesce(sum(missed_slots), 0) FROM jobs INDEXED BY jobs_recurring WHERE schedule IS NOT NULL AND missed_slots < 0)`
+	failingSQL = `SELECT count(*) FROM jobs INDEXED BY jobs_failing
+		WHERE failing_since IS NOT NULL AND schedule IS NOT NULL AND state <> 'cancelled'`
+	quietSQL = `SELECT count(*) FROM jobs INDEXED BY jobs_quiet
+		WHERE quiet_since IS NOT NULL AND expect_success_ms > 0 AND state <> 'cancelled'`
+)
 
 // addDues adds each row of (type, oldest due, due within a minute) to st.
 func addDues(st *db.Stats, rows *sql.Rows, err error) error {

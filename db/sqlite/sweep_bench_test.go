@@ -19,3 +19,11 @@ func BenchmarkQuietSweep(b *testing.B) {
 	clock.Advance(30 * time.Minute)
 	dbtest.QuietSweeps(b, s)
 }
+
+// BenchmarkStats times a read of the queue's statistics over 10,000
+// watched schedules, none of them failing or quiet.
+func BenchmarkStats(b *testing.B) {
+	s := sqlitetest.Open(b)
+	dbtest.WatchedSchedules(b, s, 10_000)
+	dbtest.StatsReads(b, s)
+}

@@ -102,13 +102,22 @@ func AwaitListening(t testing.TB, writer *postgres.Store, wakes <-chan struct{},
 // leaves the database for the nodes of this version.
 func Supersede(t testing.TB, url string) {
 	t.Helper()
+	Exec(t, url, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, true)`)
+}
+
+// Exec runs stmts, one after another, on a connection of its own to the
+// database at url (from URL), such as an ANALYZE before a plan is checked.
+func Exec(t testing.TB, url string, stmts ...string) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := postgres.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, true)`); err != nil {
-		t.Fatalf("supersede the schema: %v", err)
+	for _, q := range stmts {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }
