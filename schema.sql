@@ -99,6 +99,8 @@ CREATE INDEX jobs_running ON jobs (lease_until) WHERE state = 'running';
 
 CREATE INDEX jobs_state_id ON jobs (state, id);
 
+CREATE INDEX jobs_type_id ON jobs (type, id);
+
 CREATE INDEX jobs_watched ON jobs (id) WHERE expect_success_ms > 0;
 
 CREATE INDEX runs_job ON runs (job_id, id);

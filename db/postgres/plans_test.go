@@ -95,15 +95,7 @@ func TestJobsPage_PlanByState(t *testing.T) {
 func TestStats_SchedulePlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, url := openEnqueued(t, 1)
-	ps := make([]db.JobCreateParams, db.MaxBatch)
-	for i := range ps {
-		ps[i] = db.JobCreateParams{Type: "plan", Schedule: "* * * * *", ExpectSuccessWithin: time.Hour}
-	}
-	if _, err := s.JobCreateBatch(ctx, ps); err != nil {
-		t.Fatal(err)
-	}
-	postgrestest.Exec(t, url, `ANALYZE jobs`)
+	s := watchedAmongJobs(t)
 	plan, err := postgres.Explain(ctx, s, nil, postgres.SchedulesStatsSQL)
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +103,27 @@ func TestStats_SchedulePlan(t *testing.T) {
 	for _, index := range []string{"jobs_recurring", "jobs_failing", "jobs_quiet"} {
 		if !strings.Contains(plan, index) || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "jobs_watched") {
 			t.Errorf("the plan does not read %s alone:\n%s", index, plan)
+		}
+	}
+}
+
+// TestJobsPage_PlanByHealth: a page of the failing or the quiet schedules
+// reads their partial index, newest first, not every job: here among
+// 1,000 watched schedules and 1,000 one-off jobs, analyzed. (A page of a
+// type walks jobs_pkey, newest first, on PostgreSQL: an index of types
+// would take an entry at each claim and finish, see docs/postgresql.md.)
+func TestJobsPage_PlanByHealth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := watchedAmongJobs(t)
+	for health, index := range map[string]string{db.HealthFailing: "jobs_failing", db.HealthQuiet: "jobs_quiet"} {
+		sql, args := postgres.JobsPageSQL(db.JobListParams{Health: health}, 50)
+		plan, err := postgres.Explain(ctx, s, nil, sql, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", health, err)
+		}
+		if !strings.Contains(plan, index) || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Sort") {
+			t.Errorf("a page of %s schedules does not read %s alone:\n%s", health, index, plan)
 		}
 	}
 }
@@ -145,6 +158,23 @@ func openEnqueued(t *testing.T, batches int) (s *postgres.Store, url string) {
 	s = postgrestest.OpenURL(t, url)
 	enqueue(t, s, batches)
 	return s, url
+}
+
+// watchedAmongJobs opens a store with db.MaxBatch one-off jobs and as
+// many schedules, every minute and watched for an hour, none in trouble,
+// analyzed.
+func watchedAmongJobs(t *testing.T) *postgres.Store {
+	t.Helper()
+	s, url := openEnqueued(t, 1)
+	ps := make([]db.JobCreateParams, db.MaxBatch)
+	for i := range ps {
+		ps[i] = db.JobCreateParams{Type: "plan", Schedule: "* * * * *", ExpectSuccessWithin: time.Hour}
+	}
+	if _, err := s.JobCreateBatch(context.Background(), ps); err != nil {
+		t.Fatal(err)
+	}
+	postgrestest.Exec(t, url, `ANALYZE jobs`)
+	return s
 }
 
 // enqueue creates batches of db.MaxBatch jobs of type plan in s, due now.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/sked-dev/sked/db"
 )
 
 // The hot statements, for the plan checks of plans_test.go.
@@ -25,6 +27,10 @@ const (
 	FailingSQL     = failingSQL
 	QuietSQL       = quietSQL
 )
+
+// JobsPageSQL is the statement that reads a page of jobs, and its
+// arguments.
+func JobsPageSQL(p db.JobListParams, limit int) (string, []any) { return jobsPageSQL(p, limit) }
 
 // ParseFixed exposes parseFixed to FuzzParseFixed.
 var ParseFixed = parseFixed

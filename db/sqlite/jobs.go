@@ -390,8 +390,14 @@ func (d *dialect) JobGet(ctx context.Context, id string) (db.Job, error) {
 
 // JobsPage reads a page of jobs; see engine.Reader.
 func (d *dialect) JobsPage(ctx context.Context, p db.JobListParams, limit int) ([]db.Job, error) {
+	q, args := jobsPageSQL(p, limit)
+	return scanJobs(d.read.QueryContext(ctx, q, args...))
+}
+
+// jobsPageSQL is the statement of a page of jobs and its arguments.
+func jobsPageSQL(p db.JobListParams, limit int) (string, []any) {
 	where, args := p.Where(func(int) string { return "?" })
-	return scanJobs(d.read.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs`+where+` ORDER BY id DESC LIMIT ?`, append(args, limit)...))
+	return `SELECT ` + jobColumns + ` FROM jobs` + where + ` ORDER BY id DESC LIMIT ?`, append(args, limit)
 }
 
 // nextDueSQL reads when the earliest ready job of some types is due, from

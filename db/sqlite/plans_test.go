@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 )
@@ -70,6 +71,36 @@ func TestStats_SchedulePlans(t *testing.T) {
 			if !strings.Contains(plan, w) || strings.Contains(plan, "SCAN jobs\n") {
 				t.Errorf("the plan of %s lacks %q:\n%s", q, w, plan)
 			}
+		}
+	}
+}
+
+// TestJobsPage_FilterPlans: a page of GET /jobs filtered on a type or on
+// the schedules' health reads an index of just those jobs, newest first,
+// and never the whole table for a filter few jobs match: a type through
+// jobs_type_id (also with a state, but ready: jobs_ready), the failing
+// and the quiet schedules through jobs_failing and jobs_quiet. Nor does
+// any sort.
+func TestJobsPage_FilterPlans(t *testing.T) {
+	s := sqlitetest.Open(t)
+	for _, tc := range []struct {
+		p    db.JobListParams
+		want string
+	}{
+		{db.JobListParams{Type: "x"}, "SEARCH jobs USING INDEX jobs_type_id (type=?)"},
+		{db.JobListParams{Type: "x", Cursor: "j"}, "SEARCH jobs USING INDEX jobs_type_id (type=? AND id<?)"},
+		{db.JobListParams{Type: "x", State: db.StateDead}, "SEARCH jobs USING INDEX "},
+		{db.JobListParams{Health: db.HealthFailing}, "SCAN jobs USING INDEX jobs_failing"},
+		{db.JobListParams{Health: db.HealthQuiet}, "SCAN jobs USING INDEX jobs_quiet"},
+		{db.JobListParams{Health: db.HealthQuiet, Cursor: "j"}, "jobs_quiet"},
+	} {
+		q, args := sqlite.JobsPageSQL(tc.p, 50)
+		plan, err := s.ExplainQueryPlan(context.Background(), q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan, tc.want) || strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "sqlite_autoindex_jobs_1") {
+			t.Errorf("%+v: the plan lacks %q, or walks every job or sorts:\n%s", tc.p, tc.want, plan)
 		}
 	}
 }
