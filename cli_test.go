@@ -323,6 +323,12 @@ func TestCLI_ScheduleControls(t *testing.T) {
 	if out := ok(t, srv, "show", hourly.ID); !regexp.MustCompile(`(?m)^Paused: +db upgrade, until ` + until.Format(time.RFC3339) + `$`).MatchString(out) {
 		t.Errorf("show of a paused job printed\n%s\nwant its pause reason and end", out)
 	}
+	// A paused schedule is not watched: it has no window until its resume.
+	watched := okJSON[db.Job](t, srv, "add", "--exec", "--schedule", "0 * * * *", "--expect-success-within", "2h", "--", "true")
+	ok(t, srv, "pause", watched.ID)
+	if out := ok(t, srv, "show", watched.ID); !regexp.MustCompile(`(?m)^Window: +none while paused`).MatchString(out) || strings.Contains(out, "quiet unless") {
+		t.Errorf("show of a paused watched schedule printed\n%s\nwant no window while paused", out)
+	}
 	if msg := fails(t, srv, 2, "pause", hourly.ID, "--until", "tomorrow"); !strings.Contains(msg, "RFC 3339") {
 		t.Fatalf("bad --until: %q", msg)
 	}

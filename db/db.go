@@ -196,7 +196,8 @@ type Job struct {
 	// (KeepWatchFrom) on each job it reads and writes. The window starts
 	// again at a success, and other than by one at a resume, a change of
 	// the schedule or of the switch, sked's return from downtime
-	// (JobWatchStart), which set it to their time.
+	// (JobWatchStart), which set it to their time. The API leaves it out
+	// of a paused job (see MarshalJSON).
 	WatchFrom *time.Time `json:"watchFrom,omitempty"`
 	// Triggered is set while an operator's extra run (JobTrigger) is due or
 	// running; that run does not move the schedule.
@@ -267,6 +268,27 @@ func (j *Job) KeepWatchFrom() {
 	}
 	from := j.WatchedFrom()
 	j.WatchFrom = &from
+}
+
+// MarshalJSON writes j as the API shows it, but for WatchFrom, which it
+// leaves out of a paused job: a paused schedule is not watched, so no
+// window runs, and a whole one starts at its resume. The store keeps it
+// meanwhile, for the resume (lifecycle.WatchAgain keeps a window a
+// skipped slot starts later). &, < and > are written as they are, as the
+// API's encoder writes the rest.
+func (j Job) MarshalJSON() ([]byte, error) {
+	type fields Job // Job without this method
+	f := fields(j)
+	if f.State == StatePaused {
+		f.WatchFrom = nil
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(f); err != nil {
+		return nil, err
+	}
+	return []byte(buf.String()), nil
 }
 
 // Recurring reports whether the job has a schedule.

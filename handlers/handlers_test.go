@@ -493,6 +493,32 @@ func TestHandler_JobWatchFrom(t *testing.T) {
 	e.do(http.MethodPatch, "/jobs/"+j.ID, `{"watchFrom": "2030-01-01T00:00:00Z"}`).wantProblem(t, http.StatusUnprocessableEntity, `unknown field "watchFrom"`)
 }
 
+// A paused schedule with a dead-man's switch is not watched: it shows no
+// window (watchFrom), alone or in a list, however long it was watched
+// before the pause; its resume starts a whole window.
+func TestHandler_JobWatchFromPaused(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	clock := testNow
+	e.store.NowFunc = func() time.Time { return clock }
+	j := e.create(`{"type": "noop", "schedule": "@every 10m", "expectSuccessWithin": "1h"}`, http.StatusCreated)
+	clock = clock.Add(20 * time.Minute)
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/pause", "").wantStatus(t, http.StatusOK)
+	clock = clock.Add(5 * time.Hour)
+	for _, path := range []string{"/jobs/" + j.ID, "/jobs?state=paused", "/jobs"} {
+		res := e.do(http.MethodGet, path, "")
+		res.wantStatus(t, http.StatusOK)
+		if body := string(res.body); !strings.Contains(body, j.ID) || strings.Contains(body, "watchFrom") {
+			t.Errorf("GET %s of the paused job = %s; want it without watchFrom", path, body)
+		}
+	}
+	res := e.do(http.MethodPost, "/jobs/"+j.ID+"/resume", "")
+	res.wantStatus(t, http.StatusOK)
+	if want := `"watchFrom":"` + clock.Format(time.RFC3339Nano) + `"`; !strings.Contains(string(res.body), want) {
+		t.Errorf("resumed: %s; want %s, the resume's time", res.body, want)
+	}
+}
+
 func TestHandler_JobList(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, nil)

@@ -15,7 +15,9 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/sked-dev/sked/db"
@@ -80,6 +82,18 @@ type Claimed struct {
 	db.Job
 	RunID      int64 `json:"runId"`
 	Generation int64 `json:"generation"`
+}
+
+// MarshalJSON writes c as one object, the job's fields as the API shows
+// them (db.Job.MarshalJSON) with runId and generation: the method of the
+// embedded job, promoted, would write the job alone.
+func (c Claimed) MarshalJSON() ([]byte, error) {
+	job, err := c.Job.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	job = bytes.TrimSuffix(bytes.TrimSpace(job), []byte("}"))
+	return fmt.Appendf(job, `,"runId":%d,"generation":%d}`, c.RunID, c.Generation), nil
 }
 
 // ClaimResponse is the body of a POST /claims answer.

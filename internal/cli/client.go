@@ -923,7 +923,10 @@ func (a *api) show(ctx context.Context, id string) error {
 		field("Missed slots", strconv.FormatInt(job.MissedSlots, 10))
 		if job.ExpectSuccessWithin > 0 {
 			field("Expect success within", time.Duration(job.ExpectSuccessWithin).String())
-			if job.WatchFrom != nil && job.QuietSince == nil {
+			switch {
+			case job.State == db.StatePaused:
+				field("Window", "none while paused: a whole window starts at its resume")
+			case job.WatchFrom != nil && job.QuietSince == nil:
 				quietAt := job.WatchFrom.Add(time.Duration(job.ExpectSuccessWithin))
 				field("Window", "from "+optTime(job.WatchFrom)+": quiet unless a run succeeds by "+optTime(&quietAt))
 			}

@@ -368,6 +368,7 @@ export function jobPage(ref) {
       j.schedule ? ["overlap · misfire", `${j.overlap} · ${j.misfire}`] : null,
       j.expectSuccessWithin ? ["expect success within", j.expectSuccessWithin] : null,
       j.watchFrom ? ["window from", timeEl(j.watchFrom)] : null,
+      j.expectSuccessWithin && j.state === "paused" ? ["window", "none while paused: a whole window starts at its resume"] : null,
       j.schedule ? ["missed slots", String(j.missedSlots)] : null,
       j.rescheduledAt ? ["schedule changed", ["during this run, at ", timeEl(j.rescheduledAt), "; its next slot counts from then"]] : null,
       j.leaseOwner ? ["lease", [h("span.mono", j.leaseOwner), " until ", timeEl(j.leaseUntil), ` (generation ${j.leaseGeneration})`]] : null,
