@@ -218,7 +218,8 @@ type Job struct {
 	UpdatedAt     time.Time  `json:"updatedAt"`
 	// RequestHash is the fingerprint of the create request that made the
 	// job (JobCreateParams.Fingerprint), kept to tell a retry of that
-	// request from another request with the same idempotency key.
+	// request from another request with the same idempotency key. Empty
+	// for a job created without a key.
 	RequestHash string `json:"-"`
 }
 

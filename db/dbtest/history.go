@@ -147,6 +147,21 @@ func testJobCreateBatch(t *testing.T, f *fixture) {
 	if jobs[0].Type != "a" || jobs[1].Type != "b" || jobs[2].ID != jobs[0].ID {
 		t.Fatalf("batch = %+v; want a, b, then a again for the repeated request", jobs)
 	}
+	// A key already stored: its job comes back, the others are created.
+	again, err := b.JobCreateBatch(f.ctx, []db.JobCreateParams{
+		{Type: "d"}, {Type: "a", IdempotencyKey: "k1"}, {Type: "e", IdempotencyKey: "k2"},
+	})
+	if err != nil || len(again) != 3 {
+		t.Fatalf("JobCreateBatch with a stored key = %d jobs, %v; want 3", len(again), err)
+	}
+	if again[1].ID != jobs[0].ID || again[0].Type != "d" || again[2].Type != "e" || again[0].ID == jobs[0].ID || again[2].ID == jobs[0].ID {
+		t.Fatalf("batch with a stored key = %+v; want d, the stored job of k1, then e", again)
+	}
+	for _, j := range again {
+		if got := f.get(j.ID); !reflect.DeepEqual(got, j) {
+			t.Errorf("job as stored:\n%+v\nas the batch returned it:\n%+v", got, j)
+		}
+	}
 	var reused *db.KeyReusedError
 	if _, err := b.JobCreateBatch(f.ctx, []db.JobCreateParams{{Type: "z"}, {Type: "c", IdempotencyKey: "k1"}}); !errors.As(err, &reused) {
 		t.Fatalf("a batch reusing a key for another request: %v; want a KeyReusedError", err)

@@ -44,6 +44,21 @@ func testNames(t *testing.T, f *fixture) {
 	if _, err := f.Store.JobCreateBatch(f.ctx, []db.JobCreateParams{{Type: "a", Name: "twin"}, {Type: "b", Name: "twin"}}); !errors.As(err, &conflict) {
 		t.Fatalf("a batch naming two jobs alike: %v; want a ConflictError", err)
 	}
+	// Larger batches (a store may write them another way) are refused
+	// whole too: a name held by a stored job, or by two of the batch.
+	for _, taken := range []string{"nightly-backup", "twin"} {
+		batch := []db.JobCreateParams{{Type: "batch-named", Name: "twin"}}
+		for len(batch) < 11 {
+			batch = append(batch, db.JobCreateParams{Type: "batch-named"})
+		}
+		batch = append(batch, db.JobCreateParams{Type: "batch-named", Name: taken})
+		if _, err := f.Store.JobCreateBatch(f.ctx, batch); !errors.As(err, &conflict) {
+			t.Fatalf("a batch of %d naming a job %q: %v; want a ConflictError", len(batch), taken, err)
+		}
+		if list, _, err := f.Store.JobList(f.ctx, db.JobListParams{Type: "batch-named"}); err != nil || len(list) != 0 {
+			t.Fatalf("jobs of a refused batch = %d, %v; want none", len(list), err)
+		}
+	}
 	if got := f.get("nightly-backup"); got.ID != j.ID {
 		t.Fatalf("JobGet by name = %s, want %s", got.ID, j.ID)
 	}

@@ -101,9 +101,12 @@ func (s *Store) insert(ctx context.Context, tx Tx, jobs []db.Job) ([]bool, error
 	if err := s.checkNames(ctx, tx, jobs, fresh); err != nil {
 		return nil, err
 	}
-	batch := make([]db.Job, len(fresh))
-	for k, i := range fresh {
-		batch[k] = jobs[i]
+	batch := jobs // as a rule, none was sent before
+	if len(fresh) < len(jobs) {
+		batch = make([]db.Job, len(fresh))
+		for k, i := range fresh {
+			batch[k] = jobs[i]
+		}
 	}
 	ins, err := tx.JobsInsert(ctx, batch)
 	if err != nil {
@@ -219,13 +222,19 @@ func (s *Store) newJob(p db.JobCreateParams, now time.Time) (db.Job, error) {
 		def = s.DefaultsFunc(p.Type)
 	}
 	j := db.Job{
-		ID: id, Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Notify: p.Notify, RequestHash: p.Fingerprint(),
+		ID: id, Name: p.Name, Type: p.Type, Payload: p.Payload, Schedule: p.Schedule, Notify: p.Notify,
 		Timezone: cmp.Or(p.Timezone, "UTC"), State: db.StateReady,
 		NextRunAt: s.storedPtr(due), Slot: s.storedPtr(slot),
 		MaxAttempts: cmp.Or(p.MaxAttempts, def.MaxAttempts), IdempotencyKey: p.IdempotencyKey,
 		Timeout: ms(cmp.Or(p.Timeout, db.DefaultTimeout)), Backoff: ms(cmp.Or(p.Backoff, def.Backoff)),
 		Jitter: ms(p.Jitter), ExpectSuccessWithin: ms(p.ExpectSuccessWithin),
 		CreatedAt: now, UpdatedAt: now,
+	}
+	if p.IdempotencyKey != "" {
+		// Only a key is checked against the request that took it
+		// (settleKeys); a job without one has no fingerprint to store,
+		// and a batch of them is spared hashing each job's definition.
+		j.RequestHash = p.Fingerprint()
 	}
 	if len(j.Payload) == 0 {
 		j.Payload = []byte("{}")

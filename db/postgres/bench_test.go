@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/dbtest"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
 )
@@ -48,4 +49,21 @@ func BenchmarkStats(b *testing.B) {
 	dbtest.WatchedSchedules(b, s, 10_000)
 	postgrestest.Exec(b, url, `ANALYZE jobs`)
 	dbtest.StatsReads(b, s)
+}
+
+// BenchmarkJobCreateBatch times JobCreateBatch of 1,000 one-off jobs
+// without keys or names, as an enqueue of many jobs sends them (a client
+// CPU profile: -cpuprofile).
+func BenchmarkJobCreateBatch(b *testing.B) {
+	s := postgrestest.Open(b)
+	ps := make([]db.JobCreateParams, 1000)
+	for i := range ps {
+		ps[i] = db.JobCreateParams{Type: "noop"}
+	}
+	for b.Loop() {
+		if _, err := s.JobCreateBatch(context.Background(), ps); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(ps))/b.Elapsed().Seconds(), "jobs/s")
 }
