@@ -66,6 +66,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RunClaimTypes":          testRunClaimTypes,
 		"RunClaimTypesOrder":     testRunClaimTypesOrder,
 		"RunClaimRace":           testRunClaimRace,
+		"RunClaimMixed":          testRunClaimMixed,
 		"RunClaimAhead":          testRunClaimAhead,
 		"RunHeartbeat":           testRunHeartbeat,
 		"RunFinishStale":         testRunFinishStale,
@@ -469,6 +470,52 @@ func testRunClaim(t *testing.T, f *fixture) {
 	if next, ok, err := f.Store.JobNextDue(f.ctx, nil); err != nil || !ok || !next.Equal(f.Clock.Now()) {
 		t.Fatalf("JobNextDue = %v %v %v", next, ok, err)
 	}
+}
+
+// testRunClaimMixed: a claim of one-off jobs, a misfired recurring job and
+// a pinged job, due in turn, takes the earliest due and writes for each
+// what it needs after its claim: the misfire policy runs the recurring
+// job's latest slot and records the others missed, the pinged job's start
+// is an event. (On PostgreSQL the one-off jobs without notifications are
+// claimed by a claim whose COMMIT goes with it, the others by the ordinary
+// claim: see engine.QuickClaimer. The claims are of no worker, which needs
+// no record.)
+func testRunClaimMixed(t *testing.T, f *fixture) {
+	at := func(d time.Duration) db.JobCreateParams { return db.JobCreateParams{RunAt: Start.Add(d)} }
+	p := at(20 * time.Minute)
+	p.Notify = &db.Notify{Ping: "https://hc.example/mixed"}
+	pinged := f.create(p)
+	a := f.create(at(30 * time.Minute))
+	r := f.create(db.JobCreateParams{Schedule: "0 * * * *", Misfire: db.MisfireRunOnce}) // due 13:00
+	b := f.create(at(90 * time.Minute))
+	c := f.create(at(3 * time.Hour))
+	f.Clock.Set(Start.Add(3*time.Hour + 30*time.Minute))
+
+	claim := func(max int, want ...string) []db.Claim {
+		t.Helper()
+		got := f.claim("", max)
+		var ids []string
+		for _, c := range got {
+			ids = append(ids, c.Job.ID)
+			if runs := f.runs(c.Job.ID); runs[0].ID != c.RunID || runs[0].Outcome != db.OutcomeRunning {
+				t.Fatalf("claim of %s: run %d, newest run %+v", c.Job.ID, c.RunID, runs[0])
+			}
+		}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("claim of %d took %v, want %v (the earliest due, in order)", max, ids, want)
+		}
+		return got
+	}
+	got := claim(4, pinged.ID, a.ID, r.ID, b.ID)
+	wantTime(t, "misfired job's slot", got[2].Job.Slot, Start.Add(3*time.Hour))
+	wantCounts(t, f.outcomes(r.ID), map[string]int{"running": 1, "missed:" + db.MissedDowntime: 2})
+	started := func(events []db.Event) bool {
+		return slices.ContainsFunc(events, func(e db.Event) bool { return e.JobID == pinged.ID && e.Kind == db.EventStarted })
+	}
+	if !started(f.eventsAfter(0, nil, started)) {
+		t.Fatalf("the pinged job's claim recorded no %s event", db.EventStarted)
+	}
+	claim(10, c.ID)
 }
 
 func testRunClaimTypes(t *testing.T, f *fixture) {

@@ -51,6 +51,29 @@ type Dialect interface {
 	Close() error
 }
 
+// QuickClaimer is a Dialect that can claim in a transaction whose COMMIT
+// it sends with the claim, one round trip where RunClaim's transaction
+// takes two. Of the jobs Tx.JobsClaim would claim (the earliest due a.Max)
+// it claims those that need no writes after their claims
+// (quickClaimable), and none when the transaction's clock lies outside q
+// (the claim's worker is then to be recorded). rest says it left some to
+// the ordinary claim: a job that needs writes after its claim (the
+// misfire policy, a ping) was among them, or the clock lay outside q.
+// The ordinary claim of the rest, a.Max less the claims, then takes
+// those: the earliest due that are left. now is as InTx's.
+type QuickClaimer interface {
+	ClaimQuick(ctx context.Context, now func() time.Time, a ClaimArgs, q Quiet) (claims []db.Claim, rest bool, err error)
+}
+
+// Quiet is a span of the store's clock, From (inclusive) to Until
+// (exclusive); a zero bound is open.
+type Quiet struct{ From, Until time.Time }
+
+// holds reports whether t lies in q.
+func (q Quiet) holds(t time.Time) bool {
+	return (q.From.IsZero() || !t.Before(q.From)) && (q.Until.IsZero() || t.Before(q.Until))
+}
+
 // Reader is what a Dialect reads outside a transaction.
 type Reader interface {
 	// JobGet returns db.ErrNotFound if the job does not exist.
@@ -346,6 +369,9 @@ type Store struct {
 	stopped    chan struct{} // closed when the committer has returned
 
 	seen seenWorkers
+	// unquick is set while the due jobs need writes after their claims, so
+	// that RunClaim does not try ClaimQuick first; see claimQuick.
+	unquick atomic.Bool
 }
 
 // New returns a Store over cfg.Dialect and starts its committer; Close stops
@@ -460,13 +486,9 @@ func (s *Store) UseClock(g *clock.Guard) {
 // disk has room again (a claim that found nothing, and did not record its
 // worker, wrote nothing).
 func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
-	var now func() time.Time
-	if s.NowFunc != nil {
-		now = s.Now
-	}
 	wrote := true
 	var news *newsTx
-	err := s.d.InTx(ctx, now, func(tx Tx) error {
+	err := s.d.InTx(ctx, s.txClock(), func(tx Tx) error {
 		news = &newsTx{Tx: tx}
 		err := fn(news)
 		if errors.Is(err, errNothingWritten) {
@@ -479,6 +501,15 @@ func (s *Store) inTx(ctx context.Context, fn func(Tx) error) error {
 		s.EventsFunc()
 	}
 	return err
+}
+
+// txClock is the clock of a transaction's times (see Dialect.InTx): the
+// store's when one is injected, else nil, the database's own.
+func (s *Store) txClock() func() time.Time {
+	if s.NowFunc != nil {
+		return s.Now
+	}
+	return nil
 }
 
 // newsTx is a transaction of inTx that notes whether it wrote news to tell

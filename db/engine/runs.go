@@ -135,20 +135,78 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 		s.claiming.Add(-1)
 		signal(s.claimsDone)
 	}()
-	types := distinct(p.Types)
-	var seenAt time.Time // when the claim recorded its worker; zero: it did not
+	a := ClaimArgs{
+		Worker: p.WorkerID, Types: distinct(p.Types), Max: p.Max,
+		Lease: cmp.Or(p.Lease, db.DefaultLease), Ahead: max(p.Ahead, 0),
+	}
+	quick, rest, err := s.claimQuick(ctx, a)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	claims = quick
+	if rest {
+		a.Max -= len(quick)
+		more, err := s.claim(ctx, a)
+		if err != nil && len(quick) == 0 {
+			return nil, err
+		}
+		// Should the rest fail, the quick claim's jobs, committed, run.
+		claims = append(quick, more...)
+		byDue(claims)
+	}
+	failpoint.Hit(failpoint.AfterClaimCommit)
+	return claims, nil
+}
+
+// claimQuick claims a's jobs with the dialect's ClaimQuick, when it has
+// one, unless the jobs last found due needed more writes after their
+// claims; rest says the ordinary claim is to take the rest (all of them,
+// when claimQuick did not try).
+func (s *Store) claimQuick(ctx context.Context, a ClaimArgs) ([]db.Claim, bool, error) {
+	q, ok := s.seen.quiet(a.Worker, a.Types)
+	qc, can := s.d.(QuickClaimer)
+	if !ok || !can || s.unquick.Load() || s.health.full() {
+		return nil, true, nil
+	}
+	claims, rest, err := qc.ClaimQuick(ctx, s.txClock(), a, q)
+	s.health.saw(err, len(claims) > 0)
+	byDue(claims)
+	if rest && len(claims) == 0 {
+		// The due jobs need the ordinary claim: so may the next ones, and
+		// a quick claim that claims nothing costs a round trip.
+		s.unquick.Store(true)
+	}
+	return claims, rest, err
+}
+
+// byDue sorts claims by their jobs' due times, the order they are claimed
+// in.
+func byDue(claims []db.Claim) {
+	slices.SortFunc(claims, func(a, b db.Claim) int { return a.Job.NextRunAt.Compare(*b.Job.NextRunAt) })
+}
+
+// quickClaimable reports whether a claim of j writes nothing after it (see
+// QuickClaimer): j is a one-off job without notifications (so, without a
+// ping), which startFiring passes as claimed.
+func quickClaimable(j db.Job) bool { return !j.Recurring() && j.Notify == nil }
+
+// claim leases due jobs as a says and writes their runs in one transaction
+// with what they need after their claims: the worker's record, the misfire
+// policy, pings.
+func (s *Store) claim(ctx context.Context, a ClaimArgs) ([]db.Claim, error) {
+	var (
+		claims []db.Claim
+		seenAt time.Time // when the claim recorded its worker; zero: it did not
+	)
 	err := s.inTx(ctx, func(tx Tx) error {
 		// The claim first: it reads the transaction's clock with it, where
 		// the worker's record (seldom written) needs it before.
-		got, err := tx.JobsClaim(ctx, ClaimArgs{
-			Worker: p.WorkerID, Types: types, Max: p.Max,
-			Lease: cmp.Or(p.Lease, db.DefaultLease), Ahead: max(p.Ahead, 0),
-		})
+		got, err := tx.JobsClaim(ctx, a)
 		if err != nil {
 			return err
 		}
 		now := tx.Now()
-		recorded, err := s.recordWorker(ctx, tx, p.WorkerID, types, now)
+		recorded, err := s.recordWorker(ctx, tx, a.Worker, a.Types, now)
 		if err != nil {
 			return err
 		}
@@ -158,7 +216,7 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 		if len(got) == 0 && !recorded {
 			return errNothingWritten
 		}
-		slices.SortFunc(got, func(a, b db.Claim) int { return a.Job.NextRunAt.Compare(*b.Job.NextRunAt) })
+		byDue(got)
 		claims = got[:0]
 		var pings []db.Event
 		for _, c := range got {
@@ -185,9 +243,11 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
 	if !seenAt.IsZero() {
-		s.seen.recorded(p.WorkerID, types, seenAt)
+		s.seen.recorded(a.Worker, a.Types, seenAt)
 	}
-	failpoint.Hit(failpoint.AfterClaimCommit)
+	if len(claims) > 0 && !slices.ContainsFunc(claims, func(c db.Claim) bool { return !quickClaimable(c.Job) }) {
+		s.unquick.Store(false) // the due jobs are quick ones again
+	}
 	return claims, nil
 }
 

@@ -53,13 +53,24 @@ type seenMark struct {
 // now is to be recorded: the worker is new to this store, claims other
 // types, or was last recorded db.WorkerSeenEvery ago or more.
 func (w *seenWorkers) due(worker string, types []string, now time.Time) bool {
+	q, ok := w.quiet(worker, types)
+	return !ok || !q.holds(now)
+}
+
+// quiet is when a claim by worker with types (distinct and sorted) is not
+// to be recorded; ok=false: at no time, the worker is new to this store
+// or claims other types. A claim without a worker never is.
+func (w *seenWorkers) quiet(worker string, types []string) (q Quiet, ok bool) {
 	if worker == "" {
-		return false
+		return Quiet{}, true
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, ok := w.last[worker]
-	return !ok || !slices.Equal(m.types, types) || now.Sub(m.at) >= db.WorkerSeenEvery || now.Before(m.at)
+	if !ok || !slices.Equal(m.types, types) {
+		return Quiet{}, false
+	}
+	return Quiet{From: m.at, Until: m.at.Add(db.WorkerSeenEvery)}, true
 }
 
 // forget drops worker's mark: its next claim is recorded.

@@ -376,14 +376,28 @@ func readyTypes(param string) string {
 // transaction's now(), its start, which the claim then reads for the
 // transaction: see tx.Now), how far ahead jobs may be due in
 // microseconds, the types ({}: any), the limit.
-var claimSQL = readyTypes("$5") + `, claimed AS (
-		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = ` + claimNow + ` + $2::bigint * interval '1 microsecond',
-			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = greatest(` + claimNow + `, updated_at)
-		WHERE id = ANY(ARRAY(SELECT picked.id FROM types CROSS JOIN LATERAL (
-				SELECT id, next_run_at FROM jobs WHERE state = 'ready' AND type = types.type
+var claimSQL = readyTypes("$5") + `, ` + claimOf(`SELECT id FROM (`+pickDue(``)+`) due`) + `
+	SELECT * FROM numbered`
+
+// pickDue picks, FOR UPDATE SKIP LOCKED, the earliest due jobs of a
+// claim's types (see claimSQL), each with its id, next_run_at and the
+// columns cols (each beginning with a comma).
+func pickDue(cols string) string {
+	return `SELECT picked.* FROM types CROSS JOIN LATERAL (
+				SELECT id, next_run_at` + cols + ` FROM jobs WHERE state = 'ready' AND type = types.type
 					AND next_run_at <= ` + claimNow + ` + $4::bigint * interval '1 microsecond'
 				ORDER BY next_run_at LIMIT $6 FOR UPDATE SKIP LOCKED) picked
-			ORDER BY picked.next_run_at LIMIT $6))
+			ORDER BY picked.next_run_at LIMIT $6`
+}
+
+// claimOf is the part of a claim statement that leases the jobs of the
+// query ids and writes their runs (see claimSQL), as CTEs; numbered
+// answers the claims.
+func claimOf(ids string) string {
+	return `claimed AS (
+		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = ` + claimNow + ` + $2::bigint * interval '1 microsecond',
+			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = greatest(` + claimNow + `, updated_at)
+		WHERE id = ANY(ARRAY(` + ids + `))
 		RETURNING ` + jobColumns + `
 	), numbered AS (
 		SELECT claimed.*, nextval('runs_id_seq') AS run_id FROM claimed
@@ -392,8 +406,22 @@ var claimSQL = readyTypes("$5") + `, claimed AS (
 		SELECT run_id, id, CASE WHEN triggered THEN updated_at ELSE slot END, attempt, lease_generation, lease_owner,
 			greatest(updated_at, next_run_at), 'running', CASE WHEN triggered THEN '` + db.ReasonManual + `' END
 		FROM numbered
-	)
-	SELECT * FROM numbered`
+	)`
+}
+
+// claimQuickSQL is claimSQL for engine.QuickClaimer: of the jobs claimSQL
+// would pick it claims those that need no writes after their claims (no
+// recurring job, no job with notifications: as the engine's
+// quickClaimable), and none when its clock lies outside the span of
+// arguments 7 and 8 (NULL: open). Each row answers whether it left a
+// picked job (or all, outside the span) to the ordinary claim (rest), then
+// a claim; when it claims nothing, one row with no claim.
+var claimQuickSQL = readyTypes("$5") + `, due AS MATERIALIZED (` + pickDue(`, schedule IS NULL AND notify IS NULL AS quick`) + `
+	), quiet AS (
+		SELECT ($7::timestamptz IS NULL OR ` + claimNow + ` >= $7) AND ($8::timestamptz IS NULL OR ` + claimNow + ` < $8) AS ok
+	), ` + claimOf(`SELECT id FROM due, quiet WHERE due.quick AND quiet.ok`) + `
+	SELECT (SELECT NOT ok FROM quiet) OR EXISTS (SELECT FROM due WHERE NOT quick) AS rest, numbered.*
+	FROM (SELECT) one LEFT JOIN numbered ON true`
 
 // claimNow is the claim's clock: its argument 3, or the transaction's.
 const claimNow = `coalesce($3::timestamptz, now())`
@@ -418,6 +446,64 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 		return err
 	}, claimSQL, a.Worker, a.Lease.Microseconds(), t.given(), a.Ahead.Microseconds(), append([]string{}, a.Types...), a.Max)
 	return claims, err
+}
+
+// ClaimQuick claims in a transaction of its own, sending its COMMIT with
+// the claim; see engine.QuickClaimer. Should reading the answer fail
+// after the server has done the COMMIT, the claims are not answered: their
+// jobs, leased, run again once the leases expire.
+func (d *dialect) ClaimQuick(ctx context.Context, now func() time.Time, a engine.ClaimArgs, q engine.Quiet) (claims []db.Claim, rest bool, err error) {
+	c, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("acquire connection: %w", translate(err))
+	}
+	defer c.Release()
+	t := d.begin(ctx, c.Conn(), now)
+	t.exec(nil, claimSettings)
+	t.queued.Queue(claimQuickSQL, a.Worker, a.Lease.Microseconds(), t.given(), a.Ahead.Microseconds(), append([]string{}, a.Types...), a.Max,
+		openBound(q.From), openBound(q.Until)).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		claims = make([]db.Claim, 0, min(a.Max, scanAhead))
+		for rows.Next() {
+			if rows.RawValues()[1] == nil {
+				// No claim: the row only says rest.
+				dest := make([]any, len(rows.FieldDescriptions()))
+				dest[0] = &rest
+				if err := rows.Scan(dest...); err != nil {
+					return fmt.Errorf("scan claim: %w", err)
+				}
+				continue
+			}
+			var c db.Claim
+			if err := scanJob(prefixed{rows, &rest}, &c.Job, &c.RunID); err != nil {
+				return err
+			}
+			claims = append(claims, c)
+		}
+		return rows.Err()
+	})
+	if err := t.commit(ctx); err != nil {
+		return nil, false, err
+	}
+	return claims, rest, nil
+}
+
+// prefixed is a row whose first column is scanned into first, before the
+// columns a Scan of it names.
+type prefixed struct {
+	pgx.Row
+	first any
+}
+
+// Scan scans the row's first column into p.first, the rest into dest.
+func (p prefixed) Scan(dest ...any) error { return p.Row.Scan(append([]any{p.first}, dest...)...) }
+
+// openBound is t as an argument, NULL when zero.
+func openBound(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // updateJobsSQL writes jobs' lifecycle columns, given as arrays, each

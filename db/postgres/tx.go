@@ -65,11 +65,6 @@ type tx struct {
 // A lock is waited for at most lockTimeout; then the statement fails with
 // db.ErrBusy.
 func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine.Tx) error) (err error) {
-	var at *time.Time
-	if now != nil {
-		t := now().UTC()
-		at = &t
-	}
 	c, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquire connection: %w", translate(err))
@@ -77,7 +72,23 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 	// A connection left inside a transaction (a failed ROLLBACK, a
 	// cancelled statement) is closed by Release, not reused.
 	defer c.Release()
-	t := d.newTx(c.Conn())
+	t := d.begin(ctx, c.Conn(), now)
+	if err := cmp.Or(fn(t), t.failed); err != nil {
+		t.rollback(ctx)
+		return translate(err)
+	}
+	return t.commit(ctx)
+}
+
+// begin is a transaction on conn whose BEGIN and reading of the clock are
+// queued (see InTx).
+func (d *dialect) begin(ctx context.Context, conn *pgx.Conn, now func() time.Time) *tx {
+	var at *time.Time
+	if now != nil {
+		t := now().UTC()
+		at = &t
+	}
+	t := d.newTx(conn)
 	t.ctx = ctx
 	if at != nil {
 		// As the database keeps it: to the microsecond.
@@ -94,10 +105,12 @@ func (d *dialect) InTx(ctx context.Context, now func() time.Time, fn func(engine
 		t.now, t.clocked = t.now.UTC(), true
 		return nil
 	})
-	if err := cmp.Or(fn(t), t.failed); err != nil {
-		t.rollback(ctx)
-		return translate(err)
-	}
+	return t
+}
+
+// commit sends the queued statements and the COMMIT, and rolls the
+// transaction back if they fail.
+func (t *tx) commit(ctx context.Context) error {
 	t.queued.Queue(`COMMIT`)
 	if err := t.flush(ctx); err != nil {
 		t.rollback(ctx)
