@@ -369,8 +369,8 @@ type Store struct {
 	stopped    chan struct{} // closed when the committer has returned
 
 	seen seenWorkers
-	// unquick is set while the due jobs need writes after their claims, so
-	// that RunClaim does not try ClaimQuick first; see claimQuick.
+	// unquick is set while some due jobs need writes after their claims,
+	// so that RunClaim does not try ClaimQuick first; see claimQuick.
 	unquick atomic.Bool
 }
 

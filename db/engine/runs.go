@@ -159,8 +159,8 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 }
 
 // claimQuick claims a's jobs with the dialect's ClaimQuick, when it has
-// one, unless the jobs last found due needed more writes after their
-// claims; rest says the ordinary claim is to take the rest (all of them,
+// one, unless some of the jobs last found due needed more writes after
+// their claims; rest says the ordinary claim is to take the rest (all of them,
 // when claimQuick did not try).
 func (s *Store) claimQuick(ctx context.Context, a ClaimArgs) ([]db.Claim, bool, error) {
 	q, ok := s.seen.quiet(a.Worker, a.Types)
@@ -171,9 +171,10 @@ func (s *Store) claimQuick(ctx context.Context, a ClaimArgs) ([]db.Claim, bool, 
 	claims, rest, err := qc.ClaimQuick(ctx, s.txClock(), a, q)
 	s.health.saw(err, len(claims) > 0)
 	byDue(claims)
-	if rest && len(claims) == 0 {
-		// The due jobs need the ordinary claim: so may the next ones, and
-		// a quick claim that claims nothing costs a round trip.
+	if rest {
+		// Some due jobs need the ordinary claim: so may the next ones, and
+		// a claim in two transactions costs a round trip more than the
+		// ordinary claim alone.
 		s.unquick.Store(true)
 	}
 	return claims, rest, err
