@@ -449,9 +449,9 @@ func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, err
 }
 
 // ClaimQuick claims in a transaction of its own, sending its COMMIT with
-// the claim; see engine.QuickClaimer. Should reading the answer fail
-// after the server has done the COMMIT, the claims are not answered: their
-// jobs, leased, run again once the leases expire.
+// the claim; see engine.QuickClaimer. Should the connection break once
+// the COMMIT may have gone out, it returns db.ErrCommitUnknown, as InTx
+// does: the caller looks up what its worker holds (db.Store.RunsHeld).
 func (d *dialect) ClaimQuick(ctx context.Context, now func() time.Time, a engine.ClaimArgs, q engine.Quiet) (claims []db.Claim, rest bool, err error) {
 	c, err := d.pool.Acquire(ctx)
 	if err != nil {
