@@ -276,7 +276,9 @@ func (c *cronNames) name(command string) string {
 		}
 		return '-'
 	}, base)
-	if base == "" || db.CheckName(base) != nil {
+	// Judged with its prefix: "batch" is a word of the API's paths, and
+	// "alice-batch" a name. A program of dots alone names nothing.
+	if strings.Trim(base, ".") == "" || db.CheckName(c.prefix+base[:min(len(base), max(db.MaxNameLen-len(c.prefix), 1))]) != nil {
 		base = "cron"
 	}
 	if c.taken == nil {

@@ -212,7 +212,7 @@ func TestImportCrontab_Again(t *testing.T) {
 	if got := names(); code != ExitRefused || !strings.Contains(out, "nothing was changed") || !strings.Contains(stderr, "job date: ") || len(got) != 1 {
 		t.Errorf("a name the server has for a noop job: exit %d, %s%s, jobs %q; want it refused and nothing written", code, out, stderr, got)
 	}
-	want := []string{"date", "me-backup", "me-backup-2", "me-cron", "me-cron-2", "me-curl", "me-date", "me-mail", "me-report"}
+	want := []string{"date", "me-backup", "me-backup-2", "me-batch", "me-cron", "me-curl", "me-date", "me-mail", "me-report"}
 	for i, wantOut := range []string{"8 created", "nothing to change"} {
 		code, out, stderr := importAndApply("--name-prefix", "me-")
 		if got := names(); code != 0 || !strings.Contains(out, wantOut) || !slices.Equal(got, want) {
@@ -254,6 +254,33 @@ func TestImportCrontab_LongNames(t *testing.T) {
 	for _, j := range jobs {
 		if len(j.Name) > db.MaxNameLen || !strings.HasPrefix(j.Name, "team-alpha-xxx") {
 			t.Errorf("job name %q (%d characters); want team-alpha-xxx… within %d", j.Name, len(j.Name), db.MaxNameLen)
+		}
+	}
+}
+
+// TestImportCrontab_PrefixedNames: a program named like a word of the
+// API's paths ("batch") is no job name alone, but is one after a prefix:
+// it keeps its name there, and is "cron" without one. A program of dots
+// is "cron" either way.
+func TestImportCrontab_PrefixedNames(t *testing.T) {
+	const crontab = "0 1 * * * /usr/bin/batch\n0 2 * * * ./. x\n"
+	for _, tc := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"", []string{"cron", "cron-2"}},
+		{"alice-", []string{"alice-batch", "alice-cron"}},
+	} {
+		reqs, _, err := importCrontab(strings.NewReader(crontab), "UTC", false, &cronNames{prefix: tc.prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range reqs {
+			got = append(got, r.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("prefix %q: names %q; want %q", tc.prefix, got, tc.want)
 		}
 	}
 }
