@@ -46,7 +46,7 @@ CREATE TABLE "jobs" (
     request_hash      TEXT,
     notify            TEXT,
     failing_since     TEXT
-, rescheduled_at TEXT, pause_requested INTEGER NOT NULL DEFAULT 0, watch_from TEXT) STRICT;
+, rescheduled_at TEXT, pause_requested INTEGER NOT NULL DEFAULT 0, watch_from TEXT, lease_ms INTEGER) STRICT;
 
 CREATE TABLE runs (
     id          INTEGER PRIMARY KEY,

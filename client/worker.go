@@ -143,7 +143,7 @@ func (c *Client) NextDue(context.Context, []string) (time.Time, bool, error) {
 func (c *Client) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.Heartbeat, error) {
 	var hb wire.HeartbeatResponse
 	err := c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(p.JobID)+"/heartbeat",
-		wire.HeartbeatRequest{Generation: &p.Generation, Lease: wire.DurationJSON(cmp.Or(p.Lease, db.DefaultLease))}, &hb)
+		wire.HeartbeatRequest{Generation: &p.Generation, Lease: wire.DurationJSON(p.Lease)}, &hb)
 	if err != nil {
 		return db.Heartbeat{}, fmt.Errorf("heartbeat %s/%d: %w", p.JobID, p.Generation, staleOn409(err))
 	}

@@ -167,15 +167,19 @@ type Job struct {
 	LeaseOwner      string          `json:"leaseOwner,omitempty"`
 	LeaseUntil      *time.Time      `json:"leaseUntil,omitempty"`
 	LeaseGeneration int64           `json:"leaseGeneration"`
-	IdempotencyKey  string          `json:"idempotencyKey,omitempty"`
-	Overlap         string          `json:"overlap,omitempty"`
-	Misfire         string          `json:"misfire,omitempty"`
-	Timeout         Duration        `json:"timeout"`
-	Backoff         Duration        `json:"backoff"`
-	Jitter          Duration        `json:"jitter,omitempty"`
-	CancelRequested bool            `json:"cancelRequested,omitempty"`
-	MissedSlots     int64           `json:"missedSlots"`
-	LastError       string          `json:"lastError,omitempty"`
+	// LeaseFor is how long the claim that holds the lease leased the job
+	// for (0: not known, claimed before sked kept it): a heartbeat that
+	// names no lease renews it by as much.
+	LeaseFor        Duration `json:"-"`
+	IdempotencyKey  string   `json:"idempotencyKey,omitempty"`
+	Overlap         string   `json:"overlap,omitempty"`
+	Misfire         string   `json:"misfire,omitempty"`
+	Timeout         Duration `json:"timeout"`
+	Backoff         Duration `json:"backoff"`
+	Jitter          Duration `json:"jitter,omitempty"`
+	CancelRequested bool     `json:"cancelRequested,omitempty"`
+	MissedSlots     int64    `json:"missedSlots"`
+	LastError       string   `json:"lastError,omitempty"`
 	// PauseReason and PauseUntil say why a job is paused and when it
 	// resumes by itself (nil: when resumed by hand).
 	PauseReason string     `json:"pauseReason,omitempty"`
@@ -445,7 +449,10 @@ type RunClaimParams struct {
 type RunHeartbeatParams struct {
 	JobID      string
 	Generation int64
-	Lease      time.Duration
+	// Lease is how long from now the lease is to last; 0: as long as the
+	// claim leased the job for (Job.LeaseFor), or DefaultLease when that
+	// is not known. A heartbeat never shortens a lease.
+	Lease time.Duration
 	// Remote marks a renewal sent through the worker protocol: a lease that
 	// sked serve's own pool holds (see ServeWorkerPrefix) refuses it with a
 	// *ConflictError.

@@ -347,21 +347,22 @@ func claimParams(req *wire.ClaimRequest) (db.RunClaimParams, time.Duration, erro
 		}
 		p.Max = *req.Max
 	}
-	lease, err := durationField("lease", req.Lease, db.DefaultLease, wire.MinLease, wire.MaxLease)
+	lease, err := durationField("lease", req.Lease, db.DefaultLease, db.DefaultLease.String(), wire.MinLease, wire.MaxLease)
 	if err != nil {
 		return db.RunClaimParams{}, 0, err
 	}
 	p.Lease = lease
-	wait, err := durationField("wait", req.Wait, wire.DefaultClaimWait, 0, wire.MaxClaimWait)
+	wait, err := durationField("wait", req.Wait, wire.DefaultClaimWait, wire.DefaultClaimWait.String(), 0, wire.MaxClaimWait)
 	if err != nil {
 		return db.RunClaimParams{}, 0, err
 	}
 	return p, wait, nil
 }
 
-// durationField parses an optional duration field: fallback when absent,
-// else a Go duration string from lo to hi. Errors are *db.ValidationError.
-func durationField(field string, raw json.RawMessage, fallback, lo, hi time.Duration) (time.Duration, error) {
+// durationField parses an optional duration field: fallback when absent
+// (which absent says in an error), else a Go duration string from lo to
+// hi. Errors are *db.ValidationError.
+func durationField(field string, raw json.RawMessage, fallback time.Duration, absent string, lo, hi time.Duration) (time.Duration, error) {
 	if isAbsent(raw) {
 		return fallback, nil
 	}
@@ -370,7 +371,7 @@ func durationField(field string, raw json.RawMessage, fallback, lo, hi time.Dura
 		return 0, &db.ValidationError{Field: field, Msg: fmt.Sprintf("%s: %v", field, err)}
 	}
 	if d := time.Duration(v); d < lo || d > hi {
-		return 0, &db.ValidationError{Field: field, Msg: fmt.Sprintf("%s must be from %s to %s, not %s; omit it for %s", field, lo, hi, d, fallback)}
+		return 0, &db.ValidationError{Field: field, Msg: fmt.Sprintf("%s must be from %s to %s, not %s; omit it for %s", field, lo, hi, d, absent)}
 	}
 	return time.Duration(v), nil
 }
@@ -399,7 +400,7 @@ func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, &db.ValidationError{Field: "generation", Msg: "generation is required: the one the claim answered"})
 		return
 	}
-	lease, err := durationField("lease", req.Lease, db.DefaultLease, wire.MinLease, wire.MaxLease)
+	lease, err := durationField("lease", req.Lease, 0, "the claim's lease", wire.MinLease, wire.MaxLease)
 	if err != nil {
 		h.error(w, r, err)
 		return

@@ -141,6 +141,27 @@ func TestHandler_ClaimResend(t *testing.T) {
 	}
 }
 
+// TestHandler_HeartbeatKeepsTheClaimedLease: a heartbeat that names no
+// lease renews it by as long as the claim asked for (5m), not by the
+// default 30s, which would let the lease run out between the worker's
+// heartbeats and hand its job to another worker while it runs; one that
+// names a lease outside the bounds says what omitting it does.
+func TestHandler_HeartbeatKeepsTheClaimedLease(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "thumb"}`, http.StatusCreated)
+	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "lease": "5m", "wait": "0s"}`)
+	now := testNow.Add(100 * time.Second)
+	e.store.NowFunc = func() time.Time { return now }
+	var hb wire.HeartbeatResponse
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", fmt.Sprintf(`{"generation": %d}`, c.Generation)).decode(t, &hb)
+	if want := now.Add(5 * time.Minute); !hb.LeaseUntil.Equal(want) {
+		t.Errorf("heartbeat without a lease: leaseUntil %v, want %v (the claim's 5m from now)", hb.LeaseUntil, want)
+	}
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", fmt.Sprintf(`{"generation": %d, "lease": "1ms"}`, c.Generation)).
+		wantProblem(t, http.StatusUnprocessableEntity, "omit it for the claim's lease")
+}
+
 // TestHandler_ClaimLifecycle claims a job over HTTP, renews it, and checks
 // that every write under another generation is refused with 409 and
 // changes nothing.

@@ -107,8 +107,8 @@ type ClaimResponse struct {
 }
 
 // HeartbeatRequest is the body of POST /jobs/{id}/heartbeat: extend the
-// lease held with Generation (required) by Lease (absent:
-// db.DefaultLease).
+// lease held with Generation (required) to Lease from now (absent: as long
+// as the claim leased the job for).
 type HeartbeatRequest struct {
 	Generation *int64          `json:"generation"`
 	Lease      json.RawMessage `json:"lease,omitempty"`

@@ -69,6 +69,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RunClaimMixed":          testRunClaimMixed,
 		"RunClaimAhead":          testRunClaimAhead,
 		"RunHeartbeat":           testRunHeartbeat,
+		"HeartbeatClaimedLease":  testHeartbeatClaimedLease,
 		"RunFinishStale":         testRunFinishStale,
 		"RunFinishReturns":       testRunFinishReturnsStoredJob,
 		"RetryThenDead":          testRetryThenDead,
@@ -734,6 +735,44 @@ func testRunHeartbeat(t *testing.T, f *fixture) {
 	f.Clock.Advance(31 * time.Second)
 	if _, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: 1}); !errors.Is(err, db.ErrStale) {
 		t.Fatalf("heartbeat after expiry: err = %v, want ErrStale", err)
+	}
+}
+
+// testHeartbeatClaimedLease: a heartbeat that names no lease renews it by
+// as long as the claim leased the job for, not by the default lease: a
+// worker that claimed for 5 minutes and renews every 100 s keeps its job.
+// Two claims of one worker, one after the other (on PostgreSQL the second
+// is a quick claim), each renewed so, through the worker protocol and not.
+func testHeartbeatClaimedLease(t *testing.T, f *fixture) {
+	const lease = 5 * time.Minute
+	f.create(db.JobCreateParams{})
+	f.create(db.JobCreateParams{})
+	f.Clock.Advance(time.Second)
+	var claims []db.Claim
+	for range 2 {
+		c := f.claimLease("w", 1, lease)
+		if len(c) != 1 {
+			t.Fatalf("claimed %d jobs, want 1", len(c))
+		}
+		claims = append(claims, c[0])
+	}
+	for round := range 3 {
+		f.Clock.Advance(100 * time.Second)
+		for i, c := range claims {
+			hb, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: c.Job.LeaseGeneration, Remote: i == 0})
+			if want := f.Clock.Now().Add(lease); err != nil || !hb.LeaseUntil.Equal(want) {
+				t.Fatalf("round %d, claim %d: heartbeat without a lease = %+v, %v; want the lease until %v", round, i, hb, err, want)
+			}
+		}
+		if n, err := f.Store.RunReapExpired(f.ctx); err != nil || n != 0 {
+			t.Fatalf("round %d: reaped %d (%v) while the leases were renewed", round, n, err)
+		}
+	}
+	// A lease named in the heartbeat still wins.
+	c := claims[0]
+	hb, err := f.Store.RunHeartbeat(f.ctx, db.RunHeartbeatParams{JobID: c.Job.ID, Generation: c.Job.LeaseGeneration, Lease: 20 * time.Minute})
+	if want := f.Clock.Now().Add(20 * time.Minute); err != nil || !hb.LeaseUntil.Equal(want) {
+		t.Fatalf("heartbeat naming 20m = %+v, %v; want the lease until %v", hb, err, want)
 	}
 }
 

@@ -336,21 +336,27 @@ func (s *Store) RunHeartbeat(ctx context.Context, p db.RunHeartbeatParams) (db.H
 		ended error // a remote run ended here, past its timeout
 	)
 	err := s.inTx(ctx, func(tx Tx) error {
-		if p.Remote {
+		lease := p.Lease
+		if p.Remote || lease == 0 {
 			held, err := tx.JobsLeased(ctx, []Lease{{p.JobID, p.Generation}})
 			if err != nil {
 				return fmt.Errorf("read leased job: %w", err)
 			}
 			if len(held) == 1 && holds(held[0], Lease{p.JobID, p.Generation}, s.stored(tx.Now())) {
-				if servePool(held[0]) {
-					return db.ServeRunError(held[0])
+				if p.Remote {
+					if servePool(held[0]) {
+						return db.ServeRunError(held[0])
+					}
+					if ended, err = s.endPastTimeout(ctx, tx, held[0]); ended != nil || err != nil {
+						return err
+					}
 				}
-				if ended, err = s.endPastTimeout(ctx, tx, held[0]); ended != nil || err != nil {
-					return err
+				if lease == 0 {
+					lease = time.Duration(held[0].LeaseFor) // as long as the claim leased it for
 				}
 			}
 		}
-		until := s.stored(tx.Now().Add(cmp.Or(p.Lease, db.DefaultLease)))
+		until := s.stored(tx.Now().Add(cmp.Or(lease, db.DefaultLease)))
 		cancel, leaseUntil, err := tx.Heartbeat(ctx, p.JobID, p.Generation, until)
 		if errors.Is(err, db.ErrNotFound) {
 			return db.ErrStale

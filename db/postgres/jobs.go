@@ -26,7 +26,7 @@ const jobColumns = `id, type, payload, coalesce(schedule, '') AS schedule, timez
 	coalesce(pause_reason, '') AS pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
 	triggered, coalesce(parent_id, '') AS parent_id, coalesce(name, '') AS name,
 	coalesce(request_hash, '') AS request_hash, coalesce(notify, '') AS notify, failing_since, rescheduled_at, pause_requested,
-	watch_from`
+	watch_from, coalesce(lease_ms, 0) AS lease_ms`
 
 // readJob reads one job row.
 func readJob(row pgx.Row) (j db.Job, err error) {
@@ -39,20 +39,20 @@ func readJob(row pgx.Row) (j db.Job, err error) {
 // into their slice.
 func scanJob(row pgx.Row, j *db.Job, extra ...any) error {
 	var notify string
-	dest := append(make([]any, 0, 38+len(extra)), &j.ID, &j.Type, (*[]byte)(&j.Payload), &j.Schedule, &j.Timezone,
+	dest := append(make([]any, 0, 39+len(extra)), &j.ID, &j.Type, (*[]byte)(&j.Payload), &j.Schedule, &j.Timezone,
 		&j.State, &j.NextRunAt, &j.Slot, &j.Attempt, &j.MaxAttempts, &j.LeaseOwner, &j.LeaseUntil, &j.LeaseGeneration,
 		&j.IdempotencyKey, &j.Overlap, &j.Misfire, (*int64)(&j.Timeout), (*int64)(&j.Backoff), (*int64)(&j.Jitter),
 		&j.CancelRequested, &j.MissedSlots, &j.LastError, &j.CreatedAt, &j.UpdatedAt,
 		&j.PauseReason, &j.PauseUntil, (*int64)(&j.ExpectSuccessWithin), &j.LastSuccessAt, &j.QuietSince,
 		&j.Triggered, &j.ParentID, &j.Name, &j.RequestHash, &notify, &j.FailingSince, &j.RescheduledAt, &j.PauseRequested,
-		&j.WatchFrom)
+		&j.WatchFrom, (*int64)(&j.LeaseFor))
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		if err = translate(err); errors.Is(err, db.ErrNotFound) {
 			return err
 		}
 		return fmt.Errorf("scan job: %w", err)
 	}
-	for _, d := range []*db.Duration{&j.Timeout, &j.Backoff, &j.Jitter, &j.ExpectSuccessWithin} {
+	for _, d := range []*db.Duration{&j.Timeout, &j.Backoff, &j.Jitter, &j.ExpectSuccessWithin, &j.LeaseFor} {
 		*d *= db.Duration(time.Millisecond) // the *_ms columns
 	}
 	var err error
@@ -395,7 +395,7 @@ func pickDue(cols string) string {
 // answers the claims.
 func claimOf(ids string) string {
 	return `claimed AS (
-		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = ` + claimNow + ` + $2::bigint * interval '1 microsecond',
+		UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = ` + claimNow + ` + $2::bigint * interval '1 microsecond', lease_ms = $2::bigint / 1000,
 			lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = false, updated_at = greatest(` + claimNow + `, updated_at)
 		WHERE id = ANY(ARRAY(` + ids + `))
 		RETURNING ` + jobColumns + `

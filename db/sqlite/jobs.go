@@ -18,7 +18,8 @@ const jobColumns = `id, type, payload, schedule, timezone, state, next_run_at, s
 	idempotency_key, overlap, misfire, timeout_ms, backoff_ms, jitter_ms,
 	cancel_requested, missed_slots, last_error, created_at, updated_at,
 	pause_reason, pause_until, expect_success_ms, last_success_at, quiet_since,
-	triggered, parent_id, name, request_hash, notify, failing_since, rescheduled_at, pause_requested, watch_from`
+	triggered, parent_id, name, request_hash, notify, failing_since, rescheduled_at, pause_requested, watch_from,
+	coalesce(lease_ms, 0) AS lease_ms`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -32,7 +33,7 @@ func scanJob(row scanner) (db.Job, error) {
 		text{&j.IdempotencyKey}, &j.Overlap, &j.Misfire, millis{&j.Timeout}, millis{&j.Backoff}, millis{&j.Jitter},
 		&j.CancelRequested, &j.MissedSlots, text{&j.LastError}, moment{&j.CreatedAt}, moment{&j.UpdatedAt},
 		text{&j.PauseReason}, at{&j.PauseUntil}, millis{&j.ExpectSuccessWithin}, at{&j.LastSuccessAt}, at{&j.QuietSince},
-		&j.Triggered, text{&j.ParentID}, text{&j.Name}, text{&j.RequestHash}, text{&notify}, at{&j.FailingSince}, at{&j.RescheduledAt}, &j.PauseRequested, at{&j.WatchFrom})
+		&j.Triggered, text{&j.ParentID}, text{&j.Name}, text{&j.RequestHash}, text{&notify}, at{&j.FailingSince}, at{&j.RescheduledAt}, &j.PauseRequested, at{&j.WatchFrom}, millis{&j.LeaseFor})
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.Job{}, db.ErrNotFound
 	}
@@ -247,8 +248,8 @@ func readyTypes(param string) string {
 // The candidates are named by rowid, which the partial index holds, so
 // that each is found without a search of the id index. Arguments: worker,
 // lease until, now, due by, the types as a JSON array ("[]": any), the
-// limit.
-var claimSQL = readyTypes("?5") + ` UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2,
+// limit, the lease's length in milliseconds.
+var claimSQL = readyTypes("?5") + ` UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, lease_ms = ?7,
 		lease_generation = lease_generation + 1, attempt = attempt + 1, cancel_requested = 0, updated_at = max(?3, updated_at)
 	WHERE rowid IN (SELECT picked.rowid FROM types, jobs AS picked WHERE picked.rowid IN (
 			SELECT rowid FROM jobs INDEXED BY jobs_ready WHERE state = 'ready' AND type = types.type AND next_run_at <= ?4
@@ -268,7 +269,7 @@ const claimRunsSQL = `INSERT INTO runs (job_id, slot, attempt, generation, worke
 // JobsClaim leases due jobs and writes their runs; see engine.Tx.
 func (t *tx) JobsClaim(ctx context.Context, a engine.ClaimArgs) ([]db.Claim, error) {
 	now := fmtTime(t.now)
-	jobs, err := scanJobs(t.stmt(ctx, t.stmts.claim).QueryContext(ctx, a.Worker, fmtTime(t.now.Add(a.Lease)), now, fmtTime(t.now.Add(a.Ahead)), jsonArray(a.Types), a.Max))
+	jobs, err := scanJobs(t.stmt(ctx, t.stmts.claim).QueryContext(ctx, a.Worker, fmtTime(t.now.Add(a.Lease)), now, fmtTime(t.now.Add(a.Ahead)), jsonArray(a.Types), a.Max, a.Lease.Milliseconds()))
 	if err != nil || len(jobs) == 0 {
 		return nil, err
 	}
