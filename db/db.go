@@ -44,9 +44,10 @@ var (
 	// retrying later can succeed.
 	ErrBusy = errors.New("database is locked")
 	// ErrCommitUnknown is returned by a write whose COMMIT was sent and
-	// whose answer was lost (the connection to PostgreSQL broke): it may
-	// have been made, or not. A claim that fails so may have leased jobs
-	// to its worker: RunsHeld names them.
+	// whose answer was lost (the connection to PostgreSQL broke, or the
+	// caller's context ended while it was out): it may have been made, or
+	// not. A claim that fails so may have leased jobs to its worker:
+	// RunsHeld names them.
 	ErrCommitUnknown = errors.New("whether the write was committed is not known")
 	// ErrCorrupt is returned by any call that found the database's file
 	// damaged (SQLite's SQLITE_CORRUPT, PostgreSQL's data_corrupted). The

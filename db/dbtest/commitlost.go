@@ -31,7 +31,7 @@ func (s *CommitLost) Lost() bool { return s.lost.Load() }
 func (s *CommitLost) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, error) {
 	claims, err := s.Store.RunClaim(ctx, p)
 	if err == nil && len(claims) > 0 && s.lost.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("claim runs: commit: the connection to the server broke: %w: unexpected EOF", db.ErrCommitUnknown)
+		return nil, fmt.Errorf("claim runs: commit: no answer from the server: %w: unexpected EOF", db.ErrCommitUnknown)
 	}
 	return claims, err
 }

@@ -147,7 +147,9 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	if rest {
 		a.Max -= len(quick)
 		more, err := s.claim(ctx, a)
-		if err != nil && len(quick) == 0 {
+		if err != nil && (len(quick) == 0 || errors.Is(err, db.ErrCommitUnknown)) {
+			// Not known whether the rest committed: the caller looks up
+			// what its worker holds, the quick claim's jobs among them.
 			return nil, err
 		}
 		// Should the rest fail, the quick claim's jobs, committed, run.

@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -114,15 +115,23 @@ func (t *tx) commit(ctx context.Context) error {
 	t.queued.Queue(`COMMIT`)
 	if err := t.flush(ctx); err != nil {
 		t.rollback(ctx)
-		if (lost(err) || shutDown(err)) && !pgconn.SafeToRetry(err) {
+		if (lost(err) || shutDown(err) || cutOff(err)) && !pgconn.SafeToRetry(err) {
 			// The COMMIT may have reached the server, and been done,
-			// before the connection broke or the server ended the
-			// session: the transaction's fate is not known.
-			return fmt.Errorf("commit: the connection to the server broke: %w: %w", db.ErrCommitUnknown, err)
+			// before the connection broke, the server ended the session,
+			// or the caller's time ran out (pgx then cancels the
+			// statement and closes the connection, but a cancel that
+			// arrives as the commit is written stops nothing): the
+			// transaction's fate is not known.
+			return fmt.Errorf("commit: no answer from the server: %w: %w", db.ErrCommitUnknown, err)
 		}
 		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil
+}
+
+// cutOff reports whether err is the caller's context ending.
+func cutOff(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // lockTimeout bounds how long a statement of a transaction waits for a lock
