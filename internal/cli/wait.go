@@ -78,7 +78,9 @@ func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
 		return err
 	}
 	if job.Recurring() {
-		return fmt.Errorf("job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
+		// Nothing ran, so not ExitFailed: the command line cannot run as
+		// given, as sked add --wait --schedule.
+		return withExit(ExitUsage, nil, "job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
 			"sked trigger %s --wait runs it once now and waits for that run, and sked runs %s shows how each run ended", jobLabel(job), id, id)
 	}
 	return waitUntilEnded(ctx, a, limit, func(ctx context.Context) (db.Job, error) { return a.c.JobWait(ctx, job.ID, waitPoll) },

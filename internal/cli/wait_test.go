@@ -130,8 +130,8 @@ func TestWait(t *testing.T) {
 		if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "nightly", Name: "nightly", Schedule: "0 3 * * *"}); err != nil {
 			t.Fatal(err)
 		}
-		if code, _, stderr := mainOf("wait", "nightly", "--server", srv.URL); code != 1 || !strings.Contains(stderr, "is recurring: it ends only when cancelled") {
-			t.Errorf("sked wait of a schedule: exit %d, %q", code, stderr)
+		if code, _, stderr := mainOf("wait", "nightly", "--server", srv.URL); code != 2 || !strings.Contains(stderr, "is recurring: it ends only when cancelled") {
+			t.Errorf("sked wait of a schedule: exit %d, %q; want exit 2, as sked add --wait --schedule (1 would say a job failed)", code, stderr)
 		}
 		if code, _, stderr := mainOf("add", "--type", "t", "--schedule", "@hourly", "--wait", "--server", srv.URL); code != 2 || !strings.Contains(stderr, "--wait waits for a one-off job") {
 			t.Errorf("sked add --wait --schedule: exit %d, %q", code, stderr)
