@@ -861,6 +861,9 @@ func TestHandler_Routing(t *testing.T) {
 	e := newTestEnv(t, nil)
 	e.do(http.MethodGet, "/nope", "").wantProblem(t, http.StatusNotFound, "no such endpoint: GET /nope")
 	e.do(http.MethodGet, "/jobs/x/nope", "").wantProblem(t, http.StatusNotFound, "no such endpoint")
+	// Cancel is DELETE, not an action as pause is: the guess is told so.
+	e.do(http.MethodPost, "/jobs/x/cancel", "").wantProblem(t, http.StatusNotFound,
+		"no such endpoint: POST /jobs/x/cancel; a job is cancelled with DELETE /jobs/x, and its running run stopped with POST /jobs/x/cancel-run")
 
 	res := e.do(http.MethodPut, "/jobs", "")
 	res.wantProblem(t, http.StatusMethodNotAllowed, "PUT is not allowed on /jobs; use GET or POST")

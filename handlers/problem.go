@@ -216,12 +216,16 @@ func (h *handler) writeProblem(w http.ResponseWriter, p problem) {
 // longest message and the value it quotes, not for a megabyte echoed.
 const maxDetail = 2000
 
-// handleNotFound answers a path that no route serves.
+// handleNotFound answers a path that no route serves; one that reads as
+// a cancel action, as the other controls are, is told the route that
+// cancels.
 func (h *handler) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	h.error(w, r, &requestError{
-		Status: http.StatusNotFound,
-		Msg:    "no such endpoint: " + r.Method + " " + r.URL.Path,
-	})
+	msg := "no such endpoint: " + r.Method + " " + r.URL.Path
+	rest, isJob := strings.CutPrefix(r.URL.Path, "/jobs/")
+	if id, ok := strings.CutSuffix(rest, "/cancel"); isJob && ok && id != "" && !strings.Contains(id, "/") {
+		msg += "; a job is cancelled with DELETE /jobs/" + id + ", and its running run stopped with POST /jobs/" + id + "/cancel-run"
+	}
+	h.error(w, r, &requestError{Status: http.StatusNotFound, Msg: msg})
 }
 
 // handleMethodNotAllowed answers a known path asked with a method it does not
