@@ -196,6 +196,7 @@ func (a *api) apiError(err error) error {
 	server := a.server
 	var (
 		netErr net.Error
+		dnsErr *net.DNSError
 		done   *exitError
 	)
 	switch {
@@ -203,6 +204,9 @@ func (a *api) apiError(err error) error {
 		return nil
 	case errors.As(err, &done):
 		return err
+	case errors.As(err, &dnsErr): // before the timeout: a DNS server that did not answer is not sked
+		return withExit(ExitUnreachable, err, "cannot find the host %s of %s: %s; check the host name in --server (SKED_SERVER), and this machine's DNS",
+			dnsErr.Name, server, dnsErr.Err)
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return withExit(ExitUnreachable, err, "%s did not answer in time (%v): is sked serve there, and not stopped or overloaded? "+
 			"--request-timeout (SKED_REQUEST_TIMEOUT, now %s) sets how long a request may take; a change sent may have been made or not: "+
@@ -215,7 +219,7 @@ func (a *api) apiError(err error) error {
 			"look (sked ls, sked show) before sending it again, or send it with --key", server, server)
 	case errors.Is(err, http.ErrSchemeMismatch):
 		return withExit(ExitUnreachable, err, "%s answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as %s", server, "http"+strings.TrimPrefix(server, "https"))
-	case errors.As(err, new(*url.Error)): // no answer for another reason: a name that does not resolve, TLS
+	case errors.As(err, new(*url.Error)): // no answer for another reason: TLS
 		return withExit(ExitUnreachable, err, "")
 	}
 	ae := (*skedapi.Error)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/user"
 	"regexp"
@@ -362,5 +363,25 @@ func TestClient_TokenLineEnd(t *testing.T) {
 	env := Env{Getenv: func(k string) string { return map[string]string{"SKED_TOKEN": "tok\n"}[k] }, Stdout: &out, Stderr: &errOut}
 	if code := Main(context.Background(), []string{"ls", "--server", srv.URL}, env); code != 0 {
 		t.Errorf("sked ls with SKED_TOKEN=\"tok\\n\": exit %d, %s", code, errOut.String())
+	}
+}
+
+// TestAPIError_HostNotFound: a --server whose host name does not resolve
+// is said so, with what to check, not as Go's dial error; it could not
+// reach the server (exit 3). A DNS server that does not answer in time is
+// not told as sked not answering.
+func TestAPIError_HostNotFound(t *testing.T) {
+	a := &api{server: "http://sked.example.invalid:8080"}
+	for _, dnsErr := range []*net.DNSError{
+		{Err: "no such host", Name: "sked.example.invalid", IsNotFound: true},
+		{Err: "i/o timeout", Name: "sked.example.invalid", IsTimeout: true},
+	} {
+		// The shape net/http's client returns for a lookup that failed.
+		err := a.apiError(&url.Error{Op: "Get", URL: a.server + "/jobs", Err: &net.OpError{Op: "dial", Net: "tcp", Err: dnsErr}})
+		want := "cannot find the host sked.example.invalid of http://sked.example.invalid:8080: " + dnsErr.Err +
+			"; check the host name in --server (SKED_SERVER), and this machine's DNS"
+		if err == nil || err.Error() != want || ExitCode(err) != ExitUnreachable {
+			t.Errorf("apiError of a lookup that failed (%s): %v (exit %d); want %q (exit %d)", dnsErr.Err, err, ExitCode(err), want, ExitUnreachable)
+		}
 	}
 }
