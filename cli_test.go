@@ -240,7 +240,7 @@ func TestCLI_Jobs(t *testing.T) {
 			{[]string{"add"}, 2, "--type is required"},
 			{[]string{"add", "--type", "noop", "--in", "soon"}, 2, "--in"},
 			{[]string{"add", "--type", "noop", "--payload", "{nope"}, 2, `--payload "{nope": give valid JSON`},
-			{[]string{"add", "--type", "noop", "--at", "2030-01-01T00:00:00Z", "--in", "1m"}, 2, "give one of --at, --in and --schedule"},
+			{[]string{"add", "--type", "noop", "--at", "2030-01-01T00:00:00Z", "--in", "1m"}, 2, "give only one of --at (one run at that time), --in (one run after that long) and --schedule"},
 			{[]string{"add", "--type", "noop", "--at", "2030-01-01 09:00"}, 2, `"2030-01-01 09:00" has no zone offset: write 2030-01-01T09:00:00Z for UTC`},
 			{[]string{"show"}, 2, "sked show takes one job id"},
 			{[]string{"cancel", "a", "b"}, 2, "sked cancel takes one job id"},

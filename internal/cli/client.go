@@ -454,7 +454,7 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		}
 	}
 	if given > 1 {
-		return usagef("give one of --at, --in and --schedule")
+		return usagef("give only one of --at (one run at that time), --in (one run after that long) and --schedule (recurring runs); none: one run now")
 	}
 	switch {
 	case !at.IsZero():
