@@ -613,7 +613,19 @@ func lsCmd(env Env) *cobra.Command {
 	fs.IntVar(&p.Limit, "limit", 0, "jobs per page (server default 50, at most 500)")
 	fs.StringVar(&p.Cursor, "cursor", "", "start at this page (the nextCursor of the previous one)")
 	fs.BoolVar(&all, "all", false, "follow the cursors to the last page")
+	cmd.PreRunE = checkLimit(&p.Limit)
 	return cmd
+}
+
+// checkLimit refuses a --limit given below 1: zero is the flag's "not
+// given" (the server's default), which it would silently become.
+func checkLimit(limit *int) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if *limit < 1 && cmd.Flags().Changed("limit") {
+			return usagef("--limit %d: give a number from 1 to 500, or leave it out for the server's default (50)", *limit)
+		}
+		return nil
+	}
 }
 
 func runsCmd(env Env) *cobra.Command {
@@ -651,6 +663,7 @@ func runsCmd(env Env) *cobra.Command {
 		return nil
 	})
 	cmd.Flags().IntVar(&p.Limit, "limit", 0, "runs per page (server default 50, at most 500)")
+	cmd.PreRunE = checkLimit(&p.Limit)
 	cmd.Flags().BoolVar(&all, "all", false, "every run, not only the newest page")
 	cmd.Flags().BoolVar(&output, "output", false, "after the table, each run's whole error and its output (the last 4 KiB it wrote)")
 	return cmd

@@ -53,6 +53,10 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"ls", "--server", srv.URL}, ExitOK, ""},
 		{[]string{"ls", "--limit", "many", "--server", srv.URL}, ExitUsage, "give a whole number"},
+		// Zero is the flag's unset value: a --limit below 1 would silently be the server's default.
+		{[]string{"ls", "--limit", "0", "--server", srv.URL}, ExitUsage, "--limit 0: give a number from 1 to 500"},
+		{[]string{"runs", "ready-one", "--limit", "-1", "--server", srv.URL}, ExitUsage, "--limit -1: give a number from 1 to 500"},
+		{[]string{"runs", "ready-one", "--limit", "1", "--server", srv.URL}, ExitOK, ""},
 		{[]string{"ls", "--server", down}, ExitUnreachable, "connection refused"},
 		{[]string{"show", "ready-one", "--server", failing.URL}, ExitUnreachable, "the database is out of reach (503 Service Unavailable)"},
 		{[]string{"show", "nosuchjob", "--server", srv.URL}, ExitRefused, `job "nosuchjob" does not exist: no job has that id or name (404 Not Found)`},
