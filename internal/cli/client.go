@@ -592,6 +592,15 @@ func lsCmd(env Env) *cobra.Command {
 				NextCursor string   `json:"nextCursor,omitempty"`
 			}{append([]db.Job{}, jobs...), next})
 		}
+		if len(jobs) == 0 && next == "" {
+			// An empty table reads as a listing that failed.
+			if p.State != "" || p.Type != "" || p.Name != "" || p.Health != "" || p.Cursor != "" {
+				fmt.Fprintln(a.env.Stdout, "no jobs match: sked ls without --state, --type, --name, --health and --cursor lists every job")
+			} else {
+				fmt.Fprintln(a.env.Stdout, "no jobs yet: sked add creates one (sked add --help)")
+			}
+			return nil
+		}
 		tw := table(a.env.Stdout, "NAME", "ID", "TYPE", "STATE", "SCHEDULE", "NEXT RUN", "ATTEMPT", "LAST ERROR")
 		for _, j := range jobs {
 			row(tw, listName(j), j.ID, j.Type, stateText(j), cmp.Or(j.Schedule, "-"), timeText(nextRun(j)),

@@ -385,3 +385,27 @@ func TestAPIError_HostNotFound(t *testing.T) {
 		}
 	}
 }
+
+// TestLs_Empty: sked ls that lists no job says why, not a bare header
+// that reads as a listing that failed: no jobs yet, or none that match
+// the filters given.
+func TestLs_Empty(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	if code, stdout, stderr := mainOf("ls", "--server", srv.URL); code != 0 || stdout != "no jobs yet: sked add creates one (sked add --help)\n" {
+		t.Errorf("sked ls of no jobs: exit %d, %q, %q", code, stdout, stderr)
+	}
+	if _, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "t", Name: "nightly"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, filter := range [][]string{{"--state", "dead"}, {"--type", "other"}, {"--name", "weekly"}, {"--health", "quiet"}} {
+		code, stdout, stderr := mainOf(append([]string{"ls", "--server", srv.URL}, filter...)...)
+		if code != 0 || !strings.HasPrefix(stdout, "no jobs match: sked ls without --state, --type, --name") {
+			t.Errorf("sked ls %q matching none: exit %d, %q, %q", filter, code, stdout, stderr)
+		}
+	}
+	if code, stdout, _ := mainOf("ls", "--server", srv.URL); code != 0 || !strings.Contains(stdout, "nightly") || !strings.HasPrefix(stdout, "NAME") {
+		t.Errorf("sked ls of one job: exit %d, %q; want the table", code, stdout)
+	}
+}
