@@ -409,3 +409,29 @@ func TestLs_Empty(t *testing.T) {
 		t.Errorf("sked ls of one job: exit %d, %q; want the table", code, stdout)
 	}
 }
+
+// TestEdit_EmptyValue: sked edit refuses a flag given empty (a script's
+// unset variable), as sked add does, rather than removing the job's name
+// or resetting its zone; --unset is the way to do that.
+func TestEdit_EmptyValue(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t", Name: "nightly", Schedule: "0 3 * * *", Timezone: "Europe/Berlin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ flag, field string }{{"--name", "name"}, {"--tz", "timezone"}, {"--schedule", "schedule"}, {"--overlap", "overlap"}} {
+		code, _, stderr := mainOf("edit", "nightly", c.flag, "", "--server", srv.URL)
+		if want := c.flag + " is empty: give a value, or --unset " + c.field; code != ExitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("sked edit %s '': exit %d, %q; want exit 2 and %q", c.flag, code, stderr, want)
+		}
+	}
+	if got, err := s.JobGet(ctx, j.ID); err != nil || got.Name != "nightly" || got.Timezone != "Europe/Berlin" {
+		t.Errorf("job after the refused edits: %+v, %v; want it unchanged", got, err)
+	}
+	if code, _, stderr := mainOf("edit", "nightly", "--unset", "name", "--server", srv.URL); code != 0 {
+		t.Errorf("sked edit --unset name: exit %d, %q", code, stderr)
+	}
+}

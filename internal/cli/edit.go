@@ -95,6 +95,10 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 		case v.Type() == "int":
 			n, _ := fs.GetInt(ef.flag)
 			patch[ef.field] = n
+		case v.String() == "":
+			// A script's unset variable, as sked add refuses it: it
+			// would silently drop the name or reset the zone.
+			return usagef("--%s is empty: give a value, or --unset %s to set the field back to its default", ef.flag, ef.field)
 		default:
 			patch[ef.field] = v.String()
 		}
