@@ -258,7 +258,8 @@ type cronNames struct {
 }
 
 // name names the job of command after its program ("backup" for
-// "/usr/local/bin/backup.sh --full", "report" for "DIR=/b report.py"),
+// "/usr/local/bin/backup.sh --full", "report" for "DIR=/b report.py",
+// "sync" for "cd /srv && ./sync.sh"),
 // after the prefix, with -2, -3… for a program named already, or "cron"
 // when the program's name is no job name. The program's name is cut short
 // where the whole would be longer than a job's name may be
@@ -267,6 +268,13 @@ func (c *cronNames) name(command string) string {
 	words := strings.Fields(command)
 	for len(words) > 1 && shellVar.MatchString(words[0]) {
 		words = words[1:] // NAME=value before the program
+	}
+	// "cd DIR && PROGRAM", "cd DIR; PROGRAM": the program, not cd, names it.
+	switch {
+	case len(words) > 3 && words[0] == "cd" && (words[2] == "&&" || words[2] == ";"):
+		words = words[3:]
+	case len(words) > 2 && words[0] == "cd" && strings.HasSuffix(words[1], ";"):
+		words = words[2:]
 	}
 	prog := filepath.Base(words[0])
 	base := strings.ToLower(strings.TrimSuffix(prog, filepath.Ext(prog)))

@@ -284,3 +284,20 @@ func TestImportCrontab_PrefixedNames(t *testing.T) {
 		}
 	}
 }
+
+// TestImportCrontab_CdNames: a line that changes directory first, as
+// crontabs often do, is named after the program it then runs, not "cd".
+func TestImportCrontab_CdNames(t *testing.T) {
+	reqs, notes, err := importCrontab(strings.NewReader("0 6 * * * cd /srv/app && ./sync.sh --all\n0 7 * * * cd /srv/app; make reports\n"+
+		"0 8 * * * cd /srv/app ; make\n0 9 * * * cd\n"), "", false, &cronNames{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range reqs {
+		names = append(names, r.Name)
+	}
+	if want := []string{"sync", "make", "make-2", "cd"}; !slices.Equal(names, want) {
+		t.Errorf("names %q; want %q (notes %q)", names, want, notes)
+	}
+}
