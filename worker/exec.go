@@ -166,12 +166,22 @@ func commandResult(ctx context.Context, p ExecPayload, err error) error {
 	case errors.Is(err, supervisor.ErrLapsed):
 		return fmt.Errorf("%s: %w", p.Command[0], errLapsed)
 	case ctx.Err() != nil:
-		return fmt.Errorf("command stopped: %w (%v)", ctx.Err(), err)
+		return &stoppedError{ctxErr: ctx.Err(), err: err}
 	case errors.As(err, &pathErr) && startIsPermanent(err):
 		return Permanent(err) // "start PATH: …" already
 	}
 	return err
 }
+
+// stoppedError is a command stopped because its context ended. It says
+// how the command ended, and not ctx's error in Go's words ("context
+// deadline exceeded"), which the run's outcome says already ("timed out
+// after 1h", "cancelled on request"); it wraps both, so that errors.Is
+// tells a timeout from a cancel.
+type stoppedError struct{ ctxErr, err error }
+
+func (e *stoppedError) Error() string   { return "command stopped: " + e.err.Error() }
+func (e *stoppedError) Unwrap() []error { return []error{e.ctxErr, e.err} }
 
 // commandEnv is the whole environment of job's command (see RunCommand).
 func commandEnv(job *Job, p ExecPayload, pass []string) []string {

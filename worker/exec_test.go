@@ -191,6 +191,11 @@ func TestExec(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Exec = %v, want context.DeadlineExceeded", err)
 		}
+		// The run's error says how the command ended; its outcome, not Go's
+		// words for the context, says why.
+		if want := "command stopped: signal: terminated"; !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "context") {
+			t.Errorf("Exec = %q; want it to begin %q and not to say the context", err, want)
+		}
 		if IsPermanent(err) {
 			t.Errorf("Exec = %v, a timeout is not permanent", err)
 		}
