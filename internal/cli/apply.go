@@ -54,6 +54,14 @@ func applyCmd(env Env) *cobra.Command {
 	return cmd
 }
 
+// source is how messages name the file: "-" is "standard input".
+func (f *applyFlags) source() string {
+	if f.file == "-" {
+		return "standard input"
+	}
+	return f.file
+}
+
 // run applies the file.
 func (f *applyFlags) run(ctx context.Context, a *api) error {
 	switch {
@@ -68,7 +76,7 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 	}
 	jobs, err := parseJobs(b)
 	if err != nil {
-		return usagef("%s: %v", f.file, err)
+		return usagef("%s: %v", f.source(), err)
 	}
 	var prune []db.Job
 	if f.prune {
@@ -85,7 +93,7 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 			}
 			return usagef("--prune would cancel %s that %s does not name: %s. It cancels every named job not in the file, "+
 				"those made by hand with sked add --name too; nothing was changed. See the plan with --dry-run, then add --yes to cancel them",
-				plural(len(prune), "named job"), f.file, strings.Join(names, ", "))
+				plural(len(prune), "named job"), f.source(), strings.Join(names, ", "))
 		}
 	}
 	if !f.dryRun {
@@ -150,7 +158,7 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 	}
 	switch {
 	case created+changed+pruned == 0 && len(errs) == 0:
-		fmt.Fprintf(a.env.Stdout, "nothing to change: the server has the %s of %s as they are\n", plural(len(jobs), "job"), f.file)
+		fmt.Fprintf(a.env.Stdout, "nothing to change: the server has the %s of %s as they are\n", plural(len(jobs), "job"), f.source())
 	default:
 		fmt.Fprintf(a.env.Stdout, "%s: %d %screated, %d %schanged, %d unchanged", plural(len(jobs), "job"), created, would, changed, would, unchanged)
 		if refused > 0 {
@@ -160,7 +168,7 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 			fmt.Fprintf(a.env.Stdout, ", %d not tried", untried)
 		}
 		if f.prune {
-			fmt.Fprintf(a.env.Stdout, ", %d %scancelled (not in %s)", pruned, would, f.file)
+			fmt.Fprintf(a.env.Stdout, ", %d %scancelled (not in %s)", pruned, would, f.source())
 		}
 		fmt.Fprintln(a.env.Stdout)
 	}
@@ -220,7 +228,7 @@ func (f *applyFlags) check(ctx context.Context, a *api, jobs []skedapi.JobCreate
 	}
 	if !a.json {
 		fmt.Fprintf(a.env.Stdout, "%s: %d refused (below); nothing was changed: mend %s and apply it again\n",
-			plural(len(jobs), "job"), len(errs), f.file)
+			plural(len(jobs), "job"), len(errs), f.source())
 	}
 	return errors.Join(errs...)
 }
@@ -270,7 +278,7 @@ func (f *applyFlags) pruneJobs(ctx context.Context, a *api, prune []db.Job) (int
 		}
 		n++
 		if !a.json {
-			fmt.Fprintf(a.env.Stdout, "- %s: cancel (%s job, not in %s)\n", jobLabel(j), j.Type, f.file)
+			fmt.Fprintf(a.env.Stdout, "- %s: cancel (%s job, not in %s)\n", jobLabel(j), j.Type, f.source())
 		}
 	}
 	return n, errs

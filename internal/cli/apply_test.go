@@ -1,9 +1,15 @@
 package cli
 
 import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/handlers"
 )
 
 // TestParseJobs: YAML and JSON read alike, payload keys keep their order
@@ -25,5 +31,38 @@ func TestParseJobs(t *testing.T) {
 	}
 	if _, err := parseJobs([]byte("- name: a\n  type: noop\n  timeout: soon\n")); err == nil || !strings.Contains(err.Error(), "not a duration") {
 		t.Errorf("a bad duration: %v", err)
+	}
+}
+
+// TestApply_StandardInput: a file read from standard input (-f -) is
+// called so in what apply says, not "-".
+func TestApply_StandardInput(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	stdinFrom := func(t *testing.T, text string) {
+		t.Helper()
+		file := filepath.Join(t.TempDir(), "jobs.yaml")
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdin := os.Stdin
+		os.Stdin = f
+		t.Cleanup(func() { os.Stdin = stdin; f.Close() })
+	}
+	jobs := "- {name: nightly, type: noop, schedule: '@daily'}\n"
+	for i, want := range []string{"1 job: 1 created", "nothing to change: the server has the 1 job of standard input as they are"} {
+		stdinFrom(t, jobs)
+		if code, stdout, stderr := mainOf("apply", "-f", "-", "--server", srv.URL); code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("apply %d of standard input: exit %d, %q, %q; want %q", i+1, code, stdout, stderr, want)
+		}
+	}
+	stdinFrom(t, "name: x\n")
+	if code, _, stderr := mainOf("apply", "-f", "-", "--server", srv.URL); code != ExitUsage || !strings.HasPrefix(stderr, "sked: standard input: line 1:") {
+		t.Errorf("apply of a bad standard input: exit %d, %q; want it named standard input", code, stderr)
 	}
 }
