@@ -300,6 +300,10 @@ func responseError(resp *http.Response) error {
 		e.Detail = notSked(resp.Request.URL.Host, "an HTML page")
 		return e
 	}
+	if len(bytes.TrimSpace(b)) == 0 && resp.Request != nil { // sked's refusals all say why
+		e.Detail = notSked(resp.Request.URL.Host, "an empty "+strconv.Itoa(resp.StatusCode)+" response")
+		return e
+	}
 	e.Detail = clip.Runes(strings.TrimSpace(string(b)), 200)
 	return e
 }

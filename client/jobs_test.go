@@ -112,6 +112,8 @@ func TestClient_NotSked(t *testing.T) {
 		{http.StatusOK, "text/plain", "ok"},
 		{http.StatusOK, "", "ok"},
 		{http.StatusNotFound, "text/html; charset=utf-8", "<!DOCTYPE html><html><body>Not here</body></html>"},
+		{http.StatusNotFound, "", ""}, // a bare 404: sked's own say why
+		{http.StatusBadGateway, "text/plain", "\n"},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			if c.contentType != "" {
