@@ -237,6 +237,12 @@ func (a *api) apiError(err error) error {
 	for _, h := range cliHints {
 		detail = h.route.ReplaceAllString(detail, h.cmd)
 	}
+	if ae.Status == http.StatusNotFound && strings.HasPrefix(detail, "no such endpoint: ") {
+		// A --server with a path of its own, or a server older than this
+		// client.
+		return withExit(code, err, "%s (%d %s); is --server (SKED_SERVER), now %s, the address sked answers at (sked serve's has no path), "+
+			"and the server a sked as new as this one (sked version)?", detail, ae.Status, http.StatusText(ae.Status), a.server)
+	}
 	if ae.Status == http.StatusUnauthorized {
 		return withExit(code, err, "%s (%d %s); give sked one of the server's tokens with SKED_TOKEN or --token", detail, ae.Status, http.StatusText(ae.Status))
 	}

@@ -58,6 +58,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"runs", "ready-one", "--limit", "-1", "--server", srv.URL}, ExitUsage, "--limit -1: give a number from 1 to 500"},
 		{[]string{"runs", "ready-one", "--limit", "1", "--server", srv.URL}, ExitOK, ""},
 		{[]string{"ls", "--server", down}, ExitUnreachable, "connection refused"},
+		{[]string{"ls", "--server", srv.URL + "/api"}, ExitRefused,
+			"no such endpoint: GET /api/jobs (404 Not Found); is --server (SKED_SERVER), now " + srv.URL + "/api, the address sked answers at (sked serve's has no path)"},
 		{[]string{"show", "ready-one", "--server", failing.URL}, ExitUnreachable, "the database is out of reach (503 Service Unavailable)"},
 		{[]string{"show", "nosuchjob", "--server", srv.URL}, ExitRefused, `job "nosuchjob" does not exist: no job has that id or name (404 Not Found)`},
 		{[]string{"retry", "ready-one", "--server", srv.URL}, ExitRefused, "only dead jobs can be retried"},
