@@ -82,6 +82,8 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"serve", "--lease", "25h"}, `--lease 25h0m0s: must be from 300ms to 24h0m0s`},
 		{[]string{"completion", "nope"}, `unknown shell "nope": sked completion bash, zsh, fish or powershell`},
 		{[]string{"backup", "--db", "/nonexistent/sked.db", "copy.db"}, `back up /nonexistent/sked.db: there is no such file; give the database sked serve uses with --db`},
+		{[]string{"backup", "--db", "cli_test.go", "cli.go"}, `cli.go exists; pass --force to replace it`},
+		{[]string{"backup", "--db", "cli_test.go", "/nonexistent/copy.db"}, `directory /nonexistent does not exist; create it (mkdir -p /nonexistent)`},
 		{[]string{"serve", "--token", "t1", "--read-token", "t1"}, `a token is given both in --token (SKED_TOKEN) and in --read-token (SKED_READ_TOKEN)`},
 	} {
 		code, _, stderr := mainOf(c.args...)

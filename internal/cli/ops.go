@@ -58,10 +58,10 @@ func backup(ctx context.Context, dbPath, out string, force bool, stdout io.Write
 		return fmt.Errorf("back up %s: %w", dbPath, err)
 	}
 	if _, err := os.Stat(out); err == nil && !force {
-		return fmt.Errorf("%s exists; pass --force to replace it", out)
+		return usagef("%s exists; pass --force to replace it", out)
 	}
 	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
-		return fmt.Errorf("directory %s does not exist; create it (mkdir -p %s) or write the copy elsewhere", filepath.Dir(out), filepath.Dir(out))
+		return usagef("directory %s does not exist; create it (mkdir -p %s) or write the copy elsewhere", filepath.Dir(out), filepath.Dir(out))
 	}
 	removeStaleCopies(out)
 	tmp := filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp-"+strconv.Itoa(os.Getpid()))
