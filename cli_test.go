@@ -238,6 +238,7 @@ func TestCLI_Jobs(t *testing.T) {
 			{[]string{"add", "--exec", "--", "true"}, 0, ""},
 			{[]string{"add", "--exec", "--", "echo hi there"}, 2, `run it through a shell (-- sh -c "echo hi there")`},
 			{[]string{"add"}, 2, "--type is required"},
+			{[]string{"add", "--url", "https://example.com/hook", "--type", "exec"}, 2, "--url makes an http job; --type exec contradicts it"},
 			{[]string{"add", "--type", "noop", "--in", "soon"}, 2, "--in"},
 			{[]string{"add", "--type", "noop", "--payload", "{nope"}, 2, `--payload "{nope": give valid JSON`},
 			{[]string{"add", "--type", "noop", "--at", "2030-01-01T00:00:00Z", "--in", "1m"}, 2, "give only one of --at (one run at that time), --in (one run after that long) and --schedule"},

@@ -534,7 +534,7 @@ func splitDash(a *api, args []string) (pos, tail []string) {
 // says otherwise.
 func impliedType(given, implied, flagName string) (string, error) {
 	if given != "" && given != implied {
-		return "", usagef("%s makes a %s job; --type %s contradicts it", flagName, implied, given)
+		return "", usagef("%s makes an %s job; --type %s contradicts it", flagName, implied, given) // http, exec
 	}
 	return implied, nil
 }
