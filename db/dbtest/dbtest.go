@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/lifecycle"
 )
 
 // Clock is a settable clock for a store under test. It is safe for
@@ -87,6 +89,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"Misfire":                testMisfire,
 		"MisfireLongDowntime":    testMisfireLongDowntime,
 		"Jitter":                 testJitter,
+		"JitterChangedOneOff":    testJitterChangedOneOff,
 		"RunList":                testRunList,
 		"PauseUntil":             testPauseUntil,
 		"PauseReasonNotText":     testPauseReasonNotText,
@@ -1228,6 +1231,32 @@ func testJitter(t *testing.T, f *fixture) {
 	if got.NextRunAt.Sub(*got.Slot) != off {
 		t.Fatalf("offset changed from %v to %v", off, got.NextRunAt.Sub(*got.Slot))
 	}
+}
+
+// testJitterChangedOneOff changes the jitter of a one-off job that waits:
+// its run is due at its new offset, as each slot of a schedule is.
+func testJitterChangedOneOff(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{RunAt: Start.Add(time.Hour)})
+	for _, jitter := range []time.Duration{10 * time.Minute, time.Hour, 0} {
+		spec := db.SpecOf(f.get(j.ID))
+		spec.Jitter = jitter
+		got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: j.ID, Spec: spec})
+		if err != nil {
+			t.Fatalf("jitter %v: %v", jitter, err)
+		}
+		wantTime(t, fmt.Sprintf("slot after a change of jitter to %v", jitter), got.Slot, Start.Add(time.Hour))
+		wantTime(t, fmt.Sprintf("due time after a change of jitter to %v", jitter), got.NextRunAt, lifecycle.DueAt(j.ID, Start.Add(time.Hour), jitter))
+	}
+	// A retry waits out its backoff, whatever the jitter.
+	r := f.create(db.JobCreateParams{MaxAttempts: 3, Backoff: time.Hour})
+	failed := f.finish(f.claimOne("w"), db.OutcomeFailed, true)
+	spec := db.SpecOf(failed)
+	spec.Jitter = 10 * time.Minute
+	got, err := f.Store.JobRedefine(f.ctx, db.JobRedefineParams{ID: r.ID, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTime(t, "retry's due time after a change of jitter", got.NextRunAt, *failed.NextRunAt)
 }
 
 func testRunList(t *testing.T, f *fixture) {

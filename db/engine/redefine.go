@@ -110,6 +110,11 @@ func (s *Store) redefine(ctx context.Context, tx Tx, j db.Job, spec db.JobCreate
 		}
 	}
 	switch {
+	case !to.Recurring() && changed(changes, "jitter") && (j.State == db.StateReady || j.State == db.StatePaused) &&
+		!j.Triggered && j.Attempt == 0 && j.Slot != nil:
+		// A one-off job that waits for its first run (not a retry's
+		// backoff, nor a trigger's now): due at its new offset.
+		to.NextRunAt = s.storedPtr(lifecycle.DueAt(j.ID, *j.Slot, time.Duration(to.Jitter)))
 	case !to.Recurring() || j.State == db.StateDone:
 		// No firing to move: a done schedule keeps its new definition only.
 	case changed(changes, "schedule", "timezone"):
