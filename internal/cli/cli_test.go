@@ -145,3 +145,16 @@ func TestTimeFlag_Forms(t *testing.T) {
 		t.Errorf("--at without an offset: %v; want the offset's hint", err)
 	}
 }
+
+// TestMain_AddUsage: sked add's usage line names sked in each of its
+// forms, each a command line to type.
+func TestMain_AddUsage(t *testing.T) {
+	code, stdout, _ := mainOf("add", "--help")
+	want := "Usage:\n  sked add --type T [flags] | sked add --exec [flags] -- CMD ARGS… | sked add --url URL [flags]\n"
+	if code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("sked add --help: exit %d, %q; want %q", code, stdout, want)
+	}
+	if code, _, stderr := mainOf("add", "--bogus"); code != ExitUsage || !strings.Contains(stderr, "Run 'sked add --help' for usage.") {
+		t.Errorf("sked add --bogus: exit %d, %q", code, stderr)
+	}
+}

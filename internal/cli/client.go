@@ -297,7 +297,7 @@ type addFlags struct {
 func addCmd(env Env) *cobra.Command {
 	var f addFlags
 	cmd := clientCommand(env, &cobra.Command{
-		Use:   "add --type T [flags] | add --exec [flags] -- CMD ARGS… | add --url URL [flags]",
+		Use:   "add --type T [flags] | sked add --exec [flags] -- CMD ARGS… | sked add --url URL [flags]",
 		Short: "Create a job: one-off (now, --at, --in) or recurring (--schedule)",
 		Example: "  sked add --exec --name nightly-backup --schedule '30 2 * * *' --tz Europe/Berlin -- sh -c 'restic backup /srv'\n" +
 			"  sked add --url https://example.com/hook --payload '{\"hello\":\"world\"}' --in 10m",
