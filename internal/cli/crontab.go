@@ -179,6 +179,11 @@ func importCrontab(r io.Reader, tz string, system bool, names *cronNames) ([]wir
 		}
 		if system {
 			user, command, _ := strings.Cut(rest, " ")
+			if strings.Contains(user, "/") { // no user name holds one: a user's crontab
+				note("%q, where a system crontab's line names its user, is a path and no user: if this is a user's crontab "+
+					"(crontab -l), whose lines name none, leave out --system; left out", user)
+				continue
+			}
 			note("runs as %s in cron; sked runs it as the user sked runs as", user)
 			rest = strings.TrimSpace(command)
 		} else if first, _, _ := strings.Cut(rest, " "); isUserNotProgram(first) {

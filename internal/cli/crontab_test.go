@@ -109,6 +109,13 @@ func TestImportCrontab_System(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(notes[0], "runs as root in cron") {
 		t.Errorf("notes %q; want the user named", notes)
 	}
+	// A user's crontab read with --system: a program where the user
+	// should be is said, and its line left out rather than run as "--full".
+	reqs, notes, err = importCrontab(strings.NewReader("0 3 * * * /usr/local/bin/backup.sh --full\n"), "UTC", true, &cronNames{})
+	if err != nil || len(reqs) != 0 || len(notes) != 1 || !strings.Contains(notes[0], `line 1: "/usr/local/bin/backup.sh", where a system crontab's line names its user, is a path and no user`) ||
+		!strings.Contains(notes[0], "leave out --system; left out") {
+		t.Errorf("a user's crontab with --system: %+v, notes %q, %v; want the line left out, saying to leave out --system", reqs, notes, err)
+	}
 	// The same line without --system: its command would be "root …",
 	// which is said.
 	if _, err := user.Lookup("root"); err != nil {
