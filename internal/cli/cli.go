@@ -469,9 +469,13 @@ func (t *rfc3339Value) Set(v string) error {
 // as date +%z writes it.
 var timeLayouts = []string{time.RFC3339, "2006-01-02 15:04:05Z07:00", "2006-01-02T15:04:05Z0700", "2006-01-02 15:04:05Z0700"}
 
-// offsetHint is, for a date and time written without a zone offset, what
-// to add to it; "" for anything else.
+// offsetHint is, for a date and time written without a zone offset, or
+// a date alone, what to add to it; "" for anything else.
 func offsetHint(v string) string {
+	if d, err := time.Parse(time.DateOnly, v); err == nil {
+		at := d.Format("2006-01-02T15:04:05")
+		return fmt.Sprintf(" (%q is a date alone: add the time of day and its zone offset, such as %sZ for midnight UTC)", v, at)
+	}
 	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02 15:04"} {
 		if tt, err := time.Parse(layout, v); err == nil {
 			at := tt.Format("2006-01-02T15:04:05")

@@ -130,7 +130,8 @@ func TestMain_Mistyped(t *testing.T) {
 
 // TestTimeFlag_Forms: a time flag takes RFC 3339 as date(1) writes it (a
 // space for the T, lower case t and z, an offset without its colon), each
-// the same instant; a time without an offset is refused with the fix.
+// the same instant; a time without an offset, or a date alone, is refused
+// with the fix.
 func TestTimeFlag_Forms(t *testing.T) {
 	want := time.Date(2026, 12, 2, 8, 53, 13, 0, time.UTC)
 	for _, v := range []string{"2026-12-02T08:53:13Z", "2026-12-02 08:53:13+00:00", "2026-12-02t08:53:13z",
@@ -143,6 +144,9 @@ func TestTimeFlag_Forms(t *testing.T) {
 	var at rfc3339Value
 	if err := at.Set("2026-12-02 08:53:13"); err == nil || !strings.Contains(err.Error(), "has no zone offset") {
 		t.Errorf("--at without an offset: %v; want the offset's hint", err)
+	}
+	if err := at.Set("2026-11-26"); err == nil || !strings.Contains(err.Error(), "such as 2026-11-26T00:00:00Z") {
+		t.Errorf("--at with a date alone: %v; want the time to add", err)
 	}
 }
 
