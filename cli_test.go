@@ -383,6 +383,10 @@ func TestCLI_ScheduleControls(t *testing.T) {
 	if again := ok(t, srv, "backfill", hourly.ID, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339)); !strings.Contains(again, "0 jobs created, 3 in all") {
 		t.Fatalf("repeated backfill printed %q", again)
 	}
+	one := from.Add(-time.Hour).Format(time.RFC3339)
+	if out := ok(t, srv, "backfill", hourly.ID, "--from", one, "--to", one); !strings.Contains(out, ": 1 slot, 1 job created, 1 in all\n") {
+		t.Fatalf("backfill of one slot printed %q", out)
+	}
 
 	long := okJSON[db.Job](t, srv, "add", "--exec", "--", "sleep", "30")
 	waitFor(t, "the long job to run", func() bool { return okJSON[struct{ Job db.Job }](t, srv, "show", long.ID).Job.State == db.StateRunning })

@@ -891,7 +891,7 @@ func backfillCmd(env Env) *cobra.Command {
 		if a.json {
 			return a.printJSON(b)
 		}
-		fmt.Fprintf(a.env.Stdout, "backfill of %s: %d slots, %d jobs created, %d in all", id, b.Slots, b.Created, len(b.JobIDs))
+		fmt.Fprintf(a.env.Stdout, "backfill of %s: %s, %s created, %d in all", id, plural(b.Slots, "slot"), plural(b.Created, "job"), len(b.JobIDs))
 		if b.LeftToSchedule > 0 {
 			fmt.Fprintf(a.env.Stdout, "; %d left to the schedule, which runs them itself (backfill them once it has moved past them)", b.LeftToSchedule)
 		}
