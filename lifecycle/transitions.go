@@ -52,7 +52,8 @@ func Pause(j db.Job, p db.JobPauseParams, now time.Time) (noop bool, err error) 
 		return false, &db.ValidationError{Field: "reason", Msg: fmt.Sprintf("reason is %d bytes long; at most %d are allowed", len(p.Reason), db.MaxReasonLen)}
 	}
 	if !p.Until.IsZero() && !p.Until.After(now) {
-		return false, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %s is not in the future", p.Until.UTC().Format(time.RFC3339Nano))}
+		return false, &db.ValidationError{Field: "until", Msg: fmt.Sprintf("until %s is not in the future (it is %s now): "+
+			"give a later time, or none to pause until resumed", p.Until.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339))}
 	}
 	switch {
 	case j.State == db.StatePaused, j.State == db.StateReady, j.State == db.StateRunning && j.Recurring():

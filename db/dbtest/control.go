@@ -15,7 +15,7 @@ func testPauseUntil(t *testing.T, f *fixture) {
 	c := f.Store
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})
 	// An end that has passed by the store's clock is refused, whoever asks.
-	if _, err := c.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Until: Start}); !errors.Is(err, db.ErrInvalid) || !strings.Contains(err.Error(), "is not in the future") {
+	if _, err := c.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Until: Start}); !errors.Is(err, db.ErrInvalid) || !strings.Contains(err.Error(), "is not in the future (it is "+Start.Format(time.RFC3339)+" now): give a later time") {
 		t.Fatalf("pause until now: %v; want a validation error", err)
 	}
 	p, err := c.JobPauseUntil(f.ctx, db.JobPauseParams{ID: j.ID, Reason: "maintenance", Until: Start.Add(150 * time.Minute)})
