@@ -116,6 +116,10 @@ func TestMain_Mistyped(t *testing.T) {
 		{[]string{"wor"}, `unknown command "wor"; did you mean work or workers?`},
 		{[]string{"add", "--exec", "--cron", "* * * * *"}, "unknown flag: --cron; did you mean --schedule?"},
 		{[]string{"add", "--type", "t", "--retries", "3"}, "unknown flag: --retries; did you mean --max-attempts?"},
+		{[]string{"serve", "--port", "8080"}, "unknown flag: --port; did you mean --addr?"},
+		{[]string{"serve", "--database", "x.db"}, "unknown flag: --database; did you mean --db?"},
+		{[]string{"serve", "--concurrency", "4"}, "unknown flag: --concurrency; did you mean --workers?"},
+		{[]string{"work", "--workers", "4"}, "unknown flag: --workers; did you mean --concurrency?"},
 		{[]string{"add", "--exec", "sh", "-c", "echo hi"}, "unknown shorthand flag: 'c' in -c; a command and its own flags go after --, as in sked add --exec -- sh -c 'date'"},
 	} {
 		code, _, stderr := mainOf(c.args...)
