@@ -435,3 +435,23 @@ func TestEdit_EmptyValue(t *testing.T) {
 		t.Errorf("sked edit --unset name: exit %d, %q", code, stderr)
 	}
 }
+
+// TestAdd_CreatedLine: sked add says the job it created in one pair of
+// parentheses, its id among them when it has a name.
+func TestAdd_CreatedLine(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	for _, c := range []struct {
+		args []string
+		want *regexp.Regexp
+	}{
+		{nil, regexp.MustCompile(`^created job [0-9A-Z]{26} \(t, ready, next run [^()]+\)\n$`)},
+		{[]string{"--name", "nightly"}, regexp.MustCompile(`^created job nightly \([0-9A-Z]{26}, t, ready, next run [^()]+\)\n$`)},
+	} {
+		code, out, stderr := mainOf(append([]string{"add", "--type", "t", "--server", srv.URL}, c.args...)...)
+		if code != 0 || !c.want.MatchString(out) {
+			t.Errorf("sked add %v: exit %d, %q (%s); want %s", c.args, code, out, stderr, c.want)
+		}
+	}
+}
