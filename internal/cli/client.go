@@ -488,6 +488,11 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	if job.State == db.StateReady || job.State == db.StatePaused {
 		warnUnserved(ctx, a, job)
 	}
+	if created && req.RunAt != nil && req.RunAt.Before(job.CreatedAt) {
+		// A year or a day mistyped makes a job due at once, not when meant.
+		fmt.Fprintf(a.env.Stderr, "warning: --at %s has passed (the server's time is %s): the job is due at once; "+
+			"sked cancel %s if that is not what you meant\n", optTime(req.RunAt), optTime(&job.CreatedAt), job.ID)
+	}
 	switch {
 	case f.wait.on && a.json: // one JSON document: the job as it ended
 	case a.json:

@@ -455,3 +455,20 @@ func TestAdd_CreatedLine(t *testing.T) {
 		}
 	}
 }
+
+// TestAdd_PastAt: sked add --at a time that has passed by the server's
+// clock makes the job (it is due at once) and warns, naming both times;
+// a time to come does not.
+func TestAdd_PastAt(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	past, later := time.Now().Add(-48*time.Hour).UTC().Format(time.RFC3339), time.Now().Add(48*time.Hour).UTC().Format(time.RFC3339)
+	code, _, stderr := mainOf("add", "--type", "t", "--at", past, "--server", srv.URL)
+	if code != 0 || !strings.Contains(stderr, "warning: --at "+past+" has passed (the server's time is ") || !strings.Contains(stderr, "the job is due at once") {
+		t.Errorf("sked add --at %s (past): exit %d, %q; want the job made and a warning", past, code, stderr)
+	}
+	if code, _, stderr := mainOf("add", "--type", "t", "--at", later, "--server", srv.URL); code != 0 || strings.Contains(stderr, "has passed") {
+		t.Errorf("sked add --at %s (to come): exit %d, %q; want no warning", later, code, stderr)
+	}
+}
