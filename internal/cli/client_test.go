@@ -472,3 +472,15 @@ func TestAdd_PastAt(t *testing.T) {
 		t.Errorf("sked add --at %s (to come): exit %d, %q; want no warning", later, code, stderr)
 	}
 }
+
+// TestEdit_Zero: sked edit --timeout 0 (--backoff, --max-attempts) is
+// refused before anything is sent, saying to --unset the field for its
+// default, which the server's own refusal names in the API's words.
+func TestEdit_Zero(t *testing.T) {
+	for _, c := range []struct{ flag, value, field string }{{"--timeout", "0s", "timeout"}, {"--backoff", "0", "backoff"}, {"--max-attempts", "0", "maxAttempts"}} {
+		code, _, stderr := mainOf("edit", "nightly", c.flag, c.value, "--server", "http://127.0.0.1:1")
+		if code != ExitUsage || !strings.Contains(stderr, "give a value above zero, or --unset "+c.field+" for the default") {
+			t.Errorf("sked edit %s %s: exit %d, %q; want a usage error naming --unset %s", c.flag, c.value, code, stderr, c.field)
+		}
+	}
+}

@@ -73,6 +73,14 @@ func editCmd(env Env) *cobra.Command {
 	return cmd
 }
 
+// zeroEdit refuses a zero given to flag (--timeout, --backoff,
+// --max-attempts), which the server refuses for field, saying how to get
+// the field's default. (A zero jitter or expect-success-within is none,
+// and is taken.)
+func zeroEdit(flag, field, value string) error {
+	return usagef("--%s %s: give a value above zero, or --unset %s for the default", flag, value, field)
+}
+
 // edit changes job id by the flags of fs given and unset, by the
 // definition in file, or in an editor when none was given.
 func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []string, file string) error {
@@ -91,9 +99,15 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 			patch[ef.field] = p
 		case v.Type() == "duration":
 			d, _ := fs.GetDuration(ef.flag)
+			if d == 0 && (ef.flag == "timeout" || ef.flag == "backoff") {
+				return zeroEdit(ef.flag, ef.field, v.String())
+			}
 			patch[ef.field] = db.Duration(d)
 		case v.Type() == "int":
 			n, _ := fs.GetInt(ef.flag)
+			if n == 0 {
+				return zeroEdit(ef.flag, ef.field, v.String())
+			}
 			patch[ef.field] = n
 		case v.String() == "":
 			// A script's unset variable, as sked add refuses it: it
