@@ -58,7 +58,7 @@ func (s *serveFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&s.testClock, "test-clock",
 		"run on a virtual clock that starts at this RFC 3339 time (or now, when given bare) and moves only by POST /test/clock; for testing schedules")
 	fs.Lookup("test-clock").NoOptDefVal = "true"
-	fs.StringArrayVar(&s.notify, "notify", nil, "send dead jobs, quiet and recovered schedules and clock steps to a sink: webhook:URL, ntfy:URL/TOPIC, "+
+	fs.StringArrayVar(&s.notify, "notify", nil, "send dead jobs, firings that gave up, quiet and recovered schedules and clock steps to a sink: webhook:URL, ntfy:URL/TOPIC, "+
 		"gotify:URL?token=T, slack:WEBHOOK_URL, discord:WEBHOOK_URL, or email as smtp://USER:PASSWORD@HOST:587?to=ADDR&from=ADDR "+
 		"(STARTTLS; smtps:// or port 465 for implicit TLS; percent-encode @ : / ? # in USER and PASSWORD; repeat to= for more recipients); "+
 		"repeat the flag for several")
