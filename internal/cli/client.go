@@ -500,10 +500,12 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	case !created:
 		fmt.Fprintf(a.env.Stdout, "job %s already exists for key %q (%s, next run %s); nothing created, and its time is kept\n",
 			jobLabel(job), job.IdempotencyKey, job.State, timeText(job.NextRunAt))
-	case job.Name != "": // its id inside the parentheses, not in a pair of its own
-		fmt.Fprintf(a.env.Stdout, "created job %s (%s, %s, %s, next run %s)\n", job.Name, job.ID, job.Type, job.State, timeText(job.NextRunAt))
 	default:
-		fmt.Fprintf(a.env.Stdout, "created job %s (%s, %s, next run %s)\n", job.ID, job.Type, job.State, timeText(job.NextRunAt))
+		label, id := job.ID, "" // a named job's id inside the parentheses, not in a pair of its own
+		if job.Name != "" {
+			label, id = job.Name, job.ID+", "
+		}
+		fmt.Fprintf(a.env.Stdout, "created job %s (%s%s, %s, next run %s)\n", label, id, job.Type, job.State, timeText(job.NextRunAt))
 	}
 	if !f.wait.on {
 		return nil
