@@ -147,3 +147,38 @@ func TestClaimQuick_CommitOutWhenTimeRanOut(t *testing.T) {
 		t.Errorf("held after the claim: %+v; want the one-off job, which the COMMIT leased", held)
 	}
 }
+
+// TestClaimQuick_RowNotDecoded: a quick claim whose leased row the client
+// cannot decode (here a created_at of infinity, which no time.Time holds).
+// The row's decoding fails after the COMMIT, sent with the claim, went out,
+// and the server commits it all the same. Pass: the claim answers
+// db.ErrCommitUnknown, so that its caller looks up what its worker holds,
+// and the job is leased. It used to answer a plain error, as though
+// nothing was claimed: the job was leased to a worker that never heard of it.
+func TestClaimQuick_RowNotDecoded(t *testing.T) {
+	t.Parallel()
+	s, admin := poolOfTwo(t, "quick_undecoded")
+	ctx := context.Background()
+	p := db.RunClaimParams{WorkerID: "box/1", Types: []string{"q"}, Max: 5, Lease: time.Minute}
+	if _, err := s.RunClaim(ctx, p); err != nil { // records the worker, else the quick claim is not tried
+		t.Fatal(err)
+	}
+	job, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `UPDATE jobs SET created_at = 'infinity' WHERE id = $1`, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := s.RunClaim(ctx, p)
+	if !errors.Is(err, db.ErrCommitUnknown) {
+		t.Errorf("claim of a row that does not decode: %d claims, err %v; want db.ErrCommitUnknown", len(claims), err)
+	}
+	var state, owner string
+	if err := admin.QueryRow(ctx, `SELECT state, lease_owner FROM jobs WHERE id = $1`, job.ID).Scan(&state, &owner); err != nil {
+		t.Fatal(err)
+	}
+	if state != "running" || owner != p.WorkerID {
+		t.Errorf("job after the claim: state %q, lease owner %q; want running, %q (the COMMIT went out with the claim)", state, owner, p.WorkerID)
+	}
+}

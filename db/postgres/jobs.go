@@ -460,6 +460,7 @@ func (d *dialect) ClaimQuick(ctx context.Context, now func() time.Time, a engine
 	defer c.Release()
 	t := d.begin(ctx, c.Conn(), now)
 	t.exec(nil, claimSettings)
+	var undecoded error // a row that did not decode, after the COMMIT went out
 	t.queued.Queue(claimQuickSQL, a.Worker, a.Lease.Microseconds(), t.given(), a.Ahead.Microseconds(), append([]string{}, a.Types...), a.Max,
 		openBound(q.From), openBound(q.Until)).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
@@ -470,19 +471,26 @@ func (d *dialect) ClaimQuick(ctx context.Context, now func() time.Time, a engine
 				dest := make([]any, len(rows.FieldDescriptions()))
 				dest[0] = &rest
 				if err := rows.Scan(dest...); err != nil {
-					return fmt.Errorf("scan claim: %w", err)
+					undecoded = fmt.Errorf("scan claim: %w", err)
+					return undecoded
 				}
 				continue
 			}
 			var c db.Claim
 			if err := scanJob(prefixed{rows, &rest}, &c.Job, &c.RunID); err != nil {
-				return err
+				undecoded = err
+				return undecoded
 			}
 			claims = append(claims, c)
 		}
 		return rows.Err()
 	})
 	if err := t.commit(ctx); err != nil {
+		if undecoded != nil && errors.Is(err, undecoded) {
+			// pgx read the COMMIT's answer past the row and kept only
+			// the row's error: the server may well have leased the jobs.
+			return nil, false, fmt.Errorf("claim: %w: %w", db.ErrCommitUnknown, err)
+		}
 		return nil, false, err
 	}
 	return claims, rest, nil
