@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/internal/cli"
 	"github.com/sked-dev/sked/internal/skedbin"
+	"github.com/sked-dev/sked/internal/syncbuf"
 )
 
 // skedBin is the sked binary the process tests run, built once by TestMain.
@@ -181,6 +183,41 @@ func TestRun_Serve(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"msg":"run finished"`) {
 		t.Fatalf("no run outcome logged:\n%s", logs.String())
+	}
+}
+
+// TestRun_ServeLogsDashboardURL: sked serve logs the dashboard's URL at
+// start, with the address it listens on (the port it got for :0, not the
+// flag's), and the page is there.
+func TestRun_ServeLogsDashboardURL(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var logs syncbuf.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--db", filepath.Join(t.TempDir(), "sked.db"), "--addr", "127.0.0.1:0"},
+			func(string) string { return "" }, io.Discard, &logs)
+	}()
+	dashboard := regexp.MustCompile(`level=INFO msg=dashboard url=(http://127\.0\.0\.1:(\d+)/)\n`)
+	var m []string
+	waitFor(t, "the dashboard's URL in the log", func() bool {
+		m = dashboard.FindStringSubmatch(logs.String())
+		return m != nil
+	})
+	if m[2] == "0" {
+		t.Fatalf("logged the flag's port, not the one listened on: %s", m[1])
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<html") {
+		t.Fatalf("GET %s: %d %.200s", m[1], resp.StatusCode, page)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run returned %v", err)
 	}
 }
 

@@ -494,7 +494,8 @@ func (s *Server) close() error {
 // while the API still serves the heartbeats and completions of the remote
 // workers' runs claimed through it, waiting for those too within the grace
 // period; stop taking requests; close the store. It listens on Config.Listener or Config.Addr, or
-// nowhere when both are empty.
+// nowhere when both are empty; listening, it logs the dashboard's URL
+// (http:// and the address listened on).
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	closed, started, running := s.closed, s.built != nil, s.running
@@ -547,6 +548,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	log.Info("sked serving", "addr", addr, "db", dbLabel(cfg.DB), "workers", cfg.Workers, "notify_workers", cfg.NotifyWorkers,
 		"types", strings.Join(p.pool.Types(), ","), "version", buildinfo.Read().Version)
+	if ln != nil {
+		log.Info("dashboard", "url", "http://"+addr+"/")
+	}
 	if cfg.EnableExec && !cfg.authenticates() {
 		log.Warn("exec jobs are on and the API takes no token: any program or user that can reach it can run "+
 			"commands as this process's user; set a token (SKED_TOKEN) so that only its holders can", "addr", addr)
