@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -424,6 +425,33 @@ func TestWork_RefusedStops(t *testing.T) {
 				t.Errorf("sked work %q warned:\n%s", c.work, log)
 			}
 		})
+	}
+}
+
+// TestWork_HostNotFoundStops: a worker whose --server host does not
+// resolve, before it ever reached a server (a mistyped name), stops at once
+// saying which host and what to check (exit 3, as a client command's), where
+// it retried for ever.
+func TestWork_HostNotFoundStops(t *testing.T) {
+	const host = "sked.example.invalid" // RFC 6761: never resolves
+	var dnsErr *net.DNSError
+	if _, err := net.LookupHost(host); !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
+		t.Skipf("this machine's resolver does not answer that %s does not exist: %v", host, err)
+	}
+	w := startWork(t, host+":8080", "evid", filepath.Join(t.TempDir(), "evidence"))
+	done := make(chan error, 1)
+	go func() { done <- w.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if w.cmd.ProcessState.ExitCode() != cli.ExitUnreachable {
+			t.Fatalf("sked work --server http://%s:8080 exited with %v, want %d:\n%s", host, err, cli.ExitUnreachable, w.log())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("sked work --server http://%s:8080 still runs after 20 s:\n%s", host, w.log())
+	}
+	want := "sked: cannot find the host " + host + " of http://" + host + ":8080: no such host; check the host name in --server (SKED_SERVER), and this machine's DNS\n"
+	if log := w.log(); !strings.HasSuffix(log, want) {
+		t.Fatalf("sked work with a host that does not resolve said, without %q at its end:\n%s", want, log)
 	}
 }
 

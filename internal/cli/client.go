@@ -187,6 +187,13 @@ func hungUp(err error) bool {
 		strings.Contains(err.Error(), "server closed idle connection")
 }
 
+// hostNotFound says that the host of server (a --server URL) could not be
+// looked up, as dnsErr tells, and what to check.
+func hostNotFound(server string, dnsErr *net.DNSError) string {
+	return fmt.Sprintf("cannot find the host %s of %s: %s; check the host name in --server (SKED_SERVER), and this machine's DNS",
+		dnsErr.Name, server, dnsErr.Err)
+}
+
 // apiError rewrites errors of reaching the server into what to do about
 // them; the server's own problems (with their detail) pass as they are,
 // its hints put as sked commands. Each gets its exit status: ExitUnreachable
@@ -205,8 +212,7 @@ func (a *api) apiError(err error) error {
 	case errors.As(err, &done):
 		return err
 	case errors.As(err, &dnsErr): // before the timeout: a DNS server that did not answer is not sked
-		return withExit(ExitUnreachable, err, "cannot find the host %s of %s: %s; check the host name in --server (SKED_SERVER), and this machine's DNS",
-			dnsErr.Name, server, dnsErr.Err)
+		return withExit(ExitUnreachable, err, "%s", hostNotFound(server, dnsErr))
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return withExit(ExitUnreachable, err, "%s did not answer in time (%v): is sked serve there, and not stopped or overloaded? "+
 			"--request-timeout (SKED_REQUEST_TIMEOUT, now %s) sets how long a request may take; a change sent may have been made or not: "+

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -45,7 +46,8 @@ func workCmd(env Env) *cobra.Command {
 			"and SKED_* in the environment. SIGTERM stops claiming, lets running commands finish within --grace and hands\n" +
 			"the rest back. Given several servers (nodes on one PostgreSQL database), it talks to one at a time and moves to\n" +
 			"the next when one cannot be reached or answers 503. It retries unreachable servers with growing, jittered waits\n" +
-			"(1s to 30s) and stops at once when a server refuses its token.",
+			"(1s to 30s) and stops at once when a server refuses its token, or when the host of --server does not resolve\n" +
+			"before any server answered (exit 3): a mistyped name; once one answered, a name that does not resolve is retried.",
 		Example: "  sked work --server http://sked.lan:8080 --type thumbnail -- ./make-thumbnail\n" +
 			"  sked work --server http://sked1.lan:8080,http://sked2.lan:8080 --type thumbnail -- ./make-thumbnail",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -169,7 +171,7 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	c := &skedapi.Client{BaseURL: f.servers[0], Fallbacks: f.servers[1:], Token: f.token, Logger: log}
-	store := &patientStore{Client: c, log: log, refused: stop}
+	store := &patientStore{Client: c, log: log, servers: f.servers, stop: stop}
 	cmd := worker.ExecPayload{Command: command}
 	execCfg := worker.ExecConfig{Env: f.execEnv}
 	run := func(ctx context.Context, job *worker.Job) error { return worker.RunCommand(ctx, job, cmd, execCfg) }
@@ -191,15 +193,19 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 	}
 	err := pool.Run(ctx)
 	log.Info("stopped")
-	if cause := context.Cause(ctx); errors.Is(cause, errRefused) {
+	if cause := context.Cause(ctx); errors.Is(cause, errRefused) || errors.Is(cause, errNoHost) {
 		return cause
 	}
 	return err
 }
 
 // errRefused is the cause sked work stops with when the server refuses its
-// token, its Host or its claims as such.
-var errRefused = errors.New("the server refused this worker")
+// token, its Host or its claims as such; errNoHost when the host of a
+// --server does not resolve before any server answered.
+var (
+	errRefused = errors.New("the server refused this worker")
+	errNoHost  = errors.New("the server's host does not resolve")
+)
 
 // refusedForGood reports whether a claim answered status would be refused
 // the same way however often it were sent: a 4xx says the request itself
@@ -220,20 +226,25 @@ const (
 // that fails is tried again after a wait, longer the more claims failed in a
 // row and no shorter than the server's Retry-After, with jitter so that the
 // workers of a restarted server do not all come back at once; a claim the
-// server refuses (401, 403) stops the worker.
+// server refuses (401, 403) stops the worker, as does a host of servers
+// that does not resolve before any server answered (a mistyped --server):
+// once one answered, that is a passing fault of the network, tried again.
 type patientStore struct {
 	*skedapi.Client
 	log     *slog.Logger
-	refused context.CancelCauseFunc
-	// wasRefused is set when the server refused this worker: it was never
-	// recorded, so it does not say it stopped.
-	wasRefused atomic.Bool
+	servers []string                // the --server URLs
+	stop    context.CancelCauseFunc // stops the worker, with its cause
+	// answered is set once a server answered a claim.
+	answered atomic.Bool
+	// unrecorded is set when the worker stops without having been
+	// recorded (refused, or no server found): it does not say it stopped.
+	unrecorded atomic.Bool
 }
 
-// WorkerStopped tells the server this worker stopped, unless the server
-// refused it.
+// WorkerStopped tells the server this worker stopped, unless it was never
+// recorded.
 func (s *patientStore) WorkerStopped(ctx context.Context, id string) error {
-	if s.wasRefused.Load() {
+	if s.unrecorded.Load() {
 		return nil
 	}
 	return s.Client.WorkerStopped(ctx, id)
@@ -247,6 +258,9 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 	for failures := 0; ; {
 		sent := time.Now()
 		claims, waited, err := s.Client.RunClaimWaited(ctx, p)
+		if err == nil || errors.As(err, new(*skedapi.Error)) {
+			s.answered.Store(true)
+		}
 		if err == nil {
 			if failures > 0 {
 				s.log.Info("claims work again", "failures", failures)
@@ -261,8 +275,13 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 			if ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
 				fix = "check --token (SKED_TOKEN) and --server; a worker token from the server's --worker-token goes in this machine's SKED_TOKEN"
 			}
-			s.wasRefused.Store(true)
-			s.refused(fmt.Errorf("%w: %s answered %w; %s", errRefused, s.Server(), ae, fix))
+			s.unrecorded.Store(true)
+			s.stop(fmt.Errorf("%w: %s answered %w; %s", errRefused, s.Server(), ae, fix))
+			return nil, 0, err
+		}
+		if dnsErr := (*net.DNSError)(nil); errors.As(err, &dnsErr) && dnsErr.IsNotFound && !s.answered.Load() {
+			s.unrecorded.Store(true)
+			s.stop(withExit(ExitUnreachable, fmt.Errorf("%w: %w", errNoHost, err), "%s", hostNotFound(serverOf(s.servers, dnsErr.Name), dnsErr)))
 			return nil, 0, err
 		}
 		failures++
@@ -280,6 +299,17 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 			return nil, 0, err
 		}
 	}
+}
+
+// serverOf is the one of servers (URLs) whose host is host, or all of them
+// when none is.
+func serverOf(servers []string, host string) string {
+	for _, s := range servers {
+		if u, err := url.Parse(s); err == nil && u.Hostname() == host {
+			return s
+		}
+	}
+	return strings.Join(servers, ",")
 }
 
 // retryWait is the wait after the n-th failure in a row. A server that

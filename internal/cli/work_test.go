@@ -2,15 +2,27 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	skedapi "github.com/sked-dev/sked/client"
+	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/internal/syncbuf"
 )
 
 // TestWorkCheck_Command: sked work refuses a command it cannot run before it
@@ -153,6 +165,64 @@ func TestTokenInTheClear(t *testing.T) {
 		}
 		if n := strings.Count(stderr, warning); n != want {
 			t.Errorf("sked %q: the warning %d times in %q; want it %d times", tc.args, n, stderr, want)
+		}
+	}
+}
+
+// dnsFailsAfter passes its first ok requests on to the network, then fails
+// each as a lookup that found no such host: a name that stopped resolving.
+type dnsFailsAfter struct {
+	ok, sent atomic.Int32
+}
+
+func (d *dnsFailsAfter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if d.sent.Add(1) <= d.ok.Load() {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: r.URL.Hostname(), IsNotFound: true}}
+}
+
+// TestPatientStore_HostNotFound: a claim whose server's host does not
+// resolve stops sked work, saying what to check, while no server has
+// answered (a mistyped --server); once one has, it is a passing fault (a
+// DNS record being replaced) and is tried again, as any unreachable
+// server is.
+func TestPatientStore_HostNotFound(t *testing.T) {
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: sqlitetest.Open(t)}))
+	t.Cleanup(srv.Close)
+	for _, answered := range []int32{0, 1} {
+		dns := &dnsFailsAfter{}
+		dns.ok.Store(answered)
+		var logs syncbuf.Buffer
+		ctx, stop := context.WithCancelCause(context.Background())
+		s := &patientStore{
+			Client: &skedapi.Client{BaseURL: srv.URL, HTTP: &http.Client{Transport: dns}, ClaimWait: time.Millisecond},
+			log:    slog.New(slog.NewTextHandler(&logs, nil)), servers: []string{srv.URL}, stop: stop,
+		}
+		claim := func() error {
+			_, _, err := s.RunClaimWaited(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"t"}, Max: 1})
+			return err
+		}
+		if answered == 0 {
+			claim()
+			cause := context.Cause(ctx)
+			want := "cannot find the host 127.0.0.1 of " + srv.URL + ": no such host; check the host name in --server (SKED_SERVER), and this machine's DNS"
+			if cause == nil || cause.Error() != want || ExitCode(cause) != ExitUnreachable || !s.unrecorded.Load() {
+				t.Errorf("a claim whose host does not resolve, before any answer, stopped the worker with %v (exit %d); want %q (exit %d)",
+					cause, ExitCode(cause), want, ExitUnreachable)
+			}
+			continue
+		}
+		if err := claim(); err != nil {
+			t.Fatalf("first claim: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- claim() }()
+		waitUntil(t, "the claim to be tried again", func() bool { return strings.Contains(logs.String(), `msg="claim failed; retrying"`) })
+		stop(nil)
+		<-done
+		if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) || s.unrecorded.Load() {
+			t.Errorf("a claim whose host does not resolve, after the server answered, stopped the worker with %v; want it tried again", cause)
 		}
 	}
 }
