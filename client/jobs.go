@@ -44,16 +44,29 @@ func (c *Client) JobGet(ctx context.Context, id string) (db.Job, error) {
 // JobWait polls the job of an id or a name every poll (0: 500ms; at least
 // 100ms) until it has ended (done, dead or cancelled; see
 // db.JobState.Final) and returns it as it ended: a recurring job ends only
-// when cancelled. A request that got no answer, or a 503 (the server
-// restarting, its database failing over), is sent again at the next poll;
-// any other error ends the wait, as does the end of ctx, which returns the
-// job as last read (zero if none was) with an error wrapping ctx.Err().
+// when cancelled. A 503 (the server restarting, its database failing over)
+// is asked again at the next poll. A request that got no answer is sent
+// again after a wait that starts at poll and doubles with each one in a
+// row; the sixth in a row ends the wait with an error wrapping ErrNoAnswer
+// and its own (15.5s of waits at the default poll). The end of ctx ends
+// it with an error wrapping ctx.Err(); both return the job as last read
+// (zero if none was). Any other error ends the wait too.
 func (c *Client) JobWait(ctx context.Context, id string, poll time.Duration) (db.Job, error) {
 	return pollUntil(ctx, poll, "job "+id, func(ctx context.Context) (db.Job, bool, error) {
 		job, err := c.JobGet(ctx, id)
 		return job, err == nil && job.State.Final(), err
 	})
 }
+
+// ErrNoAnswer is the end of a wait (JobWait, TriggeredRunWait) whose
+// server stopped answering: six requests in a row got no answer.
+var ErrNoAnswer = errors.New("the server stopped answering")
+
+// noAnswerTries is how many requests in a row of a wait get no answer
+// before it gives up (ErrNoAnswer): with the waits between them doubling
+// from the poll, 15.5s at the default 500ms, so that a server restarting
+// is waited for, and one gone is said.
+const noAnswerTries = 6
 
 // ErrTriggerDropped is the end of a wait for an operator's extra run that
 // will not run: see TriggeredRunWait.
@@ -68,7 +81,8 @@ var ErrTriggerDropped = errors.New("the triggered run was dropped before it star
 // the run starts drops it: the wait then ends with an error wrapping
 // ErrTriggerDropped that says how the job is. The end of ctx returns the
 // run as last read (zero if it had not started) with an error wrapping
-// ctx.Err().
+// ctx.Err(); a server that stopped answering, with an error wrapping
+// ErrNoAnswer, as JobWait's.
 func (c *Client) TriggeredRunWait(ctx context.Context, triggered db.Job, poll time.Duration) (db.Run, error) {
 	id := triggered.ID
 	return pollUntil(ctx, poll, "the triggered run of job "+id, func(ctx context.Context) (db.Run, bool, error) {
@@ -118,34 +132,46 @@ func (c *Client) triggeredRun(ctx context.Context, triggered db.Job) (run db.Run
 }
 
 // pollUntil calls read every poll (0: 500ms; at least 100ms) until it
-// reads a value that has ended, and returns it. A read that got no answer,
-// or a 503, is made again at the next poll; any other error ends the wait,
-// as does the end of ctx, which returns the value as last read (zero if
-// none was) with an error wrapping ctx.Err() that names what.
+// reads a value that has ended, and returns it. A read answered 503 is
+// made again at the next poll; one that got no answer after a wait of the
+// poll doubled per such read in a row, and the noAnswerTries-th in a row
+// ends the wait with the value as last read (zero if none was) and an
+// error wrapping ErrNoAnswer and its own, that names what. Any other error
+// ends the wait, as does the end of ctx, which returns the value as last
+// read with an error wrapping ctx.Err() that names what.
 func pollUntil[T any](ctx context.Context, poll time.Duration, what string, read func(context.Context) (v T, ended bool, err error)) (T, error) {
 	if poll == 0 {
 		poll = 500 * time.Millisecond
 	}
-	tick := time.NewTicker(max(poll, 100*time.Millisecond))
-	defer tick.Stop()
+	poll = max(poll, 100*time.Millisecond)
 	var last T
-	for {
+	for unanswered := 0; ; {
+		next := poll
 		v, ended, err := read(ctx)
 		switch {
 		case err == nil && ended:
 			return v, nil
 		case err == nil:
-			last = v
+			last, unanswered = v, 0
 		case ctx.Err() != nil: // ended during the request
 			return last, fmt.Errorf("wait for %s to end: %w", what, ctx.Err())
 		case !failsOver(ctx, err):
 			var zero T
 			return zero, err
+		case errors.As(err, new(*Error)): // a 503: an answer
+			unanswered = 0
+		default:
+			if unanswered++; unanswered == noAnswerTries {
+				return last, fmt.Errorf("wait for %s to end: %w: %w", what, ErrNoAnswer, err)
+			}
+			next = poll << (unanswered - 1)
 		}
+		t := time.NewTimer(next)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return last, fmt.Errorf("wait for %s to end: %w", what, ctx.Err())
-		case <-tick.C:
+		case <-t.C:
 		}
 	}
 }

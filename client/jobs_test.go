@@ -188,3 +188,40 @@ func TestClient_JobWait(t *testing.T) {
 		t.Errorf("JobWait until its context ends: %+v, %v; want the running job as last read and the cancellation", job, err)
 	}
 }
+
+// TestClient_JobWaitNoAnswer: a wait whose server stops answering gives up
+// at the sixth request in a row that got no answer, with ErrNoAnswer and
+// the job as last read, where it asked for ever; 503s are answers (a
+// server restarting, its database failing over) and never end it.
+func TestClient_JobWaitNoAnswer(t *testing.T) {
+	t.Parallel()
+	for _, answer := range []int{0, http.StatusServiceUnavailable} {
+		var read atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch reads := read.Add(1); {
+			case reads == 1:
+				io.WriteString(w, `{"jobId": "j1", "state": "running"}`)
+			case reads == 10:
+				io.WriteString(w, `{"jobId": "j1", "state": "done"}`)
+			case answer == 0:
+				hj, _ := w.(http.Hijacker)
+				conn, _, _ := hj.Hijack()
+				conn.Close() // no answer at all
+			default:
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(answer)
+				io.WriteString(w, `{"status": 503, "detail": "restarting"}`)
+			}
+		}))
+		c := &client.Client{BaseURL: srv.URL, HTTP: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+		job, err := c.JobWait(context.Background(), "j1", 100*time.Millisecond)
+		reads := read.Load()
+		srv.Close()
+		switch {
+		case answer == 0 && (!errors.Is(err, client.ErrNoAnswer) || job.State != db.StateRunning || reads != 7):
+			t.Errorf("JobWait of a server that stopped answering: %+v, %v after %d reads; want the running job as last read and ErrNoAnswer after 7", job, err, reads)
+		case answer != 0 && (err != nil || job.State != db.StateDone):
+			t.Errorf("JobWait through eight 503s: %+v, %v after %d reads; want the done job", job, err, reads)
+		}
+	}
+}

@@ -22,7 +22,8 @@ const (
 	// listening, no answer within --request-timeout, not sked), or an
 	// answer that says to try again (5xx, 429). A change sent may have
 	// been made or not. Also sked work whose --server host does not
-	// resolve before any server answered.
+	// resolve before any server answered, and a wait whose server stopped
+	// answering.
 	ExitUnreachable = 3
 	// ExitRefused: the server refused the request (4xx): no such job, a
 	// job in a state that does not allow it, a value it does not take, a

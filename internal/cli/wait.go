@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"time"
 
@@ -29,7 +30,9 @@ func waitCmd(env Env) *cobra.Command {
 	cmd.Flags().DurationVar(&limit, "timeout", 0, "wait at most this long (0: as long as it takes), then exit 124")
 	cmd.Long = "sked wait reads the job every " + waitPoll.String() + " until it ends, for scripts and CI: it exits 0 when the job is\n" +
 		"done, 1 when it is dead (its last error printed) or cancelled, and 124 when --timeout runs out first. A server\n" +
-		"that does not answer meanwhile (restarting) is asked again. A paused job waits until it is resumed, or --timeout.\n" +
+		"that does not answer meanwhile (restarting) is asked again, after waits that double from " + waitPoll.String() + "; at the sixth\n" +
+		"read in a row without an answer (15.5s) it exits 3, saying the server stopped answering: the job goes on there.\n" +
+		"A paused job waits until it is resumed, or --timeout.\n" +
 		"A recurring job does not end by itself: it is refused (sked trigger --wait runs it once and waits for that run).\n" +
 		"sked add --wait creates a job and waits for it the same way."
 	return cmd
@@ -44,7 +47,7 @@ type waitFlags struct {
 
 // register adds --wait, saying what waits for what, and --wait-timeout.
 func (w *waitFlags) register(fs *pflag.FlagSet, what string) {
-	fs.BoolVar(&w.on, "wait", false, what+", as sked wait does (exit 0 done, 1 dead, failed or cancelled)")
+	fs.BoolVar(&w.on, "wait", false, what+", as sked wait does (exit 0 done, 1 dead, failed or cancelled, 3 when the server stops answering)")
 	fs.DurationVar(&w.limit, "wait-timeout", 0, "with --wait: wait at most this long (0: as long as it takes), then exit 124")
 }
 
@@ -83,7 +86,8 @@ func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
 		return withExit(ExitUsage, nil, "job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
 			"sked trigger %s --wait runs it once now and waits for that run, and sked runs %s shows how each run ended", jobLabel(job), id, id)
 	}
-	return waitUntilEnded(ctx, a, limit, func(ctx context.Context) (db.Job, error) { return a.c.JobWait(ctx, job.ID, waitPoll) },
+	gone := fmt.Sprintf("job %s goes on there: sked wait %s waits again once the server is back", jobLabel(job), id)
+	return waitUntilEnded(ctx, a, limit, gone, func(ctx context.Context) (db.Job, error) { return a.c.JobWait(ctx, job.ID, waitPoll) },
 		func(ended db.Job) error {
 			switch ended.State {
 			case db.StateDone:
@@ -113,7 +117,8 @@ func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
 // prints the run as it ended, or as last read when the wait ends first.
 func (a *api) waitTriggered(ctx context.Context, id string, triggered db.Job, limit time.Duration) error {
 	label := jobLabel(triggered)
-	return waitUntilEnded(ctx, a, limit, func(ctx context.Context) (db.Run, error) { return a.c.TriggeredRunWait(ctx, triggered, waitPoll) },
+	gone := fmt.Sprintf("the triggered run of job %s goes on there: sked runs %s shows how it ends once the server is back", label, id)
+	return waitUntilEnded(ctx, a, limit, gone, func(ctx context.Context) (db.Run, error) { return a.c.TriggeredRunWait(ctx, triggered, waitPoll) },
 		func(ended db.Run) error {
 			took := ""
 			if ended.StartedAt != nil && ended.FinishedAt != nil {
@@ -146,8 +151,9 @@ func (a *api) waitTriggered(ctx context.Context, id string, triggered db.Job, li
 // it first prints it as it ended. A wait that ends before it (limit, or
 // the command interrupted) is said by stopped, after, with --json, what
 // was last read (if anything was): a script reads one document whatever
-// happened.
-func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, wait func(context.Context) (T, error),
+// happened. A server that stopped answering (skedapi.ErrNoAnswer) is said
+// so, then gone: that what was waited for goes on, and how to see it end.
+func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, gone string, wait func(context.Context) (T, error),
 	ended func(T) error, stopped func(last T, interrupted bool) error) error {
 	parent := ctx
 	if limit > 0 {
@@ -166,6 +172,13 @@ func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, wai
 	}
 	if errors.Is(err, skedapi.ErrTriggerDropped) {
 		return withExit(ExitFailed, err, "")
+	}
+	if errors.Is(err, skedapi.ErrNoAnswer) {
+		cause := err
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			cause = ue.Err // not the request again
+		}
+		return withExit(ExitUnreachable, err, "server at %s stopped answering: %v; %s", a.server, cause, gone)
 	}
 	if err != nil {
 		return err

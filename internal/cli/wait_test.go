@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,6 +231,42 @@ func TestTriggerWait(t *testing.T) {
 			t.Errorf("sked trigger --wait of a one-off job: exit %d, %q %q; want it waited for as sked wait does", code, stdout, stderr)
 		}
 	})
+}
+
+// TestWait_ServerStopsAnswering: a server that stops answering while sked
+// wait waits is asked again a few times, then said so, exit 3 (no answer),
+// with the job going on there and how to wait again, where the wait asked
+// for ever without a word.
+func TestWait_ServerStopsAnswering(t *testing.T) {
+	t.Parallel()
+	s := sqlitetest.Open(t)
+	var reads atomic.Int32
+	api := handlers.New(handlers.Config{Store: s})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	j, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "nobody", Name: "build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bounded, so that a wait that asks for ever ends (interrupted).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"wait", "build", "--server", srv.URL}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
+	}()
+	waitUntil(t, "the wait to poll", func() bool { return reads.Load() >= 3 })
+	srv.Close()
+	code := <-done
+	want := regexp.MustCompile(`^sked: server at ` + regexp.QuoteMeta(srv.URL) + ` stopped answering: dial tcp \S+: connect: connection refused; ` +
+		`job build \(` + j.ID + `\) goes on there: sked wait build waits again once the server is back\n$`)
+	if code != ExitUnreachable || !want.MatchString(stderr.String()) {
+		t.Errorf("sked wait of a server that stopped answering: exit %d, %q; want exit %d and %s", code, stderr.String(), ExitUnreachable, want)
+	}
 }
 
 // waitUntil polls cond until it holds, failing the test after 20s.
