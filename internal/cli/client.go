@@ -797,11 +797,12 @@ func triggerCmd(env Env) *cobra.Command {
 			return a.wait(ctx, job.ID, w.limit)
 		})
 	w.register(cmd.Flags(), "wait until this run ends (a one-off job: until the job ends)")
+	timeoutAlias(cmd.Flags())
 	cmd.Long = "sked trigger runs a ready job once now. A recurring job gets an extra run, marked manual, and keeps its pending\n" +
 		"slot. With --wait it waits until that run ends, for CI: exit 0 when it succeeded, 1 when it failed, timed out or\n" +
-		"was cancelled (or a pause dropped it before it started), 124 when --wait-timeout runs out first, 3 when the\n" +
-		"server stops answering meanwhile (as sked wait says); --json then prints the run as it ended. A one-off job is\n" +
-		"waited for as sked wait does."
+		"was cancelled (or a pause dropped it before it started), 124 when --wait-timeout (--timeout is another name for\n" +
+		"it) runs out first, 3 when the server stops answering meanwhile (as sked wait says); --json then prints the run\n" +
+		"as it ended. A one-off job is waited for as sked wait does."
 	return cmd
 }
 

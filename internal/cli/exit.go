@@ -29,7 +29,7 @@ const (
 	// job in a state that does not allow it, a value it does not take, a
 	// missing or wrong token.
 	ExitRefused = 4
-	// ExitTimedOut: a wait ran out (--timeout, --wait-timeout) before the
+	// ExitTimedOut: a wait ran out (--wait-timeout) before the
 	// job or run ended, which goes on: timeout(1)'s status.
 	ExitTimedOut = 124
 	// ExitInterrupted: a client command was interrupted (Ctrl-C, SIGTERM,

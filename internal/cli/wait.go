@@ -20,19 +20,20 @@ const waitPoll = 500 * time.Millisecond
 
 func waitCmd(env Env) *cobra.Command {
 	var limit time.Duration
-	cmd := jobCommand(env, "wait ID|NAME [--timeout DURATION]", "Wait until a one-off job ends; exit 0 when it is done, 1 when dead or cancelled",
+	cmd := jobCommand(env, "wait ID|NAME [--wait-timeout DURATION]", "Wait until a one-off job ends; exit 0 when it is done, 1 when dead or cancelled",
 		func(ctx context.Context, a *api, id string) error {
-			if err := checkWaitLimit("--timeout", limit); err != nil {
+			if err := checkWaitLimit("--wait-timeout", limit); err != nil {
 				return err
 			}
 			return a.wait(ctx, id, limit)
 		})
-	cmd.Flags().DurationVar(&limit, "timeout", 0, "wait at most this long (0: as long as it takes), then exit 124")
+	cmd.Flags().DurationVar(&limit, "wait-timeout", 0, "wait at most this long (0: as long as it takes), then exit 124")
+	timeoutAlias(cmd.Flags())
 	cmd.Long = "sked wait reads the job every " + waitPoll.String() + " until it ends, for scripts and CI: it exits 0 when the job is\n" +
-		"done, 1 when it is dead (its last error printed) or cancelled, and 124 when --timeout runs out first. A server\n" +
-		"that does not answer meanwhile (restarting) is asked again, after waits that double from " + waitPoll.String() + "; at the sixth\n" +
-		"read in a row without an answer (15.5s) it exits 3, saying the server stopped answering: the job goes on there.\n" +
-		"A paused job waits until it is resumed, or --timeout.\n" +
+		"done, 1 when it is dead (its last error printed) or cancelled, and 124 when --wait-timeout (--timeout is another\n" +
+		"name for it) runs out first. A server that does not answer meanwhile (restarting) is asked again, after waits\n" +
+		"that double from " + waitPoll.String() + "; at the sixth read in a row without an answer (15.5s) it exits 3, saying the server\n" +
+		"stopped answering: the job goes on there. A paused job waits until it is resumed, or --wait-timeout.\n" +
 		"A recurring job does not end by itself: it is refused (sked trigger --wait runs it once and waits for that run).\n" +
 		"sked add --wait creates a job and waits for it the same way."
 	return cmd
@@ -49,6 +50,20 @@ type waitFlags struct {
 func (w *waitFlags) register(fs *pflag.FlagSet, what string) {
 	fs.BoolVar(&w.on, "wait", false, what+", as sked wait does (exit 0 done, 1 dead, failed or cancelled, 3 when the server stops answering)")
 	fs.DurationVar(&w.limit, "wait-timeout", 0, "with --wait: wait at most this long (0: as long as it takes), then exit 124")
+}
+
+// timeoutAlias makes --timeout another name of --wait-timeout on fs, the
+// flags of a command that has no --timeout of its own (sked wait, sked
+// trigger; sked add's is the job's limit of one attempt): sked wait named
+// it --timeout, the others --wait-timeout. Help shows --wait-timeout
+// alone.
+func timeoutAlias(fs *pflag.FlagSet) {
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "timeout" {
+			name = "wait-timeout"
+		}
+		return pflag.NormalizedName(name)
+	})
 }
 
 // check refuses a --wait-timeout that is negative or without --wait.

@@ -233,6 +233,51 @@ func TestTriggerWait(t *testing.T) {
 	})
 }
 
+// TestWaitTimeout_BothNames: the limit of a wait is --wait-timeout on sked
+// wait, sked add and sked trigger, as help shows; --timeout, sked wait's
+// older name of it, is taken for it on sked wait and sked trigger (sked
+// add's --timeout is the job's own).
+func TestWaitTimeout_BothNames(t *testing.T) {
+	t.Parallel()
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "nobody", Name: "stuck"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"nightly", "hourly"} { // a job triggered once is due: no second trigger
+		if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "nobody", Name: name, Schedule: "0 3 * * *"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"wait", "stuck", "--wait-timeout", "1s"},
+		{"wait", "stuck", "--timeout", "1s"},
+		{"wait", "stuck", "--timeout=1s"},
+		{"trigger", "nightly", "--wait", "--wait-timeout", "1s"},
+		{"trigger", "hourly", "--wait", "--timeout", "1s"},
+	} {
+		if code, _, stderr := mainOf(append(args, "--server", srv.URL)...); code != ExitTimedOut || !strings.Contains(stderr, "has not ended after 1s") {
+			t.Errorf("sked %q: exit %d, %q; want exit %d, the wait run out after 1s", args, code, stderr, ExitTimedOut)
+		}
+	}
+	for _, args := range [][]string{{"wait", "stuck", "--timeout", "-1s"}, {"trigger", "nightly", "--wait", "--timeout", "-1s"}} {
+		if code, _, stderr := mainOf(append(args, "--server", srv.URL)...); code != ExitUsage || !strings.Contains(stderr, "--wait-timeout -1s: give how long to wait at most") {
+			t.Errorf("sked %q: exit %d, %q; want a usage error naming --wait-timeout", args, code, stderr)
+		}
+	}
+	if code, _, stderr := mainOf("trigger", "nightly", "--timeout", "1s", "--server", srv.URL); code != ExitUsage || !strings.Contains(stderr, "--wait-timeout is how long --wait waits; add --wait") {
+		t.Errorf("sked trigger --timeout without --wait: exit %d, %q; want a usage error", code, stderr)
+	}
+	for _, cmd := range []string{"wait", "trigger", "add"} {
+		_, help, _ := mainOf(cmd, "--help")
+		if !strings.Contains(help, "--wait-timeout duration") || cmd != "add" && strings.Contains(help, "--timeout duration") {
+			t.Errorf("sked %s --help shows the wait's limit as other than --wait-timeout alone:\n%s", cmd, help)
+		}
+	}
+}
+
 // TestWait_ServerStopsAnswering: a server that stops answering while sked
 // wait waits is asked again a few times, then said so, exit 3 (no answer),
 // with the job going on there and how to wait again, where the wait asked
