@@ -101,8 +101,10 @@ func CheckTime(field string, t time.Time) error {
 var routeWords = []string{"batch", "by-name"}
 
 // CheckName returns a *ValidationError for a name that is not ASCII
-// letters, digits, '-', '_' and '.', at most MaxNameLen long, that looks
-// like a job id, is a word of the API's paths, or is only dots.
+// letters, digits, '-', '_' and '.', at most MaxNameLen long, that begins
+// with '-', looks like a job id, is a word of the API's paths, or is only
+// dots. It judges a name given to a job (created, renamed, defined by
+// name); a job that has one already is read by it whatever it is.
 func CheckName(name string) error {
 	invalid := func(format string, args ...any) error {
 		return &ValidationError{Field: "name", Msg: fmt.Sprintf(format, args...)}
@@ -112,6 +114,11 @@ func CheckName(name string) error {
 		return invalid("name %q may hold only ASCII letters, digits, '-', '_' and '.'", name)
 	case len(name) > MaxNameLen:
 		return invalid("name is %d characters long; at most %d are allowed", len(name), MaxNameLen)
+	case strings.HasPrefix(name, "-"):
+		// sked show -nightly would read it as a flag: the name could be
+		// given only after --.
+		return invalid("name %q begins with '-': names may not begin with '-', which a command line reads as a flag; "+
+			"pick one that begins with a letter, a digit, '_' or '.'", name)
 	case ulidPattern.MatchString(name):
 		return invalid("name %q looks like a job id; pick one that does not", name)
 	case slices.Contains(routeWords, name):

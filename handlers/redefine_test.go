@@ -70,6 +70,8 @@ func TestHandler_JobNames(t *testing.T) {
 			`{"name": "by-name", "type": "noop"}`:                          `name "by-name" is a word of the API's paths (/jobs/by-name); pick another`,
 			`{"name": "batch", "type": "noop"}`:                            "is a word of the API's paths",
 			`{"name": "..", "type": "noop"}`:                               "is only dots",
+			`{"name": "-nightly", "type": "noop"}`:                         `name "-nightly" begins with '-': names may not begin with '-'`,
+			`{"name": "-", "type": "noop"}`:                                "names may not begin with '-'",
 			`{"name": "` + strings.Repeat("n", 101) + `", "type": "noop"}`: "at most 100",
 			`{"name": "` + strings.Repeat("é", 60) + `", "type": "noop"}`:  "may hold only ASCII letters",
 		} {
@@ -82,6 +84,36 @@ func TestHandler_JobNames(t *testing.T) {
 			wantProblem(t, http.StatusUnprocessableEntity, "jobs[1].name \"a b\" may hold only ASCII")
 		if p.Field != "jobs[1].name" {
 			t.Errorf("batch field: got %q, want jobs[1].name", p.Field)
+		}
+	})
+
+	// A job named before names could not begin with '-' is still read,
+	// listed, renamed and deleted by its name; a change that keeps the
+	// name is refused, saying so.
+	t.Run("LeadingDashKept", func(t *testing.T) {
+		old, _, err := e.store.JobCreate(context.Background(), db.JobCreateParams{Name: "-legacy", Type: "noop", Schedule: "@hourly"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.do(http.MethodGet, "/jobs/-legacy", "").job(t); got.ID != old.ID {
+			t.Errorf("GET /jobs/-legacy: got %s, want %s", got.ID, old.ID)
+		}
+		e.do(http.MethodGet, "/jobs/-legacy/runs", "").wantStatus(t, http.StatusOK)
+		if l := e.list("name=-legacy"); len(l.Jobs) != 1 || l.Jobs[0].ID != old.ID {
+			t.Errorf("jobs named -legacy: got %+v, want %s", l.Jobs, old.ID)
+		}
+		e.do(http.MethodPatch, "/jobs/-legacy", `{"schedule": "@daily"}`, "Content-Type", mergePatchType).
+			wantProblem(t, http.StatusUnprocessableEntity, "names may not begin with '-'")
+		if got := e.do(http.MethodPatch, "/jobs/-legacy", `{"name": "legacy"}`, "Content-Type", mergePatchType).job(t); got.ID != old.ID || got.Name != "legacy" {
+			t.Errorf("rename of -legacy: got %s %q, want %s legacy", got.ID, got.Name, old.ID)
+		}
+		gone, _, err := e.store.JobCreate(context.Background(), db.JobCreateParams{Name: "-gone", Type: "noop", RunAt: testNow.Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.do(http.MethodDelete, "/jobs/-gone", "").wantStatus(t, http.StatusNoContent)
+		if got := e.do(http.MethodGet, "/jobs/"+gone.ID, "").job(t); got.State != db.StateCancelled {
+			t.Errorf("DELETE /jobs/-gone: the job is %s, want cancelled", got.State)
 		}
 	})
 

@@ -484,3 +484,45 @@ func TestEdit_Zero(t *testing.T) {
 		}
 	}
 }
+
+// TestClient_NameBeginsWithDash: a name that begins with '-', which a
+// command line reads as a flag, is refused by the server as sked add sends
+// it (exit 4, saying why); a job named so before is still shown and
+// cancelled by its name, given after --.
+func TestClient_NameBeginsWithDash(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	for _, args := range [][]string{{"add", "--type", "noop", "--name", "-nightly"}, {"add", "--type", "noop", "--name=-x"}} {
+		code, _, stderr := mainOf(append(args, "--server", srv.URL)...)
+		if code != ExitRefused || !strings.Contains(stderr, "begins with '-': names may not begin with '-', which a command line reads as a flag") {
+			t.Errorf("sked %q: exit %d, %q; want exit %d saying names may not begin with '-'", args, code, stderr, ExitRefused)
+		}
+	}
+	if jobs, _, err := s.JobList(context.Background(), db.JobListParams{}); err != nil || len(jobs) != 0 {
+		t.Fatalf("refused names created %d jobs, %v", len(jobs), err)
+	}
+	old, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Name: "-legacy", Type: "noop", RunAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := mainOf("show", "--server", srv.URL, "--", "-legacy"); code != 0 || !strings.Contains(stdout, old.ID) {
+		t.Errorf("sked show -- -legacy: exit %d, %q %q; want the job", code, stdout, stderr)
+	}
+	if code, _, stderr := mainOf("cancel", "--server", srv.URL, "--", "-legacy"); code != 0 {
+		t.Errorf("sked cancel -- -legacy: exit %d, %q", code, stderr)
+	}
+	if got, err := s.JobGet(context.Background(), old.ID); err != nil || got.State != db.StateCancelled {
+		t.Errorf("sked cancel -- -legacy left the job %s, %v; want it cancelled", got.State, err)
+	}
+	renamed, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Name: "-old", Type: "noop", Schedule: "@hourly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := mainOf("edit", "--name", "old", "--server", srv.URL, "--", "-old"); code != 0 {
+		t.Errorf("sked edit --name old -- -old: exit %d, %q", code, stderr)
+	}
+	if got, err := s.JobGet(context.Background(), renamed.ID); err != nil || got.Name != "old" {
+		t.Errorf("sked edit --name old -- -old left the job named %q, %v", got.Name, err)
+	}
+}
