@@ -429,16 +429,16 @@ func TestWork_RefusedStops(t *testing.T) {
 }
 
 // TestWork_HostNotFoundStops: a worker whose --server host does not
-// resolve, before it ever reached a server (a mistyped name), stops at once
-// saying which host and what to check (exit 3, as a client command's), where
-// it retried for ever.
+// resolve, before it ever reached a server (a mistyped name), stops once
+// --server-wait is over, saying which host and what to check (exit 3, as a
+// client command's), where it retried for ever; it warns while it waits.
 func TestWork_HostNotFoundStops(t *testing.T) {
 	const host = "sked.example.invalid" // RFC 6761: never resolves
 	var dnsErr *net.DNSError
 	if _, err := net.LookupHost(host); !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
 		t.Skipf("this machine's resolver does not answer that %s does not exist: %v", host, err)
 	}
-	w := startWork(t, host+":8080", "evid", filepath.Join(t.TempDir(), "evidence"))
+	w := startWork(t, host+":8080", "evid", filepath.Join(t.TempDir(), "evidence"), "--server-wait", "2s")
 	done := make(chan error, 1)
 	go func() { done <- w.cmd.Wait() }()
 	select {
@@ -449,9 +449,13 @@ func TestWork_HostNotFoundStops(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("sked work --server http://%s:8080 still runs after 20 s:\n%s", host, w.log())
 	}
-	want := "sked: cannot find the host " + host + " of http://" + host + ":8080: no such host; check the host name in --server (SKED_SERVER), and this machine's DNS\n"
-	if log := w.log(); !strings.HasSuffix(log, want) {
+	notFound := "cannot find the host " + host + " of http://" + host + ":8080: no such host; check the host name in --server (SKED_SERVER), and this machine's DNS"
+	log := w.log()
+	if want := "sked: " + notFound + "\n"; !strings.HasSuffix(log, want) {
 		t.Fatalf("sked work with a host that does not resolve said, without %q at its end:\n%s", want, log)
+	}
+	if want := `level=WARN msg="` + notFound + `" stops_in=`; !strings.Contains(log, want) {
+		t.Fatalf("sked work with a host that does not resolve did not warn %q while it waited:\n%s", want, log)
 	}
 }
 

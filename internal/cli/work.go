@@ -33,6 +33,7 @@ type workFlags struct {
 	servers, types  []string
 	concurrency     int
 	lease, grace    time.Duration
+	serverWait      time.Duration
 	execEnv         []string
 	log             logFlags
 }
@@ -46,8 +47,9 @@ func workCmd(env Env) *cobra.Command {
 			"and SKED_* in the environment. SIGTERM stops claiming, lets running commands finish within --grace and hands\n" +
 			"the rest back. Given several servers (nodes on one PostgreSQL database), it talks to one at a time and moves to\n" +
 			"the next when one cannot be reached or answers 503. It retries unreachable servers with growing, jittered waits\n" +
-			"(1s to 30s) and stops at once when a server refuses its token, or when the host of --server does not resolve\n" +
-			"before any server answered (exit 3): a mistyped name; once one answered, a name that does not resolve is retried.",
+			"(1s to 30s) and stops at once when a server refuses its token. A host of --server that does not resolve before\n" +
+			"any server answered (a mistyped name, or a server not started yet) is tried for --server-wait, then it stops\n" +
+			"(exit 3); once one answered, a name that does not resolve is retried as long as it lasts.",
 		Example: "  sked work --server http://sked.lan:8080 --type thumbnail -- ./make-thumbnail\n" +
 			"  sked work --server http://sked1.lan:8080,http://sked2.lan:8080 --type thumbnail -- ./make-thumbnail",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,7 +76,8 @@ func workCmd(env Env) *cobra.Command {
 	fs.IntVar(&f.concurrency, "concurrency", 1, "jobs run at once")
 	fs.DurationVar(&f.lease, "lease", db.DefaultLease, "lease of a claimed job, renewed every third of it")
 	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "how long SIGTERM waits for running jobs before stopping them")
-	withEnv(fs, "server", "token", "worker-id", "type", "concurrency", "lease", "grace")
+	fs.DurationVar(&f.serverWait, "server-wait", defaultServerWait, "how long a --server host that does not resolve is tried before any server answered; then sked work stops (0: at once)")
+	withEnv(fs, "server", "token", "worker-id", "type", "concurrency", "lease", "grace", "server-wait")
 	splitEnv(fs, "type", ",")
 	splitEnv(fs, "server", ",")
 	execEnvFlag(fs, &f.execEnv)
@@ -171,7 +174,7 @@ func (f *workFlags) run(ctx context.Context, command []string, log *slog.Logger)
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	c := &skedapi.Client{BaseURL: f.servers[0], Fallbacks: f.servers[1:], Token: f.token, Logger: log}
-	store := &patientStore{Client: c, log: log, servers: f.servers, stop: stop}
+	store := &patientStore{Client: c, log: log, servers: f.servers, hostWait: f.serverWait, stop: stop}
 	cmd := worker.ExecPayload{Command: command}
 	execCfg := worker.ExecConfig{Env: f.execEnv}
 	run := func(ctx context.Context, job *worker.Job) error { return worker.RunCommand(ctx, job, cmd, execCfg) }
@@ -215,6 +218,10 @@ func refusedForGood(status int) bool {
 	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
+// defaultServerWait is --server-wait: long enough for a server started
+// with its workers (containers of one compose file) to get its name.
+const defaultServerWait = time.Minute
+
 // Waits between failed claims: growing from claimRetryMin, doubled per
 // failure, to claimRetryMax, with jitter.
 const (
@@ -227,13 +234,17 @@ const (
 // row and no shorter than the server's Retry-After, with jitter so that the
 // workers of a restarted server do not all come back at once; a claim the
 // server refuses (401, 403) stops the worker, as does a host of servers
-// that does not resolve before any server answered (a mistyped --server):
-// once one answered, that is a passing fault of the network, tried again.
+// that does not resolve for hostWait before any server answered (a
+// mistyped --server): once one answered, that is a passing fault of the
+// network, tried again.
 type patientStore struct {
 	*skedapi.Client
 	log     *slog.Logger
-	servers []string                // the --server URLs
-	stop    context.CancelCauseFunc // stops the worker, with its cause
+	servers []string // the --server URLs
+	// hostWait is how long a host that does not resolve is tried before
+	// any server answered (--server-wait).
+	hostWait time.Duration
+	stop     context.CancelCauseFunc // stops the worker, with its cause
 	// answered is set once a server answered a claim.
 	answered atomic.Bool
 	// unrecorded is set when the worker stops without having been
@@ -280,9 +291,14 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 			return nil, 0, err
 		}
 		if dnsErr := (*net.DNSError)(nil); errors.As(err, &dnsErr) && dnsErr.IsNotFound && !s.answered.Load() {
-			s.unrecorded.Store(true)
-			s.stop(withExit(ExitUnreachable, fmt.Errorf("%w: %w", errNoHost, err), "%s", hostNotFound(serverOf(s.servers, dnsErr.Name), dnsErr)))
-			return nil, 0, err
+			notFound := hostNotFound(serverOf(s.servers, dnsErr.Name), dnsErr)
+			if left := s.hostWait - time.Since(start); left > 0 {
+				s.log.Warn(notFound, "stops_in", left.Round(time.Second))
+			} else {
+				s.unrecorded.Store(true)
+				s.stop(withExit(ExitUnreachable, fmt.Errorf("%w: %w", errNoHost, err), "%s", notFound))
+				return nil, 0, err
+			}
 		}
 		failures++
 		var after time.Duration

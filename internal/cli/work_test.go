@@ -204,6 +204,19 @@ func TestPatientStore_HostNotFound(t *testing.T) {
 			return err
 		}
 		if answered == 0 {
+			s.hostWait = time.Hour
+			done := make(chan error, 1)
+			go func() { done <- claim() }()
+			waitUntil(t, "a warning that the host does not resolve", func() bool {
+				return strings.Contains(logs.String(), `cannot find the host 127.0.0.1`) && strings.Contains(logs.String(), "stops_in=")
+			})
+			if cause := context.Cause(ctx); cause != nil {
+				t.Errorf("a claim whose host does not resolve, within --server-wait, stopped the worker with %v; want it tried again", cause)
+			}
+			stop(nil)
+			<-done
+			ctx, stop = context.WithCancelCause(context.Background())
+			s.stop, s.hostWait = stop, 0
 			claim()
 			cause := context.Cause(ctx)
 			want := "cannot find the host 127.0.0.1 of " + srv.URL + ": no such host; check the host name in --server (SKED_SERVER), and this machine's DNS"
