@@ -272,8 +272,8 @@ func (h *handler) routes(r chi.Router) {
 	r.Get("/openapi.json", h.handleOpenAPI)
 
 	if h.testClock != nil {
-		r.Get("/test/clock", h.handleTestClock)
-		r.Post("/test/clock", h.handleTestClock)
+		r.Get(testClockPath, h.handleTestClock)
+		r.Post(testClockPath, h.handleTestClock)
 	}
 }
 

@@ -218,12 +218,15 @@ const maxDetail = 2000
 
 // handleNotFound answers a path that no route serves; one that reads as
 // a cancel action, as the other controls are, is told the route that
-// cancels.
+// cancels, and /test/clock, served only on a test clock, is told so.
 func (h *handler) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	msg := "no such endpoint: " + r.Method + " " + r.URL.Path
 	rest, isJob := strings.CutPrefix(r.URL.Path, "/jobs/")
-	if id, ok := strings.CutSuffix(rest, "/cancel"); isJob && ok && id != "" && !strings.Contains(id, "/") {
+	switch id, ok := strings.CutSuffix(rest, "/cancel"); {
+	case isJob && ok && id != "" && !strings.Contains(id, "/"):
 		msg += "; a job is cancelled with DELETE /jobs/" + id + ", and its running run stopped with POST /jobs/" + id + "/cancel-run"
+	case r.URL.Path == testClockPath:
+		msg += "; it exists only when the server runs with --test-clock (sked serve --test-clock), on a virtual clock, and this one runs on the real clock"
 	}
 	h.error(w, r, &requestError{Status: http.StatusNotFound, Msg: msg})
 }

@@ -15,6 +15,10 @@ type TestClock interface {
 	Advance(d time.Duration)
 }
 
+// testClockPath is the route that reads and moves the test clock, served
+// only when there is one (Config.TestClock).
+const testClockPath = "/test/clock"
+
 // testClockRequest moves the test clock: to an instant, or by a duration.
 type testClockRequest struct {
 	Set     string `json:"set"`     // RFC 3339

@@ -32,3 +32,14 @@ func TestHandler_TestClockRange(t *testing.T) {
 		t.Errorf("the clock moved to %s; want it at %s", now, late)
 	}
 }
+
+// TestHandler_TestClockAbsent: a server on the real clock answers
+// /test/clock 404 problem+json saying that the route exists only with
+// --test-clock, not merely that there is no such endpoint.
+func TestHandler_TestClockAbsent(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		e.do(method, "/test/clock", `{"advance": "1h"}`).wantProblem(t, http.StatusNotFound, "it exists only when the server runs with --test-clock")
+	}
+}
