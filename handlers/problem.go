@@ -241,12 +241,26 @@ func (h *handler) handleMethodNotAllowed(routes chi.Routes) http.HandlerFunc {
 				allowed = append(allowed, m)
 			}
 		}
-		msg := r.Method + " is not allowed on " + r.URL.Path
-		if len(allowed) > 0 {
-			slices.Sort(allowed)
-			w.Header().Set("Allow", strings.Join(allowed, ", "))
-			msg += "; use " + strings.Join(allowed, " or ")
-		}
-		h.error(w, r, &requestError{Status: http.StatusMethodNotAllowed, Msg: msg})
+		h.error(w, r, notAllowed(w, r, allowed))
 	}
+}
+
+// MethodNotAllowed answers r, whose path is served with the methods
+// allowed only, as the API answers such a request for its own paths: 405
+// problem+json naming them, and in Allow. The dashboard's files
+// (web.Mount), served beside the API, answer other methods so.
+func (a *API) MethodNotAllowed(w http.ResponseWriter, r *http.Request, allowed ...string) {
+	a.h.error(w, r, notAllowed(w, r, allowed))
+}
+
+// notAllowed is the error of r, whose path is served with the methods
+// allowed only (none: they are not known), and sets Allow to them.
+func notAllowed(w http.ResponseWriter, r *http.Request, allowed []string) error {
+	msg := r.Method + " is not allowed on " + r.URL.Path
+	if len(allowed) > 0 {
+		allowed = slices.Sorted(slices.Values(allowed))
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		msg += "; use " + strings.Join(allowed, " or ")
+	}
+	return &requestError{Status: http.StatusMethodNotAllowed, Msg: msg}
 }

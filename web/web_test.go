@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
+	"github.com/sked-dev/sked/handlers"
 )
 
 // TestMount_UnderPrefix mounts the dashboard and an API under a prefix two
@@ -22,8 +25,8 @@ func TestMount_UnderPrefix(t *testing.T) {
 		w.WriteHeader(http.StatusTeapot)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/ops/sked/", http.StripPrefix("/ops/sked", Mount(api)))
-	mux.Handle("/ops/sked", http.StripPrefix("/ops/sked", Mount(api)))
+	mux.Handle("/ops/sked/", http.StripPrefix("/ops/sked", Mount(stubAPI{api})))
+	mux.Handle("/ops/sked", http.StripPrefix("/ops/sked", Mount(stubAPI{api})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -116,7 +119,7 @@ func TestStatic_RelativeURLs(t *testing.T) {
 // overlay the dashboard's buttons (clickjacking).
 func TestMount_RefusesFraming(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(Mount(http.NotFoundHandler()))
+	srv := httptest.NewServer(Mount(stubAPI{http.NotFoundHandler()}))
 	t.Cleanup(srv.Close)
 	for _, path := range []string{"/", "/ui/app.js"} {
 		res, err := http.Get(srv.URL + path)
@@ -132,5 +135,64 @@ func TestMount_RefusesFraming(t *testing.T) {
 		if xfo := res.Header.Get("X-Frame-Options"); xfo != "SAMEORIGIN" {
 			t.Errorf("GET %s: X-Frame-Options %q, want SAMEORIGIN", path, xfo)
 		}
+	}
+}
+
+// stubAPI stands for the API beside the dashboard in Mount's tests: its
+// Handler answers every request that reaches it.
+type stubAPI struct{ http.Handler }
+
+// MethodNotAllowed answers 405 and nothing else.
+func (stubAPI) MethodNotAllowed(w http.ResponseWriter, _ *http.Request, _ ...string) {
+	w.WriteHeader(http.StatusMethodNotAllowed)
+}
+
+// TestMount_MethodNotAllowed: another method than GET or HEAD on the
+// dashboard's page or files answers 405 problem+json with Allow, from the
+// API, as it answers a method its own paths do not serve, under a prefix
+// too; the API's own paths answer as ever.
+func TestMount_MethodNotAllowed(t *testing.T) {
+	t.Parallel()
+	api := handlers.New(handlers.Config{Store: sqlitetest.Open(t)})
+	mux := http.NewServeMux()
+	mux.Handle("/", Mount(api))
+	mux.Handle("/sked/", http.StripPrefix("/sked", Mount(api)))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	do := func(method, path string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res, string(body)
+	}
+	for _, c := range []struct{ method, path, shown string }{
+		{http.MethodPost, "/", "/"},
+		{http.MethodPut, "/", "/"},
+		{http.MethodOptions, "/", "/"},
+		{http.MethodDelete, "/ui/app.js", "/ui/app.js"},
+		{http.MethodPost, "/sked/", "/"},
+		{http.MethodPatch, "/sked/ui/style.css", "/ui/style.css"},
+	} {
+		res, body := do(c.method, c.path)
+		want := c.method + " is not allowed on " + c.shown + "; use GET or HEAD"
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET, HEAD" ||
+			res.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(body, want) {
+			t.Errorf("%s %s: %d, Allow %q, %s %s; want 405, Allow GET, HEAD, a problem saying %q",
+				c.method, c.path, res.StatusCode, res.Header.Get("Allow"), res.Header.Get("Content-Type"), body, want)
+		}
+	}
+	if res, body := do(http.MethodPost, "/sked/nope"); res.StatusCode != http.StatusNotFound || !strings.Contains(body, "no such endpoint: POST /nope") {
+		t.Errorf("POST /sked/nope: %d %s; want the API's 404", res.StatusCode, body)
+	}
+	if res, body := do(http.MethodGet, "/"); res.StatusCode != http.StatusOK || !strings.Contains(body, `src="ui/app.js"`) {
+		t.Errorf("GET /: %d, not the page", res.StatusCode)
 	}
 }
