@@ -212,7 +212,8 @@ type Job struct {
 	// Notify is the job's own notification settings; nil: the server's.
 	Notify *Notify `json:"notify,omitempty"`
 	// FailingSince is set when a firing of the schedule gave up, until one
-	// succeeds again.
+	// succeeds again (lifecycle.Failing): an operator's extra run
+	// (JobTrigger) neither sets nor clears it.
 	FailingSince *time.Time `json:"failingSince,omitempty"`
 	// RescheduledAt is when the schedule of a recurring job changed while
 	// its current firing (Slot) was running: the firing ends, or retries,

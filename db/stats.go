@@ -28,7 +28,7 @@ type Stats struct {
 	// switch fired: no success within their expectSuccessWithin.
 	QuietSchedules int64
 	// FailingSchedules counts recurring jobs, not cancelled, whose last
-	// firing gave up (FailingSince is set until a run succeeds).
+	// firing gave up (FailingSince is set until a firing succeeds).
 	FailingSchedules int64
 }
 

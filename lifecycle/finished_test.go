@@ -134,10 +134,10 @@ func TestFinished_Recurring(t *testing.T) {
 			lifecycle.Result{State: db.StateReady, Slot: at(10 * time.Second), NextRunAt: at(10 * time.Second), LastError: "stop"}},
 		{"TriggeredSucceeded", with(job(1), func(j *db.Job) { j.Triggered, j.Slot, j.LastError = true, ptr(at(time.Hour)), "old" }),
 			db.RunFinishParams{Outcome: db.OutcomeSucceeded}, t0, at(time.Second),
-			lifecycle.Result{State: db.StateReady, Slot: at(time.Hour), NextRunAt: at(time.Hour), LastError: "old"}},
+			lifecycle.Result{State: db.StateReady, Slot: at(time.Hour), NextRunAt: at(time.Hour), LastError: "old", Extra: true}},
 		{"TriggeredFailedOneAttempt", with(job(1), func(j *db.Job) { j.Triggered, j.Slot = true, ptr(at(time.Hour)) }),
 			db.RunFinishParams{Outcome: db.OutcomeFailed, Retryable: true, Error: "boom"}, t0, at(time.Second),
-			lifecycle.Result{State: db.StateReady, Slot: at(time.Hour), NextRunAt: at(time.Hour), LastError: "boom", GaveUp: true}},
+			lifecycle.Result{State: db.StateReady, Slot: at(time.Hour), NextRunAt: at(time.Hour), LastError: "boom", GaveUp: true, Extra: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			j := c.job
@@ -225,5 +225,37 @@ func TestFinished_RunAllRetryCatchesUp(t *testing.T) {
 	r := lifecycle.Finished(&j, s, db.RunFinishParams{Outcome: db.OutcomeSucceeded}, at(34*time.Second), at(35*time.Second), half)
 	if !r.Slot.Equal(at(10*time.Second)) || r.Missed.Total != 0 {
 		t.Errorf("after the retry: next %v, %d missed; want t0+10s next, none missed", r.Slot, r.Missed.Total)
+	}
+}
+
+// TestFailing: a schedule is failing from a firing that gave up until a
+// firing succeeds; an operator's extra run neither makes it failing nor
+// ends it, and a one-off job is never failing.
+func TestFailing(t *testing.T) {
+	well := db.Job{Schedule: "0 * * * *"}
+	failing := db.Job{Schedule: "0 * * * *", FailingSince: ptr(t0)}
+	for _, c := range []struct {
+		name    string
+		job     db.Job
+		r       lifecycle.Result
+		outcome db.Outcome
+		want    bool
+	}{
+		{"FiringGaveUp", well, lifecycle.Result{GaveUp: true}, db.OutcomeFailed, true},
+		{"FiringRetried", well, lifecycle.Result{}, db.OutcomeFailed, false},
+		{"FiringGaveUpAgain", failing, lifecycle.Result{GaveUp: true}, db.OutcomeTimedOut, true},
+		{"FiringRetriedWhileFailing", failing, lifecycle.Result{}, db.OutcomeFailed, true},
+		{"FiringCancelledWhileFailing", failing, lifecycle.Result{}, db.OutcomeCancelled, true},
+		{"FiringSucceeded", failing, lifecycle.Result{}, db.OutcomeSucceeded, false},
+		{"ExtraRunGaveUp", well, lifecycle.Result{GaveUp: true, Extra: true}, db.OutcomeFailed, false},
+		{"ExtraRunSucceeded", failing, lifecycle.Result{Extra: true}, db.OutcomeSucceeded, true},
+		{"ExtraRunGaveUpWhileFailing", failing, lifecycle.Result{GaveUp: true, Extra: true}, db.OutcomeFailed, true},
+		{"OneOffDead", db.Job{}, lifecycle.Result{GaveUp: true}, db.OutcomeFailed, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := lifecycle.Failing(c.job, c.r, c.outcome); got != c.want {
+				t.Errorf("Failing = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -90,6 +90,27 @@ type Result struct {
 	// Finished); empty otherwise.
 	Passed    Missed
 	Triggered bool // an operator's extra run is still to happen
+	// Extra is set when the run that ended was an operator's extra run of
+	// a schedule (JobTrigger), not one of its firings.
+	Extra bool
+}
+
+// Failing reports whether the schedule of j is failing once a run of j
+// ended with outcome and j moved on as r says. A schedule is failing from
+// a firing that gave up until a firing succeeds: what it tells is whether
+// the schedule's own slots run. An operator's extra run (r.Extra) is not
+// one of them and leaves it as it was, whether it fails or succeeds. A
+// one-off job is never failing: one that gives up is dead.
+func Failing(j db.Job, r Result, outcome db.Outcome) bool {
+	switch {
+	case !j.Recurring():
+		return false
+	case r.Extra:
+		return j.FailingSince != nil
+	case outcome == db.OutcomeSucceeded:
+		return false
+	}
+	return r.GaveUp || j.FailingSince != nil
 }
 
 // RetryPending reports whether recurring job j, not running, waits to
@@ -165,7 +186,7 @@ func Finished(j *db.Job, s *schedule.Schedule, p db.RunFinishParams, startedAt, 
 		// slot stays as it was, with the attempts its firing has made (a
 		// retry still to come stays a retry, and waits its backoff again
 		// from now: the trigger took the time it was due at).
-		r := Result{State: db.StateReady, Slot: slot, NextRunAt: DueAt(j.ID, slot, time.Duration(j.Jitter)), Attempt: max(j.Attempt-1, 0), LastError: j.LastError}
+		r := Result{State: db.StateReady, Slot: slot, NextRunAt: DueAt(j.ID, slot, time.Duration(j.Jitter)), Attempt: max(j.Attempt-1, 0), LastError: j.LastError, Extra: true}
 		if retry := now.Add(db.Backoff(r.Attempt, time.Duration(j.Backoff), rnd)); r.Attempt > 0 && retry.After(r.NextRunAt) {
 			r.NextRunAt = retry
 		}

@@ -216,7 +216,7 @@ func newDBCollector(stats db.StatsReader, now func() time.Time, types *typeLabel
 		quiet: prometheus.NewDesc("sked_schedules_quiet",
 			"Recurring jobs whose dead-man's switch fired: no run succeeded within expectSuccessWithin.", nil, nil),
 		failing: prometheus.NewDesc("sked_schedules_failing",
-			"Recurring jobs whose last firing spent its attempts (gave up), until a run succeeds.", nil, nil),
+			"Recurring jobs whose last firing spent its attempts (gave up), until a firing succeeds.", nil, nil),
 	}
 }
 

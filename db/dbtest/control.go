@@ -84,6 +84,64 @@ func testTrigger(t *testing.T, f *fixture) {
 	}
 }
 
+// testTriggerHealth: an operator's extra run of a schedule is not one of
+// its firings, so it neither makes the schedule failing when it gives up
+// nor ends its failing when it succeeds; the schedule's own firings do.
+// The timeline says so: the extra run's gave_up is not the first failure,
+// and its success is no recovery.
+func testTriggerHealth(t *testing.T, f *fixture) {
+	j := f.create(db.JobCreateParams{Schedule: "0 * * * *", MaxAttempts: 1})
+	trigger := func(outcome db.Outcome) db.Job {
+		t.Helper()
+		if _, err := f.Store.JobTrigger(f.ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		return f.finish(f.claimOne("w"), outcome, false)
+	}
+	failingNow := func(when string, want *time.Time, got db.Job) {
+		t.Helper()
+		if (got.FailingSince == nil) != (want == nil) || want != nil && !got.FailingSince.Equal(*want) {
+			t.Errorf("%s: failing since %v; want %v", when, got.FailingSince, want)
+		}
+		listed, _, err := f.Store.JobList(f.ctx, db.JobListParams{Health: db.HealthFailing})
+		st, serr := f.Store.Stats(f.ctx, f.Clock.Now())
+		if n := int64(len(listed)); err != nil || serr != nil || n != st.FailingSchedules || (n == 1) != (want != nil) {
+			t.Errorf("%s: health=failing lists %d (%v), stats count %d (%v); want both %v", when, n, err, st.FailingSchedules, serr, want != nil)
+		}
+	}
+	lastEvent := func(when, kind string, firstFailure bool) {
+		t.Helper()
+		events, _, err := f.Store.EventList(f.ctx, db.EventListParams{JobID: j.ID, Limit: 1})
+		if err != nil || len(events) != 1 {
+			t.Fatalf("%s: events %v, %v", when, events, err)
+		}
+		var d db.RunEvent
+		if err := json.Unmarshal(events[0].Detail, &d); err != nil || events[0].Kind != kind || d.FirstFailure != firstFailure {
+			t.Errorf("%s: newest event %s %s (%v); want %s with firstFailure %v", when, events[0].Kind, events[0].Detail, err, kind, firstFailure)
+		}
+	}
+
+	f.Clock.Set(Start.Add(10 * time.Minute))
+	failingNow("an extra run that gave up", nil, trigger(db.OutcomeFailed))
+	lastEvent("an extra run that gave up", db.EventGaveUp, false)
+
+	f.Clock.Set(Start.Add(time.Hour))
+	failedAt := f.Clock.Now()
+	failingNow("a firing that gave up", &failedAt, f.finish(f.claimOne("w"), db.OutcomeFailed, false))
+	lastEvent("a firing that gave up", db.EventGaveUp, true)
+
+	f.Clock.Set(Start.Add(70 * time.Minute))
+	failingNow("an extra run that succeeded", &failedAt, trigger(db.OutcomeSucceeded))
+	lastEvent("an extra run that succeeded", db.EventTriggered, false)
+	f.Clock.Set(Start.Add(80 * time.Minute))
+	failingNow("another extra run that gave up", &failedAt, trigger(db.OutcomeFailed))
+	lastEvent("another extra run that gave up", db.EventGaveUp, false)
+
+	f.Clock.Set(Start.Add(2 * time.Hour))
+	failingNow("a firing that succeeded", nil, f.finish(f.claimOne("w"), db.OutcomeSucceeded, false))
+	lastEvent("a firing that succeeded", db.EventRecovered, false)
+}
+
 func testSkipNext(t *testing.T, f *fixture) {
 	c := f.Store
 	j := f.create(db.JobCreateParams{Schedule: "0 * * * *"})

@@ -97,6 +97,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"RemoteRunTimedOut":      testRemoteRunTimedOut,
 		"PayloadEscapedNUL":      testPayloadEscapedNUL,
 		"Trigger":                testTrigger,
+		"TriggerHealth":          testTriggerHealth,
 		"SkipNext":               testSkipNext,
 		"Backfill":               testBackfill,
 		"BackfillOwnSlots":       testBackfillLeavesTheScheduleItsOwn,

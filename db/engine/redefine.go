@@ -237,17 +237,18 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, li
 }
 
 // runEvents are the events that run, of j, ending at now adds to its job's
-// timeline: a firing that gave up, a schedule that recovered (from a
-// firing that gave up, or from a quiet spell), and for a job
-// with a ping URL, its success. They name the run's own slot (that of an
-// operator's extra run is when it was asked for), or j's when the run has
-// none.
-func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, run db.Run, now time.Time) []db.Event {
+// timeline as j becomes after: a run that gave up (its firstFailure set
+// when it makes the schedule failing), a schedule that recovered (its
+// failing ended, or its quiet spell), and
+// for a job with a ping URL, its success. They name the run's own slot
+// (that of an operator's extra run is when it was asked for), or j's when
+// the run has none.
+func (s *Store) runEvents(j, after db.Job, r lifecycle.Result, p db.RunFinishParams, run db.Run, now time.Time) []db.Event {
 	var kinds []string
 	switch {
 	case r.GaveUp:
 		kinds = append(kinds, db.EventGaveUp)
-	case p.Outcome == db.OutcomeSucceeded && (j.FailingSince != nil || j.QuietSince != nil):
+	case p.Outcome == db.OutcomeSucceeded && (j.FailingSince != nil && after.FailingSince == nil || j.QuietSince != nil):
 		kinds = append(kinds, db.EventRecovered)
 	}
 	if p.Outcome == db.OutcomeSucceeded && pinged(j) {
@@ -258,7 +259,7 @@ func (s *Store) runEvents(j db.Job, r lifecycle.Result, p db.RunFinishParams, ru
 	}
 	at, start := s.stored(now), s.stored(*run.StartedAt)
 	ev := db.RunEvent{RunID: run.ID, Slot: cmp.Or(run.Slot, j.Slot), Attempt: j.Attempt, Generation: j.LeaseGeneration,
-		StartedAt: &start, Error: p.Error, Output: p.Output, FirstFailure: r.GaveUp && j.Recurring() && j.FailingSince == nil}
+		StartedAt: &start, Error: p.Error, Output: p.Output, FirstFailure: j.FailingSince == nil && after.FailingSince != nil}
 	out := make([]db.Event, len(kinds))
 	for i, kind := range kinds {
 		out[i] = s.event(j, kind, at, ev)

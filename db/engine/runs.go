@@ -639,7 +639,7 @@ func (s *Store) finish(ctx context.Context, tx Tx, jobs []*db.Job, ps []db.RunFi
 		*after = s.finished(j, r, ps[i].Outcome, now)
 		updates = append(updates, JobUpdate{Job: *after, From: db.StateRunning})
 		ends[i] = runEnd(ps[i], r.GaveUp)
-		events = append(events, s.runEvents(j, r, ps[i], run, now)...)
+		events = append(events, s.runEvents(j, *after, r, ps[i], run, now)...)
 		if j.PauseRequested && after.State == db.StatePaused {
 			// The pause asked for during the run begins: on the timeline,
 			// by sked, as a pause that runs out is ended.
@@ -715,10 +715,14 @@ func (s *Store) finished(j db.Job, r lifecycle.Result, outcome db.Outcome, now t
 		j.PauseRequested = false
 	}
 	j.MissedSlots += r.Passed.Total + r.Missed.Total
-	switch {
-	case outcome == db.OutcomeSucceeded:
-		j.LastSuccessAt, j.FailingSince, j.QuietSince = s.storedPtr(now), nil, nil
-	case r.GaveUp && j.Recurring() && j.FailingSince == nil:
+	if outcome == db.OutcomeSucceeded {
+		// Any run that succeeds ends a quiet spell, an extra run too.
+		j.LastSuccessAt, j.QuietSince = s.storedPtr(now), nil
+	}
+	switch failing := lifecycle.Failing(j, r, outcome); {
+	case !failing:
+		j.FailingSince = nil
+	case j.FailingSince == nil:
 		j.FailingSince = s.storedPtr(now)
 	}
 	j.UpdatedAt = s.stored(now)
