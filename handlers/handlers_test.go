@@ -588,6 +588,41 @@ func TestHandler_JobList(t *testing.T) {
 		}
 	})
 
+	// Each page but the last carries its body's nextCursor in the headers
+	// too, as a page of runs or events does: Sked-Next-Cursor, and a Link
+	// to the next page that keeps the filters.
+	t.Run("PagingHeaders", func(t *testing.T) {
+		path, seen := "/jobs?type=a&limit=2", 0
+		for pages := 1; ; pages++ {
+			if pages > 2 {
+				t.Fatalf("a third page of the 4 jobs of type a, 2 a page: GET %s", path)
+			}
+			res := e.do(http.MethodGet, path, "")
+			res.wantStatus(t, http.StatusOK)
+			var l jobListResponse
+			res.decode(t, &l)
+			seen += len(l.Jobs)
+			if got := res.header.Get("Sked-Next-Cursor"); got != l.NextCursor {
+				t.Errorf("GET %s: Sked-Next-Cursor %q, body's nextCursor %q; want them equal", path, got, l.NextCursor)
+			}
+			link := res.header.Get("Link")
+			if l.NextCursor == "" {
+				if link != "" {
+					t.Errorf("GET %s, the last page: Link %q; want none", path, link)
+				}
+				break
+			}
+			want := `</jobs?cursor=` + l.NextCursor + `&limit=2&type=a>; rel="next"`
+			if link != want {
+				t.Fatalf("GET %s: Link %q, want %q", path, link, want)
+			}
+			path = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		}
+		if seen != 4 {
+			t.Errorf("the pages the Link headers led to held %d jobs; want the 4 of type a", seen)
+		}
+	})
+
 	t.Run("BadQuery", func(t *testing.T) {
 		for _, tt := range []struct{ query, detail, field string }{
 			{"limit=0", `limit "0" must be a whole number from 1 to 500`, "limit"},

@@ -181,7 +181,9 @@ func (h *handler) handleJobGetByName(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleJobList serves GET /jobs?state=&type=&name=&health=&limit=&cursor=:
-// a page of jobs, newest first, and the cursor of the next page.
+// a page of jobs, newest first, and the cursor of the next page, in the
+// body and, as the runs and events lists have it, in the headers
+// (nextPage).
 func (h *handler) handleJobList(w http.ResponseWriter, r *http.Request) {
 	q, err := queryParams(r, "state", "type", "name", "health", "limit", "cursor")
 	if err != nil {
@@ -229,6 +231,9 @@ func (h *handler) handleJobList(w http.ResponseWriter, r *http.Request) {
 	}
 	if jobs == nil {
 		jobs = []db.Job{}
+	}
+	if next != "" {
+		nextPage(w, r, next, p.Limit)
 	}
 	h.writeJSON(w, r, http.StatusOK, jobListResponse{Jobs: jobs, NextCursor: next})
 }

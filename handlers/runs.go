@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
@@ -39,7 +38,8 @@ type pageParams struct {
 
 // jobPage answers GET /jobs/{id}/<what>?limit=&cursor= with the JSON array
 // list reads, newest first. When there are more, the response carries the
-// next cursor in Sked-Next-Cursor and a Link header with rel="next".
+// next cursor in Sked-Next-Cursor and a Link header with rel="next"
+// (nextPage); a bare array has no room for it in the body.
 func jobPage[T any](h *handler, w http.ResponseWriter, r *http.Request, what string, list func(context.Context, pageParams) ([]T, int64, error)) {
 	p := pageParams{id: chi.URLParam(r, "id")}
 	q, err := queryParams(r, "limit", "cursor")
@@ -69,8 +69,19 @@ func jobPage[T any](h *handler, w http.ResponseWriter, r *http.Request, what str
 		items = []T{}
 	}
 	if next != 0 {
-		w.Header().Set(wire.NextCursorHeader, strconv.FormatInt(next, 10))
-		w.Header().Set("Link", fmt.Sprintf(`</jobs/%s/%s?cursor=%d&limit=%d>; rel="next"`, url.PathEscape(p.id), what, next, p.limit))
+		nextPage(w, r, strconv.FormatInt(next, 10), p.limit)
 	}
 	h.writeJSON(w, r, http.StatusOK, items)
+}
+
+// nextPage points the answer to r, a page of a list, at the page after it,
+// whose cursor is next: in Sked-Next-Cursor, and in a Link header with
+// rel="next" to r's own path and query (its filters) with that cursor and
+// limit.
+func nextPage(w http.ResponseWriter, r *http.Request, next string, limit int) {
+	q := r.URL.Query()
+	q.Set("cursor", next)
+	q.Set("limit", strconv.Itoa(limit))
+	w.Header().Set(wire.NextCursorHeader, next)
+	w.Header().Set("Link", "<"+r.URL.EscapedPath()+"?"+q.Encode()+`>; rel="next"`)
 }

@@ -61,8 +61,9 @@ const ClaimIDHeader = "Sked-Claim-Id"
 // events it records; optional, printable text.
 const ActorHeader = "Sked-Actor"
 
-// NextCursorHeader, on a page of runs or events, is the cursor of the next
-// page: the cursor query parameter of the request for it.
+// NextCursorHeader, on a page of jobs, runs or events, is the cursor of the
+// next page: the cursor query parameter of the request for it (GET /jobs
+// has it in its body's nextCursor too).
 const NextCursorHeader = "Sked-Next-Cursor"
 
 // ClaimResendHeader, on a POST /claims, names (by its ClaimIDHeader) the
