@@ -900,13 +900,25 @@ func TestHandler_Routing(t *testing.T) {
 	e.do(http.MethodPost, "/jobs/x/cancel", "").wantProblem(t, http.StatusNotFound,
 		"no such endpoint: POST /jobs/x/cancel; a job is cancelled with DELETE /jobs/x, and its running run stopped with POST /jobs/x/cancel-run")
 
+	// HEAD is allowed wherever GET is (curl -I), and said so.
 	res := e.do(http.MethodPut, "/jobs", "")
-	res.wantProblem(t, http.StatusMethodNotAllowed, "PUT is not allowed on /jobs; use GET or POST")
-	if got := res.header.Get("Allow"); got != "GET, POST" {
-		t.Errorf("Allow: got %q, want \"GET, POST\"", got)
+	res.wantProblem(t, http.StatusMethodNotAllowed, "PUT is not allowed on /jobs; use GET or HEAD or POST")
+	if got := res.header.Get("Allow"); got != "GET, HEAD, POST" {
+		t.Errorf("Allow: got %q, want \"GET, HEAD, POST\"", got)
+	}
+	if res := e.do(http.MethodHead, "/jobs", ""); res.status != http.StatusOK {
+		t.Errorf("HEAD /jobs: %d, want 200", res.status)
+	}
+	res = e.do(http.MethodPost, "/jobs/x/runs", "")
+	res.wantProblem(t, http.StatusMethodNotAllowed, "use GET or HEAD")
+	if got := res.header.Get("Allow"); got != "GET, HEAD" {
+		t.Errorf("Allow: got %q, want \"GET, HEAD\"", got)
 	}
 	res = e.do(http.MethodGet, "/jobs/x/pause", "")
 	res.wantProblem(t, http.StatusMethodNotAllowed, "use POST")
+	if got := res.header.Get("Allow"); got != "POST" {
+		t.Errorf("Allow: got %q, want \"POST\"", got)
+	}
 }
 
 func TestHandler_Error(t *testing.T) {

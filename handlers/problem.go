@@ -241,6 +241,11 @@ func (h *handler) handleMethodNotAllowed(routes chi.Routes) http.HandlerFunc {
 				allowed = append(allowed, m)
 			}
 		}
+		if slices.Contains(allowed, http.MethodGet) && !slices.Contains(allowed, http.MethodHead) {
+			// middleware.GetHead serves HEAD of every GET route, which
+			// the router does not list.
+			allowed = append(allowed, http.MethodHead)
+		}
 		h.error(w, r, notAllowed(w, r, allowed))
 	}
 }
