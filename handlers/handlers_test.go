@@ -1014,3 +1014,41 @@ func TestHandler_WakeNamesTypes(t *testing.T) {
 		t.Errorf("wake of a backfill: %v, want nil (any type)", got)
 	}
 }
+
+// TestHandler_PageLinkUnderPrefix: mounted under a prefix (as an embedding
+// program's router does, behind http.StripPrefix), a page's Link to the
+// next one is under the prefix, as a created job's Location is, for the
+// jobs and for a job's runs.
+func TestHandler_PageLinkUnderPrefix(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	mux := http.NewServeMux()
+	mux.Handle("/ops/sked/", http.StripPrefix("/ops/sked", e.api))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	e.create(`{"type": "report", "runAt": "2030-01-01T00:00:00Z"}`, http.StatusCreated)
+	j := e.create(`{"type": "report", "schedule": "@every 1h"}`, http.StatusCreated)
+	for range 2 { // two extra runs of j
+		e.do(http.MethodPost, "/jobs/"+j.ID+"/trigger", "").wantStatus(t, http.StatusOK)
+		c := e.claim()
+		if len(c) != 1 {
+			t.Fatalf("claimed %d jobs; want the triggered one", len(c))
+		}
+		if _, err := e.store.RunFinish(context.Background(), db.RunFinishParams{JobID: j.ID, Generation: c[0].Job.LeaseGeneration, Outcome: db.OutcomeSucceeded}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, want := range map[string]string{
+		"/ops/sked/jobs?type=report&limit=1":       "</ops/sked/jobs?cursor=",
+		"/ops/sked/jobs/" + j.ID + "/runs?limit=1": "</ops/sked/jobs/" + j.ID + "/runs?cursor=",
+	} {
+		res, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if link := res.Header.Get("Link"); res.StatusCode != http.StatusOK || !strings.HasPrefix(link, want) {
+			t.Errorf("GET %s: %d, Link %q; want one beginning %q", path, res.StatusCode, link, want)
+		}
+	}
+}

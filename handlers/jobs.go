@@ -46,17 +46,21 @@ func (h *handler) handleJobCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobLocation is the address of job id for the Location header of an
-// answer to r: /jobs/{id} under the prefix an http.StripPrefix in front of
-// the API took off r's path (see web.Mount), so that it holds wherever the
-// API is mounted.
+// answer to r: /jobs/{id} under the API's mount prefix.
 func jobLocation(r *http.Request, id string) string {
-	var prefix string
+	return mountPrefix(r) + "/jobs/" + url.PathEscape(id)
+}
+
+// mountPrefix is what an http.StripPrefix in front of the API took off r's
+// path (see web.Mount), "" when none did: the addresses the API answers
+// with go under it, so that they hold wherever the API is mounted.
+func mountPrefix(r *http.Request) string {
 	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
 		if before, ok := strings.CutSuffix(u.Path, r.URL.Path); ok {
-			prefix = before
+			return before
 		}
 	}
-	return prefix + "/jobs/" + url.PathEscape(id)
+	return ""
 }
 
 // createJob creates the job of p and, when it is new, wakes whoever may

@@ -76,12 +76,12 @@ func jobPage[T any](h *handler, w http.ResponseWriter, r *http.Request, what str
 
 // nextPage points the answer to r, a page of a list, at the page after it,
 // whose cursor is next: in Sked-Next-Cursor, and in a Link header with
-// rel="next" to r's own path and query (its filters) with that cursor and
-// limit.
+// rel="next" to r's own path (under the API's mount prefix) and query (its
+// filters) with that cursor and limit.
 func nextPage(w http.ResponseWriter, r *http.Request, next string, limit int) {
 	q := r.URL.Query()
 	q.Set("cursor", next)
 	q.Set("limit", strconv.Itoa(limit))
 	w.Header().Set(wire.NextCursorHeader, next)
-	w.Header().Set("Link", "<"+r.URL.EscapedPath()+"?"+q.Encode()+`>; rel="next"`)
+	w.Header().Set("Link", "<"+mountPrefix(r)+r.URL.EscapedPath()+"?"+q.Encode()+`>; rel="next"`)
 }
