@@ -239,10 +239,9 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, kinds []string, li
 // runEvents are the events that run, of j, ending at now adds to its job's
 // timeline as j becomes after: a run that gave up (its firstFailure set
 // when it makes the schedule failing), a schedule that recovered (its
-// failing ended, or its quiet spell), and
-// for a job with a ping URL, its success. They name the run's own slot
-// (that of an operator's extra run is when it was asked for), or j's when
-// the run has none.
+// failing ended, or its quiet spell), and for a job with a ping URL, its
+// success. They name the run's own slot (that of an operator's extra run
+// is when it was asked for), or j's when the run has none.
 func (s *Store) runEvents(j, after db.Job, r lifecycle.Result, p db.RunFinishParams, run db.Run, now time.Time) []db.Event {
 	var kinds []string
 	switch {
