@@ -48,21 +48,26 @@ CREATE TABLE "jobs" (
     failing_since     TEXT
 , rescheduled_at TEXT, pause_requested INTEGER NOT NULL DEFAULT 0, watch_from TEXT, lease_ms INTEGER) STRICT;
 
-CREATE TABLE runs (
-    id          INTEGER PRIMARY KEY,
-    job_id      TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    slot        TEXT,
-    attempt     INTEGER NOT NULL,
-    generation  INTEGER NOT NULL,
-    worker_id   TEXT,
-    started_at  TEXT,
-    finished_at TEXT,
-    outcome     TEXT NOT NULL CHECK (outcome IN ('running', 'succeeded', 'failed', 'timed_out', 'lease_expired', 'cancelled', 'missed', 'released')),
-    error       TEXT,
-    reason      TEXT,
-    gave_up     INTEGER NOT NULL DEFAULT 0,
-    output      TEXT
-, late_outcome TEXT, late_error TEXT, late_finished_at TEXT, slot_count INTEGER, last_slot TEXT) STRICT;
+CREATE TABLE "runs" (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id           TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    slot             TEXT,
+    attempt          INTEGER NOT NULL,
+    generation       INTEGER NOT NULL,
+    worker_id        TEXT,
+    started_at       TEXT,
+    finished_at      TEXT,
+    outcome          TEXT NOT NULL CHECK (outcome IN ('running', 'succeeded', 'failed', 'timed_out', 'lease_expired', 'cancelled', 'missed', 'released')),
+    error            TEXT,
+    reason           TEXT,
+    gave_up          INTEGER NOT NULL DEFAULT 0,
+    output           TEXT,
+    late_outcome     TEXT,
+    late_error       TEXT,
+    late_finished_at TEXT,
+    slot_count       INTEGER,
+    last_slot        TEXT
+) STRICT;
 
 CREATE TABLE watch (
     id       INTEGER PRIMARY KEY CHECK (id = 1),

@@ -113,6 +113,7 @@ func Run(t *testing.T, open OpenFunc) {
 		"QuietSkipThenLonger":    testQuietSkipThenLonger,
 		"Prune":                  testPrune,
 		"PruneLongHistory":       testPruneLongHistory,
+		"RunIDsNeverReused":      testRunIDsNeverReused,
 		"JobCreateBatch":         testJobCreateBatch,
 		"Ready":                  testReady,
 		"RunFinishGroup":         testRunFinishGroup,

@@ -113,6 +113,23 @@ func testPruneLongHistory(t *testing.T, f *fixture) {
 	}
 }
 
+// testRunIDsNeverReused: a run's id is never given again, also once the
+// newest runs were pruned: an id kept elsewhere (a run's link, an event's
+// runId, a page's cursor) names its own run or none, never a later one.
+func testRunIDsNeverReused(t *testing.T, f *fixture) {
+	f.create(db.JobCreateParams{})
+	newest := f.claimOne("w")
+	f.finish(newest, db.OutcomeSucceeded, false)
+	f.Clock.Advance(time.Hour)
+	if got, err := f.Store.Prune(f.ctx, db.PruneParams{Before: f.Clock.Now(), Limit: 10}); err != nil || got != (db.Pruned{Jobs: 1}) {
+		t.Fatalf("Prune = %+v, %v; want the done job, with its run", got, err)
+	}
+	f.create(db.JobCreateParams{})
+	if c := f.claimOne("w"); c.RunID <= newest.RunID {
+		t.Fatalf("run id after the newest run (%d) was pruned = %d; want above it", newest.RunID, c.RunID)
+	}
+}
+
 // events reads the events of every job that EventsAfter has to give.
 func (f *fixture) events() []db.Event {
 	f.Helper()
