@@ -52,7 +52,8 @@ func (h *handler) handleClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if i := slices.IndexFunc(p.Types, func(t string) bool { return slices.Contains(h.ownTypes, t) }); i >= 0 {
-		h.error(w, r, &db.ValidationError{Field: "types", Msg: fmt.Sprintf("type %q is run by sked serve itself, and no remote worker may claim it; "+
+		h.error(w, r, &db.ValidationError{Field: "types", Msg: fmt.Sprintf("type %q is run by this server's own pools (a type sked serve runs itself, or one the program "+
+			"embedding it runs with a Go handler), and no remote worker may claim it; "+
 			"give the jobs of a remote worker a type of their own, such as \"thumbnail\"", p.Types[i])})
 		return
 	}

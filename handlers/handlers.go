@@ -61,10 +61,12 @@ type Config struct {
 	// Creating one answers 422 with that reason.
 	DisabledTypes map[string]string
 	// OwnTypes are the types the server's own pools run and keep to
-	// itself (sked serve's built-in http, email and exec, and its
-	// deliveries' notify.http and notify.email): POST /claims
+	// itself (sked serve's built-in http, email and exec, its
+	// deliveries' notify.http and notify.email, and the types an
+	// embedding program registered Go handlers for): POST /claims
 	// refuses them, so that a remote worker cannot take such a job, with
-	// the secrets in its payload, and report it done unrun.
+	// the secrets in its payload, and run it with other code or report it
+	// done unrun.
 	OwnTypes []string
 	// MaxBodyBytes bounds a request body; bigger bodies answer 413. Zero
 	// (or less) means DefaultMaxBodyBytes.

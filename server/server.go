@@ -174,6 +174,17 @@ func dbLabel(dsn string) string {
 // no remote worker may claim.
 func BuiltinType(typ string) bool { return slices.Contains(builtinTypes, typ) }
 
+// ownTypes are the types the pools of a server running kinds keep to
+// themselves, which POST /claims refuses: the built-in ones, and each type
+// the embedding program registered with Handle, whose jobs are its Go
+// handler's to run (a remote worker would run them with other code, or
+// report them done unrun).
+func ownTypes(kinds map[string]worker.HandlerFunc) []string {
+	own := slices.AppendSeq(slices.Clone(builtinTypes), maps.Keys(kinds))
+	slices.Sort(own)
+	return slices.Compact(own)
+}
+
 // New returns a server for cfg with the built-in kinds registered: http,
 // email when cfg has an SMTP sink, and exec when enabled (Start adds it,
 // unless Handle registered "exec").
@@ -209,9 +220,10 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Handle registers h for jobs of type typ, run by this process's pool. Call
-// it before Start (or Run); a later registration of the same type replaces
-// the earlier. It panics after Start (the pool claims only the types it was
+// Handle registers h for jobs of type typ, run by this process's pool, and
+// only by it: POST /claims through this server refuses typ. Call it before
+// Start (or Run); a later registration of the same type replaces the
+// earlier. It panics after Start (the pool claims only the types it was
 // built with, and a handler registered later would never run), for a type
 // that no job may have, for a type of sked's own deliveries (notify.Types,
 // run by the handlers of http and email), and for a nil h.
@@ -396,7 +408,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 	p.api = handlers.New(handlers.Config{
 		Store: cancelsAtOnce{obs, pool}, Wake: pool.WakeFor, StoreAnnounces: announces(store), ValidatePayload: validate, CheckNotifyFunc: checkNotify,
 		Tokens: cfg.Tokens, WorkerTokens: cfg.WorkerTokens, ReadTokens: cfg.ReadTokens, AllowedHosts: cfg.AllowedHosts, TrustedProxies: cfg.TrustedProxies, Metrics: mtr.Handler(), ReadyFunc: clockReady(guard, store.Ready),
-		DisabledTypes: refused, OwnTypes: builtinTypes, MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
+		DisabledTypes: refused, OwnTypes: ownTypes(kinds), MaxBodyBytes: cfg.MaxBodyBytes, MaxClaimWaits: cfg.MaxClaimWaits, Logger: log, Shutdown: p.shuttingDown,
 		TestClock: testClock, SeriesFunc: func() any { return sampler.Series() },
 	})
 	mtr.WatchClaimWaits(p.api.ClaimWaits)

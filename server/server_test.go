@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/sked-dev/sked/internal/syncbuf"
 	"github.com/sked-dev/sked/notify"
 	"github.com/sked-dev/sked/server"
+	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
 )
 
@@ -301,12 +303,39 @@ func TestServer_BuiltinTypesNotClaimed(t *testing.T) {
 	r := start(t, server.Config{})
 	for _, typ := range []string{"http", "email", "exec", notify.TypeHTTP, notify.TypeEmail} {
 		status, body := call(t, "POST", r.base+"/claims", `{"workerId": "w", "types": ["thumbnail", "`+typ+`"], "wait": "0s"}`)
-		if status != http.StatusUnprocessableEntity || !strings.Contains(body, `type \"`+typ+`\" is run by sked serve itself`) {
+		if status != http.StatusUnprocessableEntity || !strings.Contains(body, `type \"`+typ+`\" is run by this server's own pools`) {
 			t.Errorf("claim of type %s: %d %s; want 422 saying sked serve runs it", typ, status, body)
 		}
 	}
 	if status, body := call(t, "POST", r.base+"/claims", `{"workerId": "w", "types": ["thumbnail"], "wait": "0s"}`); status != http.StatusOK {
 		t.Errorf("claim of a type of its own: %d %s; want 200", status, body)
+	}
+}
+
+// TestServer_HandledTypesNotClaimed: a type the embedding program runs
+// with a Go handler is this server's own too: a remote worker's claim of
+// it is refused, and the job is left to the handler (Run is not called,
+// so that no pool takes it first).
+func TestServer_HandledTypesNotClaimed(t *testing.T) {
+	t.Parallel()
+	s := server.New(server.Config{DB: filepath.Join(t.TempDir(), "sked.db")})
+	s.Handle("greet", func(context.Context, *worker.Job) error { return nil })
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	api := httptest.NewServer(s.Handler())
+	t.Cleanup(api.Close)
+	j, _, err := s.Enqueue(context.Background(), wire.JobCreateRequest{Type: "greet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body := call(t, "POST", api.URL+"/claims", `{"workerId": "w", "types": ["greet"], "wait": "0s"}`)
+	if status != http.StatusUnprocessableEntity || !strings.Contains(body, `type \"greet\" is run by this server's own pools`) {
+		t.Errorf("remote claim of a type with a Go handler: %d %s; want 422 saying this server runs it", status, body)
+	}
+	if _, body := call(t, "GET", api.URL+"/jobs/"+j.ID, ""); !strings.Contains(body, `"state":"ready"`) {
+		t.Errorf("the job after the refused claim: %s; want it ready, for the Go handler", body)
 	}
 }
 
