@@ -57,6 +57,7 @@ type Metrics struct {
 	startLateness    prometheus.Histogram
 	runAttempts      prometheus.Histogram
 	leaseExpirations prometheus.Counter
+	adoptedClaims    prometheus.Counter
 	staleWrites      *prometheus.CounterVec // by write: heartbeat or finish
 	runs             *prometheus.CounterVec // by type and outcome
 	pruned           *prometheus.CounterVec // by what: jobs, runs or events
@@ -104,6 +105,10 @@ func New(cfg Config) *Metrics {
 			Name: "sked_lease_expirations_total",
 			Help: "Runs whose lease expired and were taken back by the reaper.",
 		}),
+		adoptedClaims: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sked_claims_adopted_total",
+			Help: "Jobs leased by a claim whose commit's answer was lost, found held by its worker afterwards and run; the other claim measures count them too.",
+		}),
 		staleWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sked_stale_writes_total",
 			Help: "Heartbeats and completions refused because their lease generation no longer held the job.",
@@ -122,7 +127,7 @@ func New(cfg Config) *Metrics {
 		}),
 	}
 	m.reg.MustRegister(m.claimSeconds, m.finishSeconds, m.startLateness, m.runAttempts,
-		m.leaseExpirations, m.staleWrites, m.runs, m.pruned, m.pruneErrors, newBuildInfo(buildinfo.Read()),
+		m.leaseExpirations, m.adoptedClaims, m.staleWrites, m.runs, m.pruned, m.pruneErrors, newBuildInfo(buildinfo.Read()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, w := range []string{staleHeartbeat, staleFinish} {
 		m.staleWrites.WithLabelValues(w)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/dbtest"
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/internal/buildinfo"
@@ -101,11 +102,7 @@ func TestMetrics_Scrape(t *testing.T) {
 	}
 
 	got := scrape(t, m.Handler())
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
+	wantValues(t, got, []sample{
 		{"sked_jobs", map[string]string{"state": "ready"}, 3},
 		{"sked_jobs", map[string]string{"state": "running"}, 1},
 		{"sked_jobs", map[string]string{"state": "done"}, 0},
@@ -131,11 +128,7 @@ func TestMetrics_Scrape(t *testing.T) {
 		{"sked_pruned_total", map[string]string{"what": "jobs"}, 1},
 		{"sked_pruned_total", map[string]string{"what": "runs"}, 0},
 		{"sked_prune_errors_total", nil, 0},
-	} {
-		if v := value(t, got, c.name, c.labels); v != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
-		}
-	}
+	})
 	// Two recorded runs, each the first attempt.
 	if h := histogram(t, got, "sked_run_attempts"); h.GetSampleCount() != 2 || h.GetSampleSum() != 2 {
 		t.Errorf("sked_run_attempts: count %d sum %v, want 2 and 2", h.GetSampleCount(), h.GetSampleSum())
@@ -157,6 +150,56 @@ func TestMetrics_Scrape(t *testing.T) {
 	}
 	if v := value(t, scrape(t, m.Handler()), "sked_running_jobs", map[string]string{"type": "rec"}); v != 0 {
 		t.Errorf("sked_running_jobs{type=rec} after its run = %v, want 0", v)
+	}
+}
+
+// TestMetrics_AdoptedClaims: a job leased by a claim whose commit's answer
+// was lost, which the pool then finds held by its worker and runs, is
+// observed as a claimed job is (its start lateness, its type among the
+// running, its attempt at its finish) and counted as adopted, once.
+func TestMetrics_AdoptedClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := sqlitetest.Open(t)
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var clock atomic.Pointer[time.Time]
+	clock.Store(&t0)
+	store.NowFunc = func() time.Time { return *clock.Load() }
+	lost := &dbtest.CommitLost{Store: store}
+	m := metrics.New(metrics.Config{Stats: store, NowFunc: store.Now})
+	obs := m.Store(lost)
+	j, _, err := obs.JobCreate(ctx, db.JobCreateParams{Type: "adopt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := t0.Add(time.Minute) // it starts a minute late
+	clock.Store(&t1)
+
+	pool := worker.NewPool(worker.PoolConfig{
+		Store: obs, WorkerID: "box/1", NowFunc: store.Now, Lease: time.Minute,
+		Handlers: map[string]worker.HandlerFunc{"adopt": func(context.Context, *worker.Job) error { return nil }},
+	})
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { pool.Run(pctx); close(done) }()
+	waitState(t, store, j.ID, db.StateDone)
+	stop()
+	<-done
+	if !lost.Lost() {
+		t.Fatal("no claim's answer was lost: the test tested nothing")
+	}
+
+	got := scrape(t, m.Handler())
+	wantValues(t, got, []sample{
+		{"sked_claims_adopted_total", nil, 1},
+		{"sked_runs_total", map[string]string{"type": "adopt", "outcome": "succeeded"}, 1},
+		{"sked_running_jobs", map[string]string{"type": "adopt"}, 0}, // it ran, though no scrape saw it run
+	})
+	if h := histogram(t, got, "sked_start_lateness_seconds"); h.GetSampleCount() != 1 || h.GetSampleSum() != 60 {
+		t.Errorf("sked_start_lateness_seconds: count %d sum %v, want 1 and 60", h.GetSampleCount(), h.GetSampleSum())
+	}
+	if h := histogram(t, got, "sked_run_attempts"); h.GetSampleCount() != 1 || h.GetSampleSum() != 1 {
+		t.Errorf("sked_run_attempts: count %d sum %v, want 1 and 1", h.GetSampleCount(), h.GetSampleSum())
 	}
 }
 
@@ -269,6 +312,24 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels 
 	}
 	t.Fatalf("%s is neither a gauge nor a counter", name)
 	return 0
+}
+
+// sample is the value a scrape should have for the series of name with
+// labels.
+type sample struct {
+	name   string
+	labels map[string]string
+	want   float64
+}
+
+// wantValues checks each of samples against fams.
+func wantValues(t *testing.T, fams map[string]*dto.MetricFamily, samples []sample) {
+	t.Helper()
+	for _, c := range samples {
+		if v := value(t, fams, c.name, c.labels); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
+		}
+	}
 }
 
 func histogram(t *testing.T, fams map[string]*dto.MetricFamily, name string) *dto.Histogram {

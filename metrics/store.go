@@ -12,10 +12,11 @@ import (
 var _ db.Store = (*Store)(nil)
 
 // Store is a db.Store that observes the worker-facing calls: it times
-// RunClaim and RunFinish, measures each claimed job's start lateness, counts
-// stale heartbeats and completions, lease expirations, run outcomes and
-// the history retention deletes, and the attempt number of each recorded
-// run. Every other method passes through unchanged. Hand it to the pool,
+// RunClaim and RunFinish, measures each claimed job's start lateness (also
+// of the jobs RunsHeld finds a claim leased whose commit's answer was
+// lost), counts stale heartbeats and completions, lease expirations, run
+// outcomes and the history retention deletes, and the attempt number of
+// each recorded run. Every other method passes through unchanged. Hand it to the pool,
 // the reaper, the pruner and the worker API alike.
 type Store struct {
 	db.Store // the store observed; never nil
@@ -52,27 +53,58 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 	start := time.Now()
 	claims, err := s.Store.RunClaim(ctx, p)
 	s.m.claimSeconds.Observe(time.Since(start).Seconds())
+	s.observeClaims(claims, false)
+	return claims, err
+}
+
+// RunsHeld reads through the store the jobs a worker holds. Those that no
+// claim observed here leased, under the generation held, were leased by a
+// claim whose commit's answer was lost (db.ErrCommitUnknown), which the
+// pool and POST /claims read this for, to run them: they are observed as
+// claims then, once, and counted as adopted.
+func (s *Store) RunsHeld(ctx context.Context, worker string) ([]db.Claim, error) {
+	held, err := s.Store.RunsHeld(ctx, worker)
+	s.observeClaims(held, true)
+	return held, err
+}
+
+// observeClaims observes claims: their types for sked_running_jobs, their
+// attempts for sked_run_attempts at their finish, and their start
+// lateness against the store's clock. With adopted, only those not
+// observed already (by job and generation), which are counted in
+// sked_claims_adopted_total too.
+func (s *Store) observeClaims(claims []db.Claim, adopted bool) {
 	if len(claims) == 0 {
-		return claims, err
+		return
 	}
-	if s.m.queue != nil {
-		s.m.queue.claimed(claims)
-	}
-	now := s.m.now()
+	var fresh []db.Claim
 	s.mu.Lock()
 	if len(s.attempts)+len(claims) > maxTracked {
 		clear(s.attempts)
 	}
 	for _, c := range claims {
+		if had, ok := s.attempts[c.Job.ID]; adopted && ok && had.generation == c.Job.LeaseGeneration {
+			continue
+		}
 		s.attempts[c.Job.ID] = claimed{generation: c.Job.LeaseGeneration, attempt: c.Job.Attempt}
+		fresh = append(fresh, c)
 	}
 	s.mu.Unlock()
-	for _, c := range claims {
+	if len(fresh) == 0 {
+		return
+	}
+	if adopted {
+		s.m.adoptedClaims.Add(float64(len(fresh)))
+	}
+	if s.m.queue != nil {
+		s.m.queue.claimed(fresh)
+	}
+	now := s.m.now()
+	for _, c := range fresh {
 		if due := c.Job.NextRunAt; due != nil {
 			s.m.startLateness.Observe(max(now.Sub(*due).Seconds(), 0))
 		}
 	}
-	return claims, err
 }
 
 // RunHeartbeat renews through the store and counts a stale refusal.
