@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/sethvargo/go-retry"
 
 	"github.com/sked-dev/sked/db"
@@ -95,7 +94,6 @@ func postgresOpenError(dsn string, err error) error {
 		connErr *pgconn.ConnectError
 		opErr   *net.OpError
 		dnsErr  *net.DNSError
-		bodyErr *pgproto3.ExceededMaxBodyLenErr
 	)
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42501": // insufficient_privilege
@@ -116,10 +114,10 @@ func postgresOpenError(dsn string, err error) error {
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check the host name in --db", where, dnsErr)
 	case errors.As(err, &connErr) && errors.As(err, &opErr):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check that it runs there and that --db names its host and port", where, opErr)
-	case errors.As(err, &connErr) && errors.As(err, &bodyErr): // a reply no PostgreSQL sends
+	case postgres.NotPostgres(err):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: what answers there is not PostgreSQL (is it sked's own HTTP port?); "+
 			"check the host and port in --db", where)
-	case errors.As(err, &connErr) && strings.Contains(err.Error(), "server refused TLS connection") && (mode == "require" || strings.HasPrefix(mode, "verify-")):
+	case postgres.RefusedTLS(err) && (mode == "require" || strings.HasPrefix(mode, "verify-")):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: what answers there refused TLS, which sslmode=%s asks for; "+
 			"check the host and port in --db, then that the server has ssl on (or, on a network you trust, use sslmode=disable)", where, mode)
 	case errors.As(err, &connErr):

@@ -163,6 +163,41 @@ func TestOpenStore_WaitsForPostgres(t *testing.T) {
 	}
 }
 
+// TestOpenStore_WrongPlaceIsNotWaitedFor: a URL that reaches something
+// other than the PostgreSQL it means (an HTTP port, a server without the
+// TLS that sslmode=require asks for) fails at its first try, as a refused
+// login does, however long --db-wait is: waiting cannot mend it.
+func TestOpenStore_WrongPlaceIsNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	base, err := url.Parse(postgrestest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsns := map[string]string{
+		"HTTP": "postgres://sked@" + testnet.Answering(t, "HTTP/1.1 400 Bad Request\r\n\r\n") + "/sked?connect_timeout=5",
+	}
+	if !serverOffersTLS(t, base.String()) {
+		u := *base
+		q := u.Query()
+		q.Set("sslmode", "require")
+		u.RawQuery = q.Encode()
+		dsns["TLSRefused"] = u.String()
+	}
+	for name, dsn := range dsns {
+		t.Run(name, func(t *testing.T) {
+			var log syncbuf.Buffer
+			s, err := server.OpenStore(t.Context(), dsn, 20*time.Second, slog.New(slog.NewTextHandler(&log, nil)))
+			if err == nil {
+				s.Close()
+				t.Fatal("opened it")
+			}
+			if strings.Contains(log.String(), "trying again") || strings.Contains(err.Error(), "gave up after") {
+				t.Errorf("tried again: %v\nlog:\n%s", err, log.String())
+			}
+		})
+	}
+}
+
 // serverOffersTLS reports whether the PostgreSQL server at dsn has ssl on.
 func serverOffersTLS(t *testing.T, dsn string) bool {
 	t.Helper()

@@ -54,6 +54,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -283,7 +284,9 @@ func lost(err error) bool {
 // yet), starting up or shutting down, every connection slot taken, or its
 // host name not resolved yet (a container started before the database's).
 // A refused login, a missing database or a misspelt parameter is not, nor
-// a host name holding an @ (a password's, not percent-encoded).
+// a host name holding an @ (a password's, not percent-encoded), nor an
+// answer that says the URL names the wrong thing: TLS refused (RefusedTLS)
+// or a reply that is not PostgreSQL's (NotPostgres).
 func Unreachable(err error) bool {
 	var (
 		pgErr  *pgconn.PgError
@@ -294,8 +297,30 @@ func Unreachable(err error) bool {
 		return shutDown(err) || pgErr.Code == "53300" // too_many_connections
 	case errors.As(err, &dnsErr):
 		return !strings.Contains(dnsErr.Name, "@")
+	case RefusedTLS(err), NotPostgres(err):
+		return false
 	}
 	return lost(err)
+}
+
+// RefusedTLS reports whether err is a connection that could not be made
+// because what answers refused TLS, which the URL's sslmode (require,
+// verify-ca, verify-full) asks for: a server with ssl off, or the wrong
+// host or port. pgx says so in text alone.
+func RefusedTLS(err error) bool {
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) && strings.Contains(err.Error(), "server refused TLS connection")
+}
+
+// NotPostgres reports whether err is a connection that could not be made
+// because what answers is not PostgreSQL (an HTTP server, such as sked's
+// own port): its reply announced a message longer than PostgreSQL sends.
+func NotPostgres(err error) bool {
+	var (
+		connErr *pgconn.ConnectError
+		bodyErr *pgproto3.ExceededMaxBodyLenErr
+	)
+	return errors.As(err, &connErr) && errors.As(err, &bodyErr)
 }
 
 // shutDown reports whether err is the server ending the session (it stops,
