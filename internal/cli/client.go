@@ -196,9 +196,10 @@ func hostNotFound(server string, dnsErr *net.DNSError) string {
 
 // apiError rewrites errors of reaching the server into what to do about
 // them; the server's own problems (with their detail) pass as they are,
-// its hints put as sked commands. Each gets its exit status: ExitUnreachable
-// for no answer (or a 5xx or 429, to try again), ExitRefused for a 4xx. An
-// error rewritten already passes as it is.
+// its hints put as sked commands and its Retry-After as a time. Each gets
+// its exit status: ExitUnreachable for no answer (or a 5xx or 429, to try
+// again), ExitRefused for a 4xx. An error rewritten already passes as it
+// is.
 func (a *api) apiError(err error) error {
 	server := a.server
 	var (
@@ -242,6 +243,9 @@ func (a *api) apiError(err error) error {
 	detail := ae.Detail
 	for _, h := range cliHints {
 		detail = h.route.ReplaceAllString(detail, h.cmd)
+	}
+	if ae.RetryAfter > 0 { // the header the detail names, which a person does not see
+		detail = strings.ReplaceAll(detail, "after Retry-After seconds", "after "+ae.RetryAfter.String())
 	}
 	if ae.Status == http.StatusNotFound && strings.HasPrefix(detail, "no such endpoint: ") {
 		// A --server with a path of its own, or a server older than this

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/handlers"
 )
@@ -69,6 +70,22 @@ func TestExitCodes(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("sked %q: exit %d, %q; want exit %d and %q", c.args, code, stderr, c.code, c.want)
 		}
+	}
+}
+
+// TestExitCodes_DatabaseDown: a command whose server cannot reach its
+// PostgreSQL exits 3 and says when to try again as a time, not as the
+// header the API's clients read ("after Retry-After seconds").
+func TestExitCodes_DatabaseDown(t *testing.T) {
+	u := postgrestest.URL(t)
+	proxy := postgrestest.NewProxy(t, u)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: postgrestest.OpenURL(t, proxy.URL(u))}))
+	t.Cleanup(srv.Close)
+	proxy.Cut()
+	code, _, stderr := mainOf("ls", "--server", srv.URL)
+	if code != ExitUnreachable || !strings.Contains(stderr, "cannot be reached") || !strings.Contains(stderr, "retry after 5s") ||
+		strings.Contains(stderr, "Retry-After") {
+		t.Errorf("sked ls of a server whose database is down: exit %d, %q; want exit %d saying to retry after 5s", code, stderr, ExitUnreachable)
 	}
 }
 
