@@ -142,6 +142,9 @@ type Pool struct {
 	next    time.Time
 	hasNext bool
 	claims  failurelog.Log // the dispatcher's failed claims
+	// claimLog is cfg.Logger naming the pool's worker id, for the lines of
+	// claims, which a sked serve's two pools each log.
+	claimLog *slog.Logger
 }
 
 // claimed is a job the pool holds, its lease, and its handler's context,
@@ -210,6 +213,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		sem:     make(chan struct{}, cfg.Slots),
 
 		workerIdle: workerIdle,
+		claimLog:   cfg.Logger.With("worker_id", cfg.WorkerID),
 	}
 }
 
@@ -290,9 +294,9 @@ func (p *Pool) runOnce(ctx, runCtx context.Context) {
 		})
 		switch {
 		case err == nil:
-			p.claims.Worked(p.cfg.Logger, "claim works again")
+			p.claims.Worked(p.claimLog, "claim works again")
 		case ctx.Err() == nil:
-			p.claims.Failed(p.cfg.Logger, slog.LevelError, "claim", err)
+			p.claims.Failed(p.claimLog, slog.LevelError, "claim", err)
 		}
 		for _, c := range claims {
 			p.sem <- struct{}{}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/internal/syncbuf"
 	"github.com/sked-dev/sked/worker"
@@ -66,5 +68,43 @@ func TestPool_LogsEachOutcome(t *testing.T) {
 		if err != nil || ended.After(logged) {
 			t.Errorf("job %s: log line %v, want ended, when the handler returned, no later than the line (%v)", id, m, err)
 		}
+	}
+}
+
+// TestPool_ClaimFailureNamesWorker: a failed claim's line names the
+// pool's worker id, so that the lines of the two pools of a sked serve
+// (its jobs' and its deliveries'), each counting its own failures, are
+// told apart.
+func TestPool_ClaimFailureNamesWorker(t *testing.T) {
+	s := sqlitetest.Open(t)
+	create(t, s, db.JobCreateParams{Type: "ok"})
+	closed, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "closed.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncbuf.Buffer
+	startPool(t, s, worker.PoolConfig{
+		Store: closed, WorkerID: "serve:host/1-ABC-notify",
+		Logger:   slog.New(slog.NewJSONHandler(&logs, nil)),
+		Handlers: map[string]worker.HandlerFunc{"ok": func(context.Context, *worker.Job) error { return nil }},
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "claim" {
+				if m["worker_id"] != "serve:host/1-ABC-notify" {
+					t.Fatalf("a failed claim's line %v; want worker_id serve:host/1-ABC-notify", m)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed claim's line after 20 s; log:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
