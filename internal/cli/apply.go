@@ -129,6 +129,11 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 			if !a.json {
 				printCreate(a.env.Stdout, req, f.dryRun)
 			}
+			undo := "sked cancel " + req.Name
+			if f.dryRun {
+				undo = "mend its runAt in " + f.source()
+			}
+			warnPassed(a.env.Stderr, "the runAt of "+req.Name, req.RunAt, res.Job, undo)
 		case len(res.Changes) > 0:
 			changed++
 			if !a.json {

@@ -66,3 +66,35 @@ func TestApply_StandardInput(t *testing.T) {
 		t.Errorf("apply of a bad standard input: exit %d, %q; want it named standard input", code, stderr)
 	}
 }
+
+// TestApply_RunAtPassed: a file whose one-off job's runAt has passed by the
+// server's clock (a year mistyped) makes a job due at once; sked apply
+// warns of it, as sked add --at does, in its plan (--dry-run) and when it
+// creates the job, and not for a job it had created already. It used to
+// say nothing.
+func TestApply_RunAtPassed(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "jobs.yaml")
+	if err := os.WriteFile(file, []byte("- {name: report, type: noop, runAt: '2006-01-02T15:04:05Z'}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const warning = "warning: the runAt of report 2006-01-02T15:04:05Z has passed (the server's time is "
+	for _, c := range []struct {
+		args []string
+		want string // at the end of the warning; "" for none
+	}{
+		{[]string{"--dry-run"}, "the job is due at once; mend its runAt in " + file + " if that is not what you meant\n"},
+		{nil, "the job is due at once; sked cancel report if that is not what you meant\n"},
+		{nil, ""}, // the job is there already: nothing created
+	} {
+		code, stdout, stderr := mainOf(append([]string{"apply", "-f", file, "--server", srv.URL}, c.args...)...)
+		if code != 0 {
+			t.Fatalf("apply %v: exit %d, %q, %q", c.args, code, stdout, stderr)
+		}
+		if got := strings.HasPrefix(stderr, warning) && strings.HasSuffix(stderr, c.want); c.want != "" && !got || c.want == "" && stderr != "" {
+			t.Errorf("apply %v said on stderr %q; want a warning ending %q", c.args, stderr, c.want)
+		}
+	}
+}

@@ -498,10 +498,8 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 	if job.State == db.StateReady || job.State == db.StatePaused {
 		warnUnserved(ctx, a, job)
 	}
-	if created && req.RunAt != nil && req.RunAt.Before(job.CreatedAt) {
-		// A year or a day mistyped makes a job due at once, not when meant.
-		fmt.Fprintf(a.env.Stderr, "warning: --at %s has passed (the server's time is %s): the job is due at once; "+
-			"sked cancel %s if that is not what you meant\n", optTime(req.RunAt), optTime(&job.CreatedAt), job.ID)
+	if created {
+		warnPassed(a.env.Stderr, "--at", req.RunAt, job, "sked cancel "+job.ID)
 	}
 	switch {
 	case f.wait.on && a.json: // one JSON document: the job as it ended
@@ -1106,6 +1104,18 @@ func inZone(t *time.Time, zone string) string {
 		layout = "Mon 2 Jan " + layout
 	}
 	return fmt.Sprintf("%s (%s in %s)", s, local.Format(layout), zone)
+}
+
+// warnPassed warns on w when runAt, the due time given as what, had passed
+// by the server's clock when job was created (or a dry run would create
+// it): a year or a day mistyped makes a job due at once, not when meant.
+// undo is what to do if that is not what was meant.
+func warnPassed(w io.Writer, what string, runAt *time.Time, job db.Job, undo string) {
+	if runAt == nil || !runAt.Before(job.CreatedAt) {
+		return
+	}
+	fmt.Fprintf(w, "warning: %s %s has passed (the server's time is %s): the job is due at once; %s if that is not what you meant\n",
+		what, optTime(runAt), optTime(&job.CreatedAt), undo)
 }
 
 // optTime is t in RFC 3339 UTC, or "" when absent.
