@@ -98,7 +98,7 @@ func New(cfg Config) *Metrics {
 		}),
 		runAttempts: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sked_run_attempts",
-			Help:    "Attempt number of each run whose outcome was recorded (released runs excluded).",
+			Help:    "Attempt number of each run this process claimed whose outcome was recorded (released runs excluded).",
 			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 50},
 		}),
 		leaseExpirations: prometheus.NewCounter(prometheus.CounterOpts{
