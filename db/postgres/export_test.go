@@ -18,6 +18,14 @@ func InTx(ctx context.Context, s *Store, fn func(engine.Tx) error) error {
 	return s.d.InTx(ctx, nil, fn)
 }
 
+// Setting returns the value of the run-time parameter name on a
+// connection of s's pool.
+func Setting(ctx context.Context, s *Store, name string) (string, error) {
+	var v string
+	err := s.d.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
+}
+
 // Migrations are the embedded migrations, for tests that migrate a
 // database step by step.
 var Migrations = migrations

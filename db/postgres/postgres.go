@@ -125,8 +125,15 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 	// and then prefers a scan of the whole table to looking rows up by key.
 	// This holds for the reads outside transactions (lists, pages); a
 	// transaction pins its own plans (see InTx). A URL may say otherwise.
+	// It is set once a connection is made, not sent at its start, where a
+	// pooler such as PgBouncer refuses any parameter it does not know.
 	if _, ok := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_custom_plan"); err != nil {
+				return fmt.Errorf("set plan_cache_mode: %w", err)
+			}
+			return nil
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -24,6 +24,7 @@ type Need string
 // race detector on where cgo works and reports it off otherwise.
 const (
 	Postgres   Need = "postgres"   // a PostgreSQL server, or its binaries to start one
+	PgBouncer  Need = "pgbouncer"  // PgBouncer's binary, to put in front of that server
 	Chromium   Need = "chromium"   // headless Chromium, for the dashboard's end-to-end test
 	Privileged Need = "privileged" // root with CAP_SYS_ADMIN: mount a tmpfs, chattr +i
 	Linux      Need = "linux"      // what Linux has: /proc/self/fd, all of 127.0.0.0/8 on loopback
@@ -34,6 +35,7 @@ const (
 var How = map[Need]string{
 	Postgres: "install PostgreSQL (Debian: apt-get install postgresql) and the tests start a throwaway server " +
 		"from its binaries, or point SKED_TEST_POSTGRES at one (postgres://user@127.0.0.1:5432/db?sslmode=disable)",
+	PgBouncer:  "install PgBouncer (Debian: apt-get install pgbouncer) so that pgbouncer is on PATH or in /usr/sbin",
 	Chromium:   "install Chromium (Debian: apt-get install chromium) so that chromium, chromium-browser or google-chrome is on PATH",
 	Privileged: "run the tests as root with CAP_SYS_ADMIN and CAP_LINUX_IMMUTABLE (e.g. a privileged container) on a file system that takes chattr +i (ext4, xfs)",
 	Linux:      "run the tests on Linux",

@@ -38,7 +38,7 @@ func TestSkip(t *testing.T) {
 		{"", []string{"--- SKIP: TestHelperNeedsPostgres", line}, false},
 		{"chromium,privileged", []string{"--- SKIP: TestHelperNeedsPostgres", line}, false},
 		{"chromium, postgres", []string{"--- FAIL: TestHelperNeedsPostgres", line, "(SKED_TEST_REQUIRE lists postgres: it must run here)"}, true},
-		{"postgress", []string{"--- FAIL: TestHelperNeedsPostgres", `SKED_TEST_REQUIRE="postgress": unknown need "postgress"; the needs are chromium, linux, postgres, privileged, race`}, true},
+		{"postgress", []string{"--- FAIL: TestHelperNeedsPostgres", `SKED_TEST_REQUIRE="postgress": unknown need "postgress"; the needs are chromium, linux, pgbouncer, postgres, privileged, race`}, true},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperNeedsPostgres$", "-test.v")
 		cmd.Env = append(os.Environ(), helperEnv+"=1", testneeds.Env+"="+c.require)
