@@ -75,6 +75,7 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		if s, ok := record[id]; ok {
 			v.Types, v.FirstSeenAt, v.LastSeenAt, v.StoppedAt = append([]string{}, s.Types...), &s.FirstSeen, &s.LastSeen, s.StoppedAt
 		}
+		v.Silent = v.SilentAt(now)
 		resp.Workers = append(resp.Workers, *v)
 	}
 	slices.SortFunc(resp.Workers, func(a, b wire.Worker) int {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"testing"
@@ -115,5 +116,44 @@ func TestHandler_Workers(t *testing.T) {
 	}
 	if got.SeenWithin != db.Duration(workersSeenWithin) {
 		t.Errorf("seenWithin %v, want %v", got.SeenWithin, workersSeenWithin)
+	}
+}
+
+// TestHandler_WorkersSilent: GET /workers marks silent a worker that holds
+// nothing, has not said it stopped and has not claimed for over
+// wire.SilentAfter (one killed, or cut off from the server), and no other.
+func TestHandler_WorkersSilent(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	clock := testNow
+	e.store.NowFunc = func() time.Time { return clock }
+	e.create(`{"type": "held"}`, http.StatusCreated)
+	e.do(http.MethodPost, "/claims", `{"workerId": "idle/1", "types": ["none"], "wait": "0s"}`).wantStatus(t, http.StatusOK)
+	e.do(http.MethodPost, "/claims", `{"workerId": "busy/2", "types": ["held"], "lease": "1h", "wait": "0s"}`).wantStatus(t, http.StatusOK)
+	e.do(http.MethodPost, "/claims", `{"workerId": "gone/3", "types": ["none"], "wait": "0s"}`).wantStatus(t, http.StatusOK)
+	e.do(http.MethodPost, "/workers/stopped", `{"workerId": "gone/3"}`).wantStatus(t, http.StatusNoContent)
+	silent := func(t *testing.T) map[string]bool {
+		t.Helper()
+		res := e.do(http.MethodGet, "/workers", "")
+		res.wantStatus(t, http.StatusOK)
+		var got wire.WorkersResponse
+		res.decode(t, &got)
+		m := map[string]bool{}
+		for _, w := range got.Workers {
+			m[w.WorkerID] = w.Silent
+		}
+		return m
+	}
+	clock = testNow.Add(wire.SilentAfter)
+	if got, want := silent(t), map[string]bool{"idle/1": false, "busy/2": false, "gone/3": false}; !maps.Equal(got, want) {
+		t.Errorf("%s after their claims: silent %v, want %v", wire.SilentAfter, got, want)
+	}
+	clock = testNow.Add(wire.SilentAfter + time.Second)
+	if got, want := silent(t), map[string]bool{"idle/1": true, "busy/2": false, "gone/3": false}; !maps.Equal(got, want) {
+		t.Errorf("a second later: silent %v, want %v (only the one holding nothing that did not say it stopped)", got, want)
+	}
+	e.do(http.MethodPost, "/claims", `{"workerId": "idle/1", "types": ["none"], "wait": "0s"}`).wantStatus(t, http.StatusOK)
+	if got := silent(t); got["idle/1"] {
+		t.Errorf("idle/1 after it claimed again: silent")
 	}
 }

@@ -224,12 +224,12 @@ type Worker struct {
 	Types []string `json:"types,omitzero"`
 	// FirstSeenAt and LastSeenAt are its first and last recorded claims,
 	// whether or not they found a job. A claim is recorded as it begins,
-	// at most every 15 s per worker. A pool inside sked serve with a free
-	// slot claims every second or so; sked work's claims wait on the
-	// server for a job (25 s by default, MaxClaimWait at most) and begin
-	// again at once. So a live worker's LastSeenAt is at most about that
-	// old, unless it is busy on all its slots: then it claims nothing, but
-	// holds jobs.
+	// at most every db.WorkerSeenEvery per worker. A pool inside sked
+	// serve with a free slot claims every second or so; sked work's claims
+	// wait on the server for a job (25 s by default, MaxClaimWait at most)
+	// and begin again at once. So a live worker's LastSeenAt is at most
+	// about that old, unless it is busy on all its slots: then it claims
+	// nothing, but holds jobs. See SilentAt.
 	FirstSeenAt *time.Time `json:"firstSeenAt,omitempty"`
 	LastSeenAt  *time.Time `json:"lastSeenAt,omitempty"`
 	// StoppedAt is when it said it shut down (POST /workers/stopped);
@@ -241,6 +241,24 @@ type Worker struct {
 	// moves it on, and a lease that passes is taken back by the reaper.
 	LeaseUntil *time.Time  `json:"leaseUntil,omitempty"`
 	Running    []WorkerJob `json:"running"` // never null
+	// Silent is SilentAt the response's At: the worker seems gone without
+	// saying so.
+	Silent bool `json:"silent"`
+}
+
+// SilentAfter is how long a live worker that holds no job goes at most
+// without a recorded claim: claims are recorded at most every
+// db.WorkerSeenEvery, and sked work's claims wait on the server up to
+// MaxClaimWait.
+const SilentAfter = MaxClaimWait + 2*db.WorkerSeenEvery
+
+// SilentAt says whether w seems gone at now without having said so: it
+// holds no job, has not said it stopped, and was last seen over
+// SilentAfter before now (killed, cut off from the server, or stopped
+// without telling it).
+func (w Worker) SilentAt(now time.Time) bool {
+	seen := w.LastSeen()
+	return len(w.Running) == 0 && w.StoppedAt == nil && (seen == nil || now.Sub(*seen) > SilentAfter)
 }
 
 // LastSeen is the later of w's last recorded claim and its newest live

@@ -17,6 +17,7 @@ import (
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/notify"
+	"github.com/sked-dev/sked/wire"
 	"github.com/sked-dev/sked/worker"
 )
 
@@ -89,7 +90,7 @@ func TestShow_WaitingByServerClock(t *testing.T) {
 	}
 	if out := show(); strings.Contains(out, " ago and not started") {
 		t.Errorf("a job due now by the server's clock, 3 h ago by the CLI's, shown as waiting long:\n%s", out)
-	} else if !regexp.MustCompile(`Waiting:\s+no worker has claimed type "thumb" in the last ` + aliveWithin.String()).MatchString(out) {
+	} else if !regexp.MustCompile(`Waiting:\s+no worker has claimed type "thumb" in the last ` + wire.SilentAfter.String()).MatchString(out) {
 		t.Errorf("a job due now of a type no worker serves, not shown as waiting for one:\n%s", out)
 	}
 	clock.Advance(5 * time.Minute)

@@ -17,6 +17,7 @@ import (
 	"github.com/sked-dev/sked/db/postgres"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/server"
+	"github.com/sked-dev/sked/wire"
 )
 
 func migrateCmd(env Env) *cobra.Command {
@@ -71,7 +72,7 @@ func migrateCmd(env Env) *cobra.Command {
 }
 
 // warnLiveNodes tells on stderr of the nodes (sked serve, each named once
-// for all its pools) that were seen claiming within aliveWithin and did
+// for all its pools) that were seen claiming within wire.SilentAfter and did
 // not say they stopped, or that hold a job's lease that has not run out,
 // after a migration of their
 // database: those of the older version keep running on a schema they do
@@ -80,7 +81,7 @@ func migrateCmd(env Env) *cobra.Command {
 // be: a SQLite file's one node holds it locked.
 func warnLiveNodes(ctx context.Context, env Env, store db.Store) {
 	now := store.Now()
-	ws, err := store.Workers(ctx, now.Add(-aliveWithin))
+	ws, err := store.Workers(ctx, now.Add(-wire.SilentAfter))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "warning: could not read which nodes are live: %v\n", err)
 		return
@@ -117,5 +118,5 @@ func warnLiveNodes(ctx context.Context, env Env, store db.Store) {
 		return
 	}
 	fmt.Fprintf(env.Stderr, "warning: %d node(s) of this database were seen in the last %s, or hold a job's lease, and did not say they stopped: %s. "+
-		"One that runs an older sked goes on running jobs under a schema it does not know: stop each and start it on this binary\n", len(live), aliveWithin, strings.Join(live, ", "))
+		"One that runs an older sked goes on running jobs under a schema it does not know: stop each and start it on this binary\n", len(live), wire.SilentAfter, strings.Join(live, ", "))
 }

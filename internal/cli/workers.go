@@ -36,8 +36,11 @@ func workersCmd(env Env) *cobra.Command {
 		tw := table(a.env.Stdout, "WORKER", "TYPES", "LAST SEEN", "RUNNING", "FIRST SEEN")
 		for _, w := range ws.Workers {
 			seen := sinceText(w.LastSeen(), ws.At)
-			if w.StoppedAt != nil {
+			switch {
+			case w.StoppedAt != nil:
 				seen = "stopped " + sinceText(w.StoppedAt, ws.At)
+			case w.SilentAt(ws.At):
+				seen += ", silent"
 			}
 			row(tw, w.WorkerID, typesText(w.Types), seen, strconv.Itoa(len(w.Running)), timeText(w.FirstSeenAt))
 		}
@@ -70,25 +73,15 @@ func sinceText(t *time.Time, now time.Time) string {
 	return max(now.Sub(*t), 0).Truncate(time.Second).String() + " ago"
 }
 
-// aliveWithin is how recently a worker that holds no job must have been
-// seen claiming to count as serving its types: a claim is recorded as it
-// begins, at most every db.WorkerSeenEvery, and sked work's claims wait on
-// the server up to wire.MaxClaimWait.
-const aliveWithin = wire.MaxClaimWait + 2*db.WorkerSeenEvery
-
-// serves says whether some worker of ws may claim jobs of type typ: it has
-// not said it stopped; it claims the type (or any type), or, when the
-// store has no record of what it claims, runs a job of the type; and it
-// holds jobs or was seen claiming within aliveWithin.
+// serves says whether some worker of ws may claim jobs of type typ: it
+// claims the type (or any type), or, when the store has no record of what
+// it claims, runs a job of the type; and it is not silent
+// (wire.Worker.SilentAt) and has not said it stopped.
 func serves(ws wire.WorkersResponse, typ string) bool {
 	return slices.ContainsFunc(ws.Workers, func(w wire.Worker) bool {
-		if w.StoppedAt != nil {
-			return false
-		}
 		claims := w.Types != nil && (len(w.Types) == 0 || slices.Contains(w.Types, typ)) ||
 			w.Types == nil && slices.ContainsFunc(w.Running, func(r wire.WorkerJob) bool { return r.Job.Type == typ })
-		seen := w.LastSeen()
-		return claims && (len(w.Running) > 0 || seen != nil && ws.At.Sub(*seen) <= aliveWithin)
+		return claims && w.StoppedAt == nil && !w.SilentAt(ws.At)
 	})
 }
 
@@ -110,5 +103,5 @@ func unserved(ctx context.Context, a *api, job db.Job) string {
 	}
 	return fmt.Sprintf("no worker has claimed type %q in the last %s (or those that did have stopped), so the job waits until one does "+
 		"(sked workers lists them; sked serve runs its built-in types, sked work --type %s serves others)",
-		job.Type, aliveWithin, job.Type)
+		job.Type, wire.SilentAfter, job.Type)
 }

@@ -12,12 +12,14 @@ import (
 	"github.com/sked-dev/sked/db/dbtest"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/handlers"
+	"github.com/sked-dev/sked/wire"
 )
 
 // TestWorkers_AddWarnsUnserved: sked add warns on stderr when no worker
 // has claimed the job's type lately, and not once one has; sked workers
-// lists the worker with its types and when it was last seen, and says so
-// when there is none.
+// lists the worker with its types and when it was last seen, says when it
+// holds nothing and has been silent too long, and says so when there is
+// none.
 func TestWorkers_AddWarnsUnserved(t *testing.T) {
 	clock := dbtest.NewClock(time.Now().Truncate(time.Second))
 	s := sqlitetest.Open(t)
@@ -32,7 +34,7 @@ func TestWorkers_AddWarnsUnserved(t *testing.T) {
 		}
 		return stdout, stderr
 	}
-	warning := `warning: no worker has claimed type "thumb" in the last ` + aliveWithin.String()
+	warning := `warning: no worker has claimed type "thumb" in the last ` + wire.SilentAfter.String()
 
 	if out, _ := run("workers"); !strings.Contains(out, "no worker has claimed in the last hour") {
 		t.Errorf("sked workers with none:\n%s", out)
@@ -85,5 +87,8 @@ func TestWorkers_AddWarnsUnserved(t *testing.T) {
 	}
 	if _, stderr := run("add", "--type", "thumb"); !strings.Contains(stderr, warning) {
 		t.Errorf("sked add after box/1 went silent: stderr %q, want %q", stderr, warning)
+	}
+	if out, _ := run("workers"); !regexp.MustCompile(`(?m)^box/1\s+mail,thumb\s+10m13s ago, silent\s+0\s+`).MatchString(out) {
+		t.Errorf("sked workers:\n%s\nwant box/1 seen 10m13s ago, silent, running 0", out)
 	}
 }

@@ -14,6 +14,17 @@ function leaseCell(until, at) {
   return h("span", { class: lapsed ? "err" : null }, lapsed ? "lapsed " : "", timeEl(until));
 }
 
+// lastSeenCell is when a worker was last seen claiming, and whether it
+// said it stopped or seems gone without a word (silent).
+function lastSeenCell(w) {
+  if (w.stoppedAt) return h("span.muted", "stopped ", timeEl(w.stoppedAt));
+  if (w.silent) {
+    return h("span.err", { title: "holds no job and has not claimed for minutes: killed, cut off from the server, or stopped without saying so" },
+      timeEl(w.lastSeenAt), " · silent");
+  }
+  return timeEl(w.lastSeenAt);
+}
+
 // typesText is what a worker claims: its types, any type ([]), or unknown
 // (absent: the store has no record of its claims).
 function typesText(types) {
@@ -30,7 +41,7 @@ function workersTable(res) {
       h("td.mono", w.workerId),
       h("td", isServePool(w.workerId) ? "in sked serve" : "remote"),
       h("td.types", typesText(w.types)),
-      h("td", w.stoppedAt ? h("span.muted", "stopped ", timeEl(w.stoppedAt)) : timeEl(w.lastSeenAt)),
+      h("td", lastSeenCell(w)),
       h("td", w.lastClaimAt ? timeEl(w.lastClaimAt) : w.running.length ? "—" : h("span.muted", "none running")),
       h("td", leaseCell(w.leaseUntil, res.at)),
       h("td", h("ul.running", w.running.map(({ job, run }) => h("li", { "data-job": job.jobId },
@@ -47,7 +58,8 @@ export function workersPage() {
       h("p.muted.note", "The workers holding jobs now, and those seen claiming in the last hour. ",
         "A worker with a free slot claims every second or so, recorded at most once a minute: last seen is its last ",
         "recorded claim. Newest run began is when the newest of the runs it holds began, and its lease end moves on with each ",
-        "heartbeat. A worker that stops heartbeating loses its jobs when the lease lapses."),
+        "heartbeat. A worker that stops heartbeating loses its jobs when the lease lapses. One that holds nothing and has not ",
+        "claimed for minutes, without saying it stopped, is marked silent: killed, or cut off from the server."),
       list),
     async refresh() {
       const res = await api("GET", "workers");
