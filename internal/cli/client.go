@@ -50,7 +50,7 @@ const (
 // once connected the API client.
 type api struct {
 	env     Env
-	server  string
+	server  string // --server: one URL, or several (comma-separated) until pick chose one
 	token   string
 	json    bool
 	timeout time.Duration // of one request; 0: none
@@ -66,19 +66,16 @@ const defaultRequestTimeout = time.Minute
 
 // register adds --server, --token, --request-timeout and --json to fs.
 func (a *api) register(fs *pflag.FlagSet) {
-	fs.StringVar(&a.server, "server", DefaultServer, "sked API URL")
+	fs.StringVar(&a.server, "server", DefaultServer, "sked API URL; several, comma-separated (the nodes of one database): the first that is ready")
 	fs.StringVar(&a.token, "token", "", "bearer token")
 	fs.DurationVar(&a.timeout, "request-timeout", defaultRequestTimeout, "how long one request to the server may take (0: no limit)")
 	withEnv(fs, "server", "token", "request-timeout")
 	fs.BoolVar(&a.json, "json", false, "print JSON instead of tables")
 }
 
-// checkServer checks the value of --server: an http:// or https:// URL
+// checkServer checks one URL of --server: an http:// or https:// URL
 // with a host.
 func checkServer(server string) error {
-	if strings.Contains(server, ",") {
-		return usagef("--server %q: give one URL; only sked work takes several, comma-separated", server)
-	}
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("--server %q: give an http:// or https:// URL, such as %s", server, DefaultServer)
@@ -86,12 +83,19 @@ func checkServer(server string) error {
 	return nil
 }
 
-// connect checks --server and makes the API client. Changes are recorded
+// connect checks --server and makes the API client, for the server pick
+// chooses when --server names several. Changes are recorded
 // on the jobs' timelines as made by USER@HOST (the account's name when USER
 // is unset, as in containers and cron).
-func (a *api) connect() error {
-	if err := checkServer(a.server); err != nil {
-		return err
+func (a *api) connect(ctx context.Context) error {
+	servers := tidyServers(strings.Split(a.server, ","))
+	if len(servers) == 0 {
+		return usagef("--server is empty: give the URL of a sked server, such as %s", DefaultServer)
+	}
+	for _, s := range servers {
+		if err := checkServer(s); err != nil {
+			return err
+		}
 	}
 	if a.timeout < 0 {
 		return usagef("--request-timeout %s: give how long one request may take, such as 30s, or 0 for no limit", a.timeout)
@@ -108,9 +112,18 @@ func (a *api) connect() error {
 		actor = name + "@" + host
 	}
 	a.sent = &sentChanges{next: http.DefaultTransport}
-	a.c = &skedapi.Client{BaseURL: strings.TrimRight(a.server, "/"), Token: a.token, Actor: actor,
-		HTTP: &http.Client{Timeout: a.timeout, Transport: a.sent}}
+	a.c = &skedapi.Client{Token: a.token, Actor: actor, HTTP: &http.Client{Timeout: a.timeout, Transport: a.sent}}
+	a.use(servers[0])
+	if len(servers) > 1 {
+		a.use(pickServer(ctx, servers))
+	}
 	return nil
+}
+
+// use makes server the one the command talks to.
+func (a *api) use(server string) {
+	a.server = server
+	a.c.BaseURL = strings.TrimRight(server, "/")
 }
 
 // clientCommand is a client command whose run gets the connected API, its
@@ -123,7 +136,7 @@ func clientCommand(env Env, cmd *cobra.Command, run func(ctx context.Context, a 
 	a := &api{env: env}
 	a.register(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := a.connect(); err != nil {
+		if err := a.connect(cmd.Context()); err != nil {
 			return err
 		}
 		if warning := tokenInTheClear(a.token, []string{a.server}); warning != "" {
@@ -149,7 +162,7 @@ func jobCommand(env Env, use, short string, run func(ctx context.Context, a *api
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		c := &api{env: env, server: cmd.Flag("server").Value.String(), token: cmd.Flag("token").Value.String()}
-		if c.connect() != nil {
+		if c.connect(cmd.Context()) != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)

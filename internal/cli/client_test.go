@@ -37,7 +37,7 @@ func TestConnect_Actor(t *testing.T) {
 		{map[string]string{}, me.Username + "@" + host},
 	} {
 		a := &api{env: Env{Getenv: func(k string) string { return c.env[k] }}, server: "http://127.0.0.1:8080"}
-		if err := a.connect(); err != nil {
+		if err := a.connect(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if a.c.Actor != c.want {
