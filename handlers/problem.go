@@ -252,8 +252,8 @@ func (h *handler) handleMethodNotAllowed(routes chi.Routes) http.HandlerFunc {
 
 // MethodNotAllowed answers r, whose path is served with the methods
 // allowed only, as the API answers such a request for its own paths: 405
-// problem+json naming them, and in Allow. The dashboard's files
-// (web.Mount), served beside the API, answer other methods so.
+// problem+json naming them, and in Allow. web.Mount, serving the
+// dashboard's files beside the API, answers other methods on them so.
 func (a *API) MethodNotAllowed(w http.ResponseWriter, r *http.Request, allowed ...string) {
 	a.h.error(w, r, notAllowed(w, r, allowed))
 }

@@ -24,33 +24,36 @@ import (
 //go:embed static
 var static embed.FS
 
-// API is the HTTP API that Mount serves beside the dashboard
-// (handlers.API).
-type API interface {
-	http.Handler
-	// MethodNotAllowed answers a request for a path served with the
-	// methods allowed only, as the API answers one for its own paths.
+// methodNotAllowed is what an api passed to Mount may implement
+// (handlers.API does) to answer a method the dashboard's paths do not
+// serve as it answers one its own paths do not.
+type methodNotAllowed interface {
 	MethodNotAllowed(w http.ResponseWriter, r *http.Request, allowed ...string)
 }
 
 // Mount returns a handler that serves the dashboard on GET / (index.html)
 // and GET /ui/… (the other files), and everything else by api. The assets
 // are public; api keeps whatever auth it has. Another method on / or
-// /ui/… answers 405, as the API answers a method its paths do not serve.
-// Under a prefix (behind http.StripPrefix("/sked", …)) a request for the
-// prefix itself, which arrives with an empty path, is sent on to the
-// prefix with a slash, where the page's relative addresses resolve.
-func Mount(api API) http.Handler {
+// /ui/… answers 405 with Allow: GET, HEAD through api's
+// MethodNotAllowed(w, r, allowed...) when it has one (handlers.API), as
+// the API answers a method its paths do not serve; it goes to api when it
+// has none. Under a prefix (behind http.StripPrefix("/sked", …)) a
+// request for the prefix itself, which arrives with an empty path, is
+// sent on to the prefix with a slash, where the page's relative addresses
+// resolve.
+func Mount(api http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	ui := assets()
 	mux.Handle("GET /{$}", ui)
 	mux.Handle("GET /ui/", ui)
-	readOnly := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		api.MethodNotAllowed(w, r, http.MethodGet, http.MethodHead)
+	if na, ok := api.(methodNotAllowed); ok {
+		readOnly := func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			na.MethodNotAllowed(w, r, http.MethodGet, http.MethodHead)
+		}
+		mux.HandleFunc("/{$}", readOnly)
+		mux.HandleFunc("/ui/", readOnly)
 	}
-	mux.HandleFunc("/{$}", readOnly)
-	mux.HandleFunc("/ui/", readOnly)
 	mux.Handle("/", api)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {

@@ -13,10 +13,12 @@ import (
 	"github.com/sked-dev/sked/handlers"
 )
 
-// TestMount_UnderPrefix mounts the dashboard and an API under a prefix two
-// segments deep, as an embedder's router would, and checks that the prefix
-// alone redirects to itself with a slash, that the page and its assets are
-// served there, and that the rest reaches the API with the prefix gone.
+// TestMount_UnderPrefix mounts the dashboard and an API, a plain
+// http.Handler, under a prefix two segments deep, as an embedder's router
+// would, and checks that the prefix alone redirects to itself with a
+// slash, that the page and its assets are served there, and that the rest
+// reaches the API with the prefix gone, as does another method on the
+// page's path (a plain handler has no MethodNotAllowed).
 func TestMount_UnderPrefix(t *testing.T) {
 	t.Parallel()
 	var apiPaths []string
@@ -25,8 +27,8 @@ func TestMount_UnderPrefix(t *testing.T) {
 		w.WriteHeader(http.StatusTeapot)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/ops/sked/", http.StripPrefix("/ops/sked", Mount(stubAPI{api})))
-	mux.Handle("/ops/sked", http.StripPrefix("/ops/sked", Mount(stubAPI{api})))
+	mux.Handle("/ops/sked/", http.StripPrefix("/ops/sked", Mount(api)))
+	mux.Handle("/ops/sked", http.StripPrefix("/ops/sked", Mount(api)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -77,6 +79,14 @@ func TestMount_UnderPrefix(t *testing.T) {
 	if res.StatusCode != http.StatusTeapot || len(apiPaths) != 1 || apiPaths[0] != "/jobs" {
 		t.Errorf("GET /ops/sked/jobs: %d, the API saw %v; want it to see /jobs", res.StatusCode, apiPaths)
 	}
+	res, err = http.Post(srv.URL+"/ops/sked/", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusTeapot || len(apiPaths) != 2 || apiPaths[1] != "/" {
+		t.Errorf("POST /ops/sked/: %d, the API saw %v; want it to see /", res.StatusCode, apiPaths)
+	}
 }
 
 // absoluteURL finds an address from the root in the page's files: a quoted
@@ -119,7 +129,7 @@ func TestStatic_RelativeURLs(t *testing.T) {
 // overlay the dashboard's buttons (clickjacking).
 func TestMount_RefusesFraming(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(Mount(stubAPI{http.NotFoundHandler()}))
+	srv := httptest.NewServer(Mount(http.NotFoundHandler()))
 	t.Cleanup(srv.Close)
 	for _, path := range []string{"/", "/ui/app.js"} {
 		res, err := http.Get(srv.URL + path)
@@ -136,15 +146,6 @@ func TestMount_RefusesFraming(t *testing.T) {
 			t.Errorf("GET %s: X-Frame-Options %q, want SAMEORIGIN", path, xfo)
 		}
 	}
-}
-
-// stubAPI stands for the API beside the dashboard in Mount's tests: its
-// Handler answers every request that reaches it.
-type stubAPI struct{ http.Handler }
-
-// MethodNotAllowed answers 405 and nothing else.
-func (stubAPI) MethodNotAllowed(w http.ResponseWriter, _ *http.Request, _ ...string) {
-	w.WriteHeader(http.StatusMethodNotAllowed)
 }
 
 // TestMount_MethodNotAllowed: another method than GET or HEAD on the
