@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -286,6 +287,30 @@ func TestOpenAPI_MaxAttempts(t *testing.T) {
 		ref := "#/components/schemas/" + schema + "/properties/maxAttempts/maximum"
 		if got := resolvePointer(doc, ref); got != float64(db.MaxAttempts) {
 			t.Errorf("handlers/openapi.json %s = %v, want %d (db.MaxAttempts)", ref, got, db.MaxAttempts)
+		}
+	}
+}
+
+// TestOpenAPI_Name checks that the document's Name schema states the
+// rules of db.CheckName a pattern can: its length, its characters, and
+// no '-' first.
+func TestOpenAPI_Name(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	const ref = "#/components/schemas/Name"
+	if got := resolvePointer(doc, ref+"/maxLength"); got != float64(db.MaxNameLen) {
+		t.Errorf("handlers/openapi.json %s/maxLength = %v, want %d (db.MaxNameLen)", ref, got, db.MaxNameLen)
+	}
+	pattern, _ := resolvePointer(doc, ref+"/pattern").(string)
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		t.Fatalf("handlers/openapi.json %s/pattern %q: %v", ref, pattern, err)
+	}
+	for _, name := range []string{"nightly-backup", "_a", ".env", "a.b_c-9", "-x", "--x", "-", "a b", "a/b", "é"} {
+		if matched, valid := re.MatchString(name), db.CheckName(name) == nil; matched != valid {
+			t.Errorf("handlers/openapi.json %s/pattern %q matches %q: %v; db.CheckName takes it: %v", ref, pattern, name, matched, valid)
 		}
 	}
 }
