@@ -188,36 +188,50 @@ func TestRun_Serve(t *testing.T) {
 
 // TestRun_ServeLogsDashboardURL: sked serve logs the dashboard's URL at
 // start, with the address it listens on (the port it got for :0, not the
-// flag's), and the page is there.
+// flag's), localhost for a wildcard host (which a browser cannot open),
+// and the page is there.
 func TestRun_ServeLogsDashboardURL(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var logs syncbuf.Buffer
-	go func() {
-		done <- run(ctx, []string{"serve", "--db", filepath.Join(t.TempDir(), "sked.db"), "--addr", "127.0.0.1:0"},
-			func(string) string { return "" }, io.Discard, &logs)
-	}()
-	dashboard := regexp.MustCompile(`level=INFO msg=dashboard url=(http://127\.0\.0\.1:(\d+)/)\n`)
-	var m []string
-	waitFor(t, "the dashboard's URL in the log", func() bool {
-		m = dashboard.FindStringSubmatch(logs.String())
-		return m != nil
-	})
-	if m[2] == "0" {
-		t.Fatalf("logged the flag's port, not the one listened on: %s", m[1])
-	}
-	resp, err := http.Get(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<html") {
-		t.Fatalf("GET %s: %d %.200s", m[1], resp.StatusCode, page)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run returned %v", err)
+	for _, c := range []struct{ addr, host string }{
+		{"127.0.0.1:0", `127\.0\.0\.1`},
+		{":0", "localhost"},
+		{"0.0.0.0:0", "localhost"},
+	} {
+		t.Run(c.addr, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			var logs syncbuf.Buffer
+			go func() {
+				// Beyond loopback, a token: no other address is served without one.
+				done <- run(ctx, []string{"serve", "--db", filepath.Join(t.TempDir(), "sked.db"), "--addr", c.addr, "--token", "t0ken-for-the-test"},
+					func(string) string { return "" }, io.Discard, &logs)
+			}()
+			dashboard := regexp.MustCompile(`level=INFO msg=dashboard url=(http://\S+:(\d+)/)\n`)
+			var m []string
+			waitFor(t, "the dashboard's URL in the log", func() bool {
+				m = dashboard.FindStringSubmatch(logs.String())
+				return m != nil
+			})
+			if !regexp.MustCompile(`^http://` + c.host + `:`).MatchString(m[1]) {
+				t.Errorf("--addr %s logged %s; want the host %s", c.addr, m[1], c.host)
+			}
+			if m[2] == "0" {
+				t.Fatalf("logged the flag's port, not the one listened on: %s", m[1])
+			}
+			resp, err := http.Get(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<html") {
+				t.Fatalf("GET %s: %d %.200s", m[1], resp.StatusCode, page)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("run returned %v", err)
+			}
+		})
 	}
 }
 

@@ -498,6 +498,20 @@ func (s *Server) close() error {
 	return s.built.close()
 }
 
+// dashboardURL is the address a browser opens the dashboard at, served on
+// addr: its host and port, with localhost for a wildcard host (0.0.0.0,
+// [::]: every address of the machine), which a browser cannot open.
+func dashboardURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil { // not host:port (a unix socket): as it is
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
 // Run starts the server if Start has not, then serves until ctx is done (or,
 // on PostgreSQL, until a node of a newer sked migrates the database past
 // this binary: Run then returns an error wrapping schema.ErrNewer) and
@@ -507,7 +521,7 @@ func (s *Server) close() error {
 // workers' runs claimed through it, waiting for those too within the grace
 // period; stop taking requests; close the store. It listens on Config.Listener or Config.Addr, or
 // nowhere when both are empty; listening, it logs the dashboard's URL
-// (http:// and the address listened on).
+// (dashboardURL).
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	closed, started, running := s.closed, s.built != nil, s.running
@@ -561,7 +575,7 @@ func (s *Server) Run(ctx context.Context) error {
 	log.Info("sked serving", "addr", addr, "db", dbLabel(cfg.DB), "workers", cfg.Workers, "notify_workers", cfg.NotifyWorkers,
 		"types", strings.Join(p.pool.Types(), ","), "version", buildinfo.Read().Version)
 	if ln != nil {
-		log.Info("dashboard", "url", "http://"+addr+"/")
+		log.Info("dashboard", "url", dashboardURL(ln.Addr()))
 	}
 	if cfg.EnableExec && !cfg.authenticates() {
 		log.Warn("exec jobs are on and the API takes no token: any program or user that can reach it can run "+
