@@ -58,8 +58,12 @@ func importCrontabCmd(env Env) *cobra.Command {
 			if stdin > 1 {
 				return usagef("- (standard input) is given %d times: it can be read once", stdin)
 			}
-			if prefix != "" && db.CheckName(prefix+"cron") != nil {
-				return usagef("--name-prefix %q: give ASCII letters, digits, '-', '_' or '.' that begin a job's name, such as alice-", prefix)
+			if prefix != "" {
+				// The shortest name it may begin: the rules of names say
+				// what is wrong with the prefix, before any job is named.
+				if err := db.CheckName(prefix + "cron"); err != nil {
+					return usagef("--name-prefix %q cannot begin a job's name (give one such as alice-): %v", prefix, err)
+				}
 			}
 			var (
 				reqs  []wire.JobCreateRequest

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/user"
@@ -226,8 +227,15 @@ func TestImportCrontab_Again(t *testing.T) {
 			t.Errorf("import %d with --name-prefix: exit %d, %s%s, jobs %q; want %q and jobs %q", i+1, code, out, stderr, got, wantOut, want)
 		}
 	}
-	if code, _, stderr := mainOf("import-crontab", crontab, "--name-prefix", "a b"); code != ExitUsage || !strings.Contains(stderr, `--name-prefix "a b"`) {
-		t.Errorf("a prefix no name begins with: exit %d, %s; want a usage error", code, stderr)
+	for prefix, why := range map[string]string{
+		"a b": "may hold only ASCII letters, digits, '-', '_' and '.'",
+		"-x":  "names may not begin with '-'",
+	} {
+		code, out, stderr := mainOf("import-crontab", crontab, "--name-prefix", prefix)
+		if code != ExitUsage || out != "" || strings.Count(stderr, "--name-prefix") != 1 ||
+			!strings.Contains(stderr, fmt.Sprintf("--name-prefix %q", prefix)) || !strings.Contains(stderr, why) {
+			t.Errorf("--name-prefix %q, which no name begins with: exit %d, %s%s; want a usage error once, naming it and saying %q", prefix, code, out, stderr, why)
+		}
 	}
 }
 
