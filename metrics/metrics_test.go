@@ -203,6 +203,97 @@ func TestMetrics_AdoptedClaims(t *testing.T) {
 	}
 }
 
+// TestMetrics_HeldThatEndedIsNotAdopted: RunsHeld reads jobs held by its
+// worker, and two of their runs end before it answers, one claimed and
+// observed here, the other leased by a claim whose answer was lost; the
+// run still held is adopted, once, and the two that ended are not: no
+// second lateness or attempt, nothing adopted, no type of theirs among the
+// running.
+func TestMetrics_HeldThatEndedIsNotAdopted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := sqlitetest.Open(t)
+	lost := &dbtest.CommitLost{Store: store}
+	lost.Disarm()
+	ending := &endsAfterHeldRead{Store: lost}
+	m := metrics.New(metrics.Config{Stats: store, NowFunc: store.Now})
+	obs := m.Store(ending)
+	create := func(typ string) {
+		t.Helper()
+		if _, _, err := obs.JobCreate(ctx, db.JobCreateParams{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const worker = "box/1"
+	create("claimed")
+	claims, err := obs.RunClaim(ctx, db.RunClaimParams{WorkerID: worker, Types: []string{"claimed"}, Max: 1, Lease: time.Minute})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %d claims, %v", len(claims), err)
+	}
+	create("gone")
+	create("held")
+	lost.Arm()
+	if _, err := obs.RunClaim(ctx, db.RunClaimParams{WorkerID: worker, Types: []string{"gone", "held"}, Max: 2, Lease: time.Minute}); !errors.Is(err, db.ErrCommitUnknown) {
+		t.Fatalf("claim whose answer is lost: %v", err)
+	}
+	held, err := store.RunsHeld(ctx, worker)
+	if err != nil || len(held) != 3 {
+		t.Fatalf("held: %d, %v; want 3", len(held), err)
+	}
+	ending.then = func() {
+		for _, c := range held {
+			if c.Job.Type == "held" {
+				continue
+			}
+			if _, err := obs.RunFinish(ctx, db.RunFinishParams{JobID: c.Job.ID, Generation: c.Job.LeaseGeneration, Outcome: db.OutcomeSucceeded}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got, err := obs.RunsHeld(ctx, worker); err != nil || len(got) != 3 {
+		t.Fatalf("RunsHeld: %d, %v; want the 3 read", len(got), err)
+	}
+	ending.then = func() {}
+	if _, err := obs.RunsHeld(ctx, worker); err != nil { // the held one again
+		t.Fatal(err)
+	}
+
+	got := scrape(t, m.Handler())
+	wantValues(t, got, []sample{
+		{"sked_claims_adopted_total", nil, 1},
+		{"sked_runs_total", map[string]string{"type": "claimed", "outcome": "succeeded"}, 1},
+		{"sked_runs_total", map[string]string{"type": "gone", "outcome": "succeeded"}, 1},
+		{"sked_running_jobs", map[string]string{"type": "held"}, 1},
+	})
+	for _, s := range got["sked_running_jobs"].GetMetric() {
+		for _, l := range s.GetLabel() {
+			if l.GetName() == "type" && l.GetValue() == "gone" {
+				t.Errorf("sked_running_jobs has type gone, whose one run ended before it was read as held")
+			}
+		}
+	}
+	if h := histogram(t, got, "sked_start_lateness_seconds"); h.GetSampleCount() != 2 {
+		t.Errorf("sked_start_lateness_seconds: count %d, want 2 (the claim observed, the run adopted)", h.GetSampleCount())
+	}
+	if h := histogram(t, got, "sked_run_attempts"); h.GetSampleCount() != 1 {
+		t.Errorf("sked_run_attempts: count %d, want 1 (the claim observed)", h.GetSampleCount())
+	}
+}
+
+// endsAfterHeldRead is a store whose RunsHeld calls then after reading,
+// before it answers: runs end while a RunsHeld is under way.
+type endsAfterHeldRead struct {
+	db.Store
+	then func()
+}
+
+// RunsHeld reads through the store, then calls then.
+func (s *endsAfterHeldRead) RunsHeld(ctx context.Context, worker string) ([]db.Claim, error) {
+	held, err := s.Store.RunsHeld(ctx, worker)
+	s.then()
+	return held, err
+}
+
 // TestMetrics_StatsFailure checks that a database that cannot be read
 // leaves its gauges out, says so in sked_database_up, and still serves the
 // observed metrics, and that a prune it refuses is counted.

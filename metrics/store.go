@@ -25,12 +25,25 @@ type Store struct {
 
 	mu       sync.Mutex
 	attempts map[string]claimed // by job id; guarded by mu
+	// reading counts the RunsHeld calls reading the store, and ended
+	// holds the runs that ended (RunFinish, a stale heartbeat) since the
+	// first of them began: a read may hold them still, and RunsHeld does
+	// not observe them. Emptied when the last read is observed. Both
+	// guarded by mu.
+	reading int
+	ended   map[run]struct{}
 }
 
 // claimed is what RunFinish needs to know of the claim it closes.
 type claimed struct {
 	generation int64
 	attempt    int
+}
+
+// run is a job's run, by its lease's generation.
+type run struct {
+	jobID      string
+	generation int64
 }
 
 // maxTracked bounds Store.attempts. An entry lives from claim to finish;
@@ -44,7 +57,7 @@ func (m *Metrics) Store(s db.Store) *Store {
 	if s == nil {
 		panic("metrics: Store needs a store")
 	}
-	return &Store{Store: s, m: m, attempts: map[string]claimed{}}
+	return &Store{Store: s, m: m, attempts: map[string]claimed{}, ended: map[run]struct{}{}}
 }
 
 // RunClaim claims through the store, timing the call and observing each
@@ -61,18 +74,27 @@ func (s *Store) RunClaim(ctx context.Context, p db.RunClaimParams) ([]db.Claim, 
 // claim observed here leased, under the generation held, were leased by a
 // claim whose commit's answer was lost (db.ErrCommitUnknown), which the
 // pool and POST /claims read this for, to run them: they are observed as
-// claims then, once, and counted as adopted.
+// claims then, once, and counted as adopted. A run that ended while the
+// store was read (held there, and finished by then) is not.
 func (s *Store) RunsHeld(ctx context.Context, worker string) ([]db.Claim, error) {
+	s.mu.Lock()
+	s.reading++
+	s.mu.Unlock()
 	held, err := s.Store.RunsHeld(ctx, worker)
 	s.observeClaims(held, true)
+	s.mu.Lock()
+	if s.reading--; s.reading == 0 {
+		clear(s.ended)
+	}
+	s.mu.Unlock()
 	return held, err
 }
 
 // observeClaims observes claims: their types for sked_running_jobs, their
 // attempts for sked_run_attempts at their finish, and their start
-// lateness against the store's clock. With adopted, only those not
-// observed already (by job and generation), which are counted in
-// sked_claims_adopted_total too.
+// lateness against the store's clock. With adopted (RunsHeld's), only
+// those neither observed already (by job and generation) nor ended since
+// the read began, which are counted in sked_claims_adopted_total too.
 func (s *Store) observeClaims(claims []db.Claim, adopted bool) {
 	if len(claims) == 0 {
 		return
@@ -83,10 +105,14 @@ func (s *Store) observeClaims(claims []db.Claim, adopted bool) {
 		clear(s.attempts)
 	}
 	for _, c := range claims {
-		if had, ok := s.attempts[c.Job.ID]; adopted && ok && had.generation == c.Job.LeaseGeneration {
+		r := run{c.Job.ID, c.Job.LeaseGeneration}
+		if had, ok := s.attempts[r.jobID]; adopted && ok && had.generation == r.generation {
 			continue
 		}
-		s.attempts[c.Job.ID] = claimed{generation: c.Job.LeaseGeneration, attempt: c.Job.Attempt}
+		if _, ok := s.ended[r]; adopted && ok {
+			continue
+		}
+		s.attempts[r.jobID] = claimed{generation: r.generation, attempt: c.Job.Attempt}
 		fresh = append(fresh, c)
 	}
 	s.mu.Unlock()
@@ -160,10 +186,13 @@ func (s *Store) Prune(ctx context.Context, p db.PruneParams) (db.Pruned, error) 
 }
 
 // forget drops the claim of jobID if it is the one of generation, and
-// returns it.
+// returns it; while RunsHeld reads the store, it notes the run ended.
 func (s *Store) forget(jobID string, generation int64) (claimed, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.reading > 0 {
+		s.ended[run{jobID, generation}] = struct{}{}
+	}
 	c, ok := s.attempts[jobID]
 	if !ok || c.generation != generation {
 		return claimed{}, false
