@@ -22,8 +22,11 @@ import (
 
 	"github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/internal/testneeds"
 	"github.com/sked-dev/sked/server"
+	"github.com/sked-dev/sked/web"
 )
 
 // TestDashboard_EndToEnd drives the dashboard in headless Chromium against a
@@ -497,4 +500,23 @@ func startServer(t *testing.T, token string, configure ...func(*server.Config)) 
 		time.Sleep(50 * time.Millisecond)
 	}
 	return a.base, a
+}
+
+// TestDashboard_RetryAfterAsTime: the page says when to try again as the
+// time Retry-After gives ("retry after 5s"), not as the header, which its
+// user does not see: the API on a real PostgreSQL store cut off from it
+// answers 503 with Retry-After and a detail naming the header.
+func TestDashboard_RetryAfterAsTime(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	u := postgrestest.URL(t)
+	proxy := postgrestest.NewProxy(t, u)
+	api := handlers.New(handlers.Config{Store: postgrestest.OpenURL(t, proxy.URL(u))})
+	srv := httptest.NewServer(web.Mount(api))
+	t.Cleanup(srv.Close)
+	proxy.Cut()
+	b := openBrowser(t, browser, srv.URL+"/#/jobs") // it reads GET /jobs alone
+	said := b.wait(`document.querySelector('#live').textContent === 'offline' && document.querySelector('#live').title`)
+	if !strings.Contains(said, "retry after 5s") || strings.Contains(said, "Retry-After") {
+		t.Errorf("the page says %q; want it to say to retry after 5s, without the header's name", said)
+	}
 }

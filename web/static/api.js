@@ -81,7 +81,7 @@ export async function api(method, path, body) {
     if (text) {
       try { data = JSON.parse(text); } catch { data = { detail: text }; }
     }
-    if (!resp.ok) throw new ApiError(resp.status, data);
+    if (!resp.ok) throw new ApiError(resp.status, waitAsTime(data, resp.headers.get("Retry-After")));
     if (text && !/json/.test(resp.headers.get("Content-Type") || "")) {
       // Not the API's answer: a path that left the API, such as a job
       // named "..", or a proxy's page.
@@ -93,6 +93,15 @@ export async function api(method, path, body) {
 }
 
 let gotAnswer = false;
+
+// waitAsTime puts a problem's "after Retry-After seconds", the header an
+// API client reads and a person does not see, as the time the header
+// says, as sked's commands do ("retry after 5s").
+function waitAsTime(problem, retryAfter) {
+  const seconds = Number(retryAfter);
+  if (typeof problem?.detail !== "string" || !(seconds > 0)) return problem;
+  return { ...problem, detail: problem.detail.replaceAll("after Retry-After seconds", `after ${seconds}s`) };
+}
 
 // showRole marks the page with the role the server says the token has
 // (Sked-Role): with "read", what only changes a job (class "write") is
