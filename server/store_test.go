@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,6 +198,46 @@ func TestOpenStore_WrongPlaceIsNotWaitedFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenStore_WrongPlaceAmongHostsIsWaitedFor: a URL naming several
+// hosts, one where something else than PostgreSQL answers and one where
+// nothing listens yet, is a server to wait for, not a mistake to stop at:
+// the node tries again and opens the database once the second host
+// answers.
+func TestOpenStore_WrongPlaceAmongHostsIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	realURL := postgrestest.URL(t)
+	proxy := postgrestest.NewProxy(t, realURL)
+	u, err := url.Parse(proxy.URL(realURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = testnet.Answering(t, "HTTP/1.1 400 Bad Request\r\n\r\n") + "," + u.Host
+	proxy.Cut() // nothing listens at the second host until it "starts"
+	var log syncbuf.Buffer
+	starts := &logWatch{w: &log, line: "trying again", then: proxy.Restore}
+	s, err := server.OpenStore(t.Context(), u.String(), time.Minute, slog.New(slog.NewTextHandler(starts, nil)))
+	if err != nil {
+		t.Fatalf("OpenStore of %s: %v\nlog:\n%s", u.Redacted(), err, log.String())
+	}
+	s.Close()
+}
+
+// logWatch passes what is written to w and calls then once, when a write
+// holds line.
+type logWatch struct {
+	w    io.Writer
+	line string
+	then func()
+	once sync.Once
+}
+
+func (l *logWatch) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), l.line) {
+		l.once.Do(l.then)
+	}
+	return l.w.Write(p)
 }
 
 // serverOffersTLS reports whether the PostgreSQL server at dsn has ssl on.

@@ -291,9 +291,9 @@ func lost(err error) bool {
 // yet), starting up or shutting down, every connection slot taken, or its
 // host name not resolved yet (a container started before the database's).
 // A refused login, a missing database or a misspelt parameter is not, nor
-// a host name holding an @ (a password's, not percent-encoded), nor an
-// answer that says the URL names the wrong thing: TLS refused (RefusedTLS)
-// or a reply that is not PostgreSQL's (NotPostgres).
+// a host name holding an @ (a password's, not percent-encoded), nor
+// answers that say the URL names the wrong thing (wrongPlace) at every
+// host it names.
 func Unreachable(err error) bool {
 	var (
 		pgErr  *pgconn.PgError
@@ -304,10 +304,34 @@ func Unreachable(err error) bool {
 		return shutDown(err) || pgErr.Code == "53300" // too_many_connections
 	case errors.As(err, &dnsErr):
 		return !strings.Contains(dnsErr.Name, "@")
-	case RefusedTLS(err), NotPostgres(err):
+	case wrongPlace(err):
 		return false
 	}
 	return lost(err)
+}
+
+// wrongPlace reports whether err is a connection that could not be made
+// because every try of it reached something else than the PostgreSQL the
+// URL means: TLS refused (RefusedTLS) or a reply that is not PostgreSQL's
+// (NotPostgres). pgx tries each host of a URL that names several in turn
+// (and, by sslmode=prefer, each with TLS and without) and joins the errors
+// of its tries: one host in the wrong place while another does not answer
+// yet is a server to wait for.
+func wrongPlace(err error) bool {
+	var connErr *pgconn.ConnectError
+	if !errors.As(err, &connErr) {
+		return false
+	}
+	tries := []error{connErr.Unwrap()}
+	if joined, ok := tries[0].(interface{ Unwrap() []error }); ok {
+		tries = joined.Unwrap()
+	}
+	for _, try := range tries {
+		if !refusedTLS(try) && !notPostgres(try) {
+			return false
+		}
+	}
+	return true
 }
 
 // RefusedTLS reports whether err is a connection that could not be made
@@ -316,18 +340,28 @@ func Unreachable(err error) bool {
 // host or port. pgx says so in text alone.
 func RefusedTLS(err error) bool {
 	var connErr *pgconn.ConnectError
-	return errors.As(err, &connErr) && strings.Contains(err.Error(), "server refused TLS connection")
+	return errors.As(err, &connErr) && refusedTLS(err)
+}
+
+// refusedTLS reports whether err, of a try to connect, says TLS was
+// refused.
+func refusedTLS(err error) bool {
+	return strings.Contains(err.Error(), "server refused TLS connection")
 }
 
 // NotPostgres reports whether err is a connection that could not be made
 // because what answers is not PostgreSQL (an HTTP server, such as sked's
 // own port): its reply announced a message longer than PostgreSQL sends.
 func NotPostgres(err error) bool {
-	var (
-		connErr *pgconn.ConnectError
-		bodyErr *pgproto3.ExceededMaxBodyLenErr
-	)
-	return errors.As(err, &connErr) && errors.As(err, &bodyErr)
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) && notPostgres(err)
+}
+
+// notPostgres reports whether err, of a try to connect, is a reply longer
+// than PostgreSQL sends.
+func notPostgres(err error) bool {
+	var bodyErr *pgproto3.ExceededMaxBodyLenErr
+	return errors.As(err, &bodyErr)
 }
 
 // shutDown reports whether err is the server ending the session (it stops,
