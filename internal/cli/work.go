@@ -125,6 +125,10 @@ func (f *workFlags) check(command []string) error {
 	if err := checkGrace(f.grace); err != nil {
 		errs = append(errs, err)
 	}
+	if f.serverWait < 0 {
+		errs = append(errs, usagef("--server-wait %s: must not be negative; give how long to try a host that does not resolve, "+
+			"such as 1m, or 0 to stop at once", f.serverWait))
+	}
 	return errors.Join(errs...)
 }
 

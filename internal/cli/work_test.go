@@ -52,6 +52,21 @@ func TestWorkCheck_BuiltinType(t *testing.T) {
 	}
 }
 
+// TestWorkCheck_ServerWait: a negative --server-wait (or SKED_SERVER_WAIT)
+// is a usage error saying what to give; 0, to stop at once, is not.
+func TestWorkCheck_ServerWait(t *testing.T) {
+	f := workFlags{types: []string{"t"}, servers: []string{DefaultServer}, concurrency: 1, lease: 30 * time.Second, grace: 30 * time.Second}
+	if err := f.check([]string{"true"}); err != nil {
+		t.Fatalf("check with --server-wait 0 = %v, want nil", err)
+	}
+	f.serverWait = -time.Second
+	err := f.check([]string{"true"})
+	if ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--server-wait -1s: must not be negative") ||
+		!strings.Contains(fmt.Sprint(err), "or 0 to stop at once") {
+		t.Errorf("check with --server-wait -1s = %v (exit %d), want a usage error saying what to give", err, ExitCode(err))
+	}
+}
+
 // TestRetryWait: the wait after n failed claims in a row doubles from 1s
 // to 30s, and a random half of it is taken off; when the server sent
 // Retry-After, the wait is that and a random quarter of it,
