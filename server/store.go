@@ -114,6 +114,9 @@ func postgresOpenError(dsn string, err error) error {
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check the host name in --db", where, dnsErr)
 	case errors.As(err, &connErr) && errors.As(err, &opErr):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: %v; check that it runs there and that --db names its host and port", where, opErr)
+	case postgres.TimedOut(err):
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: no answer within connect_timeout; "+
+			"check that it runs there and that --db names its host and port", where)
 	case postgres.NotPostgres(err):
 		return fmt.Errorf("cannot connect to PostgreSQL at %s: what answers there is not PostgreSQL (is it sked's own HTTP port?); "+
 			"check the host and port in --db", where)

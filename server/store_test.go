@@ -224,6 +224,25 @@ func TestOpenStore_WrongPlaceAmongHostsIsWaitedFor(t *testing.T) {
 	s.Close()
 }
 
+// TestOpenStore_ConnectTimeoutIsWaitedFor: a server that accepts the
+// connection and does not answer within the URL's connect_timeout (one
+// that hangs, or is still starting behind a proxy) is not reached yet, so
+// it is tried again for --db-wait, as one not listening is.
+func TestOpenStore_ConnectTimeoutIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	dsn := "postgres://sked@" + testnet.Silent(t) + "/sked?connect_timeout=1"
+	// A wait shorter than the first try: it gives up after that try
+	// when it would try again, and stops there when it would not.
+	s, err := server.OpenStore(t.Context(), dsn, time.Millisecond, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened it")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "no answer within connect_timeout") || !strings.Contains(msg, "gave up after") {
+		t.Errorf("OpenStore with no answer within connect_timeout = %q; want it said, after trying for --db-wait", msg)
+	}
+}
+
 // logWatch passes what is written to w and calls then once, when a write
 // holds line.
 type logWatch struct {

@@ -288,8 +288,9 @@ func lost(err error) bool {
 
 // Unreachable reports whether err, of opening the database (Open), may
 // pass by itself: the server lost (see lost: not listening or answering
-// yet), starting up or shutting down, every connection slot taken, or its
-// host name not resolved yet (a container started before the database's).
+// yet), silent past the URL's connect_timeout (TimedOut), starting up or
+// shutting down, every connection slot taken, or its host name not
+// resolved yet (a container started before the database's).
 // A refused login, a missing database or a misspelt parameter is not, nor
 // a host name holding an @ (a password's, not percent-encoded), nor
 // answers that say the URL names the wrong thing (wrongPlace) at every
@@ -306,8 +307,19 @@ func Unreachable(err error) bool {
 		return !strings.Contains(dnsErr.Name, "@")
 	case wrongPlace(err):
 		return false
+	case TimedOut(err):
+		return true
 	}
 	return lost(err)
+}
+
+// TimedOut reports whether err is a connection that could not be made
+// because no answer came in time: within the URL's connect_timeout, or
+// before the deadline of the caller's context, which the caller can tell
+// by its context's Err.
+func TimedOut(err error) bool {
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) && errors.Is(err, context.DeadlineExceeded)
 }
 
 // wrongPlace reports whether err is a connection that could not be made

@@ -4,6 +4,7 @@ package testnet
 
 import (
 	"net"
+	"sync"
 	"testing"
 )
 
@@ -25,6 +26,42 @@ func Answering(t testing.TB, reply string) string {
 			}
 			c.Write([]byte(reply))
 			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Silent listens on a loopback port that accepts every connection and
+// never answers on it, as a server that hangs does (or a firewall that
+// lets the connection through and drops what follows), and returns its
+// address. It stops when the test ends.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
 		}
 	}()
 	return ln.Addr().String()
