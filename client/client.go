@@ -63,6 +63,11 @@ type Client struct {
 	// Logger, when not nil, logs each move to another server (see
 	// Fallbacks) at WARN, with the server and the error that caused it.
 	Logger *slog.Logger
+	// NoAnswerLimit is how long a wait (JobWait, TriggeredRunWait) goes on
+	// asking a server that gives no answer, since its last answer (a 503
+	// is one) or the wait's start, before it gives up with ErrNoAnswer;
+	// zero means DefaultNoAnswerLimit.
+	NoAnswerLimit time.Duration
 
 	current     atomic.Int64           // the server requests go to: 0 is BaseURL, i is Fallbacks[i-1]
 	claimFailed atomic.Bool            // the last RunClaim failed; see NextDue

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,27 +47,79 @@ func (c *Client) JobGet(ctx context.Context, id string) (db.Job, error) {
 // db.JobState.Final) and returns it as it ended: a recurring job ends only
 // when cancelled. A 503 (the server restarting, its database failing over)
 // is asked again at the next poll. A request that got no answer is sent
-// again after a wait that starts at poll and doubles with each one in a
-// row; the sixth in a row ends the wait with an error wrapping ErrNoAnswer
-// and its own (15.5s of waits at the default poll). The end of ctx ends
-// it with an error wrapping ctx.Err(); both return the job as last read
-// (zero if none was). Any other error ends the wait too.
+// again after a pause that starts at poll and doubles with each one in a
+// row, up to 8s; once the server has given no answer for NoAnswerLimit
+// (a minute by default) the wait ends with an error wrapping ErrNoAnswer
+// and its own. The end of ctx ends it with an error wrapping ctx.Err();
+// both return the job as last read (zero if none was). Any other error
+// ends the wait too.
 func (c *Client) JobWait(ctx context.Context, id string, poll time.Duration) (db.Job, error) {
-	return pollUntil(ctx, poll, "job "+id, func(ctx context.Context) (db.Job, bool, error) {
+	return pollUntil(ctx, c.waiting(poll), "job "+id, func(ctx context.Context) (db.Job, bool, error) {
 		job, err := c.JobGet(ctx, id)
 		return job, err == nil && job.State.Final(), err
 	})
 }
 
 // ErrNoAnswer is the end of a wait (JobWait, TriggeredRunWait) whose
-// server stopped answering: six requests in a row got no answer.
+// server stopped answering: it gave no answer for the client's
+// NoAnswerLimit.
 var ErrNoAnswer = errors.New("the server stopped answering")
 
-// noAnswerTries is how many requests in a row of a wait get no answer
-// before it gives up (ErrNoAnswer): with the waits between them doubling
-// from the poll, 15.5s at the default 500ms, so that a server restarting
-// is waited for, and one gone is said.
-const noAnswerTries = 6
+// DefaultNoAnswerLimit is how long a wait asks a server that gives no
+// answer before it gives up (Client.NoAnswerLimit): long enough for a
+// server restarting (a container replaced, a migration, a slow machine),
+// short enough that one gone is said while someone still watches.
+const DefaultNoAnswerLimit = time.Minute
+
+// noAnswerPauseMax is the longest pause of a wait between requests that
+// got no answer (see waiting.pauseAfter).
+const noAnswerPauseMax = 8 * time.Second
+
+// waiting is how a wait (pollUntil) goes: it reads every poll, and asks a
+// server that gives no answer for noAnswer since its last answer (or the
+// wait's start), by the clock of now and pause.
+type waiting struct {
+	poll, noAnswer time.Duration
+	now            func() time.Time
+	// pause waits d, or until ctx ends (its error then).
+	pause func(ctx context.Context, d time.Duration) error
+}
+
+// waiting is the wait of c that reads every poll (0: 500ms; at least
+// 100ms), by this machine's clock.
+func (c *Client) waiting(poll time.Duration) waiting {
+	if poll == 0 {
+		poll = 500 * time.Millisecond
+	}
+	return waiting{
+		poll: max(poll, 100*time.Millisecond), noAnswer: cmp.Or(c.NoAnswerLimit, DefaultNoAnswerLimit),
+		now: time.Now, pause: sleep,
+	}
+}
+
+// pauseAfter is the pause after the n-th read in a row that got no
+// answer (n from 1): the poll doubled per such read, up to
+// noAnswerPauseMax (or the poll, if longer).
+func (w waiting) pauseAfter(n int) time.Duration {
+	most := max(w.poll, noAnswerPauseMax)
+	d := w.poll
+	for ; n > 1 && d < most; n-- {
+		d *= 2
+	}
+	return min(d, most)
+}
+
+// sleep waits d, or until ctx ends (its error then).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // ErrTriggerDropped is the end of a wait for an operator's extra run that
 // will not run: see TriggeredRunWait.
@@ -85,7 +138,7 @@ var ErrTriggerDropped = errors.New("the triggered run was dropped before it star
 // ErrNoAnswer, as JobWait's.
 func (c *Client) TriggeredRunWait(ctx context.Context, triggered db.Job, poll time.Duration) (db.Run, error) {
 	id := triggered.ID
-	return pollUntil(ctx, poll, "the triggered run of job "+id, func(ctx context.Context) (db.Run, bool, error) {
+	return pollUntil(ctx, c.waiting(poll), "the triggered run of job "+id, func(ctx context.Context) (db.Run, bool, error) {
 		// The job first: a trigger it no longer holds has its run listed
 		// by the time the runs are read, if it ran.
 		job, err := c.JobGet(ctx, id)
@@ -131,47 +184,41 @@ func (c *Client) triggeredRun(ctx context.Context, triggered db.Job) (run db.Run
 	}
 }
 
-// pollUntil calls read every poll (0: 500ms; at least 100ms) until it
-// reads a value that has ended, and returns it. A read answered 503 is
-// made again at the next poll; one that got no answer after a wait of the
-// poll doubled per such read in a row, and the noAnswerTries-th in a row
-// ends the wait with the value as last read (zero if none was) and an
-// error wrapping ErrNoAnswer and its own, that names what. Any other error
-// ends the wait, as does the end of ctx, which returns the value as last
-// read with an error wrapping ctx.Err() that names what.
-func pollUntil[T any](ctx context.Context, poll time.Duration, what string, read func(context.Context) (v T, ended bool, err error)) (T, error) {
-	if poll == 0 {
-		poll = 500 * time.Millisecond
-	}
-	poll = max(poll, 100*time.Millisecond)
+// pollUntil calls read every w.poll until it reads a value that has
+// ended, and returns it. A read answered 503 is made again at the next
+// poll; one that got no answer after w.pauseAfter such reads in a row,
+// until the server has given no answer for w.noAnswer: that ends the wait
+// with the value as last read (zero if none was) and an error wrapping
+// ErrNoAnswer and its own, that names what. Any other error ends the
+// wait, as does the end of ctx, which returns the value as last read with
+// an error wrapping ctx.Err() that names what.
+func pollUntil[T any](ctx context.Context, w waiting, what string, read func(context.Context) (v T, ended bool, err error)) (T, error) {
 	var last T
+	answered := w.now()
 	for unanswered := 0; ; {
-		next := poll
+		next := w.poll
 		v, ended, err := read(ctx)
 		switch {
 		case err == nil && ended:
 			return v, nil
 		case err == nil:
-			last, unanswered = v, 0
+			last, unanswered, answered = v, 0, w.now()
 		case ctx.Err() != nil: // ended during the request
 			return last, fmt.Errorf("wait for %s to end: %w", what, ctx.Err())
 		case !failsOver(ctx, err):
 			var zero T
 			return zero, err
 		case errors.As(err, new(*Error)): // a 503: an answer
-			unanswered = 0
+			unanswered, answered = 0, w.now()
 		default:
-			if unanswered++; unanswered == noAnswerTries {
+			if w.now().Sub(answered) >= w.noAnswer {
 				return last, fmt.Errorf("wait for %s to end: %w: %w", what, ErrNoAnswer, err)
 			}
-			next = poll << (unanswered - 1)
+			unanswered++
+			next = w.pauseAfter(unanswered)
 		}
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return last, fmt.Errorf("wait for %s to end: %w", what, ctx.Err())
-		case <-t.C:
+		if err := w.pause(ctx, next); err != nil {
+			return last, fmt.Errorf("wait for %s to end: %w", what, err)
 		}
 	}
 }

@@ -190,9 +190,11 @@ func TestClient_JobWait(t *testing.T) {
 }
 
 // TestClient_JobWaitNoAnswer: a wait whose server stops answering gives up
-// at the sixth request in a row that got no answer, with ErrNoAnswer and
-// the job as last read, where it asked for ever; 503s are answers (a
-// server restarting, its database failing over) and never end it.
+// once it has given no answer for NoAnswerLimit (here 1ms: at its first
+// request without an answer), with ErrNoAnswer and the job as last read,
+// where it asked for ever; 503s are answers (a server restarting, its
+// database failing over) and never end it. TestPollUntil_NoAnswer checks
+// the default minute.
 func TestClient_JobWaitNoAnswer(t *testing.T) {
 	t.Parallel()
 	for _, answer := range []int{0, http.StatusServiceUnavailable} {
@@ -213,13 +215,13 @@ func TestClient_JobWaitNoAnswer(t *testing.T) {
 				io.WriteString(w, `{"status": 503, "detail": "restarting"}`)
 			}
 		}))
-		c := &client.Client{BaseURL: srv.URL, HTTP: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+		c := &client.Client{BaseURL: srv.URL, HTTP: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, NoAnswerLimit: time.Millisecond}
 		job, err := c.JobWait(context.Background(), "j1", 100*time.Millisecond)
 		reads := read.Load()
 		srv.Close()
 		switch {
-		case answer == 0 && (!errors.Is(err, client.ErrNoAnswer) || job.State != db.StateRunning || reads != 7):
-			t.Errorf("JobWait of a server that stopped answering: %+v, %v after %d reads; want the running job as last read and ErrNoAnswer after 7", job, err, reads)
+		case answer == 0 && (!errors.Is(err, client.ErrNoAnswer) || job.State != db.StateRunning || reads != 2):
+			t.Errorf("JobWait of a server that stopped answering: %+v, %v after %d reads; want the running job as last read and ErrNoAnswer after 2", job, err, reads)
 		case answer != 0 && (err != nil || job.State != db.StateDone):
 			t.Errorf("JobWait through eight 503s: %+v, %v after %d reads; want the done job", job, err, reads)
 		}

@@ -32,7 +32,7 @@ func waitCmd(env Env) *cobra.Command {
 	cmd.Long = "sked wait reads the job every " + waitPoll.String() + " until it ends, for scripts and CI: it exits 0 when the job is\n" +
 		"done, 1 when it is dead (its last error printed) or cancelled, and 124 when --wait-timeout (--timeout is another\n" +
 		"name for it) runs out first. A server that does not answer meanwhile (restarting) is asked again, after waits\n" +
-		"that double from " + waitPoll.String() + "; at the sixth read in a row without an answer (15.5s) it exits 3, saying the server\n" +
+		"that double from " + waitPoll.String() + " to 8s; once it has given no answer for a minute it exits 3, saying the server\n" +
 		"stopped answering: the job goes on there. A paused job waits until it is resumed, or --wait-timeout.\n" +
 		"A recurring job does not end by itself: it is refused (sked trigger --wait runs it once and waits for that run).\n" +
 		"sked add --wait creates a job and waits for it the same way."

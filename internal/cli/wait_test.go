@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -279,37 +280,42 @@ func TestWaitTimeout_BothNames(t *testing.T) {
 }
 
 // TestWait_ServerStopsAnswering: a server that stops answering while sked
-// wait waits is asked again a few times, then said so, exit 3 (no answer),
-// with the job going on there and how to wait again, where the wait asked
-// for ever without a word.
+// wait waits is asked again, then said so, exit 3 (no answer), with the
+// job going on there and how to wait again, where the wait asked for ever
+// without a word. The client gives up after 1ms without an answer here,
+// not sked wait's minute (client's TestPollUntil_NoAnswer checks that).
 func TestWait_ServerStopsAnswering(t *testing.T) {
 	t.Parallel()
 	s := sqlitetest.Open(t)
 	var reads atomic.Int32
-	api := handlers.New(handlers.Config{Store: s})
+	h := handlers.New(handlers.Config{Store: s})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reads.Add(1)
-		api.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	j, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "nobody", Name: "build"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := &api{env: Env{Getenv: func(string) string { return "" }, Stdout: io.Discard, Stderr: io.Discard}, server: srv.URL}
+	if err := a.connect(); err != nil {
+		t.Fatal(err)
+	}
+	a.c.NoAnswerLimit = time.Millisecond
 	// Bounded, so that a wait that asks for ever ends (interrupted).
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var stdout, stderr strings.Builder
-	done := make(chan int, 1)
-	go func() {
-		done <- Main(ctx, []string{"wait", "build", "--server", srv.URL}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
-	}()
+	done := make(chan error, 1)
+	go func() { done <- a.apiError(a.wait(ctx, "build", 0)) }()
 	waitUntil(t, "the wait to poll", func() bool { return reads.Load() >= 3 })
 	srv.Close()
-	code := <-done
+	err = <-done
+	var stderr strings.Builder
+	printError(&stderr, err)
 	want := regexp.MustCompile(`^sked: server at ` + regexp.QuoteMeta(srv.URL) + ` stopped answering: dial tcp \S+: connect: connection refused; ` +
 		`job build \(` + j.ID + `\) goes on there: sked wait build waits again once the server is back\n$`)
-	if code != ExitUnreachable || !want.MatchString(stderr.String()) {
+	if code := ExitCode(err); code != ExitUnreachable || !want.MatchString(stderr.String()) {
 		t.Errorf("sked wait of a server that stopped answering: exit %d, %q; want exit %d and %s", code, stderr.String(), ExitUnreachable, want)
 	}
 }
