@@ -299,7 +299,7 @@ func TestWait_ServerStopsAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &api{env: Env{Getenv: func(string) string { return "" }, Stdout: io.Discard, Stderr: io.Discard}, server: srv.URL}
-	if err := a.connect(); err != nil {
+	if err := a.connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	a.c.NoAnswerLimit = time.Millisecond
