@@ -339,7 +339,7 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 			err = f.Value.Set(v)
 		}
 		if err != nil {
-			errs = append(errs, usagef("%s=%q (for --%s): %s", names[0], v, f.Name, valueHint(f, err)))
+			errs = append(errs, usagef("%s=%q (for --%s): %s", names[0], v, f.Name, valueHint(f, v, err)))
 			return
 		}
 		f.Changed = true // given, if not on the command line
@@ -353,7 +353,7 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 func flagError(cmd *cobra.Command, err error) error {
 	var iv *pflag.InvalidValueError
 	if errors.As(err, &iv) {
-		return usagef("--%s %q: %s", iv.GetFlag().Name, iv.GetValue(), valueHint(iv.GetFlag(), iv.Unwrap()))
+		return usagef("--%s %q: %s", iv.GetFlag().Name, iv.GetValue(), valueHint(iv.GetFlag(), iv.GetValue(), iv.Unwrap()))
 	}
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) {
@@ -437,12 +437,17 @@ func nearFlag(cmd *cobra.Command, name string) string {
 	return best
 }
 
-// valueHint says what a flag of f's type takes, after err from setting it.
-func valueHint(f *pflag.Flag, err error) string {
+// valueHint says what a flag of f's type takes, after err from setting it
+// to value. A value of the type that the flag refuses for a reason of its
+// own (a duration that must not be negative) is told that reason.
+func valueHint(f *pflag.Flag, value string, err error) string {
 	switch f.Value.Type() {
 	case "int", "int64":
 		return "give a whole number, such as 4"
 	case "duration":
+		if _, parseErr := time.ParseDuration(value); parseErr == nil {
+			return err.Error()
+		}
 		return "give a duration such as 30s, 1m30s or 2h"
 	case "bool":
 		return "give true or false"

@@ -79,6 +79,8 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"ls", "--server", "http://a:8080,b:8080"}, `--server "b:8080": give an http:// or https:// URL`},
 		{[]string{"ls", "--server", " , "}, `--server is empty: give the URL of a sked server`},
 		{[]string{"ls", "--limit", "many"}, `--limit "many": give a whole number`},
+		{[]string{"serve", "--db-wait", "-1s"}, `--db-wait "-1s": must not be negative (0: do not wait)`},
+		{[]string{"serve", "--db-wait", "soon"}, `--db-wait "soon": give a duration such as 30s, 1m30s or 2h`},
 		{[]string{"work", "--type", "t", "--lease", "48h", "--", "true"}, `--lease 48h0m0s: must be from 300ms to 24h0m0s`},
 		{[]string{"serve", "--lease", "25h"}, `--lease 25h0m0s: must be from 300ms to 24h0m0s`},
 		{[]string{"completion", "nope"}, `unknown shell "nope": sked completion bash, zsh, fish or powershell`},
