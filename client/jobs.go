@@ -60,6 +60,20 @@ func (c *Client) JobWait(ctx context.Context, id string, poll time.Duration) (db
 	})
 }
 
+// JobGetWait is JobGet that waits out a server that cannot answer yet,
+// as JobWait does: a 503 (its database out of reach, the server
+// restarting) is asked again every poll, and a request that got no answer
+// after waits doubling from poll, until the server has given no answer for
+// NoAnswerLimit (an error wrapping ErrNoAnswer) or the end of ctx. A wait
+// begins with it, so that one begun while its server or database is down
+// waits as one under way does.
+func (c *Client) JobGetWait(ctx context.Context, id string, poll time.Duration) (db.Job, error) {
+	return pollUntil(ctx, c.waiting(poll), "job "+id, func(ctx context.Context) (db.Job, bool, error) {
+		job, err := c.JobGet(ctx, id)
+		return job, err == nil, err
+	})
+}
+
 // ErrNoAnswer is the end of a wait (JobWait, TriggeredRunWait) whose
 // server stopped answering: it gave no answer for the client's
 // NoAnswerLimit.

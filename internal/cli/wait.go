@@ -31,7 +31,7 @@ func waitCmd(env Env) *cobra.Command {
 	timeoutAlias(cmd.Flags())
 	cmd.Long = "sked wait reads the job every " + waitPoll.String() + " until it ends, for scripts and CI: it exits 0 when the job is\n" +
 		"done, 1 when it is dead (its last error printed) or cancelled, and 124 when --wait-timeout (--timeout is another\n" +
-		"name for it) runs out first. A server that does not answer meanwhile (restarting) is asked again, after waits\n" +
+		"name for it) runs out first. A server that does not answer (restarting), from the first read on, is asked again, after waits\n" +
 		"that double from " + waitPoll.String() + " to 8s; once it has given no answer for a minute it exits 3, saying the server\n" +
 		"stopped answering: the job goes on there. A paused job waits until it is resumed, or --wait-timeout.\n" +
 		"A recurring job does not end by itself: it is refused (sked trigger --wait runs it once and waits for that run).\n" +
@@ -91,18 +91,24 @@ func checkWaitLimit(flag string, limit time.Duration) error {
 // A wait that ends before the job (--timeout, Ctrl-C) says so and how the
 // job is, and with --json prints the job as last read.
 func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
-	job, err := a.c.JobGet(ctx, id)
-	if err != nil {
-		return err
+	label := id // the job's, once read
+	gone := func() string {
+		return fmt.Sprintf("job %s goes on there: sked wait %s waits again once the server is back", label, id)
 	}
-	if job.Recurring() {
-		// Nothing ran, so not ExitFailed: the command line cannot run as
-		// given, as sked add --wait --schedule.
-		return withExit(ExitUsage, nil, "job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
-			"sked trigger %s --wait runs it once now and waits for that run, and sked runs %s shows how each run ended", jobLabel(job), id, id)
-	}
-	gone := fmt.Sprintf("job %s goes on there: sked wait %s waits again once the server is back", jobLabel(job), id)
-	return waitUntilEnded(ctx, a, limit, gone, func(ctx context.Context) (db.Job, error) { return a.c.JobWait(ctx, job.ID, waitPoll) },
+	return waitUntilEnded(ctx, a, limit, gone, func(ctx context.Context) (db.Job, error) {
+		job, err := a.c.JobGetWait(ctx, id, waitPoll)
+		if err != nil {
+			return job, err
+		}
+		label = jobLabel(job)
+		if job.Recurring() {
+			// Nothing ran, so not ExitFailed: the command line cannot
+			// run as given, as sked add --wait --schedule.
+			return db.Job{}, withExit(ExitUsage, nil, "job %s is recurring: it ends only when cancelled, so there is nothing to wait for; "+
+				"sked trigger %s --wait runs it once now and waits for that run, and sked runs %s shows how each run ended", jobLabel(job), id, id)
+		}
+		return a.c.JobWait(ctx, job.ID, waitPoll)
+	},
 		func(ended db.Job) error {
 			switch ended.State {
 			case db.StateDone:
@@ -132,7 +138,9 @@ func (a *api) wait(ctx context.Context, id string, limit time.Duration) error {
 // prints the run as it ended, or as last read when the wait ends first.
 func (a *api) waitTriggered(ctx context.Context, id string, triggered db.Job, limit time.Duration) error {
 	label := jobLabel(triggered)
-	gone := fmt.Sprintf("the triggered run of job %s goes on there: sked runs %s shows how it ends once the server is back", label, id)
+	gone := func() string {
+		return fmt.Sprintf("the triggered run of job %s goes on there: sked runs %s shows how it ends once the server is back", label, id)
+	}
 	return waitUntilEnded(ctx, a, limit, gone, func(ctx context.Context) (db.Run, error) { return a.c.TriggeredRunWait(ctx, triggered, waitPoll) },
 		func(ended db.Run) error {
 			took := ""
@@ -168,7 +176,7 @@ func (a *api) waitTriggered(ctx context.Context, id string, triggered db.Job, li
 // was last read (if anything was): a script reads one document whatever
 // happened. A server that stopped answering (skedapi.ErrNoAnswer) is said
 // so, then gone: that what was waited for goes on, and how to see it end.
-func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, gone string, wait func(context.Context) (T, error),
+func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, gone func() string, wait func(context.Context) (T, error),
 	ended func(T) error, stopped func(last T, interrupted bool) error) error {
 	parent := ctx
 	if limit > 0 {
@@ -193,7 +201,7 @@ func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, gon
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			cause = ue.Err // not the request again
 		}
-		return withExit(ExitUnreachable, err, "server at %s stopped answering: %v; %s", a.server, cause, gone)
+		return withExit(ExitUnreachable, err, "server at %s stopped answering: %v; %s", a.server, cause, gone())
 	}
 	if err != nil {
 		return err

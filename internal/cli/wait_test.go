@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sked-dev/sked/db"
+	"github.com/sked-dev/sked/db/postgres/postgrestest"
 	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/handlers"
@@ -317,6 +318,56 @@ func TestWait_ServerStopsAnswering(t *testing.T) {
 		`job build \(` + j.ID + `\) goes on there: sked wait build waits again once the server is back\n$`)
 	if code := ExitCode(err); code != ExitUnreachable || !want.MatchString(stderr.String()) {
 		t.Errorf("sked wait of a server that stopped answering: exit %d, %q; want exit %d and %s", code, stderr.String(), ExitUnreachable, want)
+	}
+}
+
+// TestWait_DatabaseDownAtStart: sked wait begun while its server's
+// PostgreSQL is out of reach (503) asks again until it is back, as a wait
+// under way does, and then waits for the job to end, where it exited 3 at
+// its first read.
+func TestWait_DatabaseDownAtStart(t *testing.T) {
+	t.Parallel()
+	u := postgrestest.URL(t)
+	proxy := postgrestest.NewProxy(t, u)
+	s := postgrestest.OpenURL(t, proxy.URL(u))
+	var unavailable atomic.Int32
+	api := handlers.New(handlers.Config{Store: s})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, r)
+		if rec.Code == http.StatusServiceUnavailable {
+			unavailable.Add(1)
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "nobody", Name: "build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Cut()
+	var stdout, stderr strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"wait", "build", "--server", srv.URL}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
+	}()
+	waitUntil(t, "the wait to be answered 503 twice, or to end", func() bool { return unavailable.Load() >= 2 || len(done) > 0 })
+	select {
+	case code := <-done:
+		t.Fatalf("sked wait begun while the database is down: exit %d, %q; want it to ask again until it is back", code, stderr.String())
+	default:
+	}
+	proxy.Restore()
+	if _, err := s.JobCancel(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != ExitFailed || !strings.Contains(stderr.String(), "job build ("+j.ID+") was cancelled") {
+		t.Errorf("sked wait once the database is back and the job cancelled: exit %d, %q; want exit %d saying it was cancelled", code, stderr.String(), ExitFailed)
 	}
 }
 
