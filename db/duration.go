@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -24,10 +27,42 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a duration; use a Go duration such as \"30s\" or \"5m\"", s)
+		return fmt.Errorf("%q is not a duration; use a Go duration such as \"30s\" or \"5m\"%s", s, DaysHint(s))
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// dayUnits are days and weeks in a duration as people write them (30d,
+// 2w, 1d12h), which Go's durations do not have.
+var dayUnits = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?)([dw])`)
+
+// DaysHint is, for a duration v written with days or weeks, what to add
+// to the message refusing it: the same in hours, " (a duration has no
+// days: 30d is 720h)"; "" for anything else.
+func DaysHint(v string) string {
+	if !dayUnits.MatchString(v) {
+		return ""
+	}
+	hours := dayUnits.ReplaceAllStringFunc(v, func(m string) string {
+		n, _ := strconv.ParseFloat(m[:len(m)-1], 64)
+		if m[len(m)-1] == 'w' {
+			n *= 7
+		}
+		return strconv.FormatFloat(n*24, 'f', -1, 64) + "h"
+	})
+	d, err := time.ParseDuration(hours)
+	if err != nil {
+		return ""
+	}
+	s := d.String() // 720h0m0s, written without its zero minutes and seconds
+	if m, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = m + "m"
+	}
+	if h, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = h + "h"
+	}
+	return fmt.Sprintf(" (a duration has no days: %s is %s)", v, s)
 }
 
 // Backoff is the delay before retry number attempt+1 after attempt failed:

@@ -386,6 +386,7 @@ func TestHandler_JobCreate_BadInput(t *testing.T) {
 		{"SubMillisecondBackoff", `{"type": "noop", "backoff": "1ns"}`, nil, 422, "backoff 1ns is shorter than 1ms", "backoff"},
 		{"NegativeJitter", `{"type": "noop", "jitter": "-1m"}`, nil, 422, "jitter must not be negative", "jitter"},
 		{"TimeoutNotDuration", `{"type": "noop", "timeout": "soon"}`, nil, 422, `timeout: "soon" is not a duration`, "timeout"},
+		{"TimeoutInDays", `{"type": "noop", "timeout": "1d"}`, nil, 422, `timeout: "1d" is not a duration; use a Go duration such as "30s" or "5m" (a duration has no days: 1d is 24h)`, "timeout"},
 		{"TimeoutNumber", `{"type": "noop", "timeout": 30}`, nil, 422, "timeout: a duration is a string", "timeout"},
 		{"DisabledType", `{"type": "exec", "payload": {"command": ["true"]}}`, nil, 422, "exec jobs are off; start sked serve with --enable-exec", "type"},
 		{"PayloadRejected", `{"type": "http", "payload": {}}`, nil, 422, "payload.url: url is required", "payload.url"},

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/internal/buildinfo"
 )
 
@@ -448,7 +449,7 @@ func valueHint(f *pflag.Flag, value string, err error) string {
 		if _, parseErr := time.ParseDuration(value); parseErr == nil {
 			return err.Error()
 		}
-		return "give a duration such as 30s, 1m30s or 2h"
+		return "give a duration such as 30s, 1m30s or 2h" + db.DaysHint(value)
 	case "bool":
 		return "give true or false"
 	}
@@ -506,7 +507,7 @@ func (t *laterValue) Set(v string) error {
 	}
 	t.in = 0
 	if t.rfc3339Value.Set(v) != nil {
-		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h" + offsetHint(v))
+		return errors.New("give an RFC 3339 time such as 2026-12-01T06:00:00Z, or a duration from now such as 2h" + offsetHint(v) + db.DaysHint(v))
 	}
 	return nil
 }
