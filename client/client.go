@@ -276,7 +276,7 @@ func (c *Client) sendTo(ctx context.Context, base, method, path, contentType str
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); !strings.HasSuffix(mt, "json") {
-			return nil, fmt.Errorf("%s %s: %s", method, path, notSked(resp.Request.URL.Host, cmp.Or(mt, "no content type")))
+			return nil, fmt.Errorf("%s %s: %w", method, path, &NotSkedError{Host: resp.Request.URL.Host, What: cmp.Or(mt, "no content type")})
 		}
 		return nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
 	}
@@ -316,6 +316,18 @@ func responseError(resp *http.Response) error {
 // problemMembers are the standard members of an RFC 9457 problem; the
 // others are extensions (Error.Extensions).
 var problemMembers = []string{"type", "title", "status", "detail", "instance"}
+
+// NotSkedError is the error of a request answered with success, but not
+// with JSON (an HTML page, plain text): what answers at the address is
+// not sked's API, such as another web server, or sked's dashboard reached
+// through an address with a #/… part, which the paths of the API do not
+// follow.
+type NotSkedError struct {
+	Host string // the host (and port) that answered
+	What string // its answer's content type
+}
+
+func (e *NotSkedError) Error() string { return notSked(e.Host, e.What) }
 
 // notSked says that host answered with what, which sked does not send.
 func notSked(host, what string) string {

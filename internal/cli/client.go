@@ -241,6 +241,8 @@ func (a *api) apiError(err error) error {
 		return withExit(ExitUnreachable, err, "%s answers plain HTTP, not HTTPS: give --server (SKED_SERVER) as %s", server, "http"+strings.TrimPrefix(server, "https"))
 	case errors.As(err, new(*url.Error)): // no answer for another reason: TLS
 		return withExit(ExitUnreachable, err, "")
+	case errors.As(err, new(*skedapi.NotSkedError)): // an answer, but not sked's
+		return withExit(ExitUnreachable, err, "")
 	}
 	ae := (*skedapi.Error)(nil)
 	if !errors.As(err, &ae) {

@@ -46,6 +46,11 @@ func TestExitCodes(t *testing.T) {
 		w.Write([]byte(`{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the database is out of reach"}`))
 	}))
 	t.Cleanup(failing.Close)
+	notSked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte("<!DOCTYPE html><title>my router</title>"))
+	}))
+	t.Cleanup(notSked.Close)
 	down := refusedAddr(t)
 	for _, c := range []struct {
 		args []string
@@ -59,6 +64,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"runs", "ready-one", "--limit", "-1", "--server", srv.URL}, ExitUsage, "--limit -1: give a number from 1 to 500"},
 		{[]string{"runs", "ready-one", "--limit", "1", "--server", srv.URL}, ExitOK, ""},
 		{[]string{"ls", "--server", down}, ExitUnreachable, "connection refused"},
+		{[]string{"ls", "--server", notSked.URL}, ExitUnreachable, "answered with text/html, not sked's JSON: is it a sked server?"},
 		{[]string{"ls", "--server", srv.URL + "/api"}, ExitRefused,
 			"no such endpoint: GET /api/jobs (404 Not Found); is --server (SKED_SERVER), now " + srv.URL + "/api, the address sked answers at (sked serve's has no path)"},
 		{[]string{"show", "ready-one", "--server", failing.URL}, ExitUnreachable, "the database is out of reach (503 Service Unavailable)"},
