@@ -81,6 +81,8 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"ls", "--server", "localhost:8080"}, `--server "localhost:8080": give an http:// or https:// URL`},
 		{[]string{"ls", "--server", "http://a:8080,b:8080"}, `--server "b:8080": give an http:// or https:// URL`},
 		{[]string{"ls", "--server", " , "}, `--server is empty: give the URL of a sked server`},
+		{[]string{"ls", "--server", "http://127.0.0.1:8080/#/jobs"}, `--server "http://127.0.0.1:8080/#/jobs": give the address sked answers at, without a ?… or #… part: http://127.0.0.1:8080/`},
+		{[]string{"work", "--type", "t", "--server", "http://a:8080,http://b:8080/?x=1", "--", "true"}, `--server "http://b:8080/?x=1": give the address sked answers at, without a ?… or #… part: http://b:8080/`},
 		{[]string{"ls", "--limit", "many"}, `--limit "many": give a whole number`},
 		{[]string{"serve", "--db-wait", "-1s"}, `--db-wait "-1s": must not be negative (0: do not wait)`},
 		{[]string{"serve", "--db-wait", "soon"}, `--db-wait "soon": give a duration such as 30s, 1m30s or 2h`},

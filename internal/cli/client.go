@@ -74,11 +74,17 @@ func (a *api) register(fs *pflag.FlagSet) {
 }
 
 // checkServer checks one URL of --server: an http:// or https:// URL
-// with a host.
+// with a host, and without a query or fragment, after which the API's
+// paths could not go (the dashboard's address in a browser ends #/jobs).
 func checkServer(server string) error {
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("--server %q: give an http:// or https:// URL, such as %s", server, DefaultServer)
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		root := *u
+		root.RawQuery, root.ForceQuery, root.Fragment, root.RawFragment = "", false, "", ""
+		return usagef("--server %q: give the address sked answers at, without a ?… or #… part: %s", server, root.String())
 	}
 	return nil
 }
