@@ -420,7 +420,7 @@ var otherFlagWords = map[string]string{
 	"cron": "schedule", "every": "schedule", "retries": "max-attempts", "attempts": "max-attempts",
 	"timezone": "tz", "zone": "tz", "delay": "in", "after": "in", "command": "exec", "cmd": "exec",
 	"port": "addr", "listen": "addr", "bind": "addr", "database": "db", "concurrency": "workers", "workers": "concurrency",
-	"http": "url", "webhook": "url",
+	"http": "url", "webhook": "url", "server": "addr",
 }
 
 // nearFlag is the flag of cmd whose name is nearest to name, a flag it
