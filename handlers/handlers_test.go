@@ -976,6 +976,19 @@ func TestHandler_SkipAfterTrigger(t *testing.T) {
 		wantProblem(t, http.StatusConflict, "has an operator's run (sked trigger) due before its pending slot; skip the slot once that run has started")
 }
 
+// TestHandler_ReadyConflictNamesJob: the conflicts of a ready job (a
+// one-off job's skip, a trigger of a job due now) call it by its name, as
+// the other conflicts call it as it was asked for, not by its id alone.
+func TestHandler_ReadyConflictNamesJob(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	e.create(`{"type": "t", "name": "later", "runIn": "1h"}`, http.StatusCreated)
+	e.do(http.MethodPost, "/jobs/later/skip", "").
+		wantProblem(t, http.StatusConflict, "job later is a ready one-off job; only the pending slot of a ready recurring job can be skipped")
+	e.create(`{"type": "t", "name": "now"}`, http.StatusCreated)
+	e.do(http.MethodPost, "/jobs/now/trigger", "").wantProblem(t, http.StatusConflict, "job now is already due and runs now")
+}
+
 // TestHandler_WakeNamesTypes: a write that makes jobs due wakes the
 // dispatcher with their types, so that sked serve wakes only the pool that
 // serves them (a job created does not wake the deliveries' pool, a

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -101,9 +102,9 @@ func CancelRun(j db.Job) error {
 func Trigger(j db.Job, now time.Time) error {
 	switch {
 	case j.State != db.StateReady:
-		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be triggered", j.ID, j.State)}
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is %s; only a ready job can be triggered", named(j), j.State)}
 	case !j.NextRunAt.After(now):
-		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is already due and runs now", j.ID)}
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is already due and runs now", named(j))}
 	}
 	return nil
 }
@@ -112,17 +113,21 @@ func Trigger(j db.Job, now time.Time) error {
 // whose next run is its schedule's (not a triggered extra run) can skip it.
 func SkipNext(j db.Job) error {
 	if j.Recurring() && j.State == db.StateReady && j.Triggered {
-		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s has an operator's run (sked trigger) due before its pending slot; skip the slot once that run has started", j.ID)}
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s has an operator's run (sked trigger) due before its pending slot; skip the slot once that run has started", named(j))}
 	}
 	if !j.Recurring() || j.State != db.StateReady {
 		kind := "one-off"
 		if j.Recurring() {
 			kind = "recurring"
 		}
-		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is a %s %s job; only the pending slot of a ready recurring job can be skipped", j.ID, j.State, kind)}
+		return &db.ConflictError{State: j.State, Msg: fmt.Sprintf("job %s is a %s %s job; only the pending slot of a ready recurring job can be skipped", named(j), j.State, kind)}
 	}
 	return nil
 }
+
+// named is how the conflicts of a ready job, which the API answers as
+// they are, call j: by its name, as an operator does, else by its id.
+func named(j db.Job) string { return cmp.Or(j.Name, j.ID) }
 
 // BackfillRange checks p's range at now, the transaction's time: a
 // backwards range, or one that ends in the future (its slots have not
