@@ -520,7 +520,7 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		warnUnserved(ctx, a, job)
 	}
 	if created {
-		warnPassed(a.env.Stderr, "--at", req.RunAt, job, "sked cancel "+job.ID)
+		warnPassed(a.env.Stderr, "--at", req.RunAt, job, "sked cancel "+cmp.Or(job.Name, job.ID))
 	}
 	switch {
 	case f.wait.on && a.json: // one JSON document: the job as it ended

@@ -458,8 +458,9 @@ func TestAdd_CreatedLine(t *testing.T) {
 }
 
 // TestAdd_PastAt: sked add --at a time that has passed by the server's
-// clock makes the job (it is due at once) and warns, naming both times;
-// a time to come does not.
+// clock makes the job (it is due at once) and warns, naming both times
+// and how to cancel it (by its name when it has one); a time to come does
+// not.
 func TestAdd_PastAt(t *testing.T) {
 	s := sqlitetest.Open(t)
 	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
@@ -468,6 +469,10 @@ func TestAdd_PastAt(t *testing.T) {
 	code, _, stderr := mainOf("add", "--type", "t", "--at", past, "--server", srv.URL)
 	if code != 0 || !strings.Contains(stderr, "warning: --at "+past+" has passed (the server's time is ") || !strings.Contains(stderr, "the job is due at once") {
 		t.Errorf("sked add --at %s (past): exit %d, %q; want the job made and a warning", past, code, stderr)
+	}
+	// A named job is cancelled by its name, as it was made.
+	if code, _, stderr := mainOf("add", "--type", "t", "--name", "report", "--at", past, "--server", srv.URL); code != 0 || !strings.Contains(stderr, "sked cancel report if that is not what you meant") {
+		t.Errorf("sked add --name report --at %s (past): exit %d, %q; want the warning to say sked cancel report", past, code, stderr)
 	}
 	if code, _, stderr := mainOf("add", "--type", "t", "--at", later, "--server", srv.URL); code != 0 || strings.Contains(stderr, "has passed") {
 		t.Errorf("sked add --at %s (to come): exit %d, %q; want no warning", later, code, stderr)
