@@ -206,6 +206,23 @@ func hungUp(err error) bool {
 		strings.Contains(err.Error(), "server closed idle connection")
 }
 
+// apiRoutes are the first segments of the API's paths, which a --server
+// copied from a request or the API's docs (http://HOST:8080/jobs) ends
+// with.
+var apiRoutes = []string{"jobs", "workers", "stats", "claims", "schedules"}
+
+// routeInServer is the API's path that server ends with (/jobs of
+// http://HOST:8080/jobs) and server without it; "" when it ends with
+// none.
+func routeInServer(server string) (route, root string) {
+	trimmed := strings.TrimSuffix(server, "/")
+	i := strings.LastIndex(trimmed, "/")
+	if i < 0 || !slices.Contains(apiRoutes, trimmed[i+1:]) || strings.HasSuffix(trimmed[:i], "/") { // http://jobs: a host
+		return "", ""
+	}
+	return trimmed[i:], trimmed[:i]
+}
+
 // hostNotFound says that the host of server (a --server URL) could not be
 // looked up, as dnsErr tells, and what to check.
 func hostNotFound(server string, dnsErr *net.DNSError) string {
@@ -267,6 +284,10 @@ func (a *api) apiError(err error) error {
 	}
 	if ae.RetryAfter > 0 { // the header the detail names, which a person does not see
 		detail = strings.ReplaceAll(detail, "after Retry-After seconds", "after "+ae.RetryAfter.String())
+	}
+	if route, root := routeInServer(a.server); route != "" && (ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed) {
+		return withExit(code, err, "%s (%d %s); --server (SKED_SERVER), now %s, ends with the API's path %s, which sked adds itself: give %s",
+			detail, ae.Status, http.StatusText(ae.Status), a.server, route, root)
 	}
 	if ae.Status == http.StatusNotFound && strings.HasPrefix(detail, "no such endpoint: ") {
 		// A --server with a path of its own, or a server older than this

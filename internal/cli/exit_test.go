@@ -67,6 +67,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"ls", "--server", notSked.URL}, ExitUnreachable, "answered with text/html, not sked's JSON: is it a sked server?"},
 		{[]string{"ls", "--server", srv.URL + "/api"}, ExitRefused,
 			"no such endpoint: GET /api/jobs (404 Not Found); is --server (SKED_SERVER), now " + srv.URL + "/api, the address sked answers at (sked serve's has no path)"},
+		{[]string{"ls", "--server", srv.URL + "/jobs"}, ExitRefused, "ends with the API's path /jobs, which sked adds itself: give " + srv.URL},
+		{[]string{"add", "--type", "t", "--server", srv.URL + "/jobs/"}, ExitRefused, "(405 Method Not Allowed); --server (SKED_SERVER), now " + srv.URL + "/jobs/, ends with the API's path /jobs"},
 		{[]string{"show", "ready-one", "--server", failing.URL}, ExitUnreachable, "the database is out of reach (503 Service Unavailable)"},
 		{[]string{"show", "nosuchjob", "--server", srv.URL}, ExitRefused, `job "nosuchjob" does not exist: no job has that id or name (404 Not Found)`},
 		{[]string{"retry", "ready-one", "--server", srv.URL}, ExitRefused, "only dead jobs can be retried"},
