@@ -287,8 +287,12 @@ func (s *patientStore) RunClaimWaited(ctx context.Context, p db.RunClaimParams) 
 		}
 		if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && refusedForGood(ae.Status) {
 			fix := "mend the flags the answer names (--type, --lease, --worker-id)"
-			if ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
+			route, root := routeInServer(s.Server())
+			switch {
+			case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden:
 				fix = "check --token (SKED_TOKEN) and --server; a worker token from the server's --worker-token goes in this machine's SKED_TOKEN"
+			case route != "" && (ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed):
+				fix = fmt.Sprintf("--server (SKED_SERVER) ends with the API's path %s, which sked adds itself: give %s", route, root)
 			}
 			s.unrecorded.Store(true)
 			s.stop(fmt.Errorf("%w: %s answered %w; %s", errRefused, s.Server(), ae, fix))

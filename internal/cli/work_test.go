@@ -254,3 +254,24 @@ func TestPatientStore_HostNotFound(t *testing.T) {
 		}
 	}
 }
+
+// TestPatientStore_APIPathInServer: a worker whose --server ends with a
+// path of the API (http://HOST:8080/jobs) is refused (405) and stops,
+// saying to give the server's address without it, not to mend --type,
+// --lease or --worker-id.
+func TestPatientStore_APIPathInServer(t *testing.T) {
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: sqlitetest.Open(t)}))
+	t.Cleanup(srv.Close)
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	s := &patientStore{
+		Client: &skedapi.Client{BaseURL: srv.URL + "/jobs", ClaimWait: time.Millisecond},
+		log:    slog.New(slog.DiscardHandler), servers: []string{srv.URL + "/jobs"}, stop: stop,
+	}
+	s.RunClaimWaited(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"t"}, Max: 1})
+	cause := context.Cause(ctx)
+	want := "--server (SKED_SERVER) ends with the API's path /jobs, which sked adds itself: give " + srv.URL
+	if !errors.Is(cause, errRefused) || !strings.Contains(cause.Error(), want) || strings.Contains(cause.Error(), "--worker-id") {
+		t.Errorf("a worker whose --server ends with /jobs stopped with %v; want it refused, saying %q", cause, want)
+	}
+}
