@@ -732,6 +732,13 @@ func runsCmd(env Env) *cobra.Command {
 			if r.Error != "" { // the table cuts it short
 				fmt.Fprintf(a.env.Stdout, "error: %s\n", r.Error)
 			}
+			if r.LateOutcome != "" { // what the execution said once its lease was taken back
+				fmt.Fprintf(a.env.Stdout, "reported late, at %s: %s", timeText(r.LateFinishedAt), r.LateOutcome)
+				if r.LateError != "" {
+					fmt.Fprintf(a.env.Stdout, ": %s", r.LateError)
+				}
+				fmt.Fprintln(a.env.Stdout)
+			}
 			fmt.Fprintf(a.env.Stdout, "%s\n", cmp.Or(strings.TrimRight(r.Output, "\n"), "(no output)"))
 		}
 		return nil
@@ -780,6 +787,9 @@ func (a *api) runTable(runs []db.Run) error {
 		}
 		if r.GaveUp {
 			outcome += ", gave up"
+		}
+		if r.LateOutcome != "" {
+			outcome += ", reported " + string(r.LateOutcome) + " late"
 		}
 		dur := "-"
 		if r.StartedAt != nil && r.FinishedAt != nil {

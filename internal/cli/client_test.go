@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/dbtest"
+	"github.com/sked-dev/sked/db/sqlite"
 	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/notify"
@@ -231,6 +233,21 @@ func TestAdd_ExecEnvDir(t *testing.T) {
 	}
 }
 
+// claimedJob creates a job of type thumb on s and claims it for worker w,
+// with lease (0: the store's default).
+func claimedJob(t *testing.T, s *sqlite.Store, lease time.Duration) db.Claim {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "thumb"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1, Lease: lease})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim: %v, %v", c, err)
+	}
+	return c[0]
+}
+
 // TestRuns_Output: sked runs shows the last line of each run's output, and
 // with --output its whole error and all the output the run kept.
 func TestRuns_Output(t *testing.T) {
@@ -238,15 +255,9 @@ func TestRuns_Output(t *testing.T) {
 	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "thumb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1})
-	if err != nil || len(c) != 1 {
-		t.Fatalf("claim: %v, %v", c, err)
-	}
-	if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: c[0].Job.LeaseGeneration,
+	c := claimedJob(t, s, 0)
+	j := c.Job
+	if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration,
 		Outcome: db.OutcomeFailed, Error: "exit status 4", Output: "resizing 1.jpg\nbad header\n\n"}); err != nil {
 		t.Fatal(err)
 	}
@@ -257,6 +268,30 @@ func TestRuns_Output(t *testing.T) {
 	code, out, _ = mainOf("runs", j.ID, "--output", "--server", srv.URL)
 	if code != 0 || !strings.Contains(out, "── run 1, attempt 1, failed ──\nerror: exit status 4\nresizing 1.jpg\nbad header\n") {
 		t.Errorf("sked runs --output: exit %d, %q; want the whole error and output under its run", code, out)
+	}
+}
+
+// TestRuns_LateOutcome: a run whose lease was taken back shows how its
+// execution said it ended, reported late, in the runs table (sked runs,
+// sked show) and under --output, where only --json had it.
+func TestRuns_LateOutcome(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	c := claimedJob(t, s, time.Second)
+	j := c.Job
+	s.NowFunc = func() time.Time { return time.Now().Add(time.Hour) } // past the lease
+	if n, err := s.RunReapExpired(ctx); err != nil || n != 1 {
+		t.Fatalf("reap: %d, %v", n, err)
+	}
+	if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: c.Job.LeaseGeneration,
+		Outcome: db.OutcomeFailed, Error: "stopped: lease lost"}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("late report: %v, want ErrStale", err)
+	}
+	code, out, stderr := mainOf("runs", j.ID, "--output", "--server", srv.URL)
+	if code != 0 || !strings.Contains(out, "lease_expired, reported failed late") || !regexp.MustCompile(`reported late, at \S+: failed: stopped: lease lost\n`).MatchString(out) {
+		t.Errorf("sked runs --output of a run reaped, then reported: exit %d, %q %q; want its late outcome in the table and under the run", code, out, stderr)
 	}
 }
 
