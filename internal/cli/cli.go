@@ -358,6 +358,9 @@ func flagError(cmd *cobra.Command, err error) error {
 	}
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) {
+		if why := editCannot[ne.GetSpecifiedName()]; cmd.Name() == "edit" && why != "" {
+			return usagef("%s: %s; cancel the job and add it again (sked cancel ID|NAME, then sked add)", err, why)
+		}
 		if near := nearFlag(cmd, ne.GetSpecifiedName()); len(ne.GetSpecifiedName()) > 1 && near != "" {
 			return usagef("%s; did you mean --%s?", err, near)
 		}
@@ -413,6 +416,16 @@ func nearCommands(root *cobra.Command, name string) []string {
 		}
 	}
 	return near
+}
+
+// editCannot are flags of sked add that sked edit lacks, for what a job
+// cannot change (the API refuses it), and why.
+var editCannot = map[string]string{
+	"at":   "a one-off job's due time cannot change",
+	"in":   "a one-off job's due time cannot change",
+	"type": "a job's type cannot change",
+	"exec": "a job's type cannot change",
+	"url":  "a job's type cannot change (an http job's URL is in its --payload)",
 }
 
 // otherFlagWords are names people give for flags of sked's commands.

@@ -125,6 +125,8 @@ func TestMain_Mistyped(t *testing.T) {
 		{[]string{"add", "--exec", "--cron", "* * * * *"}, "unknown flag: --cron; did you mean --schedule?"},
 		{[]string{"add", "--type", "t", "--retries", "3"}, "unknown flag: --retries; did you mean --max-attempts?"},
 		{[]string{"add", "--http", "https://example.com/hook"}, "unknown flag: --http; did you mean --url?"},
+		{[]string{"edit", "x", "--in", "5m"}, "unknown flag: --in: a one-off job's due time cannot change; cancel the job and add it again (sked cancel ID|NAME, then sked add)"},
+		{[]string{"edit", "x", "--type", "y"}, "unknown flag: --type: a job's type cannot change; cancel the job and add it again"},
 		{[]string{"healthcheck", "--server", "http://127.0.0.1:8080"}, "unknown flag: --server; did you mean --addr?"},
 		{[]string{"serve", "--port", "8080"}, "unknown flag: --port; did you mean --addr?"},
 		{[]string{"serve", "--database", "x.db"}, "unknown flag: --database; did you mean --db?"},
