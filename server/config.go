@@ -22,10 +22,13 @@ import (
 // postgres://, another database, a sqlite:// or file: URI), a libpq
 // keyword/value connection string ("host=db dbname=sked …"), a directory,
 // a database in memory (":memory:"), or a path in a directory that does
-// not exist. A URL or connection string is not echoed: it may hold a
-// password.
+// not exist; and a postgres:// URL that pgx cannot read (postgres.CheckURL).
+// A URL or connection string is not echoed: it may hold a password.
 func CheckDB(name, db string) error {
 	if postgres.IsURL(db) {
+		if err := postgres.CheckURL(db); err != nil {
+			return fmt.Errorf("%s: %v; mend the URL (docs/postgresql.md says what sked reads of it)", name, err)
+		}
 		return nil
 	}
 	if lower := strings.ToLower(db); strings.HasPrefix(lower, "postgres:") || strings.HasPrefix(lower, "postgresql:") {

@@ -345,6 +345,7 @@ func TestServer_StartRefusesConfig(t *testing.T) {
 		{server.Config{DB: "postgres:/sked:hunter2@127.0.0.1/sked"}, "Config.DB begins like a PostgreSQL URL but is not one"},
 		{server.Config{DB: "postgrse:/sked:hunter2@127.0.0.1/sked"}, "Config.DB …@127.0.0.1/sked: the directory of this path does not exist"},
 		{server.Config{DB: ":memory:"}, "Config.DB :memory: is a database in memory"},
+		{server.Config{DB: "postgres://sked:hunter2@127.0.0.1:1/sked?pool_max_conns=0"}, "Config.DB: pool_max_conns too small; mend the URL"},
 		{server.Config{DB: file, Workers: -1}, "Config.Workers -1: must be at least 1"},
 		{server.Config{DB: file, NotifyWorkers: -1}, "Config.NotifyWorkers -1: must be at least 1 (0: the default, 4)"},
 		{server.Config{DB: file, Lease: time.Millisecond}, "Config.Lease 1ms: must be from 300ms to 24h0m0s"},

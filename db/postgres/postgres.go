@@ -411,6 +411,22 @@ func IsURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
+// CheckURL says what is wrong with url, a PostgreSQL URL (IsURL), as pgx
+// reads it, without connecting: a parameter of the pool out of range
+// (pool_max_conns=0), an sslmode it does not know, a TLS file it cannot
+// read. The error does not hold the URL, whose password it may not hide.
+func CheckURL(url string) error {
+	_, err := pgxpool.ParseConfig(url)
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, "`: "); ok && errors.As(err, new(*pgconn.ParseConfigError)) {
+		msg = rest // "cannot parse `URL`: " said first
+	}
+	return errors.New(msg)
+}
+
 // Redacted is dsn fit for a log or a terminal: a PostgreSQL URL's
 // passwords, in its user info or its query (?password=, ?sslpassword=, as
 // pgx takes them from either), are replaced by "xxxxx". It does not parse

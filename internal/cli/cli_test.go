@@ -84,6 +84,7 @@ func TestMain_BadValues(t *testing.T) {
 		{[]string{"ls", "--server", "http://127.0.0.1:8080/#/jobs"}, `--server "http://127.0.0.1:8080/#/jobs": give the address sked answers at, without a ?… or #… part: http://127.0.0.1:8080/`},
 		{[]string{"work", "--type", "t", "--server", "http://a:8080,http://b:8080/?x=1", "--", "true"}, `--server "http://b:8080/?x=1": give the address sked answers at, without a ?… or #… part: http://b:8080/`},
 		{[]string{"ls", "--limit", "many"}, `--limit "many": give a whole number`},
+		{[]string{"migrate", "--db", "postgres://sked:hunter2@127.0.0.1:1/sked?sslmode=sometimes"}, `--db: failed to configure TLS (sslmode is invalid); mend the URL`},
 		{[]string{"serve", "--db-wait", "-1s"}, `--db-wait "-1s": must not be negative (0: do not wait)`},
 		{[]string{"serve", "--db-wait", "soon"}, `--db-wait "soon": give a duration such as 30s, 1m30s or 2h`},
 		{[]string{"work", "--type", "t", "--lease", "48h", "--", "true"}, `--lease 48h0m0s: must be from 300ms to 24h0m0s`},
