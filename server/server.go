@@ -13,7 +13,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -370,10 +369,7 @@ func (s *Server) build(ctx context.Context) (_ *parts, err error) {
 			"to call a URL give the type http (or email, to send mail through an SMTP sink)"
 	}
 	hostname, _ := os.Hostname()
-	// The pid names the process for people; the random part makes the id
-	// this pool's alone (two nodes' containers on one host's network both
-	// run as pid 1), which mending a lost claim relies on (worker.HeldReader).
-	workerID := servePrefix(hostname) + strconv.Itoa(os.Getpid()) + "-" + rand.Text()[:6]
+	workerID := handlers.ServeWorkerPrefix + worker.ProcessID(hostname)
 	if err := reclaimPredecessor(ctx, store, hostname, log); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -71,7 +70,7 @@ func workCmd(env Env) *cobra.Command {
 	hostname, _ := os.Hostname()
 	fs.StringSliceVar(&f.servers, "server", []string{DefaultServer}, "URL of the sked server; several nodes of one database, comma-separated or repeated, are used in turn")
 	fs.StringVar(&f.token, "token", "", "bearer token for the server's API")
-	fs.StringVar(&f.workerID, "worker-id", hostname+"/"+strconv.Itoa(os.Getpid()), "name of this worker in leases and runs")
+	fs.StringVar(&f.workerID, "worker-id", worker.ProcessID(hostname), "name of this worker in leases and runs; each process's own (two workers with one id could both run a job a lost claim leased)")
 	fs.StringSliceVar(&f.types, "type", nil, "job type to claim; several comma-separated or repeated")
 	fs.IntVar(&f.concurrency, "concurrency", 1, "jobs run at once")
 	fs.DurationVar(&f.lease, "lease", db.DefaultLease, "lease of a claimed job, renewed every third of it")

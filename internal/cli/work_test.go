@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -273,5 +275,19 @@ func TestPatientStore_APIPathInServer(t *testing.T) {
 	want := "--server (SKED_SERVER) ends with the API's path /jobs, which sked adds itself: give " + srv.URL
 	if !errors.Is(cause, errRefused) || !strings.Contains(cause.Error(), want) || strings.Contains(cause.Error(), "--worker-id") {
 		t.Errorf("a worker whose --server ends with /jobs stopped with %v; want it refused, saying %q", cause, want)
+	}
+}
+
+// TestWorkFlags_WorkerIDOwn: each sked work's default --worker-id is its
+// own, though two processes share the host's name and pid (containers on
+// one host's network both run as pid 1): HOST/PID and a random part. With
+// one id, a job a lost claim leased to either would be run by both.
+func TestWorkFlags_WorkerIDOwn(t *testing.T) {
+	host, _ := os.Hostname()
+	e := Env{Getenv: func(string) string { return "" }, Stdout: io.Discard, Stderr: io.Discard}
+	first, second := workCmd(e).Flag("worker-id").DefValue, workCmd(e).Flag("worker-id").DefValue
+	prefix := host + "/" + strconv.Itoa(os.Getpid()) + "-"
+	if first == second || !strings.HasPrefix(first, prefix) || !strings.HasPrefix(second, prefix) {
+		t.Errorf("default worker ids %q and %q; want two different ids beginning %q", first, second, prefix)
 	}
 }
