@@ -301,13 +301,18 @@ func responseError(resp *http.Response) error {
 		}
 		return e
 	}
-	if mt == "text/html" && resp.Request != nil {
-		e.Detail = notSked(resp.Request.URL.Host, "an HTML page")
-		return e
+	what := ""
+	if mt == "text/html" {
+		what = "an HTML page (" + strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode) + ")"
+	} else if len(bytes.TrimSpace(b)) == 0 { // sked's refusals all say why
+		what = "an empty " + strconv.Itoa(resp.StatusCode) + " response"
 	}
-	if len(bytes.TrimSpace(b)) == 0 && resp.Request != nil { // sked's refusals all say why
-		e.Detail = notSked(resp.Request.URL.Host, "an empty "+strconv.Itoa(resp.StatusCode)+" response")
-		return e
+	if what != "" && resp.Request != nil {
+		e.Detail = notSked(resp.Request.URL.Host, what)
+		if e.Status >= 500 { // a proxy's while sked is down: an answer to retry
+			return e
+		}
+		return &NotSkedError{Host: resp.Request.URL.Host, What: what, Refusal: e}
 	}
 	e.Detail = clip.Runes(strings.TrimSpace(string(b)), 200)
 	return e
@@ -317,17 +322,28 @@ func responseError(resp *http.Response) error {
 // others are extensions (Error.Extensions).
 var problemMembers = []string{"type", "title", "status", "detail", "instance"}
 
-// NotSkedError is the error of a request answered with success, but not
-// with JSON (an HTML page, plain text): what answers at the address is
-// not sked's API, such as another web server, or sked's dashboard reached
-// through an address with a #/… part, which the paths of the API do not
-// follow.
+// NotSkedError is the error of a request answered with success, or
+// refused with a 4xx, but not with sked's JSON (an HTML page, plain text,
+// nothing): what answers at the address is not sked's API, such as
+// another web server, or sked's dashboard reached through an address with
+// a #/… part, which the paths of the API do not follow.
 type NotSkedError struct {
 	Host string // the host (and port) that answered
-	What string // its answer's content type
+	What string // what it answered with
+	// Refusal is the 4xx it answered with, which IsStatus and errors.As
+	// find through Unwrap; nil for a success.
+	Refusal *Error
 }
 
 func (e *NotSkedError) Error() string { return notSked(e.Host, e.What) }
+
+// Unwrap returns the 4xx answered, if any.
+func (e *NotSkedError) Unwrap() error {
+	if e.Refusal == nil {
+		return nil
+	}
+	return e.Refusal
+}
 
 // notSked says that host answered with what, which sked does not send.
 func notSked(host, what string) string {

@@ -128,6 +128,11 @@ func TestClient_NotSked(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "is it a sked server?") || strings.Contains(err.Error(), "<html") {
 			t.Errorf("%d %q: %v; want it to ask whether this is a sked server", c.status, c.contentType, err)
 		}
+		// Below 500 it is not sked there (a 5xx is a proxy's while sked is
+		// down: an answer to retry), and the status stays known.
+		if notSked := errors.As(err, new(*client.NotSkedError)); notSked != (c.status < 500) || c.status >= 400 && !client.IsStatus(err, c.status) {
+			t.Errorf("%d %q: %v; NotSkedError %v, want %v, and IsStatus(%d)", c.status, c.contentType, err, notSked, c.status < 500, c.status)
+		}
 		srv.Close()
 	}
 }

@@ -51,6 +51,12 @@ func TestExitCodes(t *testing.T) {
 		w.Write([]byte("<!DOCTYPE html><title>my router</title>"))
 	}))
 	t.Cleanup(notSked.Close)
+	notSkedPage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("<html><body><h1>404 Not Found</h1><hr>nginx</body></html>"))
+	}))
+	t.Cleanup(notSkedPage.Close)
 	down := refusedAddr(t)
 	for _, c := range []struct {
 		args []string
@@ -65,6 +71,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"runs", "ready-one", "--limit", "1", "--server", srv.URL}, ExitOK, ""},
 		{[]string{"ls", "--server", down}, ExitUnreachable, "connection refused"},
 		{[]string{"ls", "--server", notSked.URL}, ExitUnreachable, "answered with text/html, not sked's JSON: is it a sked server?"},
+		{[]string{"show", "nightly", "--server", notSkedPage.URL}, ExitUnreachable, "answered with an HTML page (404 Not Found), not sked's JSON: is it a sked server?"},
 		{[]string{"ls", "--server", srv.URL + "/api"}, ExitRefused,
 			"no such endpoint: GET /api/jobs (404 Not Found); is --server (SKED_SERVER), now " + srv.URL + "/api, the address sked answers at (sked serve's has no path)"},
 		{[]string{"ls", "--server", srv.URL + "/jobs"}, ExitRefused, "ends with the API's path /jobs, which sked adds itself: give " + srv.URL},
