@@ -273,16 +273,23 @@ func translate(err error) error {
 
 // lost reports whether err is the loss of the server: a connection that
 // could not be made, or one that broke (the server stopped, restarted or
-// was cut off).
+// was cut off). A connection not made in time is one too, whether the
+// URL's connect_timeout or the caller's deadline ran out first (pgx does
+// not tell them apart): the server did not answer in either.
 func lost(err error) bool {
 	var (
 		connectErr *pgconn.ConnectError
 		netErr     net.Error
 	)
-	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	switch {
+	case err == nil || errors.Is(err, context.Canceled):
+		return false
+	case errors.As(err, &connectErr):
+		return true
+	case errors.Is(err, context.DeadlineExceeded):
 		return false // the caller's time ran out (a net.Error too), not the server
 	}
-	return errors.As(err, &connectErr) || pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
+	return pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed)
 }
 

@@ -38,6 +38,37 @@ func TestStore_Unreachable(t *testing.T) {
 	}
 }
 
+// TestStore_SilentServerUnreachable: a server that stops answering (its
+// host gone, its packets dropped) is out of reach too: a connection not
+// made within the URL's connect_timeout is ErrUnreachable (503 with
+// Retry-After), not an error of no known kind (500).
+func TestStore_SilentServerUnreachable(t *testing.T) {
+	u := postgrestest.URL(t)
+	p := postgrestest.NewProxy(t, u)
+	s := postgrestest.OpenURL(t, p.URL(u)+"&connect_timeout=1")
+	ctx := context.Background()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Silence()
+	timedOut := false
+	for i := 0; i < 3 && !timedOut; i++ { // the first may meet a connection that ended; then none can be made
+		_, err := s.JobGet(ctx, j.ID)
+		if !errors.Is(err, db.ErrUnreachable) {
+			t.Fatalf("get with the server silent: %v; want ErrUnreachable", err)
+		}
+		timedOut = timedOut || postgres.TimedOut(err)
+	}
+	if !timedOut {
+		t.Fatal("no get waited out connect_timeout: the test did not reach what it tests")
+	}
+	p.Restore()
+	if _, err := s.JobGet(ctx, j.ID); err != nil {
+		t.Fatalf("get with the server answering again: %v", err)
+	}
+}
+
 // openProxied opens a store on a new schema of the test server through a
 // proxy, which cuts it off its server when told.
 func openProxied(t *testing.T) (*postgres.Store, *postgrestest.Proxy) {

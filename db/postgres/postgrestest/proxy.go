@@ -10,16 +10,18 @@ import (
 
 // Proxy forwards TCP connections to a PostgreSQL server until Cut, which
 // does to the stores connected through it what a server stopped or out of
-// reach does: open connections end and new ones are refused. Restore lets
-// them connect again, at the same address, as a server started again.
+// reach does: open connections end and new ones are refused. Silence does
+// what a server that stops answering does. Restore lets them connect
+// again, at the same address, as a server started again.
 type Proxy struct {
 	t      testing.TB
 	target string // host:port of the server
 	addr   string // host:port of the proxy
 
-	mu    sync.Mutex
-	ln    net.Listener // nil while cut
-	conns []net.Conn
+	mu     sync.Mutex
+	ln     net.Listener // nil while cut
+	silent bool         // connections are accepted and never answered
+	conns  []net.Conn
 }
 
 // NewProxy starts a proxy to the server of url (from URL or ServerURL) on a
@@ -63,9 +65,38 @@ func (p *Proxy) Cut() {
 	p.conns = nil
 }
 
-// Restore listens again on the proxy's address, after Cut.
+// Silence does to the stores connected through it what a server that
+// stops answering does (its host gone, a firewall dropping its packets):
+// open connections end, and new ones are accepted but never answered, so
+// that they wait out the URL's connect_timeout.
+func (p *Proxy) Silence() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.silent = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// Restore forwards connections again, after Cut (listening again on the
+// proxy's address) or Silence (ending the connections it left unanswered,
+// such as a cancel request pgx would wait on for 15 s).
 func (p *Proxy) Restore() {
 	p.t.Helper()
+	p.mu.Lock()
+	if p.silent {
+		p.silent = false
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+	listening := p.ln != nil
+	p.mu.Unlock()
+	if listening {
+		return
+	}
 	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
 		p.t.Fatalf("proxy to PostgreSQL: listen again on %s: %v", p.addr, err)
@@ -83,6 +114,13 @@ func (p *Proxy) accept(ln net.Listener) {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		if p.silent {
+			p.conns = append(p.conns, c)
+			p.mu.Unlock()
+			continue
+		}
+		p.mu.Unlock()
 		up, err := net.Dial("tcp", p.target)
 		if err != nil {
 			c.Close()
