@@ -23,6 +23,7 @@ import (
 	"github.com/sked-dev/sked/client"
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/db/postgres/postgrestest"
+	"github.com/sked-dev/sked/db/sqlite/sqlitetest"
 	"github.com/sked-dev/sked/handlers"
 	"github.com/sked-dev/sked/internal/testneeds"
 	"github.com/sked-dev/sked/server"
@@ -518,5 +519,37 @@ func TestDashboard_RetryAfterAsTime(t *testing.T) {
 	said := b.wait(`document.querySelector('#live').textContent === 'offline' && document.querySelector('#live').title`)
 	if !strings.Contains(said, "retry after 5s") || strings.Contains(said, "Retry-After") {
 		t.Errorf("the page says %q; want it to say to retry after 5s, without the header's name", said)
+	}
+}
+
+// TestDashboard_LateOutcome: a run whose worker froze past its lease and
+// reported after the reaper took the job back shows what it reported, as
+// sked runs does: it ended lease_expired, and was reported failed late.
+func TestDashboard_LateOutcome(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	s := sqlitetest.Open(t)
+	ctx := context.Background()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "thumb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.RunClaim(ctx, db.RunClaimParams{WorkerID: "w", Types: []string{"thumb"}, Max: 1, Lease: time.Second})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim: %v, %v", c, err)
+	}
+	s.NowFunc = func() time.Time { return time.Now().Add(time.Hour) } // past the lease
+	if n, err := s.RunReapExpired(ctx); err != nil || n != 1 {
+		t.Fatalf("reap: %d, %v", n, err)
+	}
+	if _, err := s.RunFinish(ctx, db.RunFinishParams{JobID: j.ID, Generation: c[0].Job.LeaseGeneration,
+		Outcome: db.OutcomeFailed, Error: "stopped: lease lost"}); !errors.Is(err, db.ErrStale) {
+		t.Fatalf("late report: %v, want ErrStale", err)
+	}
+	srv := httptest.NewServer(web.Mount(handlers.New(handlers.Config{Store: s})))
+	t.Cleanup(srv.Close)
+	b := openBrowser(t, browser, srv.URL+"/#/jobs/"+j.ID)
+	said := b.wait(`document.querySelector('#runs li.run[data-outcome=lease_expired] .late')?.textContent`)
+	if !strings.HasPrefix(said, "reported failed late, at ") || !strings.HasSuffix(said, ": stopped: lease lost") {
+		t.Errorf("the run reaped, then reported, shows %q; want what it reported late", said)
 	}
 }
