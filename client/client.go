@@ -301,11 +301,16 @@ func responseError(resp *http.Response) error {
 		}
 		return e
 	}
-	what := ""
-	if mt == "text/html" {
-		what = "an HTML page (" + strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode) + ")"
-	} else if len(bytes.TrimSpace(b)) == 0 { // sked's refusals all say why
+	// sked's refusals are all problem+json that says why; anything else is
+	// another server's answer.
+	what, status := "", strconv.Itoa(resp.StatusCode)+" "+http.StatusText(resp.StatusCode)
+	switch text := strings.TrimSpace(string(b)); {
+	case mt == "text/html":
+		what = "an HTML page (" + status + ")"
+	case text == "":
 		what = "an empty " + strconv.Itoa(resp.StatusCode) + " response"
+	case mt == "text/plain" || mt == "":
+		what = "plain text (" + status + `: "` + clip.Runes(text, 80) + `")`
 	}
 	if what != "" && resp.Request != nil {
 		e.Detail = notSked(resp.Request.URL.Host, what)

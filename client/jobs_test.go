@@ -114,6 +114,9 @@ func TestClient_NotSked(t *testing.T) {
 		{http.StatusNotFound, "text/html; charset=utf-8", "<!DOCTYPE html><html><body>Not here</body></html>"},
 		{http.StatusNotFound, "", ""}, // a bare 404: sked's own say why
 		{http.StatusBadGateway, "text/plain", "\n"},
+		{http.StatusNotFound, "text/plain; charset=utf-8", "404 page not found\n"}, // another Go server
+		{http.StatusForbidden, "", "Forbidden"},
+		{http.StatusBadGateway, "text/plain", "upstream down"},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			if c.contentType != "" {

@@ -57,6 +57,8 @@ func TestExitCodes(t *testing.T) {
 		w.Write([]byte("<html><body><h1>404 Not Found</h1><hr>nginx</body></html>"))
 	}))
 	t.Cleanup(notSkedPage.Close)
+	notSkedText := httptest.NewServer(http.NotFoundHandler()) // another Go program's plain 404
+	t.Cleanup(notSkedText.Close)
 	down := refusedAddr(t)
 	for _, c := range []struct {
 		args []string
@@ -72,6 +74,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"ls", "--server", down}, ExitUnreachable, "connection refused"},
 		{[]string{"ls", "--server", notSked.URL}, ExitUnreachable, "answered with text/html, not sked's JSON: is it a sked server?"},
 		{[]string{"show", "nightly", "--server", notSkedPage.URL}, ExitUnreachable, "answered with an HTML page (404 Not Found), not sked's JSON: is it a sked server?"},
+		{[]string{"show", "nightly", "--server", notSkedText.URL}, ExitUnreachable, `answered with plain text (404 Not Found: "404 page not found"), not sked's JSON`},
 		{[]string{"ls", "--server", srv.URL + "/api"}, ExitRefused,
 			"no such endpoint: GET /api/jobs (404 Not Found); is --server (SKED_SERVER), now " + srv.URL + "/api, the address sked answers at (sked serve's has no path)"},
 		{[]string{"ls", "--server", srv.URL + "/jobs"}, ExitRefused, "ends with the API's path /jobs, which sked adds itself: give " + srv.URL},
