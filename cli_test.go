@@ -168,6 +168,12 @@ func TestCLI_Jobs(t *testing.T) {
 		if out := ok(t, srv, "pause", oneOff.ID); out != "paused job "+oneOff.ID+" (now paused until resumed)\n" {
 			t.Errorf("pause printed %q", out)
 		}
+		// A pause of a paused job, and a resume of a ready one, change
+		// nothing and say so, where they read as if they had paused or
+		// resumed it.
+		if out := ok(t, srv, "pause", oneOff.ID); out != "job "+oneOff.ID+" is already paused until resumed: nothing to do\n" {
+			t.Errorf("pause of a paused job printed %q", out)
+		}
 		if paused := okJSON[struct{ Jobs []db.Job }](t, srv, "ls", "--state", "paused"); len(paused.Jobs) != 1 || paused.Jobs[0].ID != oneOff.ID {
 			t.Errorf("ls --state paused = %+v", paused.Jobs)
 		}
@@ -177,6 +183,9 @@ func TestCLI_Jobs(t *testing.T) {
 		}
 		if j := okJSON[db.Job](t, srv, "resume", oneOff.ID); j.State != db.StateReady {
 			t.Errorf("resume --json = %+v", j)
+		}
+		if out := ok(t, srv, "resume", oneOff.ID); out != "job "+oneOff.ID+" is not paused (it is ready): nothing to do\n" {
+			t.Errorf("resume of a ready job printed %q", out)
 		}
 	})
 

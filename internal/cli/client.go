@@ -306,7 +306,7 @@ func clientCmds(env Env) []*cobra.Command {
 		addCmd(env), lsCmd(env), showCmd(env), runsCmd(env), waitCmd(env), editCmd(env), applyCmd(env), exportCmd(env),
 		cancelCmd(env),
 		pauseCmd(env),
-		actionCmd(env, "resume", "Resume a paused job", "resumed", "", (*skedapi.Client).JobResume),
+		resumeCmd(env),
 		actionCmd(env, "retry", "Move a dead job back to ready", "retried", "", (*skedapi.Client).JobRetry),
 		triggerCmd(env),
 		actionCmd(env, "skip", "Skip the next slot of a recurring job", "skipped the next slot of", "", (*skedapi.Client).JobSkip),
@@ -926,20 +926,12 @@ func pauseCmd(env Env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var job db.Job
-		if reason != "" || !t.IsZero() {
-			job, err = a.c.JobPauseUntil(ctx, id, reason, t)
-		} else {
-			job, err = a.c.JobPause(ctx, id)
-		}
-		if err != nil {
-			return err
-		}
-		if job.PauseRequested && !a.json {
-			_, err := fmt.Fprintf(a.env.Stdout, "job %s is running: it pauses when this run ends (sked resume %s takes that back)\n", jobLabel(job), id)
-			return err
-		}
-		return a.printAction("paused", id, job)
+		return a.changePause(ctx, id, "paused", func() (db.Job, error) {
+			if reason != "" || !t.IsZero() {
+				return a.c.JobPauseUntil(ctx, id, reason, t)
+			}
+			return a.c.JobPause(ctx, id)
+		})
 	})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the job is paused, shown on it")
 	cmd.Flags().Var(&until, "until", "resume by itself at this RFC 3339 time, or after this duration, e.g. 2h")
@@ -947,6 +939,58 @@ func pauseCmd(env Env) *cobra.Command {
 		"ends (sked resume before then takes it back); the run finishes as it began (sked cancel-run stops it).\n" +
 		"A one-off job a worker holds cannot be paused (409)."
 	return cmd
+}
+
+func resumeCmd(env Env) *cobra.Command {
+	return jobCommand(env, "resume ID|NAME", "Resume a paused job", func(ctx context.Context, a *api, id string) error {
+		return a.changePause(ctx, id, "resumed", func() (db.Job, error) { return a.c.JobResume(ctx, id) })
+	})
+}
+
+// changePause runs change, a pause or a resume of the job id, and says
+// what it did (verb). The server answers a pause of a paused job, or a
+// resume of a ready one, as it answers a change, so the job is read
+// first: one that ends as it was is told as nothing to do.
+func (a *api) changePause(ctx context.Context, id, verb string, change func() (db.Job, error)) error {
+	var before db.Job
+	if !a.json {
+		var err error
+		if before, err = a.c.JobGet(ctx, id); err != nil {
+			return err
+		}
+	}
+	job, err := change()
+	switch {
+	case err != nil:
+		return err
+	case a.json:
+		return a.printJSON(job)
+	case samePause(before, job):
+		_, err = fmt.Fprintf(a.env.Stdout, "job %s %s: nothing to do\n", jobLabel(job), pauseState(job))
+		return err
+	case job.PauseRequested:
+		_, err = fmt.Fprintf(a.env.Stdout, "job %s is running: it pauses when this run ends (sked resume %s takes that back)\n", jobLabel(job), id)
+		return err
+	}
+	return a.printAction(verb, id, job)
+}
+
+// samePause says whether a and b are in the same state as far as a pause
+// goes.
+func samePause(a, b db.Job) bool {
+	return a.State == b.State && a.PauseRequested == b.PauseRequested && a.PauseReason == b.PauseReason &&
+		(a.PauseUntil == nil) == (b.PauseUntil == nil) && (a.PauseUntil == nil || a.PauseUntil.Equal(*b.PauseUntil))
+}
+
+// pauseState says how job stands as to pausing, after its name.
+func pauseState(job db.Job) string {
+	switch {
+	case job.State == db.StatePaused:
+		return "is already paused " + pausedUntil(job)
+	case job.PauseRequested:
+		return "already pauses when its run ends"
+	}
+	return "is not paused (it is " + string(job.State) + ")"
 }
 
 func backfillCmd(env Env) *cobra.Command {
