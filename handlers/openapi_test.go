@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -336,6 +337,35 @@ func TestOpenAPI_BadActorEverywhere(t *testing.T) {
 			if _, ok := op.Responses["400"]; !ok {
 				t.Errorf("%s %s lists no 400, which a bad Sked-Actor answers", method, path)
 			}
+		}
+	}
+}
+
+// TestOpenAPI_WorkerRecords checks that the document states how often a
+// worker's claims are recorded (db.WorkerSeenEvery) and after how long one
+// is marked silent (wire.SilentAfter) as the server does, in GET /workers
+// and in the Worker schema: the operation said every 15 s after the
+// interval became a minute.
+func TestOpenAPI_WorkerRecords(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if db.WorkerSeenEvery != time.Minute || wire.SilentAfter.String() != "2m50s" {
+		t.Fatalf("db.WorkerSeenEvery %s, wire.SilentAfter %s: update handlers/openapi.json's words for them, then this test", db.WorkerSeenEvery, wire.SilentAfter)
+	}
+	for _, c := range []struct{ ref, want string }{
+		{"#/paths/~1workers/get/description", "at most once a minute per worker"},
+		{"#/paths/~1workers/get/description", "last seen over 2m50s ago"},
+		{"#/components/schemas/Worker/properties/lastSeenAt/description", "at most once a minute per worker"},
+		{"#/components/schemas/Worker/properties/silent/description", "over 2m50s old"},
+	} {
+		said, _ := resolvePointer(doc, c.ref).(string)
+		if !strings.Contains(said, c.want) {
+			t.Errorf("handlers/openapi.json %s = %q; want it to say %q", c.ref, said, c.want)
+		}
+		if regexp.MustCompile(`every \d+ ?s\b`).MatchString(said) {
+			t.Errorf("handlers/openapi.json %s = %q: it gives another record interval than a minute", c.ref, said)
 		}
 	}
 }
