@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -35,6 +36,14 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.error(w, r, fmt.Errorf("list running jobs: %w", err))
 		return
+	}
+	if next != "" {
+		past, err := h.heldPastPage(r.Context(), seen, jobs, now)
+		if err != nil {
+			h.error(w, r, err)
+			return
+		}
+		jobs = append(jobs, past...)
 	}
 	runs, err := h.store.RunsLive(r.Context(), jobs)
 	if err != nil {
@@ -82,6 +91,29 @@ func (h *handler) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		return cmp.Or(orZero(b.LastSeen()).Compare(orZero(a.LastSeen())), cmp.Compare(a.WorkerID, b.WorkerID))
 	})
 	h.writeJSON(w, r, http.StatusOK, resp)
+}
+
+// heldPastPage finds, when more jobs run than the page of them GET /workers
+// reads, a job held by each recorded worker that holds none of the page's
+// and would otherwise be marked silent: a worker busy with long runs claims
+// nothing while its slots are full, and is not gone.
+func (h *handler) heldPastPage(ctx context.Context, seen []db.Worker, page []db.Job, now time.Time) ([]db.Job, error) {
+	holds := make(map[string]bool, len(seen))
+	for _, j := range page {
+		holds[j.LeaseOwner] = true
+	}
+	var held []db.Job
+	for _, s := range seen {
+		if holds[s.ID] || now.Sub(s.LastSeen) > workersSeenWithin || !(wire.Worker{LastSeenAt: &s.LastSeen, StoppedAt: s.StoppedAt}).SilentAt(now) {
+			continue
+		}
+		jobs, _, err := h.store.JobList(ctx, db.JobListParams{State: db.StateRunning, LeaseOwner: s.ID, Limit: 1})
+		if err != nil {
+			return nil, fmt.Errorf("list the running jobs of worker %s: %w", s.ID, err)
+		}
+		held = append(held, jobs...)
+	}
+	return held, nil
 }
 
 // handleWorkerStopped serves POST /workers/stopped: a worker that has shut

@@ -157,3 +157,51 @@ func TestHandler_WorkersSilent(t *testing.T) {
 		t.Errorf("idle/1 after it claimed again: silent")
 	}
 }
+
+// TestHandler_WorkersSilentPastThePage: a worker whose only job is past the
+// page of running jobs GET /workers reads (more jobs run than MaxPageLimit)
+// is listed with it and not marked silent, though it has not claimed for
+// longer than wire.SilentAfter: its slots are full of long runs.
+func TestHandler_WorkersSilentPastThePage(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	clock := testNow
+	e.store.NowFunc = func() time.Time { return clock }
+	ctx := t.Context()
+	claim := func(worker, typ string, n int) {
+		t.Helper()
+		for n > 0 {
+			claimed, err := e.store.RunClaim(ctx, db.RunClaimParams{WorkerID: worker, Types: []string{typ}, Max: min(n, wire.MaxClaim), Lease: time.Hour})
+			if err != nil || len(claimed) == 0 {
+				t.Fatalf("claim of %s by %s: %d jobs, %v", typ, worker, len(claimed), err)
+			}
+			n -= len(claimed)
+		}
+	}
+	e.create(`{"type": "long"}`, http.StatusCreated)
+	claim("slow/1", "long", 1)
+	clock = clock.Add(wire.SilentAfter + time.Second)
+	batch := make([]db.JobCreateParams, MaxPageLimit)
+	for i := range batch {
+		batch[i] = db.JobCreateParams{Type: "short"}
+	}
+	if _, err := e.store.JobCreateBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	claim("fast/2", "short", MaxPageLimit) // newer than slow/1's: the whole page
+
+	res := e.do(http.MethodGet, "/workers", "")
+	res.wantStatus(t, http.StatusOK)
+	var got wire.WorkersResponse
+	res.decode(t, &got)
+	if !got.Truncated {
+		t.Fatalf("GET /workers with %d running jobs is not truncated", MaxPageLimit+1)
+	}
+	i := slices.IndexFunc(got.Workers, func(w wire.Worker) bool { return w.WorkerID == "slow/1" })
+	if i < 0 {
+		t.Fatalf("slow/1, whose job is past the page, is not listed: %+v", got.Workers)
+	}
+	if w := got.Workers[i]; w.Silent || len(w.Running) != 1 || w.Running[0].Job.Type != "long" || w.Running[0].Run == nil {
+		t.Errorf("slow/1 holding a job past the page: silent %v, running %+v; want not silent, with its job and run", w.Silent, w.Running)
+	}
+}

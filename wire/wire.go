@@ -208,8 +208,9 @@ type WorkersResponse struct {
 	// an hour. It is absent from a server that keeps no record of workers
 	// (lists only those holding jobs).
 	SeenWithin db.Duration `json:"seenWithin,omitzero"`
-	// Truncated says more jobs were running than one page (500),
-	// which is all that was read.
+	// Truncated says more jobs were running than one page (500), which
+	// is all that was read, but for one job past it of each worker that
+	// would otherwise look silent.
 	Truncated bool `json:"truncated"`
 }
 
