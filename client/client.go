@@ -290,7 +290,10 @@ func responseError(resp *http.Response) error {
 	e := &Error{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	var members map[string]json.RawMessage
-	if (mt == "application/problem+json" || mt == "application/json") && json.Unmarshal(b, &members) == nil {
+	// sked's refusals are problem+json; a problem sent as plain JSON still
+	// has its status.
+	problem := (mt == "application/problem+json" || mt == "application/json") && json.Unmarshal(b, &members) == nil
+	if problem && (mt == "application/problem+json" || members["status"] != nil) {
 		_ = json.Unmarshal(members["detail"], &e.Detail)
 		_ = json.Unmarshal(members["field"], &e.Field)
 		for _, std := range problemMembers {
@@ -311,6 +314,8 @@ func responseError(resp *http.Response) error {
 		what = "an empty " + strconv.Itoa(resp.StatusCode) + " response"
 	case mt == "text/plain" || mt == "":
 		what = "plain text (" + status + `: "` + clip.Runes(text, 80) + `")`
+	case mt == "application/json":
+		what = "JSON that is no problem report (" + status + ": " + clip.Runes(text, 80) + ")"
 	}
 	if what != "" && resp.Request != nil {
 		e.Detail = notSked(resp.Request.URL.Host, what)

@@ -116,6 +116,7 @@ func TestClient_NotSked(t *testing.T) {
 		{http.StatusBadGateway, "text/plain", "\n"},
 		{http.StatusNotFound, "text/plain; charset=utf-8", "404 page not found\n"}, // another Go server
 		{http.StatusForbidden, "", "Forbidden"},
+		{http.StatusNotFound, "application/json", `{"error": "no route"}`}, // another API
 		{http.StatusBadGateway, "text/plain", "upstream down"},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
