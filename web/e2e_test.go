@@ -549,7 +549,7 @@ func TestDashboard_LateOutcome(t *testing.T) {
 	t.Cleanup(srv.Close)
 	b := openBrowser(t, browser, srv.URL+"/#/jobs/"+j.ID)
 	said := b.wait(`document.querySelector('#runs li.run[data-outcome=lease_expired] .late')?.textContent`)
-	if !strings.HasPrefix(said, "reported failed late, at ") || !strings.HasSuffix(said, ": stopped: lease lost") {
+	if !strings.HasPrefix(said, "reported failed late ") || !strings.HasSuffix(said, ": stopped: lease lost") {
 		t.Errorf("the run reaped, then reported, shows %q; want what it reported late", said)
 	}
 }

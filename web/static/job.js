@@ -194,7 +194,7 @@ function runItem(r, open) {
       r.error ? h("p.err", r.error) : null,
       // What the execution said once its lease had been taken back (a
       // worker frozen past it): the run ended lease_expired all the same.
-      r.lateOutcome ? h("p.late", "reported " + r.lateOutcome + " late, at ", timeEl(r.lateFinishedAt),
+      r.lateOutcome ? h("p.late", "reported " + r.lateOutcome + " late ", timeEl(r.lateFinishedAt),
         r.lateError ? ": " + r.lateError : "") : null,
       r.reason ? h("p.muted", (r.outcome === "missed" ? "missed: " : "reason: ") + r.reason) : null,
       out));
