@@ -292,8 +292,8 @@ func responseError(resp *http.Response) error {
 	var members map[string]json.RawMessage
 	// sked's refusals are problem+json; a problem sent as plain JSON still
 	// has its status.
-	problem := (mt == "application/problem+json" || mt == "application/json") && json.Unmarshal(b, &members) == nil
-	if problem && (mt == "application/problem+json" || members["status"] != nil) {
+	parsed := (mt == "application/problem+json" || mt == "application/json") && json.Unmarshal(b, &members) == nil
+	if parsed && (mt == "application/problem+json" || members["status"] != nil) {
 		_ = json.Unmarshal(members["detail"], &e.Detail)
 		_ = json.Unmarshal(members["field"], &e.Field)
 		for _, std := range problemMembers {
