@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,65 @@ func TestHealth_ReadyzTellsWhyOnlyToAPIUsers(t *testing.T) {
 				t.Errorf("GET /readyz told a request that cannot use the API the store's error: %s", res.body)
 			}
 		})
+	}
+}
+
+// TestHealth_ReadyzProbeThatHungUp: a client that gives up on /readyz
+// before the check ends is told nothing and the node is not unready: the
+// client commands ask every node of --server at once and hang up on the
+// others once one is ready, so each command made the other nodes log
+// "not ready" (WARN) with "context canceled" while nothing was wrong. A
+// check that fails on its own is still logged.
+func TestHealth_ReadyzProbeThatHungUp(t *testing.T) {
+	t.Parallel()
+	var logs syncbuf.Buffer
+	var hangUp atomic.Bool
+	checking := make(chan struct{}, 1)
+	e := newTestEnv(t, func(c *Config) {
+		store := c.Store.(*sqlite.Store)
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		c.ReadyFunc = func(ctx context.Context) error {
+			if hangUp.Load() {
+				checking <- struct{}{}
+				<-ctx.Done() // the check is slower than the client's patience
+			}
+			return store.Ready(ctx)
+		}
+	})
+	served := make(chan struct{}, 1) // the handler has returned
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.api.ServeHTTP(w, r)
+		served <- struct{}{}
+	}))
+	t.Cleanup(srv.Close)
+	hangUp.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/readyz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if res, err := srv.Client().Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	<-checking
+	cancel()
+	<-done
+	<-served
+	if strings.Contains(logs.String(), "not ready") {
+		t.Errorf("a probe whose client hung up was logged as not ready:\n%s", logs.String())
+	}
+
+	// A check that fails by itself is logged, as ever.
+	hangUp.Store(false)
+	store := e.store
+	store.Close()
+	e.do("GET", "/readyz", "").wantStatus(t, http.StatusServiceUnavailable)
+	if !strings.Contains(logs.String(), "not ready") {
+		t.Errorf("a failed check was not logged:\n%s", logs.String())
 	}
 }
 

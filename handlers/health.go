@@ -42,6 +42,13 @@ func (h *handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		if err := h.readyFunc(ctx); err != nil {
+			if r.Context().Err() != nil {
+				// The client hung up before the check ended: the client
+				// commands ask every node of --server at once and leave
+				// the others once one is ready. Nothing is wrong here.
+				h.logger.DebugContext(r.Context(), "readiness probe hung up before the check ended", "err", err)
+				return
+			}
 			h.logger.WarnContext(r.Context(), "not ready", "err", err)
 			detail := notReadyDetail
 			if h.mayUseAPI(r) {
