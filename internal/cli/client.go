@@ -50,7 +50,8 @@ const (
 // once connected the API client.
 type api struct {
 	env     Env
-	server  string // --server: one URL, or several (comma-separated) until pick chose one
+	server  string   // --server: one URL, or several (comma-separated) until pick chose one
+	servers []string // every URL of --server, once connected
 	token   string
 	json    bool
 	timeout time.Duration // of one request; 0: none
@@ -119,11 +120,29 @@ func (a *api) connect(ctx context.Context) error {
 	}
 	a.sent = &sentChanges{next: http.DefaultTransport}
 	a.c = &skedapi.Client{Token: a.token, Actor: actor, HTTP: &http.Client{Timeout: a.timeout, Transport: a.sent}}
+	a.servers = servers
 	a.use(servers[0])
 	if len(servers) > 1 {
 		a.use(pickServer(ctx, servers))
 	}
 	return nil
+}
+
+// readAnywhere lets the reads that follow move on to the other servers of
+// --server (the nodes of one database) when the one the command talks to
+// stops answering or answers 503, starting with the one after it. Only
+// for requests that may be sent again anywhere: a wait's reads, not a
+// change, which could be made twice.
+func (a *api) readAnywhere() {
+	if len(a.servers) < 2 {
+		return
+	}
+	at := max(slices.Index(a.servers, a.server), 0)
+	var others []string
+	for i := 1; i < len(a.servers); i++ {
+		others = append(others, strings.TrimRight(a.servers[(at+i)%len(a.servers)], "/"))
+	}
+	a.c.Fallbacks = others
 }
 
 // use makes server the one the command talks to.

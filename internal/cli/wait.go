@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -184,6 +185,9 @@ func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, gon
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
+	// A wait only reads: with several nodes, one that stops answering
+	// is replaced by the next, which serves the same jobs.
+	a.readAnywhere()
 	v, err := wait(ctx)
 	if err != nil && ctx.Err() != nil {
 		if a.json && !reflect.ValueOf(&v).Elem().IsZero() {
@@ -200,6 +204,9 @@ func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, gon
 		cause := err
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			cause = ue.Err // not the request again
+		}
+		if len(a.servers) > 1 {
+			return withExit(ExitUnreachable, err, "servers at %s stopped answering: %v; %s", strings.Join(a.servers, ", "), cause, gone())
 		}
 		return withExit(ExitUnreachable, err, "server at %s stopped answering: %v; %s", a.server, cause, gone())
 	}

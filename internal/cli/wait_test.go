@@ -321,6 +321,51 @@ func TestWait_ServerStopsAnswering(t *testing.T) {
 	}
 }
 
+// TestWait_NodeStopsAnswering: sked wait given several nodes of one
+// database (--server a,b) asks another of them when the one it talks to
+// stops answering, and waits there until the job ends, where it kept asking
+// the node that was gone and, after a minute, exited 3 though the other
+// node served the same jobs. Its reads are safe to send again anywhere.
+// Here the two nodes are two HTTP servers of the API on one store.
+func TestWait_NodeStopsAnswering(t *testing.T) {
+	t.Parallel()
+	s := sqlitetest.Open(t)
+	h := handlers.New(handlers.Config{Store: s})
+	var firstReads atomic.Int32
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		firstReads.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(first.Close)
+	second := httptest.NewServer(h)
+	t.Cleanup(second.Close)
+	ctx := context.Background()
+	j, _, err := s.JobCreate(ctx, db.JobCreateParams{Type: "slow", Name: "build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &api{env: Env{Getenv: func(string) string { return "" }, Stdout: io.Discard, Stderr: io.Discard}, server: first.URL + "," + second.URL}
+	if err := a.connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a.server != first.URL {
+		t.Fatalf("picked %s; want the first node, %s", a.server, first.URL)
+	}
+	a.c.NoAnswerLimit = 2 * time.Second // not sked wait's minute
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.apiError(a.wait(wctx, "build", 0)) }()
+	waitUntil(t, "the wait to poll the first node", func() bool { return firstReads.Load() >= 3 })
+	first.Close()
+	finishSoon(t, s, "slow", db.OutcomeSucceeded, "")
+	if err := <-done; err != nil {
+		var stderr strings.Builder
+		printError(&stderr, err)
+		t.Errorf("sked wait --server a,b with a stopped: exit %d, %q; want it to wait on b until job %s is done", ExitCode(err), stderr.String(), j.ID)
+	}
+}
+
 // TestWait_DatabaseDownAtStart: sked wait begun while its server's
 // PostgreSQL is out of reach (503) asks again until it is back, as a wait
 // under way does, and then waits for the job to end, where it exited 3 at
