@@ -317,19 +317,28 @@ func openBrowser(t *testing.T, browser, url string, extra ...chromedp.ExecAlloca
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 1000),
-		chromedp.UserDataDir(t.TempDir()),
 	}, extra...)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc()
-	})
-	// The first Run starts the browser; it must not carry a deadline.
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
-		t.Fatalf("open the dashboard in chromium: %v", err)
+	// The first Run starts the browser; it must not carry a deadline. A
+	// browser that exits as it starts, before it listens (seen once on a
+	// loaded machine, printing nothing but its crash reporter's noise), is
+	// started once more: that is the machine's, not the dashboard's.
+	for try := 1; ; try++ {
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(opts, chromedp.UserDataDir(t.TempDir()))...)
+		ctx, cancelTab := chromedp.NewContext(allocCtx)
+		t.Cleanup(func() {
+			cancelTab()
+			cancelAlloc()
+		})
+		err := chromedp.Do(ctx, chromedp.Navigate(url))
+		switch {
+		case err == nil:
+			return &page{t: t, ctx: ctx}
+		case try == 1 && strings.Contains(err.Error(), "chrome failed to start"):
+			t.Logf("chromium did not start, starting it again: %v", err)
+		default:
+			t.Fatalf("open the dashboard in chromium: %v", err)
+		}
 	}
-	return &page{t: t, ctx: ctx}
 }
 
 // page drives one browser tab; every wait is bounded.
