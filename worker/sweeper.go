@@ -173,7 +173,7 @@ func (s *Sweeper) watchStarted(ctx context.Context) bool {
 		return true
 	}
 	n, err := s.Store.JobWatchStart(ctx)
-	s.note(ctx, &s.watchFails, "watch quiet schedules again", err)
+	s.note(ctx, &s.watchFails, "watch for quiet schedules", err)
 	if err != nil {
 		return false
 	}

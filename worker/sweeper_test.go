@@ -637,7 +637,7 @@ func TestSweeper_OutageLogsFew(t *testing.T) {
 	for range 30 {
 		r.s.runOnce(r.ctx)
 	}
-	tasks := []string{"resume paused jobs", "watch quiet schedules again", "read the jobs' events"}
+	tasks := []string{"resume paused jobs", "watch for quiet schedules", "read the jobs' events"}
 	for _, what := range tasks {
 		if n := strings.Count(logs.String(), "msg=\""+what+"\""); n != 2 {
 			t.Errorf("%q logged %d times in a row of 30 or 31 failures; want 2 (the 1st and the 10th)", what, n)
