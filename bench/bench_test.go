@@ -14,7 +14,7 @@ import (
 func TestRun(t *testing.T) {
 	cfg := bench.Config{Jobs: 300, Spike: 50, Backlog: 2_000, Workers: 16, Dir: t.TempDir()}
 	out := run(t, cfg)
-	for _, want := range []string{"sked bench --jobs 300 --backlog 2000 --workers 16 --sync full --spike 50", "end to end", "last started", "spike due now", "ratio to spike due now"} {
+	for _, want := range []string{"sked bench --jobs 300 --backlog 2000 --workers 16 --sync full --spike 50", "enqueue 300 jobs (batches of 300)", "end to end", "last started", "spike due now", "ratio to spike due now"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}

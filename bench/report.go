@@ -81,7 +81,7 @@ func (r Report) Write(w io.Writer, load string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
 	row("test", "measure", "value", "target")
-	row("throughput", fmt.Sprintf("enqueue %d jobs (batches of %d)", t.Jobs, t.BatchLen), rate(t.Jobs, t.Enqueue), "")
+	row("throughput", fmt.Sprintf("enqueue %d jobs (batches of %d)", t.Jobs, min(t.BatchLen, t.Jobs)), rate(t.Jobs, t.Enqueue), "")
 	row("throughput", fmt.Sprintf("claim+complete (%s, %d slots)", pools, t.Workers), rate(t.Jobs, t.Run), "")
 	row("throughput", "end to end", rate(t.Jobs, t.Enqueue+t.Run), "≥ 20,000/s")
 	row("http", fmt.Sprintf("enqueue POST /jobs/batch (%d clients)", httpClients), rate(h.Jobs, h.Enqueue), "≥ 20,000/s")
