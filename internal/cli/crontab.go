@@ -182,7 +182,7 @@ func importCrontab(r io.Reader, tz string, system bool, names *cronNames) ([]wir
 			continue
 		}
 		if system {
-			user, command, _ := strings.Cut(rest, " ")
+			user, command := cutField(rest)
 			if strings.Contains(user, "/") { // no user name holds one: a user's crontab
 				note("%q, where a system crontab's line names its user, is a path and no user: if this is a user's crontab "+
 					"(crontab -l), whose lines name none, leave out --system; left out", user)
@@ -190,7 +190,7 @@ func importCrontab(r io.Reader, tz string, system bool, names *cronNames) ([]wir
 			}
 			note("runs as %s in cron; sked runs it as the user sked runs as", user)
 			rest = strings.TrimSpace(command)
-		} else if first, _, _ := strings.Cut(rest, " "); isUserNotProgram(first) {
+		} else if first, _ := cutField(rest); isUserNotProgram(first) {
 			note("its command begins with %q, a user of this machine and no program: if this is a system crontab "+
 				"(/etc/crontab, /etc/cron.d/*), whose lines name a user before the command, give --system", first)
 		}
@@ -220,6 +220,15 @@ func importCrontab(r io.Reader, tz string, system bool, names *cronNames) ([]wir
 		reqs = append(reqs, wire.JobCreateRequest{Name: names.name(rest), Type: "exec", Schedule: spec, Timezone: tz, Payload: b})
 	}
 	return reqs, notes, sc.Err()
+}
+
+// cutField cuts s at its first space or tab (cron's separators, which
+// /etc/crontab mixes): the first field, and the rest.
+func cutField(s string) (field, rest string) {
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		return s[:i], s[i+1:]
+	}
+	return s, ""
 }
 
 // isUserNotProgram reports whether word names a user of this machine and

@@ -129,6 +129,29 @@ func TestImportCrontab_System(t *testing.T) {
 	}
 }
 
+// TestImportCrontab_SystemTabs: Debian's /etc/crontab separates the user
+// field from the command by a tab; the user is dropped whole and the
+// command kept whole, and the same for a user's crontab whose command
+// begins after a tab with a user's name.
+func TestImportCrontab_SystemTabs(t *testing.T) {
+	in := "25 6\t* * *\troot\ttest -x /usr/sbin/anacron || ( cd / && run-parts --report /etc/cron.daily )\n"
+	reqs, notes, err := importCrontab(strings.NewReader(in), "UTC", true, &cronNames{})
+	if err != nil || len(reqs) != 1 {
+		t.Fatalf("%+v, %v", reqs, err)
+	}
+	var p struct{ Command []string }
+	if err := json.Unmarshal(reqs[0].Payload, &p); err != nil || len(p.Command) != 3 ||
+		p.Command[2] != "test -x /usr/sbin/anacron || ( cd / && run-parts --report /etc/cron.daily )" {
+		t.Errorf("command %q (%v); want the whole command after the user field, test -x too", p.Command, err)
+	}
+	if reqs[0].Name != "test" {
+		t.Errorf("name %q; want test, after the command's program", reqs[0].Name)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "runs as root in cron;") {
+		t.Errorf("notes %q; want the user, root, named", notes)
+	}
+}
+
 // TestImportCrontab_Files: sked import-crontab takes several FILEs (as
 // /etc/cron.d/* gives them), each a crontab of its own, with job names
 // unique across them; a FILE that does not exist is a usage error saying
