@@ -219,6 +219,41 @@ func TestCLI_ApplyOneOff(t *testing.T) {
 	}
 }
 
+// TestCLI_ApplyPruneRunning: --prune of a schedule whose run is going
+// cannot cancel it (409); the plan says so before, and the summary counts
+// it as not cancelled, with how to finish the prune, rather than reading
+// "0 cancelled" beside the server's refusal.
+func TestCLI_ApplyPruneRunning(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startServe(t, filepath.Join(dir, "sked.db"), addr, "--enable-exec")
+	srv := "http://" + addr
+	file := filepath.Join(dir, "run.yaml")
+	os.WriteFile(file, []byte("- name: slow\n  type: exec\n  schedule: \"0 3 * * *\"\n  payload: {command: [sleep, \"30\"]}\n"), 0o600)
+	ok(t, srv, "apply", "-f", file)
+	ok(t, srv, "trigger", "slow")
+	waitFor(t, "slow running", func() bool { return okJSON[struct{ Job db.Job }](t, srv, "show", "slow").Job.State == db.StateRunning })
+	empty := filepath.Join(dir, "empty.yaml")
+	os.WriteFile(empty, []byte("[]\n"), 0o600)
+
+	plan := ok(t, srv, "apply", "-f", empty, "--prune", "--dry-run")
+	if !strings.Contains(plan, "- slow (") || !strings.Contains(plan, "running now") {
+		t.Errorf("the plan of --prune says nothing of slow's run going on:\n%s", plan)
+	}
+	r := skedCLI(t, srv, "apply", "-f", empty, "--prune", "--yes")
+	if r.code != 4 {
+		t.Fatalf("apply --prune --yes of a running job exited %d, want 4:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"0 cancelled (not in " + empty + "), 1 not cancelled (below)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("apply --prune --yes printed\n%s\nwithout %q", r.stdout, want)
+		}
+	}
+	if !strings.Contains(r.stderr, "apply again once its run has ended") {
+		t.Errorf("apply --prune --yes said\n%s\nnot how to finish the prune", r.stderr)
+	}
+}
+
 // TestCLI_ExportToAnotherServer carries jobs from one server to another
 // with export and apply: a named one-off job keeps its due time there
 // rather than running at once, and export says on stderr what the file

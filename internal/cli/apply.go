@@ -174,6 +174,9 @@ func (f *applyFlags) run(ctx context.Context, a *api) error {
 		}
 		if f.prune {
 			fmt.Fprintf(a.env.Stdout, ", %d %scancelled (not in %s)", pruned, would, f.source())
+			if notPruned := len(prune) - pruned; notPruned > 0 {
+				fmt.Fprintf(a.env.Stdout, ", %d not cancelled (below)", notPruned)
+			}
 		}
 		fmt.Fprintln(a.env.Stdout)
 	}
@@ -271,19 +274,29 @@ func unnamedIn(ctx context.Context, a *api, jobs []skedapi.JobCreateRequest) ([]
 
 // pruneJobs cancels the jobs of prune (see unnamedIn) and returns how many
 // it cancelled (or would).
+// A job whose run is going cannot be cancelled (409): the plan says so,
+// and a cancel refused is said with how to finish the prune.
 func (f *applyFlags) pruneJobs(ctx context.Context, a *api, prune []db.Job) (int, []error) {
 	n := 0
 	var errs []error
 	for _, j := range prune {
 		if !f.dryRun {
 			if err := a.c.JobCancel(ctx, j.ID); err != nil {
-				errs = append(errs, fmt.Errorf("prune job %s: %w", j.Name, a.apiError(err)))
+				hint := ""
+				if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && ae.Status == http.StatusConflict {
+					hint = fmt.Sprintf("; to finish the prune, apply again once its run has ended (`sked pause %s` first keeps the schedule from starting another)", j.Name)
+				}
+				errs = append(errs, fmt.Errorf("prune job %s: %w%s", j.Name, a.apiError(err), hint))
 				continue
 			}
 		}
 		n++
 		if !a.json {
-			fmt.Fprintf(a.env.Stdout, "- %s: cancel (%s job, not in %s)\n", jobLabel(j), j.Type, f.source())
+			running := ""
+			if f.dryRun && j.State == db.StateRunning {
+				running = "; running now: its cancel is refused until the run ends"
+			}
+			fmt.Fprintf(a.env.Stdout, "- %s: cancel (%s job, not in %s%s)\n", jobLabel(j), j.Type, f.source(), running)
 		}
 	}
 	return n, errs
