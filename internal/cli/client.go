@@ -856,7 +856,13 @@ func triggerCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !w.on || !a.json { // with --wait --json, one document: what ended
+			switch {
+			case w.on && a.json: // with --wait --json, one document: what ended
+			case job.Recurring() && !a.json && job.Slot != nil:
+				// Its nextRunAt is the extra run's, now: "next run" would
+				// read as if the schedule had moved.
+				fmt.Fprintf(a.env.Stdout, "triggered job %s (an extra run now; the schedule's next slot stays %s)\n", id, inZone(job.Slot, job.Timezone))
+			default:
 				if err := a.printAction("triggered", id, job); err != nil {
 					return err
 				}

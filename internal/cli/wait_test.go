@@ -143,6 +143,24 @@ func TestWait(t *testing.T) {
 	})
 }
 
+// TestTrigger_ScheduleKeepsSlot: sked trigger of a schedule says that it
+// made an extra run now and that the schedule's slot stays, rather than
+// "next run" at the trigger's moment, which reads as if the schedule moved.
+func TestTrigger_ScheduleKeepsSlot(t *testing.T) {
+	s := sqlitetest.Open(t)
+	srv := httptest.NewServer(handlers.New(handlers.Config{Store: s}))
+	t.Cleanup(srv.Close)
+	j, _, err := s.JobCreate(context.Background(), db.JobCreateParams{Type: "report", Name: "nightly", Schedule: "30 2 * * *", Timezone: "Europe/Berlin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := mainOf("trigger", "nightly", "--server", srv.URL)
+	want := "triggered job nightly (an extra run now; the schedule's next slot stays " + inZone(j.Slot, "Europe/Berlin") + ")\n"
+	if code != 0 || stdout != want {
+		t.Errorf("sked trigger of a schedule: exit %d, %q %q; want %q", code, stdout, stderr, want)
+	}
+}
+
 // TestTriggerWait: sked trigger --wait waits for the run it started and
 // exits by how that run ended, as sked wait does by how a job ended: not
 // by an earlier operator's run, nor by a run handed back unstarted, which
@@ -175,7 +193,7 @@ func TestTriggerWait(t *testing.T) {
 		// This one is handed back unstarted first, then runs again.
 		finishSoonAll(t, s, "report", "", db.OutcomeReleased, db.OutcomeSucceeded)
 		code, stdout, stderr := mainOf("trigger", "report", "--wait", "--wait-timeout", "30s", "--server", srv.URL)
-		if code != 0 || !strings.HasPrefix(stdout, "triggered job report (now ready") || !regexp.MustCompile(`\nrun 3 of job report \(`+j.ID+`\) succeeded after \S+\n$`).MatchString(stdout) {
+		if code != 0 || !strings.HasPrefix(stdout, "triggered job report (an extra run now") || !regexp.MustCompile(`\nrun 3 of job report \(`+j.ID+`\) succeeded after \S+\n$`).MatchString(stdout) {
 			t.Errorf("sked trigger --wait of a run that succeeds: exit %d, %q %q", code, stdout, stderr)
 		}
 	})
