@@ -408,7 +408,7 @@ func (h *handler) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	}
 	hb, err := h.store.RunHeartbeat(r.Context(), db.RunHeartbeatParams{JobID: id, Generation: *req.Generation, Lease: lease, Remote: true})
 	if err != nil {
-		h.reportFailed(w, r, id, *req.Generation, err)
+		h.reportFailed(w, r, id, *req.Generation, false, err)
 		return
 	}
 	h.remote.hold(id, *req.Generation, hb.LeaseUntil)
@@ -434,7 +434,7 @@ func (h *handler) handleComplete(w http.ResponseWriter, r *http.Request) {
 		Error: req.Error, Retryable: req.Retryable == nil || *req.Retryable, Output: req.Output, Remote: true,
 	})
 	if err != nil {
-		h.reportFailed(w, r, id, *req.Generation, err)
+		h.reportFailed(w, r, id, *req.Generation, true, err)
 		return
 	}
 	h.remote.end(id, *req.Generation)
@@ -459,22 +459,63 @@ func validateComplete(req *wire.CompleteRequest) error {
 	return nil
 }
 
-// reportFailed answers a heartbeat or completion of job id with generation
-// that the store refused with err. A stale generation's lease is over, and
-// the answer's detail says why; no job of that id is 404 (the worker routes
-// take the id a claim answered, not a name).
-func (h *handler) reportFailed(w http.ResponseWriter, r *http.Request, id string, gen int64, err error) {
+// reportFailed answers a heartbeat or (report) completion of job id with
+// generation that the store refused with err. A stale generation's lease
+// is over, and the answer's detail says why, as the job and its runs tell
+// it; no job of that id is 404 (the worker routes take the id a claim
+// answered, not a name).
+func (h *handler) reportFailed(w http.ResponseWriter, r *http.Request, id string, gen int64, report bool, err error) {
 	if !errors.Is(err, db.ErrStale) && !errors.Is(err, db.ErrNotFound) {
 		h.error(w, r, err)
 		return
 	}
 	h.remote.end(id, gen)
-	if j, getErr := h.store.JobGet(r.Context(), id); errors.Is(getErr, db.ErrNotFound) || getErr == nil && j.ID != id { // none, or a name's
+	j, getErr := h.store.JobGet(r.Context(), id)
+	if errors.Is(getErr, db.ErrNotFound) || getErr == nil && j.ID != id { // none, or a name's
 		h.error(w, r, noJobWithID(id))
 		return
 	}
-	h.error(w, r, &detailError{err: err, detail: fmt.Sprintf(
-		"generation %d no longer holds job %s: its lease expired or another worker claimed it; stop the run (a report of how it ended is kept on the run as its late outcome, and changes nothing else)", gen, id)})
+	h.error(w, r, &detailError{err: err, detail: h.staleDetail(r, j, gen, report, getErr == nil)})
+}
+
+// staleDetail says why generation gen no longer holds job j (read, when
+// known), from the run of that generation among the job's latest: a
+// worker that hears "its lease expired" when its run had ended with its
+// own earlier report, was ended by the server past its timeout, or was
+// never claimed with gen, looks for the wrong cause.
+func (h *handler) staleDetail(r *http.Request, j db.Job, gen int64, report, known bool) string {
+	const stop, late = "; stop the run", " (a report of how it ended is kept on the run as its late outcome, and changes nothing else)"
+	generic := fmt.Sprintf("generation %d no longer holds job %s: its lease expired or another worker claimed it%s%s", gen, j.ID, stop, late)
+	if !known {
+		return generic
+	}
+	if gen < 1 || gen > j.LeaseGeneration {
+		return fmt.Sprintf("generation %d never held job %s (its latest claim has generation %d): send the generation the claim answered; nothing was recorded", gen, j.ID, j.LeaseGeneration)
+	}
+	runs, _, err := h.store.RunList(r.Context(), db.RunListParams{JobID: j.ID, Limit: 20})
+	if err != nil {
+		return generic
+	}
+	for _, run := range runs {
+		if run.Generation != gen {
+			continue
+		}
+		switch run.Outcome {
+		case db.OutcomeRunning, db.OutcomeLeaseExpired:
+			again := ""
+			if gen < j.LeaseGeneration {
+				again = fmt.Sprintf(", and the job was claimed again since (generation %d)", j.LeaseGeneration)
+			}
+			return fmt.Sprintf("generation %d no longer holds job %s: its lease expired%s%s%s", gen, j.ID, again, stop, late)
+		case db.OutcomeTimedOut:
+			return fmt.Sprintf("generation %d no longer holds job %s: its run ended timed_out (its runs say why)%s%s", gen, j.ID, stop, late)
+		}
+		if !report {
+			return fmt.Sprintf("generation %d no longer holds job %s: its run already ended %s; nothing was renewed", gen, j.ID, run.Outcome)
+		}
+		return fmt.Sprintf("generation %d no longer holds job %s: its run already ended %s, and this report is not the one it ended with sent again (a repeat has the same outcome, error and output); nothing was recorded", gen, j.ID, run.Outcome)
+	}
+	return generic
 }
 
 // noJobWithID is the 404 of a heartbeat or completion of job id when no

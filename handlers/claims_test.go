@@ -193,8 +193,8 @@ func TestHandler_ClaimLifecycle(t *testing.T) {
 		t.Errorf("heartbeat after cancel-run: got %+v, want cancelRequested", hb)
 	}
 
-	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", `{"generation": 2}`).wantProblem(t, http.StatusConflict, "generation 2 no longer holds")
-	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", `{"generation": 2, "outcome": "succeeded"}`).wantProblem(t, http.StatusConflict, "no longer holds")
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", `{"generation": 2}`).wantProblem(t, http.StatusConflict, "generation 2 never held")
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/complete", `{"generation": 2, "outcome": "succeeded"}`).wantProblem(t, http.StatusConflict, "generation 2 never held")
 	if got, _ := e.store.JobGet(t.Context(), j.ID); got.State != db.StateRunning {
 		t.Fatalf("after a stale completion the job is %s, want running", got.State)
 	}
