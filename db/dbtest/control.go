@@ -523,8 +523,14 @@ func testRemoteRunTimedOut(t *testing.T, f *fixture) {
 		}
 	}
 	f.Clock.Advance(30 * time.Second) // 2m10s: past them
-	if err := renew(); !errors.Is(err, db.ErrConflict) || !strings.Contains(err.Error(), "passed its timeout") {
+	err := renew()
+	if !errors.Is(err, db.ErrConflict) || !strings.Contains(err.Error(), "passed its timeout") {
 		t.Fatalf("renewal past the timeout: %v; want a conflict saying the run timed out", err)
+	}
+	// The conflict's state is the job's as the run ended (the 409's state):
+	// it said running, of a job already ready for its retry.
+	if ce := (*db.ConflictError)(nil); !errors.As(err, &ce) || ce.State != db.StateReady {
+		t.Fatalf("renewal past the timeout: %#v; want a conflict with the job's state after it, ready", err)
 	}
 	if got := f.get(j.ID); got.State != db.StateReady || got.Attempt != 1 || got.LeaseGeneration != c.Job.LeaseGeneration {
 		t.Fatalf("job after: %s, attempt %d; want ready for its retry", got.State, got.Attempt)

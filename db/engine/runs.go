@@ -501,7 +501,9 @@ func (s *Store) endPastTimeout(ctx context.Context, tx Tx, j db.Job) (ended erro
 	if err != nil {
 		return nil, fmt.Errorf("end the run of %s/%d past its timeout: %w", j.ID, j.LeaseGeneration, err)
 	}
-	return &db.ConflictError{State: db.StateRunning, Msg: fmt.Sprintf(
+	// The job's state as the run ended (ready for its retry, or dead), not
+	// running: the answer tells the worker the job moved on without it.
+	return &db.ConflictError{State: j.State, Msg: fmt.Sprintf(
 		"the run of job %s passed its timeout (%s) and was ended timed_out; stop it (its report is kept as its late outcome)", j.ID, timeout)}, nil
 }
 
