@@ -133,6 +133,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		{"HeartbeatResponse", wire.HeartbeatResponse{}},
 		{"CompleteRequest", wire.CompleteRequest{}},
 		{"WorkerStoppedRequest", wire.WorkerStoppedRequest{}},
+		{"WorkerStoppingRequest", wire.WorkerStoppingRequest{}},
 		{"Stats", statsResponse{}},
 		{"Series", web.Series{}},
 		{"TestClockMove", testClockRequest{}},
@@ -367,5 +368,56 @@ func TestOpenAPI_WorkerRecords(t *testing.T) {
 		if regexp.MustCompile(`every \d+ ?s\b`).MatchString(said) {
 			t.Errorf("handlers/openapi.json %s = %q: it gives another record interval than a minute", c.ref, said)
 		}
+	}
+}
+
+// TestOpenAPI_RequestBodiesRefuseUnknownFields checks that each schema a
+// JSON request body refers to says additionalProperties false, as the
+// server decodes every body: an unknown field answers 422. A client
+// generated from the document without it (POST /jobs/batch,
+// /workers/stopping, /workers/stopped) would send extra fields the server
+// refuses.
+func TestOpenAPI_RequestBodiesRefuseUnknownFields(t *testing.T) {
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Schemas map[string]map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for path, ops := range doc.Paths {
+		for method, raw := range ops {
+			var op struct {
+				RequestBody struct {
+					Content map[string]struct {
+						Schema struct {
+							Ref string `json:"$ref"`
+						} `json:"schema"`
+					} `json:"content"`
+				} `json:"requestBody"`
+			}
+			if method == "parameters" {
+				continue
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			for ct, c := range op.RequestBody.Content {
+				name, ok := strings.CutPrefix(c.Schema.Ref, "#/components/schemas/")
+				if !ok {
+					continue
+				}
+				checked++
+				if s := doc.Components.Schemas[name]; s["type"] == "object" && s["additionalProperties"] != false {
+					t.Errorf("%s %s (%s): components.schemas.%s does not say additionalProperties false, but the server refuses unknown fields", strings.ToUpper(method), path, ct, name)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("found no request bodies")
 	}
 }
