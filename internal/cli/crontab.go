@@ -77,7 +77,10 @@ func importCrontabCmd(env Env) *cobra.Command {
 				reqs = append(reqs, r...)
 			}
 			if len(reqs) == 0 {
-				return fmt.Errorf("the crontab %s holds no line sked can run", strings.Join(files, ", "))
+				for i, f := range files {
+					files[i] = crontabName(f)
+				}
+				return fmt.Errorf("no line sked can run in %s", strings.Join(files, ", "))
 			}
 			return writeYAML(env.Stdout, reqs)
 		},
@@ -94,7 +97,7 @@ func importCrontabCmd(env Env) *cobra.Command {
 // importCrontab, its jobs named by names, and says its
 // notes on stderr, each after the file's name.
 func importCrontabFile(env Env, file, tz string, system bool, names *cronNames) ([]wire.JobCreateRequest, error) {
-	in, name := io.Reader(os.Stdin), "standard input"
+	in, name := io.Reader(os.Stdin), crontabName(file)
 	switch {
 	case file == "-" && isTerminal(os.Stdin):
 		return nil, usagef("no crontab given, and standard input is a terminal: give its FILE, or pipe it in: crontab -l | sked import-crontab")
@@ -104,7 +107,7 @@ func importCrontabFile(env Env, file, tz string, system bool, names *cronNames) 
 			return nil, openCrontabError(file, err)
 		}
 		defer f.Close()
-		in, name = f, file
+		in = f
 	}
 	reqs, notes, err := importCrontab(in, tz, system, names)
 	if err != nil {
@@ -114,6 +117,15 @@ func importCrontabFile(env Env, file, tz string, system bool, names *cronNames) 
 		fmt.Fprintf(env.Stderr, "%s: %s\n", name, n)
 	}
 	return reqs, nil
+}
+
+// crontabName is how messages name the crontab file: "-" is standard
+// input.
+func crontabName(file string) string {
+	if file == "-" {
+		return "standard input"
+	}
+	return file
 }
 
 // openCrontabError is the error of opening the crontab file: one that

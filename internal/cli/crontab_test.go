@@ -186,6 +186,25 @@ func TestImportCrontab_Files(t *testing.T) {
 	if code, _, stderr := mainOf("import-crontab", "-", "-"); code != ExitUsage || !strings.Contains(stderr, "standard input") {
 		t.Errorf("sked import-crontab - -: exit %d, %q", code, stderr)
 	}
+	// A crontab of comments alone is named as given; standard input so,
+	// not "-".
+	comments := filepath.Join(dir, "comments")
+	os.WriteFile(comments, []byte("# m h dom mon dow command\n"), 0o644)
+	if code, _, stderr := mainOf("import-crontab", comments); code != ExitFailed || !strings.Contains(stderr, "no line sked can run in "+comments) {
+		t.Errorf("sked import-crontab of comments: exit %d, %q", code, stderr)
+	}
+	empty, err := os.Open(comments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	stdin := os.Stdin
+	os.Stdin = empty
+	code, _, stderr = mainOf("import-crontab")
+	os.Stdin = stdin
+	if code != ExitFailed || !strings.Contains(stderr, "no line sked can run in standard input") {
+		t.Errorf("sked import-crontab < comments: exit %d, %q; want it to name standard input", code, stderr)
+	}
 	if _, err := user.Lookup("root"); err != nil {
 		t.Skipf("no user root here: %v", err)
 	}
