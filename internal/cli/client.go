@@ -568,13 +568,13 @@ func (f *addFlags) run(ctx context.Context, a *api, args []string) error {
 		return a.printJSON(job)
 	case !created:
 		fmt.Fprintf(a.env.Stdout, "job %s already exists for key %q (%s, next run %s); nothing created, and its time is kept\n",
-			jobLabel(job), job.IdempotencyKey, job.State, timeText(job.NextRunAt))
+			jobLabel(job), job.IdempotencyKey, job.State, zonedText(job.NextRunAt, job.Timezone))
 	default:
 		label, id := job.ID, "" // a named job's id inside the parentheses, not in a pair of its own
 		if job.Name != "" {
 			label, id = job.Name, job.ID+", "
 		}
-		fmt.Fprintf(a.env.Stdout, "created job %s (%s%s, %s, next run %s)\n", label, id, job.Type, job.State, timeText(job.NextRunAt))
+		fmt.Fprintf(a.env.Stdout, "created job %s (%s%s, %s, next run %s)\n", label, id, job.Type, job.State, zonedText(job.NextRunAt, job.Timezone))
 	}
 	if !f.wait.on {
 		return nil
@@ -913,7 +913,7 @@ func (a *api) printAction(verb, id string, job db.Job) error {
 			fmt.Fprintf(a.env.Stdout, ": %s", job.PauseReason)
 		}
 	case nextRun(job) != nil:
-		fmt.Fprintf(a.env.Stdout, ", next run %s", timeText(nextRun(job)))
+		fmt.Fprintf(a.env.Stdout, ", next run %s", zonedText(nextRun(job), job.Timezone))
 	}
 	fmt.Fprintln(a.env.Stdout, ")")
 	return nil
@@ -1203,6 +1203,12 @@ func overdue(job db.Job, now time.Time) string {
 // timeText is t in RFC 3339 UTC, or "-" when absent.
 func timeText(t *time.Time) string {
 	return cmp.Or(optTime(t), "-")
+}
+
+// zonedText is t as timeText writes it, with the time a clock in zone
+// reads (inZone): what a job's schedule says.
+func zonedText(t *time.Time, zone string) string {
+	return cmp.Or(inZone(t, zone), "-")
 }
 
 // inZone is t as optTime writes it and, for a zone other than UTC, also

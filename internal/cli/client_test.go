@@ -484,6 +484,10 @@ func TestAdd_CreatedLine(t *testing.T) {
 	}{
 		{nil, regexp.MustCompile(`^created job [0-9A-Z]{26} \(t, ready, next run [^()]+\)\n$`)},
 		{[]string{"--name", "nightly"}, regexp.MustCompile(`^created job nightly \([0-9A-Z]{26}, t, ready, next run [^()]+\)\n$`)},
+		// A schedule's next run as its zone's clock reads it too, as sked
+		// show says it.
+		{[]string{"--name", "berlin", "--schedule", "30 2 * * *", "--tz", "Europe/Berlin"},
+			regexp.MustCompile(`^created job berlin \([0-9A-Z]{26}, t, ready, next run \S+Z \((\w{3} \d+ \w{3} )?02:30 in Europe/Berlin\)\)\n$`)},
 	} {
 		code, out, stderr := mainOf(append([]string{"add", "--type", "t", "--server", srv.URL}, c.args...)...)
 		if code != 0 || !c.want.MatchString(out) {

@@ -174,7 +174,7 @@ func edit(ctx context.Context, a *api, id string, fs *pflag.FlagSet, unset []str
 	case after.State == db.StatePaused:
 		fmt.Fprintf(a.env.Stdout, "paused %s\n", pausedUntil(after))
 	case nextRun(after) != nil:
-		fmt.Fprintf(a.env.Stdout, "next run %s\n", timeText(nextRun(after)))
+		fmt.Fprintf(a.env.Stdout, "next run %s\n", zonedText(nextRun(after), after.Timezone))
 	}
 	return nil
 }
