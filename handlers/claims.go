@@ -475,7 +475,7 @@ func (h *handler) reportFailed(w http.ResponseWriter, r *http.Request, id string
 		h.error(w, r, noJobWithID(id))
 		return
 	}
-	h.error(w, r, &detailError{err: err, detail: h.staleDetail(r, j, gen, report, getErr == nil)})
+	h.error(w, r, &detailError{err: err, detail: h.staleDetail(r, j, gen, report, getErr == nil), state: j.State}) // "" when not read
 }
 
 // staleDetail says why generation gen no longer holds job j (read, when

@@ -54,11 +54,13 @@ type requestError struct {
 func (e *requestError) Error() string { return e.Msg }
 
 // detailError keeps err's status and members but gives the client detail
-// instead of err's own message, e.g. to name the job and what to do instead.
-// Its Error is err's, so a log shows the original.
+// instead of err's own message, e.g. to name the job and what to do instead,
+// and the job's state, when set, as a conflict's. Its Error is err's, so a
+// log shows the original.
 type detailError struct {
 	err    error
 	detail string
+	state  db.JobState
 }
 
 func (e *detailError) Error() string { return e.err.Error() }
@@ -144,7 +146,7 @@ func problemFor(err error) problem {
 	}
 	var d *detailError
 	if p.Status < 500 && errors.As(err, &d) {
-		p.Detail = d.detail
+		p.Detail, p.State = d.detail, cmp.Or(d.state, p.State)
 	}
 	if p.Detail == "" {
 		p.Detail = http.StatusText(p.Status)

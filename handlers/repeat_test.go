@@ -64,6 +64,10 @@ func TestHandler_StaleDetailSaysWhy(t *testing.T) {
 		if strings.Contains(p.Detail, "lease expired") || strings.Contains(p.Detail, "late outcome") {
 			t.Errorf("%s: detail %q blames a lapsed lease or promises a late outcome", tc.name, p.Detail)
 		}
+		// A 409 about a job carries its state, as the other conflicts do.
+		if p.State != db.StateDone {
+			t.Errorf("%s: state %q, want the job's, done", tc.name, p.State)
+		}
 	}
 	runs, _, err := e.store.RunList(t.Context(), db.RunListParams{JobID: j.ID, Limit: 10})
 	if err != nil || len(runs) != 1 || runs[0].Output != "one" || runs[0].LateOutcome != "" {
