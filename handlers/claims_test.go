@@ -488,3 +488,17 @@ func TestHandler_ClaimCommitLost(t *testing.T) {
 		}
 	})
 }
+
+// TestHandler_HeartbeatOfTheLongestTimeout renews the run of a job whose
+// timeout is within a minute of the longest duration there is: the grace a
+// remote run has past its timeout must not wrap it round to a deadline in
+// the past, which ended the run timed_out at its first heartbeat.
+func TestHandler_HeartbeatOfTheLongestTimeout(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"type": "thumb", "timeout": "2562047h47m"}`, http.StatusCreated)
+	c := e.claimOne(`{"workerId": "box1/42", "types": ["thumb"], "wait": "0s"}`)
+	now := testNow.Add(10 * time.Second)
+	e.store.NowFunc = func() time.Time { return now }
+	e.do(http.MethodPost, "/jobs/"+j.ID+"/heartbeat", fmt.Sprintf(`{"generation": %d}`, c.Generation)).wantStatus(t, http.StatusOK)
+}

@@ -673,7 +673,7 @@ func (p *Pool) execute(ctx, runCtx context.Context, c *claimed) {
 		job.Slot = *j.Slot
 	}
 	defer c.cancel(nil)
-	tctx, cancelTimeout := context.WithDeadline(c.ctx, time.Now().Add(wait+cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout)))
+	tctx, cancelTimeout := context.WithDeadline(c.ctx, time.Now().Add(wait).Add(cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout)))
 	defer cancelTimeout()
 
 	// The first renewal is due at a third of the lease: a run that ends

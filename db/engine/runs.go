@@ -492,7 +492,9 @@ func (s *Store) endPastTimeout(ctx context.Context, tx Tx, j db.Job) (ended erro
 		return nil, fmt.Errorf("read the run of %s/%d: %w", j.ID, j.LeaseGeneration, err)
 	}
 	timeout := cmp.Or(time.Duration(j.Timeout), db.DefaultTimeout)
-	if len(runs) != 1 || runs[0].StartedAt == nil || !tx.Now().After(runs[0].StartedAt.Add(timeout+remoteTimeoutGrace)) {
+	// Added one at a time: timeout+remoteTimeoutGrace wraps round to a
+	// negative duration for a timeout within a minute of the longest.
+	if len(runs) != 1 || runs[0].StartedAt == nil || !tx.Now().After(runs[0].StartedAt.Add(timeout).Add(remoteTimeoutGrace)) {
 		return nil, nil
 	}
 	err = s.finish(ctx, tx, []*db.Job{&j}, []db.RunFinishParams{{JobID: j.ID, Generation: j.LeaseGeneration,
