@@ -34,6 +34,11 @@ func (h *handler) handleJobBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case len(r.Header.Values("Idempotency-Key")) > 0:
+		// Not read: a client retrying under it would create every job again.
+		h.error(w, r, &db.ValidationError{Field: "Idempotency-Key",
+			Msg: "a batch does not take the Idempotency-Key header: give each job its own idempotencyKey in the body (nothing was created)"})
+		return
 	case len(req.Jobs) == 0:
 		h.error(w, r, &db.ValidationError{Field: "jobs", Msg: "jobs is empty; give at least one job"})
 		return

@@ -101,3 +101,21 @@ func TestHandler_JobBatch(t *testing.T) {
 		e.do(http.MethodPost, "/jobs/batch", body).wantProblem(t, http.StatusUnprocessableEntity, fmt.Sprint(db.MaxBatch))
 	})
 }
+
+// TestHandler_JobBatchIdempotencyKeyHeader sends a batch with an
+// Idempotency-Key header, which a batch does not read (each element has its
+// own idempotencyKey): it was ignored, so that a client retrying the batch
+// under the header created every job again. It is refused, creating
+// nothing.
+func TestHandler_JobBatchIdempotencyKeyHeader(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	p := e.do(http.MethodPost, "/jobs/batch", `{"jobs": [{"type": "noop"}]}`, "Idempotency-Key", "k1").
+		wantProblem(t, http.StatusUnprocessableEntity, "give each job its own idempotencyKey")
+	if p.Field != "Idempotency-Key" {
+		t.Errorf("field: got %q, want Idempotency-Key", p.Field)
+	}
+	if l := e.list(""); len(l.Jobs) != 0 {
+		t.Errorf("a refused batch created %d jobs", len(l.Jobs))
+	}
+}
