@@ -49,6 +49,39 @@ func (h *handler) decodeBodyAs(w http.ResponseWriter, r *http.Request, v any, ty
 	return decodeJSON(http.MaxBytesReader(w, r.Body, h.maxBodyBytes), v)
 }
 
+// hasBody reports whether r has a body that is more than white space,
+// reading it (at most h.maxBodyBytes) and putting it back for decodeBody;
+// a chunked body may be empty too, which ContentLength does not tell.
+func (h *handler) hasBody(w http.ResponseWriter, r *http.Request) (bool, error) {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return false, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBodyBytes))
+	if err != nil {
+		return false, decodeError(err, nil)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return len(bytes.TrimLeft(body, " \t\r\n")) > 0, nil
+}
+
+// refuseBody answers a request to a route that takes no body (a control
+// such as POST /jobs/{id}/trigger) that was sent one: a field is refused
+// (422) naming it, rather than ignored (a trigger given a runAt would run
+// now), and a body that is not JSON as decodeBody refuses it. No body,
+// white space and {} pass.
+func (h *handler) refuseBody(w http.ResponseWriter, r *http.Request, route string) error {
+	if has, err := h.hasBody(w, r); err != nil || !has {
+		return err
+	}
+	var none struct{}
+	err := h.decodeBody(w, r, &none)
+	var ve *db.ValidationError
+	if errors.As(err, &ve) && strings.HasPrefix(ve.Msg, "unknown field ") {
+		ve.Msg = fmt.Sprintf("unknown field %q; %s takes no body: send none", ve.Field, route)
+	}
+	return err
+}
+
 // decodeJSON reads rd as the single JSON object v, refusing what decodeBody
 // refuses, and (400) a body that is not UTF-8: JSON text is UTF-8 (RFC
 // 8259), and a byte that is not would reach the store as it is (in a raw
