@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,6 +78,9 @@ func patchRequest(spec db.JobCreateParams, patch map[string]json.RawMessage) (jo
 			return jobCreateRequest{}, fieldError(field, "%s cannot be patched: a job's due time is not part of its definition; cancel the job and create a new one", field)
 		}
 	}
+	if err := checkPatchNames(patch); err != nil {
+		return jobCreateRequest{}, err
+	}
 	base, err := json.Marshal(wire.RequestOf(spec))
 	if err != nil {
 		return jobCreateRequest{}, fmt.Errorf("encode definition of %s: %w", spec.Name, err)
@@ -93,6 +98,37 @@ func patchRequest(spec db.JobCreateParams, patch map[string]json.RawMessage) (jo
 		return jobCreateRequest{}, err
 	}
 	return req, nil
+}
+
+// checkPatchNames refuses a member of patch, or of its notify, named as a
+// field in another case ("Jitter"). A merge patch applies members by their
+// exact names, so {"Jitter": null} would remove nothing, while the merged
+// definition's decoding folds case: {"Jitter": "1m"} would set jitter.
+func checkPatchNames(patch map[string]json.RawMessage) error {
+	if err := checkNames("", patch, wire.FieldNames(&jobCreateRequest{})); err != nil {
+		return err
+	}
+	var notify map[string]json.RawMessage
+	if raw, ok := patch["notify"]; ok && json.Unmarshal(raw, &notify) == nil {
+		return checkNames("notify.", notify, wire.FieldNames(&db.Notify{}))
+	}
+	return nil
+}
+
+// checkNames refuses the first member of members, by name, that is not
+// one of fields but is one of them in another case.
+func checkNames(prefix string, members map[string]json.RawMessage, fields []string) error {
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if slices.Contains(fields, name) {
+			continue
+		}
+		for _, f := range fields {
+			if strings.EqualFold(f, name) {
+				return fieldError(prefix+name, "unknown field %q: a merge patch names each field exactly, in its case; did you mean %q?", prefix+name, f)
+			}
+		}
+	}
+	return nil
 }
 
 // checkKept refuses a change of what a job keeps for life, its type and

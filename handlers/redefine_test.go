@@ -737,3 +737,37 @@ func TestHandler_GapBoundsAnyDay(t *testing.T) {
 	put("lh", fmt.Sprintf(lordHowe, "31m")).wantProblem(t, http.StatusUnprocessableEntity,
 		"(2026-10-04T02:30:00+11:00 to 2026-10-04T03:00:00+11:00)")
 }
+
+// TestHandler_JobPatchFieldCase patches a field under a name of another
+// case. A merge patch applies its members by their exact names, so
+// {"Jitter": null} removed nothing while answering 200 (and {"Jitter":
+// "1m"} set jitter, as the decoding of the merged definition folds case):
+// the patch is refused naming the field and the one meant, and the job is
+// left as it was.
+func TestHandler_JobPatchFieldCase(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	j := e.create(`{"name": "nightly", "type": "noop", "schedule": "0 3 * * *", "jitter": "5m",
+		"notify": {"on": ["gave_up"]}}`, http.StatusCreated)
+	for _, tc := range []struct{ body, field, meant string }{
+		{`{"Jitter": null}`, "Jitter", "jitter"},
+		{`{"SCHEDULE": "0 4 * * *"}`, "SCHEDULE", "schedule"},
+		{`{"notify": {"On": null}}`, "notify.On", "on"},
+	} {
+		p := e.patch(j.ID, tc.body).wantProblem(t, http.StatusUnprocessableEntity, `did you mean "`+tc.meant+`"?`)
+		if p.Field != tc.field {
+			t.Errorf("%s: field %q, want %q", tc.body, p.Field, tc.field)
+		}
+	}
+	got := e.do(http.MethodGet, "/jobs/"+j.ID, "").job(t)
+	if got.Jitter != j.Jitter || got.Schedule != j.Schedule || got.Notify == nil || len(got.Notify.On) != 1 {
+		t.Errorf("refused patches changed the job: jitter %v schedule %q notify %+v", got.Jitter, got.Schedule, got.Notify)
+	}
+	if evs := e.events(j.ID); len(evs) != 0 {
+		t.Errorf("events: got %d, want none", len(evs))
+	}
+	// The exact names still patch.
+	if got := e.patch(j.ID, `{"jitter": null, "notify": {"on": null}}`).job(t); got.Jitter != 0 || got.Notify != nil {
+		t.Errorf("patch: jitter %v notify %+v, want both removed", got.Jitter, got.Notify)
+	}
+}
