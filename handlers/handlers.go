@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"runtime/debug"
 
 	"github.com/go-chi/chi/v5"
@@ -238,8 +239,9 @@ func (h *handler) routes(r chi.Router) {
 	r.Get("/jobs", h.handleJobList)
 	// A PUT by name creates or replaces the job: a name that is not text is
 	// a bad name (422), not an unknown job (404).
-	r.Put("/jobs/by-name/{name}", h.handleJobPut)
+	r.With(unescapePath).Put("/jobs/by-name/{name}", h.handleJobPut)
 	r.Group(func(r chi.Router) { // the routes of one job, by id or name
+		r.Use(unescapePath)
 		r.Use(h.jobInPath(func(id string) error { return jobError(id, action{}, db.ErrNotFound) }))
 		r.Get("/jobs/{id}", h.handleJobGet)
 		r.Patch("/jobs/{id}", h.handleJobPatch)
@@ -266,6 +268,7 @@ func (h *handler) routes(r chi.Router) {
 
 	r.Post("/claims", h.handleClaim)
 	r.Group(func(r chi.Router) { // a worker's reports, by the id its claim answered
+		r.Use(unescapePath)
 		r.Use(h.jobInPath(noJobWithID))
 		r.Post("/jobs/{id}/heartbeat", h.handleHeartbeat)
 		r.Post("/jobs/{id}/complete", h.handleComplete)
@@ -277,6 +280,26 @@ func (h *handler) routes(r chi.Router) {
 		r.Get(testClockPath, h.handleTestClock)
 		r.Post(testClockPath, h.handleTestClock)
 	}
+}
+
+// unescapePath decodes the route's path parameters when the router
+// matched the path as it was sent, r.URL.RawPath (set when the client
+// encoded it otherwise than Go would, as in /jobs/%61%31): there they are
+// still percent-encoded, where those matched in r.URL.Path are decoded
+// already and must not be decoded twice. An encoded slash (%2F) stays
+// within its parameter. It runs after routing, before jobInPath.
+func unescapePath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawPath != "" {
+			params := &chi.RouteContext(r.Context()).URLParams
+			for i, v := range params.Values {
+				if u, err := url.PathUnescape(v); err == nil {
+					params.Values[i] = u
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // jobInPath answers notFound(id) (a 404), as for any job that does not
