@@ -58,20 +58,12 @@ func (h *handler) handleJobPause(w http.ResponseWriter, r *http.Request) {
 // handleJobTrigger serves POST /jobs/{id}/trigger: one extra run now; a
 // schedule keeps its pending slot.
 func (h *handler) handleJobTrigger(w http.ResponseWriter, r *http.Request) {
-	if err := h.refuseBody(w, r, "POST /jobs/{id}/trigger"); err != nil {
-		h.error(w, r, err)
-		return
-	}
 	h.jobAction(w, r, actionTrigger, h.store.JobTrigger, true)
 }
 
 // handleJobSkip serves POST /jobs/{id}/skip: the pending slot is recorded
 // missed (skipped) and the schedule moves to the following one.
 func (h *handler) handleJobSkip(w http.ResponseWriter, r *http.Request) {
-	if err := h.refuseBody(w, r, "POST /jobs/{id}/skip"); err != nil {
-		h.error(w, r, err)
-		return
-	}
 	h.jobAction(w, r, actionSkip, h.store.JobSkipNext, false)
 }
 

@@ -260,10 +260,6 @@ func queryError(err error) error {
 // cancels the live job of that name, and answers 204 as well when the
 // newest job of that name is cancelled already, so that it can be repeated.
 func (h *handler) handleJobDelete(w http.ResponseWriter, r *http.Request) {
-	if err := h.refuseBody(w, r, "DELETE /jobs/{id}"); err != nil {
-		h.error(w, r, err)
-		return
-	}
 	id := chi.URLParam(r, "id")
 	_, err := h.store.JobCancel(r.Context(), id)
 	if errors.Is(err, db.ErrNotFound) && !db.IsID(id) {
@@ -280,29 +276,17 @@ func (h *handler) handleJobDelete(w http.ResponseWriter, r *http.Request) {
 
 // handleJobResume serves POST /jobs/{id}/resume.
 func (h *handler) handleJobResume(w http.ResponseWriter, r *http.Request) {
-	if err := h.refuseBody(w, r, "POST /jobs/{id}/resume"); err != nil {
-		h.error(w, r, err)
-		return
-	}
 	h.jobAction(w, r, actionResume, h.store.JobResume, true)
 }
 
 // handleJobRetry serves POST /jobs/{id}/retry: a dead job back to ready.
 func (h *handler) handleJobRetry(w http.ResponseWriter, r *http.Request) {
-	if err := h.refuseBody(w, r, "POST /jobs/{id}/retry"); err != nil {
-		h.error(w, r, err)
-		return
-	}
 	h.jobAction(w, r, actionRetry, h.store.JobRetry, true)
 }
 
 // handleJobCancelRun serves POST /jobs/{id}/cancel-run: ask the running
 // handler to stop at its next heartbeat.
 func (h *handler) handleJobCancelRun(w http.ResponseWriter, r *http.Request) {
-	if err := h.refuseBody(w, r, "POST /jobs/{id}/cancel-run"); err != nil {
-		h.error(w, r, err)
-		return
-	}
 	h.jobAction(w, r, actionCancelRun, h.store.JobRequestCancelRun, false)
 }
 

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/sked-dev/sked/db"
 	"github.com/sked-dev/sked/wire"
 )
@@ -64,22 +66,29 @@ func (h *handler) hasBody(w http.ResponseWriter, r *http.Request) (bool, error) 
 	return len(bytes.TrimLeft(body, " \t\r\n")) > 0, nil
 }
 
-// refuseBody answers a request to a route that takes no body (a control
-// such as POST /jobs/{id}/trigger) that was sent one: a field is refused
-// (422) naming it, rather than ignored (a trigger given a runAt would run
-// now), and a body that is not JSON as decodeBody refuses it. No body,
-// white space and {} pass.
-func (h *handler) refuseBody(w http.ResponseWriter, r *http.Request, route string) error {
-	if has, err := h.hasBody(w, r); err != nil || !has {
-		return err
-	}
-	var none struct{}
-	err := h.decodeBody(w, r, &none)
-	var ve *db.ValidationError
-	if errors.As(err, &ve) && strings.HasPrefix(ve.Msg, "unknown field ") {
-		ve.Msg = fmt.Sprintf("unknown field %q; %s takes no body: send none", ve.Field, route)
-	}
-	return err
+// noBody refuses a body sent to a route that takes none (a control such
+// as POST /jobs/{id}/trigger), before the route's handler: a field is
+// refused (422) naming it, rather than ignored (a trigger given a runAt
+// would run now), and a body that is not JSON as decodeBody refuses it.
+// No body, white space and {} pass.
+func (h *handler) noBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if has, err := h.hasBody(w, r); err != nil || has {
+			if err == nil {
+				err = h.decodeBody(w, r, &struct{}{})
+			}
+			var ve *db.ValidationError
+			if errors.As(err, &ve) && strings.HasPrefix(ve.Msg, "unknown field ") {
+				route := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
+				ve.Msg = fmt.Sprintf("unknown field %q; %s takes no body: send none", ve.Field, route)
+			}
+			if err != nil {
+				h.error(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // decodeJSON reads rd as the single JSON object v, refusing what decodeBody
