@@ -411,7 +411,7 @@ export function jobPage(ref) {
         h("p.sub", h("span.mono#job-id", job.jobId), " · ", h("span.mono", job.type),
           job.parentId ? [" · backfill of ", h("a", { href: jobHash(job.parentId) }, job.parentId)] : null)]);
       drawStatus(job, statusFacts);
-      drawButtons([job.state, !!job.schedule], () => controls(job));
+      drawButtons([job.state, !!job.schedule, !!job.pauseRequested], () => controls(job));
       drawFields(job, definition);
       drawPreview(fires, (f) => f.length ? h("ol.fires", f.map((x) => h("li",
         h("span.mono", fmtZoned(x.at)), x.at.endsWith("Z") ? null : h("span.muted", " · " + fmtZoned(x.utc)),

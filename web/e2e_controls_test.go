@@ -1,0 +1,43 @@
+package web_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestDashboard_PauseRunningScheduleRedrawsControls: pausing a schedule
+// while its run runs sets pauseRequested, its state stays running; the
+// controls must follow it (Resume in, Pause… out) without a reload, and
+// back again after Resume.
+func TestDashboard_PauseRunningScheduleRedrawsControls(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	base, api := startServer(t, "")
+	id := api.create(t, map[string]any{"type": "http", "name": "slow-sched", "schedule": "* * * * * *",
+		"overlap": "skip", "timeout": "60s", "payload": map[string]any{"url": api.slow}})
+	select {
+	case <-api.slowStarted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow schedule did not start within 30s")
+	}
+	b := openBrowser(t, browser, base+"/#/jobs/"+id)
+	b.wait(`document.querySelector('#job-head .badge')?.textContent === 'running' && document.querySelector('#pause-form') && 'ok'`)
+	b.do(chromedp.Click(chromedp.CSS("#pause-form summary")))
+	b.fill("#pause-reason", "maintenance")
+	b.do(chromedp.Click(chromedp.CSS(`button[data-action=pause]`)))
+	b.wait(`document.querySelector('#action-msg')?.textContent === 'The job pauses when this run ends.' && 'ok'`)
+	b.wait(`document.querySelector('#job-paused') && 'ok'`)
+	got := b.wait(`(() => { const a = document.querySelector('#job-actions');
+		return JSON.stringify({resume: !!a.querySelector('[data-action=resume]'), pause: !!a.querySelector('#pause-form')}); })()`)
+	if got != `{"resume":true,"pause":false}` {
+		t.Errorf("after pausing the running schedule the controls are %s; want Resume shown and Pause… gone", got)
+	}
+	b.do(chromedp.Click(chromedp.CSS(`button[data-action=resume]`)))
+	b.wait(`document.querySelector('#action-msg')?.textContent === 'Job resumed.' && 'ok'`)
+	got = b.wait(`(() => { const a = document.querySelector('#job-actions');
+		return JSON.stringify({resume: !!a.querySelector('[data-action=resume]'), pause: !!a.querySelector('#pause-form')}); })()`)
+	if got != `{"resume":false,"pause":true}` {
+		t.Errorf("after resuming the running schedule the controls are %s; want Resume gone and Pause… back", got)
+	}
+}
