@@ -1,6 +1,9 @@
 package web_test
 
 import (
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +42,33 @@ func TestDashboard_PauseRunningScheduleRedrawsControls(t *testing.T) {
 		return JSON.stringify({resume: !!a.querySelector('[data-action=resume]'), pause: !!a.querySelector('#pause-form')}); })()`)
 	if got != `{"resume":false,"pause":true}` {
 		t.Errorf("after resuming the running schedule the controls are %s; want Resume gone and Pause… back", got)
+	}
+}
+
+// TestDashboard_TimelineEventsEndClean: a skipped slot's event and a pause
+// with an end but no reason read "slot …" and "until …", not with a
+// separator left hanging at their end ("slot in 5 min ·").
+func TestDashboard_TimelineEventsEndClean(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	base, api := startServer(t, "")
+	id := api.create(t, map[string]any{"type": "http", "schedule": "@every 1h", "payload": map[string]any{"url": api.ok}})
+	post := func(path, body string) {
+		resp, err := http.Post(base+"/jobs/"+id+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %s", path, resp.Status)
+		}
+	}
+	post("/skip", "")
+	post("/pause", `{"until": "2099-01-01T00:00:00Z"}`)
+	b := openBrowser(t, browser, base+"/#/jobs/"+id)
+	for _, kind := range []string{"skipped", "paused"} {
+		got := b.wait(fmt.Sprintf(`document.querySelector('#events li[data-kind=%s]')?.innerText`, kind))
+		if strings.HasSuffix(strings.TrimSpace(got), "·") {
+			t.Errorf("the %s event reads %q, ending with a separator", kind, got)
+		}
 	}
 }

@@ -151,17 +151,20 @@ const eventLabels = {
   skipped: "Skipped", backfilled: "Backfilled", quiet: "Went quiet",
 };
 
+// dotted puts " · " between the parts given, leaving out the missing ones.
+const dotted = (parts) => parts.filter(Boolean).flatMap((p, i) => i ? [h("span.muted", " · "), p] : [p]);
+
 function eventItem(e) {
   const d = e.detail || {};
   const body = e.kind === "changed"
     ? h("ul.changes", Object.entries(d).map(([f, c]) => h("li", { "data-field": f }, h("span.mono", f), ": ",
       h("span.from", short(c.from)), " → ", h("span.to", short(c.to)))))
-    : [d.slot ? h("span.muted", "slot ", timeEl(d.slot), " · ") : null, d.attempt ? h("span", `attempt ${d.attempt}`) : null,
-      d.until ? h("span.muted", "until ", timeEl(d.until), " · ") : null, d.reason ? h("span", d.reason) : null,
+    : [dotted([d.slot ? h("span.muted", "slot ", timeEl(d.slot)) : null, d.attempt ? h("span", `attempt ${d.attempt}`) : null,
+      d.until ? h("span.muted", "until ", timeEl(d.until)) : null, d.reason ? h("span", d.reason) : null,
       d.jobsCreated ? h("span", `${d.jobsCreated} jobs for `, timeEl(d.rangeFrom), " – ", timeEl(d.rangeTo)) : null,
       d.generation && !d.attempt ? h("span.muted", `run of generation ${d.generation}`) : null,
       e.kind === "quiet" ? h("span", `no success within ${d.expectSuccessWithin}; last `,
-        d.lastSuccessAt ? timeEl(d.lastSuccessAt) : "none yet") : null,
+        d.lastSuccessAt ? timeEl(d.lastSuccessAt) : "none yet") : null]),
       d.error ? h("p.err", d.error) : null];
   return h("li.event.kind-" + e.kind, { "data-kind": e.kind, "data-event": e.eventId },
     h("div.event-head", h("strong", e.kind === "paused" && d.to === "running" ? "Pauses when its run ends" : eventLabels[e.kind] || e.kind),
