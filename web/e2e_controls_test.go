@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,6 +9,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/sked-dev/sked/client"
+	"github.com/sked-dev/sked/server"
 )
 
 // TestDashboard_PauseRunningScheduleRedrawsControls: pausing a schedule
@@ -70,5 +74,30 @@ func TestDashboard_TimelineEventsEndClean(t *testing.T) {
 		if strings.HasSuffix(strings.TrimSpace(got), "·") {
 			t.Errorf("the %s event reads %q, ending with a separator", kind, got)
 		}
+	}
+}
+
+// TestDashboard_NewOneOffNowIsTheServersNow: a one-off job created in the
+// form with no time runs at the server's now (docs/api.md: runAt defaults
+// to now, "the client's clock does not count"), not at the browser's
+// clock, which a server on --test-clock, or on a database whose clock
+// differs, does not go by.
+func TestDashboard_NewOneOffNowIsTheServersNow(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	virtual := time.Date(2026, 3, 8, 6, 0, 0, 0, time.UTC)
+	base, _ := startServer(t, "", func(c *server.Config) { c.TestClock = virtual })
+	b := openBrowser(t, browser, base+"/#/new")
+	b.do(chromedp.WaitVisible(chromedp.CSS("#create-form")))
+	b.fill("#f-type", "e2e-nobody-serves")
+	b.fill("#f-payload", "{}")
+	b.do(chromedp.SetValue(chromedp.CSS("#f-kind"), "once"))
+	b.do(chromedp.Click(chromedp.CSS("#create-submit")))
+	id := b.wait(`(location.hash.match(/^#\/jobs\/([^/?]+)$/) || [])[1]`)
+	job, err := (&client.Client{BaseURL: base}).JobGet(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.NextRunAt == nil || !job.NextRunAt.Equal(virtual) {
+		t.Errorf("the one-off job made for now runs at %v; want the server's now, %v", job.NextRunAt, virtual)
 	}
 }

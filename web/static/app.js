@@ -160,9 +160,9 @@ function newJobPage() {
     if (f.kind.value === "schedule") {
       body.schedule = f.schedule.value.trim();
       if (f.timezone.value.trim()) body.timezone = f.timezone.value.trim();
-    } else {
-      body.runAt = (f.runAt.value ? new Date(f.runAt.value) : new Date()).toISOString();
-    }
+    } else if (f.runAt.value) {
+      body.runAt = new Date(f.runAt.value).toISOString();
+    } // else now by the server's clock (a test clock, the database's), not this browser's
     if (f.maxAttempts.value) body.maxAttempts = Number(f.maxAttempts.value);
     if (f.timeout.value.trim()) body.timeout = f.timeout.value.trim();
     try {
