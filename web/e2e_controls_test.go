@@ -101,3 +101,20 @@ func TestDashboard_NewOneOffNowIsTheServersNow(t *testing.T) {
 		t.Errorf("the one-off job made for now runs at %v; want the server's now, %v", job.NextRunAt, virtual)
 	}
 }
+
+// TestDashboard_CancelledJobOffersNoEdit: a cancelled job cannot be
+// edited (PATCH answers 409 "create a new one", and the page's own cancel
+// prompt says so), so its page offers no edit form.
+func TestDashboard_CancelledJobOffersNoEdit(t *testing.T) {
+	browser := chromiumOrSkip(t)
+	base, api := startServer(t, "")
+	id := api.create(t, map[string]any{"type": "e2e-nobody-serves", "runAt": "2030-01-01T00:00:00Z"})
+	b := openBrowser(t, browser, base+"/#/jobs/"+id)
+	b.wait(`document.querySelector('#job-head .badge')?.textContent === 'ready' && document.querySelector('#edit-job').offsetParent && 'ok'`)
+	b.do(chromedp.Click(chromedp.CSS(`button[data-action=cancel]`)))
+	b.do(chromedp.Click(chromedp.CSS(`button[data-action=cancel-confirm]`)))
+	b.wait(`document.querySelector('#job-head .badge')?.textContent === 'cancelled' && 'ok'`)
+	if got := b.wait(`String(!!document.querySelector('#edit-job').offsetParent)`); got != "false" {
+		t.Error("the cancelled job's page still offers Edit definition…, which the API refuses with 409")
+	}
+}

@@ -416,6 +416,9 @@ export function jobPage(ref) {
       drawStatus(job, statusFacts);
       drawButtons([job.state, !!job.schedule, !!job.pauseRequested], () => controls(job));
       drawFields(job, definition);
+      // A cancelled job is not edited (the API answers 409): no form for it.
+      edit.hidden = job.state === "cancelled";
+      if (edit.hidden) edit.open = false;
       drawPreview(fires, (f) => f.length ? h("ol.fires", f.map((x) => h("li",
         h("span.mono", fmtZoned(x.at)), x.at.endsWith("Z") ? null : h("span.muted", " · " + fmtZoned(x.utc)),
         x.note ? h("span.muted", " · " + x.note) : null)))
