@@ -174,13 +174,23 @@ func commandResult(ctx context.Context, p ExecPayload, err error) error {
 }
 
 // stoppedError is a command stopped because its context ended. It says
-// how the command ended, and not ctx's error in Go's words ("context
-// deadline exceeded"), which the run's outcome says already ("timed out
-// after 1h", "cancelled on request"); it wraps both, so that errors.Is
-// tells a timeout from a cancel.
+// how the command ended, and not why: neither ctx's error in Go's words
+// ("context deadline exceeded") nor the supervisor's "asked to stop",
+// since the run's outcome says why ("timed out after 1h", "cancelled on
+// request"); it wraps both, so that errors.Is tells a timeout from a
+// cancel.
 type stoppedError struct{ ctxErr, err error }
 
-func (e *stoppedError) Error() string   { return "command stopped: " + e.err.Error() }
+func (e *stoppedError) Error() string {
+	var exit *supervisor.ExitError
+	if errors.As(e.err, &exit) && exit.Stopped == supervisor.StoppedAsked {
+		plain := *exit
+		plain.Stopped = "" // asked by this worker as ctx ended
+		return "command stopped: " + plain.Error()
+	}
+	return "command stopped: " + e.err.Error()
+}
+
 func (e *stoppedError) Unwrap() []error { return []error{e.ctxErr, e.err} }
 
 // commandEnv is the whole environment of job's command (see RunCommand).
