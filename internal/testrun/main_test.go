@@ -137,8 +137,8 @@ func TestCIRunsTheREADMECommand(t *testing.T) {
 			last = line
 		}
 	}
-	if want := "exec " + command; last != want {
-		t.Errorf(".ci/run's last command is %q, not %q: it must run the README's test command last, and let it decide", last, want)
+	if last != command {
+		t.Errorf(".ci/run's last command is %q, not %q: it must run the README's test command as written, last, and let it decide", last, command)
 	}
 }
 
