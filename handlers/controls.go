@@ -28,11 +28,12 @@ type backfillRequest struct {
 // handleJobPause serves POST /jobs/{id}/pause, with an optional body
 // {reason, until}: a pause with an end resumes by itself.
 func (h *handler) handleJobPause(w http.ResponseWriter, r *http.Request) {
-	if has, err := h.hasBody(w, r); err != nil || !has {
-		if err != nil {
-			h.error(w, r, err)
-			return
-		}
+	has, err := h.hasBody(w, r)
+	if err != nil {
+		h.error(w, r, err)
+		return
+	}
+	if !has {
 		h.jobAction(w, r, actionPause, h.store.JobPause, false)
 		return
 	}

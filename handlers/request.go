@@ -73,19 +73,18 @@ func (h *handler) hasBody(w http.ResponseWriter, r *http.Request) (bool, error) 
 // No body, white space and {} pass.
 func (h *handler) noBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if has, err := h.hasBody(w, r); err != nil || has {
-			if err == nil {
-				err = h.decodeBody(w, r, &struct{}{})
-			}
+		has, err := h.hasBody(w, r)
+		if err == nil && has {
+			err = h.decodeBody(w, r, &struct{}{})
+		}
+		if err != nil {
 			var ve *db.ValidationError
 			if errors.As(err, &ve) && strings.HasPrefix(ve.Msg, "unknown field ") {
 				route := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
 				ve.Msg = fmt.Sprintf("unknown field %q; %s takes no body: send none", ve.Field, route)
 			}
-			if err != nil {
-				h.error(w, r, err)
-				return
-			}
+			h.error(w, r, err)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -273,8 +273,7 @@ func unnamedIn(ctx context.Context, a *api, jobs []skedapi.JobCreateRequest) ([]
 }
 
 // pruneJobs cancels the jobs of prune (see unnamedIn) and returns how many
-// it cancelled (or would).
-// A job whose run is going cannot be cancelled (409): the plan says so,
+// it cancelled (or would). A job whose run is going cannot be cancelled (409): the plan says so,
 // and a cancel refused is said with how to finish the prune.
 func (f *applyFlags) pruneJobs(ctx context.Context, a *api, prune []db.Job) (int, []error) {
 	n := 0
@@ -283,7 +282,7 @@ func (f *applyFlags) pruneJobs(ctx context.Context, a *api, prune []db.Job) (int
 		if !f.dryRun {
 			if err := a.c.JobCancel(ctx, j.ID); err != nil {
 				hint := ""
-				if ae := (*skedapi.Error)(nil); errors.As(err, &ae) && ae.Status == http.StatusConflict {
+				if skedapi.IsStatus(err, http.StatusConflict) {
 					hint = fmt.Sprintf("; to finish the prune, apply again once its run has ended (`sked pause %s` first keeps the schedule from starting another)", j.Name)
 				}
 				errs = append(errs, fmt.Errorf("prune job %s: %w%s", j.Name, a.apiError(err), hint))

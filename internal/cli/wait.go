@@ -205,10 +205,11 @@ func waitUntilEnded[T any](ctx context.Context, a *api, limit time.Duration, gon
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			cause = ue.Err // not the request again
 		}
-		if len(a.servers) > 1 {
-			return withExit(ExitUnreachable, err, "servers at %s stopped answering: %v; %s", strings.Join(a.servers, ", "), cause, gone())
+		at := "server at " + a.server
+		if len(a.servers) > 1 { // each was asked in turn
+			at = "servers at " + strings.Join(a.servers, ", ")
 		}
-		return withExit(ExitUnreachable, err, "server at %s stopped answering: %v; %s", a.server, cause, gone())
+		return withExit(ExitUnreachable, err, "%s stopped answering: %v; %s", at, cause, gone())
 	}
 	if err != nil {
 		return err
